@@ -1,0 +1,119 @@
+/**
+ * The contract shared by synthesis and the sidecar reconciler: every label, annotation, taint and
+ * environment variable that one side writes and the other reads is named here, and only here, so
+ * the two can never disagree.
+ *
+ * Anything derived from a spec's identity (pool names, object names, the per-pool node label key)
+ * is computed by `synth/naming.ts` and handed to the sidecar through the environment variables
+ * below; the sidecar never re-derives a name.
+ */
+
+/** The API group of our own ImageCache and the prefix of every key we own. */
+export const GROUP = 'prewarm.dev';
+
+/** `app.kubernetes.io/managed-by` value on every object we emit. */
+export const MANAGED_BY = 'prewarm';
+
+/** Standard recommended labels (https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/). */
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const LABEL_NAME = 'app.kubernetes.io/name';
+export const LABEL_COMPONENT = 'app.kubernetes.io/component';
+export const LABEL_PART_OF = 'app.kubernetes.io/part-of';
+
+/** Selector label of a pool's pull pods; its value is the pool id. Immutable once applied. */
+export const LABEL_POOL = `${GROUP}/pool`;
+
+/**
+ * Prefix of the per-pool node label `prewarm.dev/<pool-id>=<state>`. The full key is computed by
+ * naming and given to the sidecar in {@link ENV.nodeLabelKey}.
+ */
+export const NODE_LABEL_PREFIX = `${GROUP}/`;
+
+/** Values of the per-pool node label. */
+export const NodeState = {
+  /** Every image of the pool is present on the node. */
+  Warm: 'warm',
+  /** The pool's deadline passed with some images missing; the gate was opened anyway. */
+  Partial: 'partial',
+} as const;
+/** A value of the per-pool node label. */
+export type NodeState = (typeof NodeState)[keyof typeof NodeState];
+
+/**
+ * Prefix of the per-pool node annotation holding bounded JSON details (digests, time-to-warm,
+ * failing images). The full key is `status.prewarm.dev/<pool-id>`, computed by naming.
+ */
+export const NODE_ANNOTATION_PREFIX = `status.${GROUP}/`;
+
+/** Default key of the gating taint that holds workloads off a node until its pools are warm. */
+export const DEFAULT_GATE_TAINT_KEY = `${GROUP}/warming`;
+
+/** Name of the per-namespace ConfigMap listing every pool, mounted into each sidecar. */
+export const POOLS_CONFIGMAP = 'prewarm-pools';
+/** File name of the pool list inside {@link POOLS_CONFIGMAP}. */
+export const POOLS_FILE = 'pools.json';
+/** Where the sidecar finds {@link POOLS_FILE}. */
+export const POOLS_MOUNT_PATH = '/etc/prewarm';
+
+/** Name of the sidecar container inside every pull pod. */
+export const SIDECAR_CONTAINER = 'prewarm-reconciler';
+
+/** Environment variables the synthesized pull pod sets on the sidecar. */
+export const ENV = {
+  /** Downward API `spec.nodeName`. */
+  nodeName: 'PREWARM_NODE_NAME',
+  /** Downward API `metadata.name`. */
+  podName: 'PREWARM_POD_NAME',
+  /** Downward API `metadata.namespace`. */
+  podNamespace: 'PREWARM_POD_NAMESPACE',
+  /** The pool id (also the value of {@link LABEL_POOL}). */
+  pool: 'PREWARM_POOL',
+  /** Full key of the per-pool node label, e.g. `prewarm.dev/gpu-a1b2c3`. */
+  nodeLabelKey: 'PREWARM_NODE_LABEL_KEY',
+  /** Full key of the per-pool node annotation. */
+  nodeAnnotationKey: 'PREWARM_NODE_ANNOTATION_KEY',
+  /** Key of the gating taint to lift; empty disables gating for this pool. */
+  gateTaintKey: 'PREWARM_GATE_TAINT_KEY',
+  /** Seconds after the node turned Ready before the pool fails open. */
+  deadlineSeconds: 'PREWARM_DEADLINE_SECONDS',
+  /** Seconds between registry digest checks of moved tags; 0 disables refresh. */
+  refreshSeconds: 'PREWARM_REFRESH_SECONDS',
+  /** Port of the Prometheus `/metrics` endpoint; 0 disables it. */
+  metricsPort: 'PREWARM_METRICS_PORT',
+} as const;
+
+/** Defaults shared by the spec model and the sidecar. */
+export const DEFAULTS = {
+  deadlineSeconds: 600,
+  refreshSeconds: 0,
+  metricsPort: 9464,
+} as const;
+
+/** A toleration as written into {@link POOLS_FILE}; the subset of core/v1 Toleration we emit. */
+export interface PoolToleration {
+  readonly key?: string;
+  readonly operator?: 'Exists' | 'Equal';
+  readonly value?: string;
+  readonly effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+/** One pool as the sidecar sees it in {@link POOLS_FILE}. */
+export interface PoolEntry {
+  /** Pool id, unique cluster-wide. */
+  readonly id: string;
+  /** Namespace of the pool's DaemonSet. */
+  readonly namespace: string;
+  /** Full key of the per-pool node label. */
+  readonly nodeLabelKey: string;
+  /** Exact-match node selector; empty selects every node. */
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  /** Tolerations of the pool's pull pods, besides the gating taint. */
+  readonly tolerations: readonly PoolToleration[];
+  /** Gating taint key lifted by this pool, or empty when the pool does not gate. */
+  readonly gateTaintKey: string;
+}
+
+/** Contents of {@link POOLS_FILE}: every pool in the synthesized bundle, sorted by id. */
+export interface PoolsFile {
+  readonly pools: readonly PoolEntry[];
+}

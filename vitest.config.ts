@@ -1,0 +1,22 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Three projects, one per tier:
+ * - unit: pure logic and constructs, no cluster;
+ * - integration: adapters against a real kube-apiserver and etcd from the harness;
+ * - e2e: the real cluster with kubelets and containerd.
+ * `npm test` runs all of them; a missing prerequisite fails the run, never skips it.
+ */
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/e2e/**', 'test/integration/**', 'test/cluster/**'],
+        },
+      },
+    ],
+  },
+});
