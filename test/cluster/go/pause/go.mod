@@ -1,0 +1,3 @@
+module prewarm.dev/testcluster/pause
+
+go 1.26.0
