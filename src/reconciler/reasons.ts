@@ -1,0 +1,97 @@
+/**
+ * Every Kubernetes Event reason and every metric name the sidecar emits, in one place, so the set
+ * stays fixed and dashboards/alerts can rely on it (karpenter `pkg/events/reason.go` style).
+ */
+
+/** Reasons of the Events the sidecar posts about its Node. */
+export const EventReason = {
+  /** Every image of the pool is present on the node. */
+  Warm: 'Warm',
+  /** The pool's deadline passed with images missing; the node is labelled `partial`. */
+  Partial: 'Partial',
+  /** Some image of the pool failed to pull while the node was still warming. */
+  ImagePullFailing: 'ImagePullFailing',
+  /** The gating taint was removed because every pool selecting the node is warm or partial. */
+  GateOpened: 'GateOpened',
+  /** The gating taint was removed at the absolute bound although some pool never reported. */
+  GateForcedOpen: 'GateForcedOpen',
+  /** A moved tag was detected and its container restarted to pull the new digest. */
+  TagMoved: 'TagMoved',
+} as const;
+/** One of {@link EventReason}. */
+export type EventReason = (typeof EventReason)[keyof typeof EventReason];
+
+/** Event type per reason: Warning for anything an operator should look at. */
+export const EVENT_TYPE: Readonly<Record<EventReason, 'Normal' | 'Warning'>> = {
+  Warm: 'Normal',
+  Partial: 'Warning',
+  ImagePullFailing: 'Warning',
+  GateOpened: 'Normal',
+  GateForcedOpen: 'Warning',
+  TagMoved: 'Normal',
+};
+
+/** The `source.component` / `reportingController` of our Events. */
+export const EVENT_COMPONENT = 'prewarm-reconciler';
+
+/**
+ * Metric names. Labels are bounded by construction: `pool` (one per pool in the bundle) and a
+ * reason/outcome from a fixed set; never node or image (the node is the scrape target).
+ */
+export const Metric = {
+  timeToWarm: 'prewarm_time_to_warm_seconds',
+  warm: 'prewarm_pool_warm',
+  partial: 'prewarm_pool_partial',
+  imagesFailing: 'prewarm_images_failing',
+  imagesPresent: 'prewarm_images_present',
+  imagesTotal: 'prewarm_images',
+  gateOpened: 'prewarm_gate_opened_total',
+  refreshChecks: 'prewarm_refresh_checks_total',
+  apiErrors: 'prewarm_api_errors_total',
+} as const;
+
+/** Buckets of {@link Metric.timeToWarm}, in seconds: from a cached layer to a 10 GB pull. */
+export const TIME_TO_WARM_BUCKETS: readonly number[] = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
+
+/**
+ * Waiting reasons the kubelet reports when pulling an image failed (kubelet `images/types.go`).
+ * Anything else that is waiting is either still pulling or already past the pull.
+ */
+export const PULL_FAILURE_REASONS: ReadonlySet<string> = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'RegistryUnavailable',
+  'SignatureValidationFailed',
+  'ImageInspectError',
+]);
+
+/**
+ * Waiting reasons the kubelet only reaches after `EnsureImageExists` succeeded (kuberuntime
+ * `startContainer`: step 1 pulls, step 2 generates the config and creates the container), so the
+ * image is on the node even though the container does not run.
+ */
+export const POST_PULL_REASONS: ReadonlySet<string> = new Set([
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+  'PreStartHookError',
+  'PostStartHookError',
+  'CrashLoopBackOff',
+]);
+
+/** Outcomes of the `gateOpened` counter. */
+export const GateOutcome = { Ready: 'ready', Forced: 'forced' } as const;
+/** One of {@link GateOutcome}. */
+export type GateOutcome = (typeof GateOutcome)[keyof typeof GateOutcome];
+
+/** Outcomes of the `refreshChecks` counter. */
+export const RefreshOutcome = {
+  Unchanged: 'unchanged',
+  Moved: 'moved',
+  Error: 'error',
+  Skipped: 'skipped',
+} as const;
+/** One of {@link RefreshOutcome}. */
+export type RefreshOutcome = (typeof RefreshOutcome)[keyof typeof RefreshOutcome];

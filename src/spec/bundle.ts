@@ -1,0 +1,166 @@
+/**
+ * ImageCaches → pools. A pool is a distinct node selector plus tolerations within a namespace;
+ * every ImageCache entry that lands on the same pool shares one DaemonSet, and its images are
+ * de-duplicated by canonical reference.
+ */
+import type { Diagnostic, Location } from './errors.js';
+import type { Bundle, CacheEntry, ImageCache, Pool, PoolSettings, Toleration } from './model.js';
+import type { ImageRef } from './reference.js';
+
+/** Result of grouping: the bundle, plus conflicts found while merging. */
+export interface BundleResult {
+  readonly bundle: Bundle;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+interface Accumulator {
+  readonly namespace: string;
+  readonly key: string;
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  readonly tolerations: readonly Toleration[];
+  name?: { value: string; location: Location };
+  readonly images: Map<string, ImageRef>;
+  readonly secrets: Set<string>;
+  readonly sources: Set<string>;
+  settings: { value: PoolSettings; from: ImageCache };
+}
+
+/**
+ * Groups validated ImageCaches into pools. The result does not depend on the order of `caches`:
+ * pools, images, secrets and sources are all sorted.
+ */
+export function buildBundle(caches: readonly ImageCache[]): BundleResult {
+  const diagnostics: Diagnostic[] = [];
+  const pools = new Map<string, Accumulator>();
+  const sorted = [...caches].sort((a, b) => compare(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
+  for (const cache of sorted) {
+    for (const entry of cache.entries) {
+      const key = poolKey(cache.namespace, entry);
+      let pool = pools.get(key);
+      if (pool === undefined) {
+        pool = {
+          namespace: cache.namespace,
+          key,
+          nodeSelector: entry.nodeSelector,
+          tolerations: sortTolerations(entry.tolerations),
+          images: new Map(),
+          secrets: new Set(),
+          sources: new Set(),
+          settings: { value: cache.settings, from: cache },
+        };
+        pools.set(key, pool);
+      } else {
+        mergeSettings(pool, cache, diagnostics);
+      }
+      if (entry.pool !== undefined) mergeName(pool, entry, diagnostics);
+      for (const image of entry.images) pool.images.set(image.canonical, image);
+      for (const secret of cache.imagePullSecrets) pool.secrets.add(secret);
+      pool.sources.add(`${cache.namespace}/${cache.name}`);
+    }
+  }
+  checkNamesUnique([...pools.values()], diagnostics);
+
+  const out: Pool[] = [...pools.values()]
+    .sort((a, b) => compare(a.namespace, b.namespace) || compare(a.key, b.key))
+    .map((p) =>
+      Object.freeze({
+        namespace: p.namespace,
+        ...(p.name === undefined ? {} : { name: p.name.value }),
+        key: p.key,
+        nodeSelector: sortRecord(p.nodeSelector),
+        tolerations: p.tolerations,
+        images: [...p.images.keys()].sort(compare).map((k) => p.images.get(k) as ImageRef),
+        imagePullSecrets: [...p.secrets].sort(compare),
+        settings: p.settings.value,
+        sources: [...p.sources].sort(compare),
+      }),
+    );
+  const namespaces = [...new Set(out.map((p) => p.namespace))].sort(compare);
+  return { bundle: Object.freeze({ pools: out, namespaces }), diagnostics };
+}
+
+/** Canonical pool identity; key order and toleration order never change it. */
+export function poolKey(namespace: string, entry: Pick<CacheEntry, 'nodeSelector' | 'tolerations'>): string {
+  return JSON.stringify([namespace, Object.entries(sortRecord(entry.nodeSelector)), sortTolerations(entry.tolerations).map(tolerationKey)]);
+}
+
+function tolerationKey(t: Toleration): string {
+  return [t.key ?? '', t.operator, t.value ?? '', t.effect ?? '', t.tolerationSeconds ?? ''].join('\u0000');
+}
+
+function sortTolerations(tolerations: readonly Toleration[]): Toleration[] {
+  const unique = new Map(tolerations.map((t) => [tolerationKey(t), t] as const));
+  return [...unique.keys()].sort(compare).map((k) => unique.get(k) as Toleration);
+}
+
+function sortRecord(record: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compare(a, b)));
+}
+
+/** Pool-wide settings must agree; a mismatch is reported where the later ImageCache sets it. */
+function mergeSettings(pool: Accumulator, cache: ImageCache, diagnostics: Diagnostic[]): void {
+  const mine = pool.settings.value;
+  const theirs = cache.settings;
+  const fields: (keyof PoolSettings)[] = ['helperImage', 'priorityClassName', 'maxUnavailable', 'gate', 'refreshSeconds'];
+  for (const field of fields) {
+    if (settingKey(mine[field]) === settingKey(theirs[field])) continue;
+    const from = pool.settings.from;
+    const location = cache.settingLocations[field] ?? cache.location;
+    const other = from.settingLocations[field] ?? from.location;
+    diagnostics.push({
+      ...location,
+      severity: 'error',
+      message:
+        `ImageCache ${cache.namespace}/${cache.name} shares a pool with ${from.namespace}/${from.name} ` +
+        `(${other.file}:${other.line}:${other.column}) but sets ${field} differently: ` +
+        `${settingKey(theirs[field])} vs ${settingKey(mine[field])}; pool-wide settings must agree`,
+    });
+  }
+}
+
+function settingKey(value: unknown): string {
+  if (value === undefined) return 'unset';
+  if (typeof value === 'object' && value !== null && 'canonical' in value) return String((value as ImageRef).canonical);
+  return JSON.stringify(value);
+}
+
+function mergeName(pool: Accumulator, entry: CacheEntry, diagnostics: Diagnostic[]): void {
+  const name = entry.pool as string;
+  if (pool.name === undefined) {
+    pool.name = { value: name, location: entry.location };
+  } else if (pool.name.value !== name) {
+    const first = pool.name.location;
+    diagnostics.push({
+      ...entry.location,
+      path: `${entry.location.path}.pool`,
+      severity: 'error',
+      message: `pool is named "${name}" here but "${pool.name.value}" at ${first.file}:${first.line}:${first.column}; one pool has one name`,
+    });
+  }
+}
+
+/** Explicit pool names become node label keys, which are cluster-wide: no two pools may share one. */
+function checkNamesUnique(pools: readonly Accumulator[], diagnostics: Diagnostic[]): void {
+  const byName = new Map<string, Accumulator>();
+  for (const pool of pools) {
+    if (pool.name === undefined) continue;
+    const first = byName.get(pool.name.value);
+    if (first === undefined) {
+      byName.set(pool.name.value, pool);
+      continue;
+    }
+    const at = first.name?.location;
+    diagnostics.push({
+      ...pool.name.location,
+      path: `${pool.name.location.path}.pool`,
+      severity: 'error',
+      message:
+        `pool name "${pool.name.value}" is already used by a pool with another namespace, node selector or tolerations` +
+        (at === undefined ? '' : ` (${at.file}:${at.line}:${at.column})`),
+    });
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,101 @@
+/**
+ * The validated, frozen model that synthesis consumes. Everything here is already checked and
+ * normalised; constructs never see raw YAML.
+ */
+import type { Location } from './errors.js';
+import type { ImageRef } from './reference.js';
+
+/** The two ImageCache dialects we read. */
+export const API_VERSIONS = {
+  /** kube-fledged's ImageCache, accepted unchanged so its users can move over. */
+  kubeFledged: 'kubefledged.io/v1alpha2',
+  /** Our own ImageCache, a superset of kube-fledged's. */
+  prewarm: 'prewarm.dev/v1alpha1',
+} as const;
+/** An ImageCache apiVersion we accept. */
+export type ApiVersion = (typeof API_VERSIONS)[keyof typeof API_VERSIONS];
+
+/** A core/v1 Toleration, validated. */
+export interface Toleration {
+  readonly key?: string;
+  readonly operator: 'Exists' | 'Equal';
+  readonly value?: string;
+  readonly effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  readonly tolerationSeconds?: number;
+}
+
+/** The gating taint a pool lifts once its images are present. */
+export interface Gate {
+  /** Taint key, e.g. `prewarm.dev/warming`. */
+  readonly taintKey: string;
+  /** Seconds after the node turned Ready before the pool fails open. */
+  readonly deadlineSeconds: number;
+}
+
+/** Settings that apply to a whole pool; every ImageCache feeding one pool must agree on them. */
+export interface PoolSettings {
+  /** Image the init container copies the static sleep binary from. */
+  readonly helperImage: ImageRef;
+  /** PriorityClass of the pull pods, if any. */
+  readonly priorityClassName?: string;
+  /** RollingUpdate maxUnavailable: a count, or a percentage such as `10%`. */
+  readonly maxUnavailable: number | string;
+  /** Gating, or undefined when this pool does not gate nodes. */
+  readonly gate?: Gate;
+  /** Seconds between digest checks of moved tags; 0 disables refresh. */
+  readonly refreshSeconds: number;
+}
+
+/** One `cacheSpec[]` entry: a set of images for the nodes a selector and tolerations pick. */
+export interface CacheEntry {
+  readonly images: readonly ImageRef[];
+  /** Exact-match node labels; empty selects every node. */
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  /** Tolerations of the pull pods (kube-fledged input tolerates every taint, as its Jobs did). */
+  readonly tolerations: readonly Toleration[];
+  /** Explicit pool name, when the spec gave one. */
+  readonly pool?: string;
+  /** Where this entry was written. */
+  readonly location: Location;
+}
+
+/** One ImageCache document, validated. */
+export interface ImageCache {
+  readonly apiVersion: ApiVersion;
+  readonly name: string;
+  readonly namespace: string;
+  readonly entries: readonly CacheEntry[];
+  /** Names of Secrets in {@link namespace}, sorted and de-duplicated. */
+  readonly imagePullSecrets: readonly string[];
+  /** Pool-wide settings with defaults resolved, and where each explicit one was written. */
+  readonly settings: PoolSettings;
+  readonly settingLocations: Readonly<Partial<Record<keyof PoolSettings, Location>>>;
+  /** Where the document starts. */
+  readonly location: Location;
+}
+
+/** A node pool: the unit that becomes one pull DaemonSet. */
+export interface Pool {
+  readonly namespace: string;
+  /** Explicit pool name from the spec; otherwise naming derives one from the selector. */
+  readonly name?: string;
+  /** Canonical identity: namespace, selector and tolerations, serialised; stable across runs. */
+  readonly key: string;
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  readonly tolerations: readonly Toleration[];
+  /** Every image of every entry that feeds the pool, de-duplicated and sorted by canonical form. */
+  readonly images: readonly ImageRef[];
+  /** Union of the pull secrets of the contributing ImageCaches, sorted. */
+  readonly imagePullSecrets: readonly string[];
+  readonly settings: PoolSettings;
+  /** `namespace/name` of the contributing ImageCaches, sorted. */
+  readonly sources: readonly string[];
+}
+
+/** Everything one synth run produces objects for. */
+export interface Bundle {
+  /** Pools sorted by namespace, then key. */
+  readonly pools: readonly Pool[];
+  /** Namespaces that hold at least one pool, sorted. */
+  readonly namespaces: readonly string[];
+}

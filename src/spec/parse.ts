@@ -1,0 +1,467 @@
+/**
+ * YAML text → validated ImageCache models. Pure: no file system, no clock, no environment.
+ *
+ * Both dialects share one reader: kube-fledged's `kubefledged.io/v1alpha2` fields are a subset of
+ * ours, and the prewarm-only fields are refused in kube-fledged documents, so a file that works
+ * with kube-fledged means exactly the same thing here.
+ */
+import { LineCounter, parseAllDocuments, type Node } from 'yaml';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../wellknown.js';
+import { parseDuration } from './duration.js';
+import type { Diagnostic, Location } from './errors.js';
+import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
+import { API_VERSIONS, type ApiVersion, type CacheEntry, type ImageCache, type PoolSettings, type Toleration } from './model.js';
+import {
+  bool,
+  checked,
+  DocContext,
+  ignored,
+  int,
+  list,
+  object,
+  str,
+  stringMap,
+  type Path,
+  type Read,
+  type Reader,
+  type Shape,
+} from './read.js';
+import { parseImageRef, type ImageRef } from './reference.js';
+
+/** One input file: its name for messages, and its text. */
+export interface SourceFile {
+  readonly path: string;
+  readonly text: string;
+}
+
+/** Options of {@link parseFiles}. */
+export interface ParseOptions {
+  /**
+   * Namespace for ImageCaches whose metadata names none, as `kubectl apply` would use its context's.
+   * @default "prewarm"
+   */
+  readonly defaultNamespace?: string;
+}
+
+/** Result of parsing: the ImageCaches that are valid, and every diagnostic. */
+export interface ParseResult {
+  readonly caches: readonly ImageCache[];
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/** The namespace used when a document names none and no option overrides it. */
+export const DEFAULT_NAMESPACE = 'prewarm';
+
+const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
+const DEFAULT_MAX_UNAVAILABLE = '10%';
+const KIND = 'ImageCache';
+
+// ---- raw shapes, as written -------------------------------------------------------------------
+
+interface RawMetadata {
+  name: string;
+  namespace: string;
+  generateName: string;
+  labels: true;
+  annotations: true;
+  uid: true;
+  resourceVersion: true;
+  generation: true;
+  creationTimestamp: true;
+  managedFields: true;
+  finalizers: true;
+  ownerReferences: true;
+  selfLink: true;
+  deletionTimestamp: true;
+  deletionGracePeriodSeconds: true;
+}
+
+interface RawToleration {
+  key: string;
+  operator: string;
+  value: string;
+  effect: string;
+  tolerationSeconds: number;
+}
+
+interface RawEntry {
+  images: ImageRef[];
+  nodeSelector: Record<string, string>;
+  tolerations: Read<RawToleration>[];
+  pool: string;
+}
+
+interface RawGate {
+  enabled: boolean;
+  taintKey: string;
+  deadline: number;
+}
+
+interface RawSpec {
+  cacheSpec: Read<RawEntry>[];
+  imagePullSecrets: Read<{ name: string }>[];
+  helperImage: ImageRef;
+  priorityClassName: string;
+  rollout: Read<{ maxUnavailable: number | string }>;
+  gate: Read<RawGate>;
+  refresh: Read<{ interval: number }>;
+}
+
+interface RawDocument {
+  apiVersion: string;
+  kind: string;
+  metadata: Read<RawMetadata>;
+  spec: Read<RawSpec>;
+  status: true;
+}
+
+// ---- field readers ----------------------------------------------------------------------------
+
+/** An image reference; a missing tag becomes `latest` with a warning. */
+const image: Reader<ImageRef> = (ctx, node, path) => {
+  const text = str(ctx, node, path);
+  if (text === undefined) return undefined;
+  const parsed = parseImageRef(text);
+  if (!parsed.ok) {
+    ctx.error(node, path, `invalid image reference ${JSON.stringify(text)}: ${parsed.error}`);
+    return undefined;
+  }
+  if (parsed.ref.defaultedTag) {
+    ctx.warn(node, path, `image ${JSON.stringify(text)} has no tag; using ${parsed.ref.canonical} (pin a tag or digest)`);
+  }
+  return parsed.ref;
+};
+
+const duration: Reader<number> = (ctx, node, path) => {
+  const text = str(ctx, node, path);
+  if (text === undefined) return undefined;
+  const parsed = parseDuration(text);
+  if ('error' in parsed) {
+    ctx.error(node, path, parsed.error);
+    return undefined;
+  }
+  return parsed.seconds;
+};
+
+const maxUnavailable: Reader<number | string> = (ctx, node, path) => {
+  const asNumber = node !== null && 'value' in node && typeof node.value === 'number';
+  if (asNumber) return int(1, 1_000_000)(ctx, node, path);
+  const text = str(ctx, node, path);
+  if (text === undefined) return undefined;
+  const m = /^(\d{1,3})%$/.exec(text);
+  const percent = m === null ? NaN : Number(m[1]);
+  if (!(percent >= 1 && percent <= 100)) {
+    ctx.error(node, path, `must be a positive integer or a percentage from 1% to 100%, got ${JSON.stringify(text)}`);
+    return undefined;
+  }
+  return text;
+};
+
+const oneOf = <T extends string>(values: readonly T[]): Reader<T> => checked(
+  (v) => (values.includes(v as T) ? undefined : `is not one of ${values.map((x) => `"${x}"`).join(', ')}`),
+  'value',
+) as Reader<T>;
+
+const metadataShape: Shape<RawMetadata> = {
+  name: { read: checked(checkDns1123Subdomain, 'name') },
+  namespace: { read: checked(checkDns1123Label, 'namespace') },
+  generateName: { read: str },
+  labels: { read: ignored },
+  annotations: { read: ignored },
+  uid: { read: ignored },
+  resourceVersion: { read: ignored },
+  generation: { read: ignored },
+  creationTimestamp: { read: ignored },
+  managedFields: { read: ignored },
+  finalizers: { read: ignored },
+  ownerReferences: { read: ignored },
+  selfLink: { read: ignored },
+  deletionTimestamp: { read: ignored },
+  deletionGracePeriodSeconds: { read: ignored },
+};
+
+const tolerationShape: Shape<RawToleration> = {
+  key: { read: checked(checkQualifiedName, 'toleration key') },
+  operator: { read: oneOf(['Exists', 'Equal']) },
+  value: { read: checked(checkLabelValue, 'toleration value') },
+  effect: { read: oneOf(['NoSchedule', 'PreferNoSchedule', 'NoExecute', '']) },
+  tolerationSeconds: { read: int(0, Number.MAX_SAFE_INTEGER) },
+};
+
+const nodeSelector = stringMap(checkQualifiedName, checkLabelValue, { key: 'label key', value: 'label value' });
+
+/** Entry fields kube-fledged defines; prewarm adds to them. */
+const fledgedEntry: Shape<Pick<RawEntry, 'images' | 'nodeSelector'>> = {
+  images: { read: list(image, { nonEmpty: true }), required: true },
+  nodeSelector: { read: nodeSelector },
+};
+const prewarmEntry: Shape<RawEntry> = {
+  ...fledgedEntry,
+  tolerations: { read: list(object(tolerationShape)) },
+  pool: { read: checked((v) => checkDns1123Label(v) ?? (v.length > 40 ? 'must be at most 40 characters' : undefined), 'pool name') },
+};
+
+const secretRef = object<{ name: string }>({ name: { read: checked(checkDns1123Subdomain, 'Secret name'), required: true } });
+
+const fledgedSpec: Shape<Pick<RawSpec, 'cacheSpec' | 'imagePullSecrets'>> = {
+  cacheSpec: { read: list(object(fledgedEntry as Shape<RawEntry>), { nonEmpty: true }), required: true },
+  imagePullSecrets: { read: list(secretRef) },
+};
+const prewarmSpec: Shape<RawSpec> = {
+  cacheSpec: { read: list(object(prewarmEntry), { nonEmpty: true }), required: true },
+  imagePullSecrets: fledgedSpec.imagePullSecrets,
+  helperImage: { read: image },
+  priorityClassName: { read: checked(checkDns1123Subdomain, 'PriorityClass name') },
+  rollout: { read: object({ maxUnavailable: { read: maxUnavailable } }) },
+  gate: {
+    read: object<RawGate>({
+      enabled: { read: bool },
+      taintKey: { read: checked(checkQualifiedName, 'taint key') },
+      deadline: { read: duration },
+    }),
+  },
+  refresh: { read: object({ interval: { read: duration } }) },
+};
+
+function documentShape(apiVersion: ApiVersion): Shape<RawDocument> {
+  const spec = apiVersion === API_VERSIONS.prewarm ? prewarmSpec : (fledgedSpec as Shape<RawSpec>);
+  return {
+    apiVersion: { read: str, required: true },
+    kind: { read: str, required: true },
+    metadata: { read: object(metadataShape), required: true },
+    spec: { read: object(spec), required: true },
+    status: { read: ignored },
+  };
+}
+
+// ---- documents --------------------------------------------------------------------------------
+
+/**
+ * Parses every document of every file. Never throws on bad input: each problem becomes a
+ * diagnostic, and only fully valid ImageCaches are returned.
+ */
+export function parseFiles(files: readonly SourceFile[], options: ParseOptions = {}): ParseResult {
+  const defaultNamespace = options.defaultNamespace ?? DEFAULT_NAMESPACE;
+  const diagnostics: Diagnostic[] = [];
+  const caches: ImageCache[] = [];
+  for (const file of files) {
+    caches.push(...parseFile(file, defaultNamespace, diagnostics));
+  }
+  checkDuplicates(caches, diagnostics);
+  return { caches, diagnostics };
+}
+
+function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[]): ImageCache[] {
+  const lines = new LineCounter();
+  // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted.
+  const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', prettyErrors: true, uniqueKeys: true });
+  const out: ImageCache[] = [];
+  const list = Array.isArray(docs) ? docs : [];
+  list.forEach((doc, i) => {
+    const ctx = new DocContext(file.path, i + 1, doc, lines, diagnostics);
+    if (doc.errors.length > 0) {
+      for (const e of doc.errors) {
+        const pos = lines.linePos(e.pos[0]);
+        diagnostics.push({
+          severity: 'error',
+          file: file.path,
+          document: i + 1,
+          line: pos.line,
+          column: pos.col,
+          path: '',
+          message: `YAML syntax error: ${firstLine(e.message)}`,
+        });
+      }
+      return;
+    }
+    if (doc.contents === null) return; // an empty document, e.g. after a trailing `---`
+    const cache = readDocument(ctx, doc.contents, defaultNamespace);
+    if (cache !== undefined) out.push(cache);
+  });
+  return out;
+}
+
+function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): ImageCache | undefined {
+  const header = peekHeader(ctx, root);
+  if (header === undefined) return undefined;
+  const errorsBefore = ctx.errorCount();
+  const read = object(documentShape(header))(ctx, root, []);
+  if (read === undefined) return undefined;
+  const { metadata, spec } = read.value;
+  const location = ctx.locate(root, []);
+
+  const name = metadata.value.name;
+  if (name === undefined) {
+    const hint = metadata.value.generateName === undefined ? '' : ' (generateName is not supported: output must be reproducible)';
+    ctx.error(metadata.node, ['metadata', 'name'], `required field "name" is missing${hint}`);
+    return undefined;
+  }
+  const namespace = metadata.value.namespace ?? defaultNamespace;
+
+  const entries = (spec.value.cacheSpec ?? []).map((entry, i) => toEntry(ctx, header, entry, ['spec', 'cacheSpec', i]));
+  const settings = toSettings(spec.value);
+  const settingLocations: Partial<Record<keyof PoolSettings, Location>> = {};
+  const f = spec.value;
+  const at = (node: Node | undefined, path: Path): Location | undefined => (node === undefined ? undefined : ctx.locate(node, path));
+  assignDefined(settingLocations, 'helperImage', at(spec.fieldNodes.helperImage, ['spec', 'helperImage']));
+  assignDefined(settingLocations, 'priorityClassName', at(spec.fieldNodes.priorityClassName, ['spec', 'priorityClassName']));
+  assignDefined(settingLocations, 'maxUnavailable', at(f.rollout?.fieldNodes.maxUnavailable, ['spec', 'rollout', 'maxUnavailable']));
+  assignDefined(settingLocations, 'gate', at(spec.fieldNodes.gate, ['spec', 'gate']));
+  assignDefined(settingLocations, 'refreshSeconds', at(f.refresh?.fieldNodes.interval, ['spec', 'refresh', 'interval']));
+
+  if (ctx.errorCount() > errorsBefore) return undefined;
+  const secrets = [...new Set((spec.value.imagePullSecrets ?? []).map((s) => s.value.name))].sort();
+  return Object.freeze({
+    apiVersion: header,
+    name,
+    namespace,
+    entries,
+    imagePullSecrets: secrets,
+    settings,
+    settingLocations,
+    location,
+  });
+}
+
+/** Reads apiVersion and kind first, so the right field set applies to the rest. */
+function peekHeader(ctx: DocContext, root: Node): ApiVersion | undefined {
+  const probe = object<{ apiVersion: string; kind: string }>({
+    apiVersion: { read: str, required: true },
+    kind: { read: str, required: true },
+  });
+  // Read only the two header fields: unknown-field errors are left to the full read.
+  const scratch = new DocContextProbe(ctx);
+  const header = probe(scratch.ctx, filterKeys(root, ['apiVersion', 'kind']), []);
+  if (header === undefined) {
+    scratch.flush();
+    return undefined;
+  }
+  const { apiVersion, kind } = header.value;
+  const versions = Object.values(API_VERSIONS) as string[];
+  if (!versions.includes(apiVersion)) {
+    ctx.error(header.fieldNodes.apiVersion, ['apiVersion'], `unsupported apiVersion "${apiVersion}": expected ${versions.map((v) => `"${v}"`).join(' or ')}`);
+    return undefined;
+  }
+  if (kind !== KIND) {
+    ctx.error(header.fieldNodes.kind, ['kind'], `unsupported kind "${kind}": expected "${KIND}"`);
+    return undefined;
+  }
+  return apiVersion as ApiVersion;
+}
+
+function toEntry(ctx: DocContext, apiVersion: ApiVersion, entry: Read<RawEntry>, path: Path): CacheEntry {
+  const v = entry.value;
+  const tolerations =
+    apiVersion === API_VERSIONS.kubeFledged
+      ? // kube-fledged's Jobs tolerate every taint; keep placing images the same way.
+        [{ operator: 'Exists' as const }]
+      : (v.tolerations ?? []).map((t, i) => toToleration(ctx, t, [...path, 'tolerations', i]));
+  return Object.freeze({
+    images: v.images ?? [],
+    nodeSelector: v.nodeSelector ?? {},
+    tolerations,
+    ...(v.pool === undefined ? {} : { pool: v.pool }),
+    location: ctx.locate(entry.node, path),
+  });
+}
+
+/** Applies the apiserver's own toleration rules (core/v1 validation). */
+function toToleration(ctx: DocContext, t: Read<RawToleration>, path: Path): Toleration {
+  const { key, value, effect, tolerationSeconds } = t.value;
+  const operator = (t.value.operator ?? 'Equal') as Toleration['operator'];
+  if (operator === 'Exists' && value !== undefined && value !== '') {
+    ctx.error(t.fieldNodes.value, [...path, 'value'], 'must be empty when operator is "Exists"');
+  }
+  if ((key === undefined || key === '') && operator !== 'Exists') {
+    ctx.error(t.node, [...path, 'operator'], 'must be "Exists" when key is empty');
+  }
+  if (tolerationSeconds !== undefined && effect !== 'NoExecute') {
+    ctx.error(t.fieldNodes.tolerationSeconds, [...path, 'tolerationSeconds'], 'is only allowed with effect "NoExecute"');
+  }
+  return {
+    ...(key === undefined || key === '' ? {} : { key }),
+    operator,
+    ...(value === undefined || value === '' ? {} : { value }),
+    ...(effect === undefined || effect === '' ? {} : { effect: effect as NonNullable<Toleration['effect']> }),
+    ...(tolerationSeconds === undefined ? {} : { tolerationSeconds }),
+  };
+}
+
+function toSettings(spec: Partial<RawSpec>): PoolSettings {
+  const gate = spec.gate?.value;
+  const gateEnabled = gate?.enabled ?? true;
+  const helper = spec.helperImage ?? defaultHelperImage();
+  return {
+    helperImage: helper,
+    ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
+    maxUnavailable: spec.rollout?.value.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE,
+    ...(gateEnabled
+      ? { gate: { taintKey: gate?.taintKey ?? DEFAULT_GATE_TAINT_KEY, deadlineSeconds: gate?.deadline ?? DEFAULTS.deadlineSeconds } }
+      : {}),
+    refreshSeconds: spec.refresh?.value.interval ?? DEFAULTS.refreshSeconds,
+  };
+}
+
+function defaultHelperImage(): ImageRef {
+  const parsed = parseImageRef(DEFAULT_HELPER_IMAGE);
+  if (!parsed.ok) throw new Error(`built-in helper image is invalid: ${parsed.error}`);
+  return parsed.ref;
+}
+
+/** The built-in helper image, exported for docs and tests. */
+export const HELPER_IMAGE_DEFAULT = DEFAULT_HELPER_IMAGE;
+/** The built-in rollout maxUnavailable. */
+export const MAX_UNAVAILABLE_DEFAULT = DEFAULT_MAX_UNAVAILABLE;
+
+/** Two ImageCaches with one name in one namespace would overwrite each other in a cluster. */
+function checkDuplicates(caches: readonly ImageCache[], diagnostics: Diagnostic[]): void {
+  const seen = new Map<string, ImageCache>();
+  for (const cache of caches) {
+    const key = `${cache.namespace}/${cache.name}`;
+    const first = seen.get(key);
+    if (first === undefined) {
+      seen.set(key, cache);
+      continue;
+    }
+    diagnostics.push({
+      ...cache.location,
+      path: 'metadata.name',
+      severity: 'error',
+      message: `duplicate ImageCache "${key}": already defined at ${first.location.file}:${first.location.line}:${first.location.column} (document ${first.location.document})`,
+    });
+  }
+}
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+
+function firstLine(message: string): string {
+  return message.split('\n')[0] ?? message;
+}
+
+function assignDefined<K extends string, V>(target: Partial<Record<K, V>>, key: K, value: V | undefined): void {
+  if (value !== undefined) target[key] = value;
+}
+
+/** A shallow view of a mapping that keeps only the named keys. */
+function filterKeys(root: Node, keys: readonly string[]): Node {
+  if (!('items' in root) || !Array.isArray(root.items) || !('clone' in root)) return root;
+  const copy = (root as unknown as { clone(): Node & { items: unknown[] } }).clone();
+  copy.items = copy.items.filter((pair) => {
+    const key = (pair as { key?: { value?: unknown } }).key?.value;
+    return typeof key === 'string' && keys.includes(key);
+  });
+  return copy;
+}
+
+/** Collects a probe's diagnostics aside, to be kept only if the probe fails. */
+class DocContextProbe {
+  private readonly scratch: Diagnostic[] = [];
+  readonly ctx: DocContext;
+  constructor(private readonly parent: DocContext) {
+    this.ctx = parent.fork(this.scratch);
+  }
+  flush(): void {
+    this.parent.adopt(this.scratch);
+  }
+}

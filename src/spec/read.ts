@@ -1,0 +1,319 @@
+/**
+ * A small typed reader over the YAML syntax tree. Reading from nodes, not from `toJS()`, keeps
+ * the position of every value, so each diagnostic can point at the exact line and column, and lets
+ * us tell an unquoted number from a string.
+ */
+import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node } from 'yaml';
+import type { Diagnostic, Location, Severity } from './errors.js';
+
+/** A field path, rendered like `spec.cacheSpec[0].nodeSelector["kubernetes.io/arch"]`. */
+export type Path = readonly (string | number)[];
+
+/** Renders a path for messages. */
+export function formatPath(path: Path): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(part)) out += out === '' ? part : `.${part}`;
+    else out += `[${JSON.stringify(part)}]`;
+  }
+  return out;
+}
+
+/**
+ * Nodes visited per document before reading stops. Aliases can expand a small file into an
+ * exponentially large tree ("billion laughs"); this bound keeps reading linear in the input.
+ */
+const NODE_BUDGET = 200_000;
+
+/** Reading context of one YAML document: where it is, and the diagnostics found so far. */
+export class DocContext {
+  private visited = 0;
+  private exhausted = false;
+
+  constructor(
+    readonly file: string,
+    readonly document: number,
+    private readonly doc: Document.Parsed,
+    private readonly lines: LineCounter,
+    private readonly diagnostics: Diagnostic[],
+  ) {}
+
+  /** Where a node is (or the document start when there is no node). */
+  locate(node: Node | null | undefined, path: Path): Location {
+    const offset = node?.range?.[0] ?? this.doc.range[0];
+    const pos = this.lines.linePos(offset);
+    return { file: this.file, document: this.document, line: pos.line, column: pos.col, path: formatPath(path) };
+  }
+
+  /** Records a diagnostic at a node. */
+  report(severity: Severity, node: Node | null | undefined, path: Path, message: string): void {
+    this.diagnostics.push({ ...this.locate(node, path), severity, message });
+  }
+
+  /** Errors recorded so far through this context. */
+  errorCount(): number {
+    return this.diagnostics.filter((d) => d.severity === 'error').length;
+  }
+
+  /** A context over the same document that records into `sink` instead, for tentative reads. */
+  fork(sink: Diagnostic[]): DocContext {
+    return new DocContext(this.file, this.document, this.doc, this.lines, sink);
+  }
+
+  /** Takes over diagnostics recorded by a fork. */
+  adopt(diagnostics: readonly Diagnostic[]): void {
+    this.diagnostics.push(...diagnostics);
+  }
+
+  error(node: Node | null | undefined, path: Path, message: string): void {
+    this.report('error', node, path, message);
+  }
+
+  warn(node: Node | null | undefined, path: Path, message: string): void {
+    this.report('warning', node, path, message);
+  }
+
+  /** Follows aliases and counts visits; returns undefined once the budget is spent. */
+  resolve(node: unknown, path: Path): Node | null | undefined {
+    if (this.exhausted) return undefined;
+    if (++this.visited > NODE_BUDGET) {
+      this.exhausted = true;
+      this.error(undefined, path, `document is too large to read: more than ${NODE_BUDGET} nodes (aliases expanded)`);
+      return undefined;
+    }
+    let current = node as Node | null | undefined;
+    for (let hops = 0; isAlias(current); hops++) {
+      if (hops > 64) return undefined;
+      current = current.resolve(this.doc) as Node | undefined;
+    }
+    return current ?? null;
+  }
+}
+
+/** Describes the YAML type of a node, for "expected X, got Y" messages. */
+export function describe(node: Node | null | undefined): string {
+  if (node === null || node === undefined) return 'nothing';
+  if (isMap(node)) return 'a mapping';
+  if (isSeq(node)) return 'a list';
+  if (isScalar(node)) {
+    const v = node.value;
+    if (v === null) return 'null';
+    if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
+    if (typeof v === 'number' || typeof v === 'bigint') return `the number ${String(node.source ?? v)}`;
+    if (typeof v === 'boolean') return `the boolean ${String(v)}`;
+  }
+  return 'an unsupported value';
+}
+
+/** A reader turns one node into a value, reporting problems; undefined means "invalid". */
+export type Reader<T> = (ctx: DocContext, node: Node | null, path: Path) => T | undefined;
+
+/** A string scalar. Numbers, booleans and null are refused, so `3.12` must be quoted. */
+export const str: Reader<string> = (ctx, node, path) => {
+  if (isScalar(node) && typeof node.value === 'string') return node.value;
+  const hint = isScalar(node) && node.value !== null && typeof node.value !== 'object' ? ' (quote it)' : '';
+  ctx.error(node, path, `must be a string, got ${describe(node)}${hint}`);
+  return undefined;
+};
+
+/** A string that also passes `check` (which returns an error message or undefined). */
+export function checked(check: (value: string) => string | undefined, what: string): Reader<string> {
+  return (ctx, node, path) => {
+    const value = str(ctx, node, path);
+    if (value === undefined) return undefined;
+    const problem = check(value);
+    if (problem !== undefined) {
+      ctx.error(node, path, `${what} ${JSON.stringify(value)} ${problem}`);
+      return undefined;
+    }
+    return value;
+  };
+}
+
+/** An integer within bounds. */
+export function int(min: number, max: number): Reader<number> {
+  return (ctx, node, path) => {
+    if (isScalar(node) && typeof node.value === 'number' && Number.isInteger(node.value)) {
+      if (node.value >= min && node.value <= max) return node.value;
+      ctx.error(node, path, `must be between ${min} and ${max}, got ${node.value}`);
+      return undefined;
+    }
+    ctx.error(node, path, `must be an integer, got ${describe(node)}`);
+    return undefined;
+  };
+}
+
+/** A boolean. */
+export const bool: Reader<boolean> = (ctx, node, path) => {
+  if (isScalar(node) && typeof node.value === 'boolean') return node.value;
+  ctx.error(node, path, `must be true or false, got ${describe(node)}`);
+  return undefined;
+};
+
+/** Anything at all, unread: for fields we accept but ignore, such as `status`. */
+export const ignored: Reader<true> = () => true;
+
+/** A list of items; `nonEmpty` refuses `[]`. Invalid items are reported and dropped. */
+export function list<T>(item: Reader<T>, opts: { nonEmpty?: boolean } = {}): Reader<T[]> {
+  return (ctx, node, path) => {
+    if (!isSeq(node)) {
+      ctx.error(node, path, `must be a list, got ${describe(node)}`);
+      return undefined;
+    }
+    if (opts.nonEmpty === true && node.items.length === 0) {
+      ctx.error(node, path, 'must not be empty');
+      return undefined;
+    }
+    const out: T[] = [];
+    let ok = true;
+    node.items.forEach((raw, i) => {
+      const child = ctx.resolve(raw, [...path, i]);
+      if (child === undefined) {
+        ok = false;
+        return;
+      }
+      const value = item(ctx, child, [...path, i]);
+      if (value === undefined) ok = false;
+      else out.push(value);
+    });
+    return ok ? out : undefined;
+  };
+}
+
+/** A mapping of string keys to string values, each checked (label selectors). */
+export function stringMap(
+  checkKey: (key: string) => string | undefined,
+  checkValue: (value: string) => string | undefined,
+  what: { key: string; value: string },
+): Reader<Record<string, string>> {
+  return (ctx, node, path) => {
+    if (!isMap(node)) {
+      ctx.error(node, path, `must be a mapping, got ${describe(node)}`);
+      return undefined;
+    }
+    const out: Record<string, string> = {};
+    let ok = true;
+    for (const pair of node.items) {
+      const keyNode = ctx.resolve(pair.key, path);
+      if (keyNode === undefined) return undefined;
+      const key = str(ctx, keyNode, path);
+      if (key === undefined) {
+        ok = false;
+        continue;
+      }
+      const keyProblem = checkKey(key);
+      if (keyProblem !== undefined) {
+        ctx.error(keyNode, [...path, key], `${what.key} ${JSON.stringify(key)} is invalid: ${keyProblem}`);
+        ok = false;
+        continue;
+      }
+      const valueNode = ctx.resolve(pair.value, [...path, key]);
+      if (valueNode === undefined) return undefined;
+      const value = str(ctx, valueNode, [...path, key]);
+      if (value === undefined) {
+        ok = false;
+        continue;
+      }
+      const valueProblem = checkValue(value);
+      if (valueProblem !== undefined) {
+        ctx.error(valueNode, [...path, key], `${what.value} ${JSON.stringify(value)} is invalid: ${valueProblem}`);
+        ok = false;
+        continue;
+      }
+      out[key] = value;
+    }
+    return ok ? out : undefined;
+  };
+}
+
+/** A field of an object shape. */
+export interface Field<T> {
+  readonly read: Reader<T>;
+  readonly required?: boolean;
+}
+
+/** Field readers of an object, keyed by field name. */
+export type Shape<T> = { readonly [K in keyof T]-?: Field<NonNullable<T[K]>> };
+
+/** The value an object reader yields, plus the nodes it came from (for later diagnostics). */
+export interface Read<T> {
+  readonly value: T;
+  readonly node: Node;
+  readonly fieldNodes: Readonly<Partial<Record<keyof T, Node>>>;
+}
+
+/**
+ * An object with a fixed set of fields. Unknown fields are errors: a typo such as `nodeSelecter`
+ * would otherwise be silently ignored and cache images on every node.
+ */
+export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
+  return (ctx, node, path) => {
+    if (!isMap(node)) {
+      ctx.error(node, path, `must be a mapping, got ${describe(node)}`);
+      return undefined;
+    }
+    const known = Object.keys(shape);
+    const value: Record<string, unknown> = {};
+    const fieldNodes: Record<string, Node> = {};
+    let ok = true;
+    for (const pair of node.items) {
+      const keyNode = ctx.resolve(pair.key, path);
+      if (keyNode === undefined) return undefined;
+      if (!isScalar(keyNode) || typeof keyNode.value !== 'string') {
+        ctx.error(keyNode, path, `field names must be strings, got ${describe(keyNode)}`);
+        ok = false;
+        continue;
+      }
+      const key = keyNode.value;
+      const field = (shape as Record<string, Field<unknown>>)[key];
+      if (field === undefined) {
+        ctx.error(keyNode, [...path, key], `unknown field "${key}"${suggest(key, known)}`);
+        ok = false;
+        continue;
+      }
+      const valueNode = ctx.resolve(pair.value, [...path, key]);
+      if (valueNode === undefined) return undefined;
+      fieldNodes[key] = valueNode ?? keyNode;
+      const read = field.read(ctx, valueNode, [...path, key]);
+      if (read === undefined) ok = false;
+      else value[key] = read;
+    }
+    for (const [key, field] of Object.entries(shape as Record<string, Field<unknown>>)) {
+      if (field.required === true && !(key in value) && !(key in fieldNodes)) {
+        ctx.error(node, [...path, key], `required field "${key}" is missing`);
+        ok = false;
+      }
+    }
+    return ok ? { value: value as T, node, fieldNodes: fieldNodes as Partial<Record<keyof T, Node>> } : undefined;
+  };
+}
+
+/** ` (did you mean "x"?)` for a near miss among the known names, else empty. */
+function suggest(key: string, known: readonly string[]): string {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(key.length / 3)) + 1;
+  for (const name of known) {
+    const d = editDistance(key.toLowerCase(), name.toLowerCase());
+    if (d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  const list = known.map((k) => `"${k}"`).join(', ');
+  return best === undefined ? ` (known fields: ${list})` : ` (did you mean "${best}"?)`;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0] ?? 0;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j] ?? 0;
+      row[j] = Math.min(above + 1, (row[j - 1] ?? 0) + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length] ?? 0;
+}

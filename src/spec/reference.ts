@@ -1,0 +1,150 @@
+/**
+ * Container image references, parsed by the grammar of distribution/reference
+ * (https://github.com/distribution/reference/blob/main/reference.go) and normalised the way the
+ * kubelet and containerd resolve them, so that `python:3.12` and `docker.io/library/python:3.12`
+ * are recognised as one image.
+ */
+
+/** A parsed, normalised image reference. */
+export interface ImageRef {
+  /** Registry host, with port if any; `docker.io` when the reference named none. */
+  readonly domain: string;
+  /** Repository path inside the registry, e.g. `library/python`. */
+  readonly path: string;
+  /** Tag; `latest` when the reference had neither tag nor digest. */
+  readonly tag?: string;
+  /** Digest such as `sha256:…`, when pinned. */
+  readonly digest?: string;
+  /** True when the tag was filled in because the reference had neither tag nor digest. */
+  readonly defaultedTag: boolean;
+  /** Fully qualified form: `domain/path[:tag][@digest]`. Identity for de-duplication. */
+  readonly canonical: string;
+}
+
+/** Outcome of parsing: a reference, or a message saying exactly what is wrong. */
+export type ParseResult = { readonly ok: true; readonly ref: ImageRef } | { readonly ok: false; readonly error: string };
+
+const DEFAULT_DOMAIN = 'docker.io';
+const OFFICIAL_PREFIX = 'library/';
+const MAX_NAME_LENGTH = 255;
+
+const DOMAIN_COMPONENT = /^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])$/;
+const IPV6_HOST = /^\[[0-9a-fA-F:.]+\]$/;
+const PORT = /^[0-9]+$/;
+const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
+const TAG = /^[\w][\w.-]{0,127}$/;
+const DIGEST_ALGORITHM = /^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*$/;
+const DIGEST_HEX = /^[a-fA-F0-9]{32,}$/;
+/** Hex lengths of the registered algorithms (opencontainers/go-digest). */
+const DIGEST_LENGTHS: Readonly<Record<string, number>> = { sha256: 64, sha384: 96, sha512: 128 };
+
+/**
+ * Parses and normalises an image reference. Never throws: a bad reference yields a message that
+ * names the offending part.
+ */
+export function parseImageRef(input: string): ParseResult {
+  if (input.length === 0) return fail('image reference is empty');
+  if (input.trim() !== input) return fail('image reference has leading or trailing white space');
+
+  let rest = input;
+  let digest: string | undefined;
+  const at = rest.indexOf('@');
+  if (at >= 0) {
+    digest = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+    const digestError = checkDigest(digest);
+    if (digestError !== undefined) return fail(digestError);
+  }
+
+  // A tag follows the last colon only when no slash comes after it: `host:5000/app` has a port.
+  let tag: string | undefined;
+  const colon = rest.lastIndexOf(':');
+  if (colon > rest.lastIndexOf('/')) {
+    tag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+    if (tag === '') return fail(`tag is empty in "${input}"`);
+    if (!TAG.test(tag)) return fail(`tag "${tag}" is invalid: it must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}`);
+  }
+
+  if (rest === '') return fail(`repository name is empty in "${input}"`);
+  if (rest.length > MAX_NAME_LENGTH) return fail(`repository name is longer than ${MAX_NAME_LENGTH} characters`);
+
+  const { domain, path } = splitDomain(rest);
+  if (domain !== undefined) {
+    const domainError = checkDomain(domain);
+    if (domainError !== undefined) return fail(domainError);
+  }
+  if (path === '') return fail(`repository path is empty in "${input}"`);
+  for (const component of path.split('/')) {
+    if (component === '') return fail(`repository path "${path}" has an empty component`);
+    if (component.toLowerCase() !== component) return fail(`repository name "${path}" must be lowercase`);
+    if (!PATH_COMPONENT.test(component)) {
+      return fail(`repository path component "${component}" is invalid: use lowercase letters, digits and single separators (. _ __ -)`);
+    }
+  }
+
+  const fullDomain = domain ?? DEFAULT_DOMAIN;
+  const fullPath = fullDomain === DEFAULT_DOMAIN && !path.includes('/') ? OFFICIAL_PREFIX + path : path;
+  const defaultedTag = tag === undefined && digest === undefined;
+  const finalTag = defaultedTag ? 'latest' : tag;
+  const canonical =
+    `${fullDomain}/${fullPath}` + (finalTag === undefined ? '' : `:${finalTag}`) + (digest === undefined ? '' : `@${digest}`);
+  return {
+    ok: true,
+    ref: {
+      domain: fullDomain,
+      path: fullPath,
+      ...(finalTag === undefined ? {} : { tag: finalTag }),
+      ...(digest === undefined ? {} : { digest }),
+      defaultedTag,
+      canonical,
+    },
+  };
+}
+
+/**
+ * Splits off the registry host the way Docker does: the first component is a host only if it
+ * contains a dot or a colon, is `localhost`, or has an uppercase letter.
+ */
+function splitDomain(name: string): { domain: string | undefined; path: string } {
+  const slash = name.indexOf('/');
+  if (slash < 0) return { domain: undefined, path: name };
+  const first = name.slice(0, slash);
+  const isDomain = /[.:]/.test(first) || first === 'localhost' || first.toLowerCase() !== first;
+  return isDomain ? { domain: first, path: name.slice(slash + 1) } : { domain: undefined, path: name };
+}
+
+function checkDomain(domain: string): string | undefined {
+  let host = domain;
+  const bracket = domain.lastIndexOf(']');
+  const colon = domain.lastIndexOf(':');
+  if (colon > bracket) {
+    const port = domain.slice(colon + 1);
+    if (!PORT.test(port)) return `registry port "${port}" is not a number`;
+    host = domain.slice(0, colon);
+  }
+  if (IPV6_HOST.test(host)) return undefined;
+  if (host.split('.').every((c) => DOMAIN_COMPONENT.test(c))) return undefined;
+  return `registry host "${host}" is invalid`;
+}
+
+function checkDigest(digest: string): string | undefined {
+  const colon = digest.indexOf(':');
+  if (colon <= 0) return `digest "${digest}" must have the form algorithm:hex`;
+  const algorithm = digest.slice(0, colon);
+  const hex = digest.slice(colon + 1);
+  if (!DIGEST_ALGORITHM.test(algorithm)) return `digest algorithm "${algorithm}" is invalid`;
+  const expected = DIGEST_LENGTHS[algorithm];
+  if (expected !== undefined) {
+    if (hex.length !== expected || !/^[a-f0-9]+$/.test(hex)) {
+      return `digest "${digest}" is invalid: ${algorithm} needs ${expected} lowercase hex characters, got ${hex.length}`;
+    }
+  } else if (!DIGEST_HEX.test(hex)) {
+    return `digest "${digest}" is invalid: it needs at least 32 hex characters`;
+  }
+  return undefined;
+}
+
+function fail(error: string): ParseResult {
+  return { ok: false, error };
+}
