@@ -80,7 +80,25 @@ export const ENV = {
   refreshSeconds: 'PREWARM_REFRESH_SECONDS',
   /** Port of the Prometheus `/metrics` endpoint; 0 disables it. */
   metricsPort: 'PREWARM_METRICS_PORT',
+  /**
+   * Downward API `status.podIP`: the only address `/metrics` binds to (never all interfaces);
+   * unset means loopback only.
+   */
+  podIP: 'PREWARM_POD_IP',
+  /**
+   * Set on every image container (not the sidecar) to that container's own name. With
+   * `shareProcessNamespace: true` it lets the sidecar find the container's process to restart it
+   * when its tag moved, without any API write.
+   */
+  imageContainer: 'PREWARM_IMAGE_CONTAINER',
 } as const;
+
+/**
+ * Where the pod's imagePullSecrets are mounted into the sidecar, one directory per Secret
+ * (`<path>/<secret-name>/.dockerconfigjson`). The sidecar has no RBAC on Secrets; the kubelet
+ * mounts them. Only read by the optional tag refresh.
+ */
+export const PULL_SECRETS_MOUNT_PATH = '/etc/prewarm-pull-secrets';
 
 /** Defaults shared by the spec model and the sidecar. */
 export const DEFAULTS = {
@@ -111,6 +129,12 @@ export interface PoolEntry {
   readonly tolerations: readonly PoolToleration[];
   /** Gating taint key lifted by this pool, or empty when the pool does not gate. */
   readonly gateTaintKey: string;
+  /**
+   * The pool's fail-open deadline; lets every sidecar on a node compute the absolute bound after
+   * which the gate opens even for pools whose pods never started.
+   * @default DEFAULTS.deadlineSeconds
+   */
+  readonly deadlineSeconds?: number;
 }
 
 /** Contents of {@link POOLS_FILE}: every pool in the synthesized bundle, sorted by id. */

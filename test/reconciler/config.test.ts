@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { configFromEnv, parsePoolsFile } from '../../src/reconciler/config.js';
+import { ENV } from '../../src/wellknown.js';
+
+const base = {
+  [ENV.nodeName]: 'n1',
+  [ENV.podName]: 'p1',
+  [ENV.podNamespace]: 'ns',
+  [ENV.pool]: 'gpu',
+  [ENV.nodeLabelKey]: 'prewarm.dev/gpu',
+  [ENV.nodeAnnotationKey]: 'status.prewarm.dev/gpu',
+};
+
+describe('configFromEnv', () => {
+  it('applies the shared defaults', () => {
+    expect(configFromEnv(base)).toEqual({
+      nodeName: 'n1',
+      podName: 'p1',
+      podNamespace: 'ns',
+      poolId: 'gpu',
+      nodeLabelKey: 'prewarm.dev/gpu',
+      nodeAnnotationKey: 'status.prewarm.dev/gpu',
+      gateTaintKey: '',
+      deadlineSeconds: 600,
+      refreshSeconds: 0,
+      metricsPort: 9464,
+      metricsHost: '127.0.0.1',
+    });
+  });
+  it('reads every variable', () => {
+    const c = configFromEnv({ ...base, [ENV.gateTaintKey]: 'prewarm.dev/warming', [ENV.deadlineSeconds]: '30', [ENV.refreshSeconds]: '3600', [ENV.metricsPort]: '0', [ENV.podIP]: '10.0.0.5' });
+    expect(c).toMatchObject({ gateTaintKey: 'prewarm.dev/warming', deadlineSeconds: 30, refreshSeconds: 3600, metricsPort: 0, metricsHost: '10.0.0.5' });
+  });
+  it.each([
+    [{ [ENV.nodeName]: '' }, 'environment variable PREWARM_NODE_NAME is required'],
+    [{ [ENV.deadlineSeconds]: '-1' }, 'environment variable PREWARM_DEADLINE_SECONDS must be an integer between 0 and 86400, got "-1"'],
+    [{ [ENV.deadlineSeconds]: '0' }, 'environment variable PREWARM_DEADLINE_SECONDS must be positive'],
+    [{ [ENV.metricsPort]: '70000' }, 'environment variable PREWARM_METRICS_PORT must be an integer between 0 and 65535, got "70000"'],
+  ])('rejects %j', (over, msg) => {
+    expect(() => configFromEnv({ ...base, ...over })).toThrow(msg);
+  });
+});
+
+describe('parsePoolsFile', () => {
+  const good = { pools: [{ id: 'gpu', namespace: 'ns', nodeLabelKey: 'prewarm.dev/gpu', nodeSelector: { a: 'b' }, tolerations: [{ key: 'k', operator: 'Exists' }], gateTaintKey: '', deadlineSeconds: 30 }] };
+  it('parses a valid file', () => {
+    expect(parsePoolsFile(JSON.stringify(good))).toEqual(good);
+  });
+  it.each([
+    ['{', 'pools.json is not valid JSON'],
+    ['{}', 'pools.json: "pools" must be an array'],
+    [JSON.stringify({ pools: [{ ...good.pools[0], id: 1 }] }), 'pools.json: pools[0].id must be a string'],
+    [JSON.stringify({ pools: [{ ...good.pools[0], nodeSelector: { a: 1 } }] }), 'pools.json: pools[0].nodeSelector must map strings to strings'],
+    [JSON.stringify({ pools: [{ ...good.pools[0], deadlineSeconds: 0 }] }), 'pools.json: pools[0].deadlineSeconds must be a positive integer'],
+    [JSON.stringify({ pools: [{ ...good.pools[0], tolerations: [{ key: 3 }] }] }), 'pools.json: pools[0].tolerations[0]: toleration key must be a string'],
+  ])('rejects %s', (text, msg) => {
+    expect(() => parsePoolsFile(text)).toThrow(msg);
+  });
+});

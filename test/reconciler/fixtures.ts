@@ -1,0 +1,89 @@
+/** Builders of pods, nodes and pools for the reconciler's unit tests. */
+import type { ReconcilerConfig } from '../../src/reconciler/config.js';
+import type { KContainerStatus, KNode, KPod, KTaint } from '../../src/reconciler/kube-types.js';
+import { DEFAULT_GATE_TAINT_KEY, type PoolEntry, type PoolsFile } from '../../src/wellknown.js';
+
+export const T0 = Date.parse('2026-01-01T00:00:00Z');
+export const iso = (sec: number): string => new Date(T0 + sec * 1000).toISOString();
+export const SIDECAR = 'prewarm-reconciler';
+
+export function config(over: Partial<ReconcilerConfig> = {}): ReconcilerConfig {
+  return {
+    nodeName: 'node-a',
+    podName: 'pull-a-xyz',
+    podNamespace: 'prewarm',
+    poolId: 'gpu',
+    nodeLabelKey: 'prewarm.dev/gpu',
+    nodeAnnotationKey: 'status.prewarm.dev/gpu',
+    gateTaintKey: DEFAULT_GATE_TAINT_KEY,
+    deadlineSeconds: 600,
+    refreshSeconds: 0,
+    metricsPort: 0,
+    metricsHost: '127.0.0.1',
+    ...over,
+  };
+}
+
+export function pool(id: string, over: Partial<PoolEntry> = {}): PoolEntry {
+  return { id, namespace: 'prewarm', nodeLabelKey: `prewarm.dev/${id}`, nodeSelector: {}, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY, ...over };
+}
+
+export const pools = (...p: PoolEntry[]): PoolsFile => ({ pools: p });
+
+export const gate: KTaint = { key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' };
+
+export function node(over: { labels?: Record<string, string>; annotations?: Record<string, string>; taints?: KTaint[]; readyAt?: number | null; createdAt?: number } = {}): KNode {
+  const readyAt = over.readyAt === undefined ? 10 : over.readyAt;
+  return {
+    metadata: {
+      name: 'node-a',
+      uid: 'uid-node-a',
+      resourceVersion: '7',
+      creationTimestamp: iso(over.createdAt ?? 0),
+      ...(over.labels ? { labels: over.labels } : {}),
+      ...(over.annotations ? { annotations: over.annotations } : {}),
+    },
+    spec: { ...(over.taints ? { taints: over.taints } : {}) },
+    status: { conditions: readyAt === null ? [{ type: 'Ready', status: 'False', lastTransitionTime: iso(0) }] : [{ type: 'Ready', status: 'True', lastTransitionTime: iso(readyAt) }] },
+  };
+}
+
+export const digest = (c: string): string => `sha256:${c.repeat(64).slice(0, 64)}`;
+
+/** Container status shorthands. */
+export const st = {
+  running: (name: string, image: string, at = 30, d = 'a'): KContainerStatus => ({ name, image, imageID: `${image.split(':')[0]}@${digest(d)}`, state: { running: { startedAt: iso(at) } } }),
+  creating: (name: string): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
+  waiting: (name: string, reason: string, message = `${reason} happened`): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason, message } } }),
+  crashed: (name: string, image: string, at = 40): KContainerStatus => ({
+    name,
+    image,
+    imageID: '',
+    state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } },
+    lastState: { terminated: { exitCode: 1, startedAt: iso(at), finishedAt: iso(at + 1) } },
+  }),
+  terminated: (name: string, at = 50): KContainerStatus => ({ name, imageID: '', state: { terminated: { exitCode: 0, startedAt: iso(at) } } }),
+};
+
+/** A pull pod with images i1..iN (containers c1..cN), the sidecar, and the given statuses. */
+export function pod(images: string[], statuses: KContainerStatus[], over: { createdAt?: number; deleting?: boolean; initStatuses?: KContainerStatus[] } = {}): KPod {
+  return {
+    metadata: {
+      name: 'pull-a-xyz',
+      namespace: 'prewarm',
+      uid: 'uid-pod',
+      creationTimestamp: iso(over.createdAt ?? 0),
+      ...(over.deleting ? { deletionTimestamp: iso(1000) } : {}),
+    },
+    spec: {
+      nodeName: 'node-a',
+      initContainers: [{ name: 'prewarm-init', image: 'reg/busybox:1' }, { name: SIDECAR, image: 'reg/prewarm:1', restartPolicy: 'Always' }],
+      containers: images.map((image, i) => ({ name: `c${i + 1}`, image, imagePullPolicy: 'Always' })),
+    },
+    status: {
+      phase: 'Running',
+      ...(over.initStatuses ? { initContainerStatuses: over.initStatuses } : {}),
+      containerStatuses: statuses,
+    },
+  };
+}
