@@ -1,0 +1,50 @@
+/**
+ * A bundle → a cdk8s App of charts. Pure except for `App.synth()`, which the caller points at a
+ * directory of its choosing (the CLI uses a temporary one and moves it into place).
+ */
+import { App, YamlOutputType } from 'cdk8s';
+import type { Bundle } from '../spec/model.js';
+import { ClusterChart, NamespaceChart } from './charts.js';
+import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
+import type { ReconcilerProps } from './pull-daemonset.js';
+
+/** Options of a synth run. */
+export interface SynthOptions {
+  /**
+   * The sidecar reconciler of every pull pod.
+   * @default - no sidecar
+   */
+  readonly reconciler?: ReconcilerProps;
+}
+
+/**
+ * Adds prewarm's charts for `bundle` to an existing cdk8s App: one without a namespace for
+ * cluster-scoped objects, then one per namespace. Charts are added in sorted
+ * order, so output is byte-identical for the same bundle.
+ */
+export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
+  new ClusterChart(app, CLUSTER_CHART_ID, { bundle });
+  for (const namespace of bundle.namespaces) {
+    new NamespaceChart(app, namespaceChartId(namespace), {
+      namespace,
+      pools: bundle.pools.filter((p) => p.namespace === namespace),
+      allPools: bundle.pools,
+      ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
+    });
+  }
+}
+
+/**
+ * A fresh App holding prewarm's charts. Every App setting that cdk8s would otherwise take from
+ * the environment is set explicitly, so the environment cannot change the output.
+ */
+export function createApp(bundle: Bundle, options: SynthOptions = {}, outdir = 'dist'): App {
+  const app = new App({ outdir, yamlOutputType: YamlOutputType.FILE_PER_CHART, recordConstructMetadata: false });
+  addPrewarmCharts(app, bundle, options);
+  return app;
+}
+
+/** The whole bundle as one YAML stream, documents separated by `---`. */
+export function synthYaml(bundle: Bundle, options: SynthOptions = {}): string {
+  return createApp(bundle, options).synthYaml();
+}

@@ -1,0 +1,93 @@
+/**
+ * Every JSON patch prewarm applies to cdk8s-plus output lives here, each for a field that
+ * cdk8s-plus-27 cannot express, and each covered by a test in test/synth/escape-hatches.test.ts.
+ * When cdk8s-plus grows the field, the patch should be deleted in favour of the L2 API.
+ */
+import { ApiObject, JsonPatch } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-27';
+import type { Construct } from 'constructs';
+
+const POD = '/spec/template/spec';
+
+/** Fields of a pod template that cdk8s-plus-27 cannot set. */
+export interface PodTemplatePatches {
+  /** Number of init containers and containers, in the order cdk8s-plus renders them. */
+  readonly initContainers: number;
+  readonly containers: number;
+  /** Every pull secret; cdk8s-plus takes only one (`dockerRegistryAuth`). */
+  readonly imagePullSecrets: readonly string[];
+  /** PriorityClass of the pods, when set. */
+  readonly priorityClassName?: string;
+  /** DaemonSet RollingUpdate maxUnavailable; cdk8s-plus-27 has no update strategy. */
+  readonly maxUnavailable: number | string;
+  /** Index of the sidecar among the containers, when there is one: only it gets an API token. */
+  readonly sidecarIndex?: number;
+}
+
+/** Where client libraries look for the in-cluster token, CA and namespace. */
+export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
+/** The projected token volume mounted into the sidecar only. */
+export const TOKEN_VOLUME = 'prewarm-token';
+/** Lifetime the kubelet requests for the sidecar's token; it refreshes it at 80 %. */
+const TOKEN_EXPIRATION_SECONDS = 3607;
+
+/**
+ * Applies the patches to the ApiObject behind a cdk8s-plus DaemonSet:
+ * - `seccompProfile: RuntimeDefault` and `capabilities.drop: [ALL]`, required by Pod Security
+ *   restricted; cdk8s-plus-27 has neither a seccomp field nor the `ALL` capability;
+ * - the full `imagePullSecrets` list;
+ * - `priorityClassName`;
+ * - `enableServiceLinks: false`, since a node-wide pod needs no Service environment variables and
+ *   thousands of Services would bloat every container's environment;
+ * - the RollingUpdate strategy with `maxUnavailable`;
+ * - removal of the `cdk8s.io/metadata.addr` pod label, which cdk8s-plus derives from the construct
+ *   path: names must come from the spec's identity, never from where a construct sits;
+ * - a projected service-account token mounted into the sidecar alone, the same volume the kubelet
+ *   would automount into every container: the cached images' containers get no credentials.
+ */
+export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatches): void {
+  const obj = ApiObject.of(workload);
+  obj.addJsonPatch(JsonPatch.add(`${POD}/securityContext/seccompProfile`, { type: 'RuntimeDefault' }));
+  const dropAll = { drop: ['ALL'] };
+  for (let i = 0; i < patches.initContainers; i++) {
+    obj.addJsonPatch(JsonPatch.add(`${POD}/initContainers/${i}/securityContext/capabilities`, dropAll));
+  }
+  for (let i = 0; i < patches.containers; i++) {
+    obj.addJsonPatch(JsonPatch.add(`${POD}/containers/${i}/securityContext/capabilities`, dropAll));
+  }
+  if (patches.imagePullSecrets.length > 0) {
+    obj.addJsonPatch(JsonPatch.add(`${POD}/imagePullSecrets`, patches.imagePullSecrets.map((name) => ({ name }))));
+  }
+  if (patches.priorityClassName !== undefined) {
+    obj.addJsonPatch(JsonPatch.add(`${POD}/priorityClassName`, patches.priorityClassName));
+  }
+  obj.addJsonPatch(JsonPatch.add(`${POD}/enableServiceLinks`, false));
+  obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
+  if (patches.sidecarIndex !== undefined) {
+    obj.addJsonPatch(
+      JsonPatch.add(`${POD}/volumes/-`, {
+        name: TOKEN_VOLUME,
+        projected: {
+          defaultMode: 0o444,
+          sources: [
+            { serviceAccountToken: { path: 'token', expirationSeconds: TOKEN_EXPIRATION_SECONDS } },
+            { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+            { downwardApi: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+          ],
+        },
+      }),
+      JsonPatch.add(`${POD}/containers/${patches.sidecarIndex}/volumeMounts/-`, {
+        name: TOKEN_VOLUME,
+        mountPath: SERVICE_ACCOUNT_MOUNT,
+        readOnly: true,
+      }),
+    );
+  }
+  // The L1 KubeDaemonSet re-serialises its props after patches run, and reads IntOrString as
+  // `{ value }`: a plain number or string here would be dropped silently.
+  const maxUnavailable =
+    typeof patches.maxUnavailable === 'number'
+      ? k8s.IntOrString.fromNumber(patches.maxUnavailable)
+      : k8s.IntOrString.fromString(patches.maxUnavailable);
+  obj.addJsonPatch(JsonPatch.add('/spec/updateStrategy', { type: 'RollingUpdate', rollingUpdate: { maxUnavailable } }));
+}

@@ -1,0 +1,189 @@
+/**
+ * The pull DaemonSet of one pool: one container per image, each running a static sleep copied in
+ * by an init container, so images without a shell work and every image stays in use (kubelet
+ * image GC never removes an image a running container uses). New nodes get the images through
+ * plain DaemonSet scheduling, the moment they match.
+ */
+import { Duration, Size } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+import type { Pool, Toleration } from '../spec/model.js';
+import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_POOL, MANAGED_BY, POOLS_MOUNT_PATH, SIDECAR_CONTAINER } from '../wellknown.js';
+import { patchPullDaemonSet } from './escape-hatches.js';
+import {
+  daemonSetName,
+  HELPER_CONTAINER,
+  HELPER_VOLUME,
+  imageContainerName,
+  nodeAnnotationKey,
+  nodeLabelKey,
+  poolId,
+  POOLS_VOLUME,
+  SERVICE_ACCOUNT,
+} from './naming.js';
+import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
+import { POOLS_CONFIGMAP } from '../wellknown.js';
+
+/** Where the helper binary is mounted in every container. */
+export const HELPER_MOUNT = '/prewarm';
+/** The copied binary; busybox dispatches on its first argument. */
+export const HELPER_BINARY = `${HELPER_MOUNT}/busybox`;
+/** Where the helper image keeps its static busybox. */
+export const HELPER_SOURCE = '/bin/busybox';
+/** Longest sleep busybox accepts portably (2^31-1 s, about 68 years). */
+const SLEEP_FOREVER = '2147483647';
+
+/** The sidecar reconciler of a pull pod. */
+export interface ReconcilerProps {
+  /** Image of the reconciler. */
+  readonly image: string;
+  /**
+   * Port of the Prometheus endpoint.
+   * @default 9464
+   */
+  readonly metricsPort?: number;
+}
+
+/** Props of {@link PullDaemonSet}. */
+export interface PullDaemonSetProps {
+  /** The pool whose images the DaemonSet keeps on every matching node. */
+  readonly pool: Pool;
+  /**
+   * The sidecar that marks nodes warm and lifts the gating taint.
+   * @default - no sidecar: images are cached, but nodes are never labelled and gates never lift
+   */
+  readonly reconciler?: ReconcilerProps;
+}
+
+/** One pool's pull DaemonSet. */
+export class PullDaemonSet extends Construct {
+  /** The pool id: the DaemonSet's selector value and the node label's name part. */
+  readonly poolId: string;
+  /** The underlying cdk8s-plus workload. */
+  readonly workload: kplus.DaemonSet;
+
+  constructor(scope: Construct, id: string, props: PullDaemonSetProps) {
+    super(scope, id);
+    const { pool, reconciler } = props;
+    if (pool.images.length === 0) throw new Error(`pool ${pool.namespace}/${pool.key} has no images`);
+    this.poolId = poolId(pool);
+
+    const labels = {
+      [LABEL_MANAGED_BY]: MANAGED_BY,
+      [LABEL_NAME]: 'prewarm',
+      [LABEL_PART_OF]: 'prewarm',
+      [LABEL_COMPONENT]: 'image-puller',
+      [LABEL_POOL]: this.poolId,
+    };
+    const binVolume = kplus.Volume.fromEmptyDir(this, 'bin', HELPER_VOLUME, { sizeLimit: Size.mebibytes(16) });
+    const mountBin = { path: HELPER_MOUNT, volume: binVolume, readOnly: true };
+
+    this.workload = new kplus.DaemonSet(this, 'Resource', {
+      metadata: { name: daemonSetName(this.poolId), namespace: pool.namespace, labels },
+      podMetadata: { labels },
+      select: false,
+      securityContext: POD_SECURITY,
+      // No container gets a token by default; the sidecar alone gets one (see escape-hatches.ts).
+      automountServiceAccountToken: false,
+      ...(reconciler === undefined ? {} : { serviceAccount: kplus.ServiceAccount.fromServiceAccountName(this, 'sa', SERVICE_ACCOUNT) }),
+      // Sleep ignores SIGTERM as PID 1; a short grace keeps node drains and rollouts quick.
+      terminationGracePeriod: Duration.seconds(10),
+      volumes: [binVolume],
+      initContainers: [
+        {
+          name: HELPER_CONTAINER,
+          image: pool.settings.helperImage.canonical,
+          imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+          command: [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY],
+          securityContext: CONTAINER_SECURITY,
+          resources: HELPER_RESOURCES,
+          volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
+        },
+      ],
+    });
+    this.workload.select(kplus.LabelSelector.of({ labels: { [LABEL_POOL]: this.poolId } }));
+
+    for (const ref of pool.images) {
+      this.workload.addContainer({
+        name: imageContainerName(ref),
+        image: ref.canonical,
+        // IfNotPresent for tags and digests alike: a restart never depends on the registry being
+        // up. Moved tags are the reconciler's refresh job, which compares digests first.
+        imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+        command: [HELPER_BINARY, 'sleep', SLEEP_FOREVER],
+        securityContext: CONTAINER_SECURITY,
+        resources: IMAGE_RESOURCES,
+        volumeMounts: [mountBin],
+      });
+    }
+    if (reconciler !== undefined) this.addReconciler(pool, reconciler);
+
+    applyScheduling(this.workload, pool);
+    patchPullDaemonSet(this.workload, {
+      initContainers: 1,
+      containers: pool.images.length + (reconciler === undefined ? 0 : 1),
+      imagePullSecrets: pool.imagePullSecrets,
+      ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
+      maxUnavailable: pool.settings.maxUnavailable,
+      ...(reconciler === undefined ? {} : { sidecarIndex: pool.images.length }),
+    });
+  }
+
+  private addReconciler(pool: Pool, reconciler: ReconcilerProps): void {
+    const pools = kplus.Volume.fromConfigMap(this, 'pools', kplus.ConfigMap.fromConfigMapName(this, 'pools-cm', POOLS_CONFIGMAP), {
+      name: POOLS_VOLUME,
+    });
+    const gate = pool.settings.gate;
+    const metricsPort = reconciler.metricsPort ?? DEFAULTS.metricsPort;
+    this.workload.addContainer({
+      name: SIDECAR_CONTAINER,
+      image: reconciler.image,
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      securityContext: CONTAINER_SECURITY,
+      resources: SIDECAR_RESOURCES,
+      ports: [{ number: metricsPort, name: 'metrics' }],
+      volumeMounts: [{ path: POOLS_MOUNT_PATH, volume: pools, readOnly: true }],
+      envVariables: {
+        [ENV.nodeName]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.NODE_NAME),
+        [ENV.podName]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAME),
+        [ENV.podNamespace]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAMESPACE),
+        [ENV.pool]: kplus.EnvValue.fromValue(this.poolId),
+        [ENV.nodeLabelKey]: kplus.EnvValue.fromValue(nodeLabelKey(this.poolId)),
+        [ENV.nodeAnnotationKey]: kplus.EnvValue.fromValue(nodeAnnotationKey(this.poolId)),
+        [ENV.gateTaintKey]: kplus.EnvValue.fromValue(gate?.taintKey ?? ''),
+        [ENV.deadlineSeconds]: kplus.EnvValue.fromValue(String(gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds)),
+        [ENV.refreshSeconds]: kplus.EnvValue.fromValue(String(pool.settings.refreshSeconds)),
+        [ENV.metricsPort]: kplus.EnvValue.fromValue(String(metricsPort)),
+      },
+    });
+  }
+}
+
+/** Node selector as required node affinity, and tolerations including the gating taint. */
+function applyScheduling(workload: kplus.DaemonSet, pool: Pool): void {
+  for (const [key, value] of Object.entries(pool.nodeSelector)) {
+    workload.scheduling.attract(kplus.Node.labeled(kplus.NodeLabelQuery.is(key, value)));
+  }
+  const tolerations: Toleration[] = [...pool.tolerations];
+  const gate = pool.settings.gate;
+  if (gate !== undefined && !tolerations.some((t) => t.operator === 'Exists' && t.key === undefined)) {
+    tolerations.push({ key: gate.taintKey, operator: 'Exists' });
+  }
+  for (const t of tolerations) workload.scheduling.tolerate(kplus.Node.tainted(toTaintQuery(t)));
+}
+
+function toTaintQuery(t: Toleration): kplus.NodeTaintQuery {
+  const effect = t.effect === undefined ? undefined : TAINT_EFFECTS[t.effect];
+  const options = {
+    ...(effect === undefined ? {} : { effect }),
+    ...(t.tolerationSeconds === undefined ? {} : { evictAfter: Duration.seconds(t.tolerationSeconds) }),
+  };
+  if (t.key === undefined) return kplus.NodeTaintQuery.any();
+  return t.operator === 'Exists' ? kplus.NodeTaintQuery.exists(t.key, options) : kplus.NodeTaintQuery.is(t.key, t.value ?? '', options);
+}
+
+const TAINT_EFFECTS: Readonly<Record<NonNullable<Toleration['effect']>, kplus.TaintEffect>> = {
+  NoSchedule: kplus.TaintEffect.NO_SCHEDULE,
+  PreferNoSchedule: kplus.TaintEffect.PREFER_NO_SCHEDULE,
+  NoExecute: kplus.TaintEffect.NO_EXECUTE,
+};
