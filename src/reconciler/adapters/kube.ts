@@ -1,0 +1,112 @@
+/**
+ * Adapters of the apiserver ports. Every path names our own pod or node: the sidecar never lists.
+ */
+import fs from 'node:fs';
+import type { ReconcilerConfig } from '../config.js';
+import type { EventIntent } from '../core.js';
+import type { KNode, KPod } from '../kube-types.js';
+import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent } from '../ports.js';
+import { EVENT_COMPONENT, EVENT_TYPE } from '../reasons.js';
+import { KubeHttp, type Endpoint } from './http.js';
+
+const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * The in-cluster endpoint: `KUBERNETES_SERVICE_HOST/PORT`, the mounted CA and the projected token,
+ * re-read on every request because the kubelet rotates it. `saDir` is overridable for tests.
+ */
+export function inClusterEndpoint(env: Readonly<Record<string, string | undefined>>, saDir = SA_DIR): Endpoint {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT ?? '443';
+  if (!host) throw new Error('KUBERNETES_SERVICE_HOST is not set: not running in a cluster');
+  const h = host.includes(':') ? `[${host}]` : host;
+  const tokenFile = `${saDir}/token`;
+  let cached: { at: number; token: string } | undefined;
+  return {
+    server: `https://${h}:${port}`,
+    ca: fs.readFileSync(`${saDir}/ca.crt`),
+    token: () => {
+      // Re-read at most every 10 s: the kubelet rewrites the file well before expiry.
+      const now = Date.now();
+      if (!cached || now - cached.at > 10_000) cached = { at: now, token: fs.readFileSync(tokenFile, 'utf8').trim() };
+      return cached.token;
+    },
+  };
+}
+
+const enc = encodeURIComponent;
+
+/** Our pod: GET by name and a watch with `fieldSelector=metadata.name=<pod>`. */
+export class KubePodSource implements PodSource {
+  constructor(
+    private readonly http: KubeHttp,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
+  get(): Promise<KPod> {
+    return this.http.json<KPod>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods/${enc(this.name)}`);
+  }
+  watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
+    const q = new URLSearchParams({
+      watch: 'true',
+      fieldSelector: `metadata.name=${this.name}`,
+      resourceVersion,
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: '290',
+    });
+    return this.http.watch(`/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`, (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: o.object as KPod }), signal);
+  }
+}
+
+/** Our node: GET, strategic-merge PATCH (labels/annotations), JSON PATCH (taints). */
+export class KubeNodePort implements NodePort {
+  constructor(
+    private readonly http: KubeHttp,
+    private readonly name: string,
+  ) {}
+  private get path(): string {
+    return `/api/v1/nodes/${enc(this.name)}`;
+  }
+  get(): Promise<KNode> {
+    return this.http.json<KNode>('GET', this.path);
+  }
+  patchMerge(body: object): Promise<KNode> {
+    return this.http.json<KNode>('PATCH', this.path, body, 'application/strategic-merge-patch+json');
+  }
+  patchJson(ops: readonly JsonPatchOp[]): Promise<KNode> {
+    return this.http.json<KNode>('PATCH', this.path, ops, 'application/json-patch+json');
+  }
+}
+
+/**
+ * core/v1 Events about the Node, posted in the pod's namespace (so a namespaced RoleBinding is
+ * enough; `kubectl describe node` searches all namespaces by involvedObject). Names are
+ * `<pod>.<hex ms>` like client-go's recorder, unique per emission, so we only ever create.
+ */
+export class KubeEventSink implements EventSink {
+  private seq = 0;
+  constructor(
+    private readonly http: KubeHttp,
+    private readonly config: ReconcilerConfig,
+    private readonly now: () => number,
+  ) {}
+  async emit(node: KNode, e: EventIntent): Promise<void> {
+    const t = new Date(this.now()).toISOString();
+    const name = `${this.config.podName}.${this.now().toString(16)}${(this.seq++ % 16).toString(16)}`;
+    await this.http.json('POST', `/api/v1/namespaces/${enc(this.config.podNamespace)}/events`, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name, namespace: this.config.podNamespace },
+      involvedObject: { apiVersion: 'v1', kind: 'Node', name: node.metadata.name ?? this.config.nodeName, ...(node.metadata.uid ? { uid: node.metadata.uid } : {}) },
+      reason: e.reason,
+      message: e.message,
+      type: EVENT_TYPE[e.reason],
+      source: { component: EVENT_COMPONENT, host: this.config.nodeName },
+      reportingComponent: EVENT_COMPONENT,
+      reportingInstance: this.config.podName,
+      firstTimestamp: t,
+      lastTimestamp: t,
+      count: 1,
+    });
+  }
+}

@@ -1,0 +1,349 @@
+/**
+ * The sidecar's loop: feeds observed state to the pure core and applies its intents through the
+ * ports. It keeps no decision state of its own: the latest pod from the watch is only a cache of
+ * what the apiserver says, and every reconcile re-reads the node.
+ *
+ * API cost per node: one GET of the pod at start (and after a 410), one watch on it; per reconcile
+ * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
+ * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
+ */
+import {
+  decideGate,
+  decidePool,
+  mergeEvents,
+  metadataPatch,
+  nextCheckAt,
+  taintRemovalPatch,
+  type PoolDecision,
+} from './core.js';
+import type { ReconcilerConfig } from './config.js';
+import type { KNode, KPod } from './kube-types.js';
+import type { Metrics } from './metrics.js';
+import { ApiError, type Clock, type EventSink, type Logger, type NodePort, type PodSource, type Registry, type Restarter } from './ports.js';
+import { EventReason, RefreshOutcome } from './reasons.js';
+import { refreshCandidates, refreshDelayMs } from './refresh.js';
+import type { PoolsFile } from '../wellknown.js';
+
+/** Everything the loop talks to. */
+export interface ControllerDeps {
+  readonly pods: PodSource;
+  readonly nodes: NodePort;
+  readonly events: EventSink;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** Required when `config.refreshSeconds > 0`. */
+  readonly registry?: Registry;
+  readonly restarter?: Restarter;
+}
+
+/** Tunables of the loop, separate from the pod's configuration so tests can shorten them. */
+export interface ControllerOptions {
+  readonly sidecarName: string;
+  /**
+   * Re-read the node this often even without pod events, to heal drift (someone removed our label)
+   * and to see other pools' labels while the gate waits.
+   * @default 300000 (5 min); 30000 while our gate taint is still on the node
+   */
+  readonly resyncMs?: number;
+  readonly gateResyncMs?: number;
+  /** @default 1000 */
+  readonly backoffInitialMs?: number;
+  /** @default 60000 */
+  readonly backoffMaxMs?: number;
+}
+
+/** Exponential backoff with full jitter (AWS architecture blog), reset on success. */
+export class Backoff {
+  private attempt = 0;
+  constructor(
+    private readonly initialMs: number,
+    private readonly maxMs: number,
+    private readonly random: () => number,
+  ) {}
+  next(): number {
+    const cap = Math.min(this.maxMs, this.initialMs * 2 ** this.attempt);
+    this.attempt = Math.min(this.attempt + 1, 30);
+    return Math.max(1, Math.round(cap * (0.5 + 0.5 * this.random())));
+  }
+  reset(): void {
+    this.attempt = 0;
+  }
+}
+
+/** A level-triggered wake-up: any number of kicks before a wait collapse into one. */
+class Kick {
+  private pending = false;
+  private waiter: (() => void) | undefined;
+  kick(): void {
+    this.pending = true;
+    this.waiter?.();
+  }
+  /** Resolves on a kick (past or future), after `ms`, or on abort. */
+  async wait(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return;
+    }
+    const inner = new AbortController();
+    const onAbort = (): void => inner.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.waiter = () => inner.abort();
+    try {
+      await clock.sleep(ms, inner.signal);
+    } finally {
+      this.waiter = undefined;
+      signal.removeEventListener('abort', onAbort);
+      this.pending = false;
+    }
+  }
+}
+
+/** The reconciler of one pull pod's sidecar. */
+export class Controller {
+  private pod: KPod | undefined;
+  private readonly kick = new Kick();
+  private readonly resyncMs: number;
+  private readonly gateResyncMs: number;
+  private readonly backoff: Backoff;
+  private lastDecision: PoolDecision | undefined;
+  /** Reconciles done, for tests and the footprint bench. */
+  reconciles = 0;
+
+  constructor(
+    private readonly deps: ControllerDeps,
+    private readonly config: ReconcilerConfig,
+    private readonly pools: PoolsFile,
+    private readonly opts: ControllerOptions,
+  ) {
+    this.resyncMs = opts.resyncMs ?? 300_000;
+    this.gateResyncMs = opts.gateResyncMs ?? 30_000;
+    this.backoff = new Backoff(opts.backoffInitialMs ?? 1000, opts.backoffMaxMs ?? 60_000, () => deps.clock.random());
+  }
+
+  /**
+   * Runs until `signal` aborts (SIGTERM), then removes our label and annotation from the node.
+   * The pod watch and the refresh run beside the loop and stop with it.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    const { log } = this.deps;
+    const stop = new AbortController();
+    signal.addEventListener('abort', () => stop.abort(), { once: true });
+    const watch = this.watchPod(stop.signal);
+    const refresh = this.config.refreshSeconds > 0 ? this.refreshLoop(stop.signal) : Promise.resolve();
+    let deleted = false;
+    while (!stop.signal.aborted) {
+      let wait = this.resyncMs;
+      try {
+        if (this.pod) {
+          const r = await this.reconcile(false);
+          wait = r.waitMs;
+          deleted = r.deleted;
+          this.backoff.reset();
+        }
+      } catch (e) {
+        wait = this.backoff.next();
+        this.apiError('reconcile', e);
+        log.warn('reconcile failed; retrying', { err: e, retryInMs: wait });
+      }
+      // Once the pod is being deleted we have cleaned up; only SIGTERM (or the kill) follows.
+      if (deleted) wait = this.resyncMs;
+      await this.kick.wait(this.deps.clock, wait, stop.signal);
+    }
+    stop.abort();
+    await Promise.allSettled([watch, refresh]);
+    await this.cleanup();
+  }
+
+  /** One reconcile; returns how long to wait before the next one absent any pod event. */
+  async reconcile(terminating: boolean): Promise<{ waitMs: number; deleted: boolean }> {
+    const { nodes, clock, log, metrics } = this.deps;
+    const pod = this.pod as KPod;
+    this.reconciles++;
+    let node = await nodes.get();
+    const now = clock.now();
+    const d = decidePool({ pod, node, pools: this.pools, config: this.config, now, terminating, sidecarName: this.opts.sidecarName });
+    const patch = metadataPatch(this.config, d);
+    if (patch) {
+      node = await nodes.patchMerge(patch);
+      log.info('node metadata written', { state: d.state, label: d.label, annotationBytes: d.annotation?.length ?? 0 });
+    }
+    if (d.state === 'terminating') return { waitMs: this.resyncMs, deleted: true };
+    // Phase 2 on the node returned by our own write: see decideGate for the race this settles.
+    let gate = decideGate(node, this.pools, this.config, d.state, now);
+    if (gate.removeTaintKey) {
+      const removed = await this.removeTaint(node, gate.removeTaintKey);
+      node = removed.node;
+      if (removed.done) {
+        metrics.gateOpened.inc({ pool: this.config.poolId, outcome: gate.outcome ?? 'ready' });
+        log.info('gate taint removed', { taint: gate.removeTaintKey, outcome: gate.outcome, waitingFor: gate.waitingFor });
+      } else gate = { waitingFor: gate.waitingFor };
+    }
+    for (const e of mergeEvents(d.events, gate)) await this.emit(node, e);
+    this.observe(d);
+    const next = nextCheckAt(d, gate);
+    const taintPresent = this.config.gateTaintKey !== '' && (node.spec?.taints ?? []).some((t) => t.key === this.config.gateTaintKey);
+    const resync = taintPresent ? this.gateResyncMs : this.resyncMs;
+    return { waitMs: Math.max(1, Math.min(resync, next === undefined ? resync : next - now + 1)), deleted: false };
+  }
+
+  /**
+   * Removes the taint with a test-guarded JSON patch. On a failed test (409/422) someone changed
+   * the taint list: re-read and retry a bounded number of times; a taint already gone is success
+   * for nobody (another sidecar did it), so `done` is false then.
+   */
+  private async removeTaint(start: KNode, key: string): Promise<{ node: KNode; done: boolean }> {
+    let node = start;
+    for (let i = 0; i < 5; i++) {
+      const ops = taintRemovalPatch(node, key);
+      if (!ops) return { node, done: false };
+      try {
+        return { node: await this.deps.nodes.patchJson(ops), done: true };
+      } catch (e) {
+        if (!(e instanceof ApiError) || (e.code !== 409 && e.code !== 422)) throw e;
+        node = await this.deps.nodes.get();
+      }
+    }
+    throw new ApiError(409, `taint ${key} kept changing under us`, 'Conflict');
+  }
+
+  private async emit(node: KNode, e: { reason: EventReason; message: string }): Promise<void> {
+    try {
+      await this.deps.events.emit(node, e);
+      this.deps.log.info('event', { reason: e.reason, message: e.message });
+    } catch (err) {
+      this.apiError('event', err);
+      this.deps.log.warn('event not posted', { reason: e.reason, err });
+    }
+  }
+
+  private observe(d: PoolDecision): void {
+    const { metrics } = this.deps;
+    const pool = this.config.poolId;
+    if (d.timeToWarmSeconds !== undefined) metrics.timeToWarm.observe({ pool }, d.timeToWarmSeconds);
+    metrics.warm.set({ pool }, d.state === 'warm' ? 1 : 0);
+    metrics.partial.set({ pool }, d.state === 'partial' ? 1 : 0);
+    metrics.imagesTotal.set({ pool }, d.images.length);
+    metrics.imagesPresent.set({ pool }, d.images.filter((i) => i.phase === 'present').length);
+    metrics.imagesFailing.clear({ pool });
+    for (const i of d.images) if (i.phase === 'failing') metrics.imagesFailing.inc({ pool, reason: i.reason ?? 'Unknown' });
+    if (this.lastDecision?.state !== d.state) this.deps.log.info('pool state', { state: d.state, images: d.images.length });
+    this.lastDecision = d;
+  }
+
+  private apiError(op: string, e: unknown): void {
+    this.deps.metrics.apiErrors.inc({ pool: this.config.poolId, op, code: e instanceof ApiError ? String(e.code) : 'other' });
+  }
+
+  /**
+   * GET our pod, then watch it from that resourceVersion; every event is only a reason to
+   * reconcile again. The stream is restarted with backoff on error and re-listed (a GET of one
+   * pod) when the server says the version expired (410).
+   */
+  private async watchPod(signal: AbortSignal): Promise<void> {
+    const { pods, clock, log } = this.deps;
+    const backoff = new Backoff(this.opts.backoffInitialMs ?? 1000, this.opts.backoffMaxMs ?? 60_000, () => clock.random());
+    let rv: string | undefined;
+    while (!signal.aborted) {
+      try {
+        if (rv === undefined) {
+          this.pod = await pods.get();
+          rv = this.pod.metadata.resourceVersion ?? '0';
+          this.kick.kick();
+        }
+        let seen = false;
+        await pods.watch(
+          rv,
+          (e) => {
+            if (e.type === 'BOOKMARK') {
+              rv = e.pod.metadata.resourceVersion ?? rv;
+              return;
+            }
+            seen = true;
+            rv = e.pod.metadata.resourceVersion ?? rv;
+            if (e.type !== 'DELETED') this.pod = e.pod;
+            else this.pod = { ...e.pod, metadata: { ...e.pod.metadata, deletionTimestamp: e.pod.metadata.deletionTimestamp ?? new Date(clock.now()).toISOString() } };
+            this.kick.kick();
+          },
+          signal,
+        );
+        if (seen) backoff.reset();
+      } catch (e) {
+        if (signal.aborted) return;
+        if (e instanceof ApiError && e.code === 410) {
+          rv = undefined;
+          continue;
+        }
+        this.apiError('watch', e);
+        const wait = backoff.next();
+        log.warn('pod watch failed; retrying', { err: e, retryInMs: wait });
+        await clock.sleep(wait, signal);
+      }
+    }
+  }
+
+  /** Removes our label and annotation; bounded retries, since the kubelet's grace period is too. */
+  async cleanup(): Promise<void> {
+    if (!this.pod) return;
+    for (let i = 0; i < 5; i++) {
+      try {
+        await this.reconcile(true);
+        this.deps.log.info('cleaned up node label and annotation');
+        return;
+      } catch (e) {
+        this.apiError('cleanup', e);
+        this.deps.log.warn('cleanup failed', { err: e, attempt: i + 1 });
+        await this.deps.clock.sleep(200 * 2 ** i, new AbortController().signal);
+      }
+    }
+  }
+
+  /** The moved-tag refresh: on an interval with jitter, compare digests and restart on change. */
+  private async refreshLoop(signal: AbortSignal): Promise<void> {
+    const { clock } = this.deps;
+    while (!signal.aborted) {
+      await clock.sleep(refreshDelayMs(this.config.refreshSeconds, clock.random()), signal);
+      if (signal.aborted || !this.pod) continue;
+      await this.refreshOnce();
+    }
+  }
+
+  /** One refresh pass over our pod's tagged containers. */
+  async refreshOnce(): Promise<void> {
+    const { registry, restarter, metrics, log } = this.deps;
+    const pool = this.config.poolId;
+    if (!this.pod || !registry) return;
+    const { candidates, skipped } = refreshCandidates(this.pod, this.opts.sidecarName);
+    if (skipped.length) metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Skipped }, skipped.length);
+    for (const c of candidates) {
+      let current: string;
+      try {
+        current = await registry.digest(c.image);
+      } catch (e) {
+        metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Error });
+        log.warn('registry digest check failed', { image: c.image, err: e });
+        continue;
+      }
+      if (current === c.running) {
+        metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Unchanged });
+        continue;
+      }
+      metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Moved });
+      const ok = (await restarter?.restart(c.container)) ?? false;
+      log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
+      if (ok) {
+        try {
+          const node = await this.deps.nodes.get();
+          await this.emit(node, { reason: EventReason.TagMoved, message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; restarted container ${c.container} to pull it` });
+        } catch (e) {
+          this.apiError('event', e);
+        }
+      }
+    }
+  }
+
+  /** Test hook: the latest pod the watch delivered. */
+  get latestPod(): KPod | undefined {
+    return this.pod;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * A minimal Prometheus registry with text exposition format 0.0.4, hand-written to keep the
+ * sidecar free of dependencies. Only what we need: counters, gauges and one histogram, each with
+ * a fixed label-name list. Label values come from bounded sets (pool id, reason, outcome).
+ */
+import { Metric, TIME_TO_WARM_BUCKETS } from './reasons.js';
+
+type Labels = Readonly<Record<string, string>>;
+
+function escapeLabel(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+}
+
+function fmtLabels(l: Labels, extra?: [string, string]): string {
+  const parts = Object.keys(l)
+    .sort()
+    .map((k) => `${k}="${escapeLabel(l[k] as string)}"`);
+  if (extra) parts.push(`${extra[0]}="${escapeLabel(extra[1])}"`);
+  return parts.length ? `{${parts.join(',')}}` : '';
+}
+
+function fmtNum(n: number): string {
+  if (n === Infinity) return '+Inf';
+  if (n === -Infinity) return '-Inf';
+  if (Number.isNaN(n)) return 'NaN';
+  return String(n);
+}
+
+const key = (l: Labels): string => JSON.stringify(Object.entries(l).sort(([a], [b]) => (a < b ? -1 : 1)));
+
+/** A counter or gauge family. */
+class Scalar {
+  private readonly values = new Map<string, { labels: Labels; v: number }>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: 'counter' | 'gauge',
+  ) {}
+  set(l: Labels, v: number): void {
+    this.values.set(key(l), { labels: l, v });
+  }
+  inc(l: Labels, by = 1): void {
+    const k = key(l);
+    this.values.set(k, { labels: l, v: (this.values.get(k)?.v ?? 0) + by });
+  }
+  get(l: Labels): number | undefined {
+    return this.values.get(key(l))?.v;
+  }
+  /** Drops every series whose labels include `l` (e.g. stale failure reasons). */
+  clear(match: Labels): void {
+    for (const [k, s] of this.values) if (Object.entries(match).every(([a, b]) => s.labels[a] === b)) this.values.delete(k);
+  }
+  render(out: string[]): void {
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`);
+    for (const k of [...this.values.keys()].sort()) {
+      const s = this.values.get(k) as { labels: Labels; v: number };
+      out.push(`${this.name}${fmtLabels(s.labels)} ${fmtNum(s.v)}`);
+    }
+  }
+}
+
+/** A histogram family with fixed buckets. */
+class Histogram {
+  private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: readonly number[],
+  ) {}
+  observe(l: Labels, v: number): void {
+    const k = key(l);
+    let s = this.series.get(k);
+    if (!s) {
+      s = { labels: l, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+      this.series.set(k, s);
+    }
+    this.buckets.forEach((b, i) => {
+      if (v <= b) (s.counts[i] as number)++;
+    });
+    s.sum += v;
+    s.count++;
+  }
+  render(out: string[]): void {
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`);
+    for (const k of [...this.series.keys()].sort()) {
+      const s = this.series.get(k) as { labels: Labels; counts: number[]; sum: number; count: number };
+      this.buckets.forEach((b, i) => out.push(`${this.name}_bucket${fmtLabels(s.labels, ['le', fmtNum(b)])} ${s.counts[i]}`));
+      out.push(`${this.name}_bucket${fmtLabels(s.labels, ['le', '+Inf'])} ${s.count}`);
+      out.push(`${this.name}_sum${fmtLabels(s.labels)} ${fmtNum(s.sum)}`);
+      out.push(`${this.name}_count${fmtLabels(s.labels)} ${s.count}`);
+    }
+  }
+}
+
+/** The sidecar's metric families; one instance per process. */
+export class Metrics {
+  readonly timeToWarm = new Histogram(Metric.timeToWarm, 'Seconds from node Ready (or pod creation, if later) until every image of the pool was present.', TIME_TO_WARM_BUCKETS);
+  readonly warm = new Scalar(Metric.warm, '1 if every image of the pool is present on this node.', 'gauge');
+  readonly partial = new Scalar(Metric.partial, '1 if the pool failed open at its deadline with images missing.', 'gauge');
+  readonly imagesFailing = new Scalar(Metric.imagesFailing, 'Images of the pool currently failing to pull, by kubelet reason.', 'gauge');
+  readonly imagesPresent = new Scalar(Metric.imagesPresent, 'Images of the pool present on this node.', 'gauge');
+  readonly imagesTotal = new Scalar(Metric.imagesTotal, 'Images in the pool.', 'gauge');
+  readonly gateOpened = new Scalar(Metric.gateOpened, 'Gating taints removed by this sidecar, by outcome (ready, forced).', 'counter');
+  readonly refreshChecks = new Scalar(Metric.refreshChecks, 'Registry digest checks of tagged images, by outcome.', 'counter');
+  readonly apiErrors = new Scalar(Metric.apiErrors, 'Failed calls to the apiserver, by operation.', 'counter');
+
+  /** Text exposition of every family, in a fixed order. */
+  render(): string {
+    const out: string[] = [];
+    for (const m of [this.timeToWarm, this.warm, this.partial, this.imagesFailing, this.imagesPresent, this.imagesTotal, this.gateOpened, this.refreshChecks, this.apiErrors]) m.render(out);
+    return `${out.join('\n')}\n`;
+  }
+}
+
+/** Content type of {@link Metrics.render}'s output. */
+export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

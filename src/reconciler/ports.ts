@@ -1,0 +1,84 @@
+/**
+ * The ports between the controller loop and the outside world. Adapters implement them over the
+ * apiserver, the registry, /proc and the system clock; tests implement them with fakes.
+ */
+import type { EventIntent } from './core.js';
+import type { KNode, KPod } from './kube-types.js';
+
+/** An apiserver (or registry) answer other than 2xx. Branch on {@link code} (style rule 8). */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    /** HTTP status; 0 for transport errors (connection refused, timeout). */
+    readonly code: number,
+    message: string,
+    /** `Status.reason` from the apiserver, e.g. `Conflict`, `Expired`. */
+    readonly reason?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** One event of the watch on our own pod. */
+export interface PodWatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+  readonly pod: KPod;
+}
+
+/** Our own pod: one GET and one watch with `fieldSelector=metadata.name=<pod>`; never a list. */
+export interface PodSource {
+  get(): Promise<KPod>;
+  /**
+   * Streams events after `resourceVersion` until the server closes the stream (resolve) or it
+   * fails (reject; ApiError 410 means the version expired and the caller must GET again).
+   */
+  watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
+}
+
+/** JSON patch operation (RFC 6902). */
+export interface JsonPatchOp {
+  readonly op: string;
+  readonly path: string;
+  readonly value?: unknown;
+}
+
+/** Our own node: GET and two kinds of PATCH. Each returns the node after the call. */
+export interface NodePort {
+  get(): Promise<KNode>;
+  /** `application/strategic-merge-patch+json`. */
+  patchMerge(body: object): Promise<KNode>;
+  /** `application/json-patch+json`; a failed `test` rejects with ApiError 422 (or 409). */
+  patchJson(ops: readonly JsonPatchOp[]): Promise<KNode>;
+}
+
+/** Posts Events about the node. Best effort: a lost Event never blocks a reconcile. */
+export interface EventSink {
+  emit(node: KNode, e: EventIntent): Promise<void>;
+}
+
+/** Time, injectable so the core and the loop run under a fake clock in tests. */
+export interface Clock {
+  now(): number;
+  /** Resolves after `ms` or when `signal` aborts, whichever is first; never rejects. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+  /** Uniform random number in [0, 1), for jitter. */
+  random(): number;
+}
+
+/** Resolves the digest a tag points to now (HEAD manifest), for the moved-tag refresh. */
+export interface Registry {
+  digest(image: string): Promise<string>;
+}
+
+/** Restarts one image container of our pod so the kubelet pulls its tag again. */
+export interface Restarter {
+  /** False when the container's process could not be found (no shared PID namespace). */
+  restart(container: string): Promise<boolean>;
+}
+
+/** Structured logging; the adapter writes one JSON object per line to stderr. */
+export interface Logger {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
