@@ -1,0 +1,217 @@
+/**
+ * The prewarm test cluster: hub netns (control plane, registries), real nodes (netns + containerd
+ * + kubelet + kube-proxy), fake nodes (kwok). Used by the CLI (cli.ts) and by vitest global setup.
+ */
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { BIN, NET, RUN_DIR, STATE_DIR, SYSTEM_TOOLS, requireBinaries, type BinName } from './config.js';
+import { adminCert, clusterControlPlane, startApiserver, startControllerManager, startEtcd, startScheduler, stopControlPlane, waitApiserverReady } from './controlplane.js';
+import { ensureStandardImages } from './images.js';
+import { deleteNetns, ensureHub, netnsExists } from './net.js';
+import { CA_CRT, writeKubeconfig } from './pki.js';
+import { startRegistries, stopRegistries } from './registry.js';
+import { run, daemonPid, PID_DIR, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { DEFAULT_IMAGE_GC, destroyNode, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
+import { startKwok, stopKwok } from './kwok.js';
+
+export const ADMIN_KUBECONFIG = join(STATE_DIR, 'admin.kubeconfig');
+const CP_DIR = join(STATE_DIR, 'control-plane');
+const APISERVER_SOCK = join(RUN_DIR, 'apiserver.sock');
+
+export const ALL_BINARIES: BinName[] = ['etcd', 'kubeApiserver', 'kubeControllerManager', 'kubeScheduler', 'kubeProxy', 'kubectl', 'kubelet', 'crictl', 'kwok', 'pause'];
+
+export function checkPrerequisites(bins: readonly BinName[] = ALL_BINARIES): void {
+  if (process.getuid?.() !== 0) throw new Error('the prewarm test cluster needs root (netns, cgroups, mounts)');
+  const missingTools = SYSTEM_TOOLS.filter((t) => run(['sh', '-c', `command -v ${t}`], { allowFail: true }).code !== 0);
+  if (missingTools.length) throw new Error(`missing system tools: ${missingTools.join(', ')}; run .ci/setup-cluster.sh`);
+  requireBinaries(bins);
+}
+
+export function kubectl(args: string[], opts: { input?: string; allowFail?: boolean } = {}): string {
+  return run([BIN.kubectl, `--kubeconfig=${ADMIN_KUBECONFIG}`, ...args], {
+    ...(opts.input !== undefined ? { input: opts.input } : {}),
+    allowFail: opts.allowFail ?? false,
+    timeoutMs: 300_000,
+  }).stdout;
+}
+
+export function apiserverUrl(): string {
+  return `https://127.0.0.1:${NET.apiserverLocalPort}`;
+}
+
+export async function isUp(): Promise<boolean> {
+  if (!daemonPid('cp-apiserver') || !existsSync(ADMIN_KUBECONFIG)) return false;
+  return run([BIN.kubectl, `--kubeconfig=${ADMIN_KUBECONFIG}`, 'get', '--raw=/readyz'], { allowFail: true, timeoutMs: 10_000 }).code === 0;
+}
+
+export interface UpOptions {
+  log?: (msg: string) => void;
+  kwok?: boolean;
+}
+
+/** Brings the control plane and registries up (idempotent: reuses running daemons). */
+export async function up(opts: UpOptions = {}): Promise<void> {
+  const log = opts.log ?? ((m: string) => console.error(`[cluster] ${m}`));
+  const t0 = Date.now();
+  checkPrerequisites();
+  mkdirSync(CP_DIR, { recursive: true });
+  ensureHub();
+  await startRegistries();
+  log(`registries up (${Date.now() - t0} ms)`);
+  ensureStandardImages();
+  log(`standard images in registry (${Date.now() - t0} ms)`);
+  const cp = clusterControlPlane(CP_DIR);
+  await startEtcd(cp);
+  await startApiserver(cp);
+  // Root netns reaches the apiserver only through 127.0.0.1 -> unix socket -> hub.
+  startDaemon({
+    name: 'fwd-apiserver-hub',
+    argv: ['socat', `UNIX-LISTEN:${APISERVER_SOCK},fork,unlink-early,mode=600`, `TCP:${NET.hubIp}:${NET.apiserverPort}`],
+    netns: NET.hubNs,
+  });
+  startDaemon({
+    name: 'fwd-apiserver-root',
+    argv: ['socat', `TCP-LISTEN:${NET.apiserverLocalPort},bind=127.0.0.1,fork,reuseaddr`, `UNIX-CONNECT:${APISERVER_SOCK}`],
+  });
+  writeKubeconfig(ADMIN_KUBECONFIG, apiserverUrl(), adminCert(), 'prewarm-admin');
+  await waitApiserverReady(cp, apiserverUrl());
+  log(`apiserver ready (${Date.now() - t0} ms)`);
+  startControllerManager(cp);
+  startScheduler(cp);
+  await waitFor('default service account', () => kubectl(['-n', 'default', 'get', 'serviceaccount', 'default', '-o', 'name'], { allowFail: true }).includes('default'), 60_000, 500).catch((e: Error) => {
+    throw new Error(`${e.message}\n${tailLog('cp-controller-manager')}`);
+  });
+  log(`controller-manager and scheduler up (${Date.now() - t0} ms)`);
+  if (opts.kwok !== false) {
+    startKwok(ADMIN_KUBECONFIG);
+    log('kwok up (manages only nodes annotated kwok.x-k8s.io/node=fake)');
+  }
+  // Nodes that existed before (e.g. after `down --keep`), restart them.
+  for (const spec of listNodeSpecs()) {
+    if (!daemonPid(kubeletDaemon(spec.name))) await startNode(spec);
+  }
+  log(`cluster up in ${Date.now() - t0} ms; kubeconfig ${ADMIN_KUBECONFIG}`);
+}
+
+export interface AddNodeOptions {
+  labels?: Record<string, string>;
+  taints?: Taint[];
+  imageGc?: Partial<ImageGcPolicy>;
+  verbosity?: number;
+  kubeletExtra?: Record<string, unknown>;
+  /** Wait for Ready (default true). */
+  wait?: boolean;
+  timeoutMs?: number;
+}
+
+export function parseTaint(s: string): Taint {
+  const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(s);
+  if (!m?.[1] || !m[3]) throw new Error(`bad taint ${s}: want key[=value]:Effect`);
+  return { key: m[1], ...(m[2] !== undefined ? { value: m[2] } : {}), effect: m[3] as Taint['effect'] };
+}
+export function parseLabel(s: string): [string, string] {
+  const i = s.indexOf('=');
+  if (i <= 0) throw new Error(`bad label ${s}: want key=value`);
+  return [s.slice(0, i), s.slice(i + 1)];
+}
+
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]{0,18}[a-z0-9])?$/;
+
+/** Adds a real node and (by default) waits until it is Ready. Returns the time Ready was seen. */
+export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<{ readyAt: number; spec: NodeSpec }> {
+  if (!NODE_NAME.test(name)) throw new Error(`node name ${name} must match ${NODE_NAME} (it names a netns)`);
+  if (loadSpec(name)) throw new Error(`node ${name} already exists`);
+  const spec: NodeSpec = {
+    name,
+    index: nextIndex(),
+    labels: opts.labels ?? {},
+    taints: opts.taints ?? [],
+    imageGc: { ...DEFAULT_IMAGE_GC, ...(opts.imageGc ?? {}) },
+    verbosity: opts.verbosity ?? 1,
+    ...(opts.kubeletExtra ? { kubeletExtra: opts.kubeletExtra } : {}),
+  };
+  await startNode(spec);
+  const adminLabels = Object.entries(spec.labels).filter(([k]) => !kubeletMaySetLabel(k));
+  if (opts.wait === false && adminLabels.length === 0) return { readyAt: 0, spec };
+  await waitFor(`node ${name} registered`, () => kubectl(['get', 'node', name, '-o', 'name'], { allowFail: true }).trim() !== '', opts.timeoutMs ?? 120_000, 250).catch((e: Error) => {
+    throw new Error(`${e.message}\n${tailLog(kubeletDaemon(name), 40)}`);
+  });
+  if (adminLabels.length) kubectl(['label', 'node', name, '--overwrite', ...adminLabels.map(([k, v]) => `${k}=${v}`)]);
+  if (opts.wait === false) return { readyAt: 0, spec };
+  const readyAt = await waitNodeReady(name, opts.timeoutMs ?? 120_000);
+  return { readyAt, spec };
+}
+
+export async function waitNodeReady(name: string, timeoutMs = 120_000): Promise<number> {
+  await waitFor(
+    `node ${name} Ready`,
+    () => kubectl(['get', 'node', name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'], { allowFail: true }).trim() === 'True',
+    timeoutMs,
+    200,
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}\n${tailLog(kubeletDaemon(name), 40)}`);
+  });
+  return Date.now();
+}
+
+export async function removeNode(name: string): Promise<void> {
+  if (!loadSpec(name)) throw new Error(`no such real node ${name}`);
+  await destroyNode(name);
+  kubectl(['delete', 'node', name, '--ignore-not-found', '--wait=false']);
+}
+
+export function images(name: string): string[] {
+  return nodeImages(name);
+}
+
+export interface DownOptions {
+  /** Also delete certificates and registry storage (images are rebuilt on next up). */
+  purge?: boolean;
+}
+
+export async function down(opts: DownOptions = {}): Promise<void> {
+  for (const spec of listNodeSpecs()) await destroyNode(spec.name);
+  // Leftover node dirs without a spec (crashed add-node).
+  const nodesDir = join(STATE_DIR, 'nodes');
+  if (existsSync(nodesDir)) for (const n of readdirSync(nodesDir)) await destroyNode(n);
+  await stopKwok();
+  await stopControlPlane('cp');
+  await stopDaemon('fwd-apiserver-root');
+  await stopDaemon('fwd-apiserver-hub');
+  await stopRegistries();
+  deleteNetns(NET.hubNs);
+  rmSync(CP_DIR, { recursive: true, force: true });
+  rmSync(ADMIN_KUBECONFIG, { force: true });
+  if (opts.purge) {
+    rmSync(STATE_DIR, { recursive: true, force: true });
+  }
+  rmSync(RUN_DIR, { recursive: true, force: true });
+}
+
+export interface StatusReport {
+  up: boolean;
+  hub: boolean;
+  daemons: Record<string, number | null>;
+  nodes: string;
+  kubeconfig: string;
+}
+
+export async function status(): Promise<StatusReport> {
+  const daemons: Record<string, number | null> = {};
+  if (existsSync(PID_DIR)) {
+    for (const f of readdirSync(PID_DIR).sort()) {
+      const name = f.replace(/\.pid$/, '');
+      daemons[name] = daemonPid(name) ?? null;
+    }
+  }
+  const upNow = await isUp();
+  return {
+    up: upNow,
+    hub: netnsExists(NET.hubNs),
+    daemons,
+    nodes: upNow ? kubectl(['get', 'nodes', '-o', 'wide', '--show-labels'], { allowFail: true }) : '',
+    kubeconfig: ADMIN_KUBECONFIG,
+  };
+}
+
+export { CA_CRT, stopNode };

@@ -1,0 +1,192 @@
+/**
+ * Control plane: etcd 3.6, kube-apiserver, kube-controller-manager, kube-scheduler.
+ * For the cluster they run in the hub netns; for integration tests (etcd + apiserver only) they
+ * run on loopback of the root netns.
+ */
+import { readFileSync, mkdirSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { BIN, NET } from './config.js';
+import { CA_CRT, ensureCert, ensureServiceAccountKeys, type CertFiles, writeKubeconfig } from './pki.js';
+import { startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+
+export interface ControlPlaneOptions {
+  /** Daemon name prefix ("cp" for the cluster, "int" for integration). */
+  prefix: string;
+  dataDir: string;
+  netns?: string;
+  etcdClientPort: number;
+  etcdPeerPort: number;
+  apiserverBind: string;
+  apiserverPort: number;
+  advertiseAddress: string;
+  /** Endpoint reconciler: "lease" keeps the kubernetes Service endpoint; "none" for loopback-only. */
+  endpointReconciler: 'lease' | 'none';
+  extraApiserverArgs?: string[];
+}
+
+export function clusterControlPlane(dataDir: string): ControlPlaneOptions {
+  return {
+    prefix: 'cp',
+    dataDir,
+    netns: NET.hubNs,
+    etcdClientPort: 2379,
+    etcdPeerPort: 2380,
+    apiserverBind: NET.hubIp,
+    apiserverPort: NET.apiserverPort,
+    advertiseAddress: NET.hubIp,
+    endpointReconciler: 'lease',
+  };
+}
+
+export function adminCert(): CertFiles {
+  return ensureCert({ name: 'admin', cn: 'prewarm-admin', orgs: ['system:masters'], usage: 'client' });
+}
+
+export async function startEtcd(o: ControlPlaneOptions): Promise<void> {
+  const dir = join(o.dataDir, 'etcd');
+  mkdirSync(dir, { recursive: true });
+  const client = `http://127.0.0.1:${o.etcdClientPort}`;
+  const peer = `http://127.0.0.1:${o.etcdPeerPort}`;
+  const argv = [
+    BIN.etcd,
+    `--name=${o.prefix}-etcd`,
+    `--data-dir=${dir}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=${o.prefix}-etcd=${peer}`,
+    '--listen-metrics-urls=',
+    '--quota-backend-bytes=4294967296',
+    '--snapshot-count=10000',
+    '--log-level=warn',
+    // Test data: durability is not needed, speed is.
+    '--unsafe-no-fsync',
+  ];
+  startDaemon({ name: `${o.prefix}-etcd`, argv, ...(o.netns ? { netns: o.netns } : {}) });
+}
+
+export function apiserverCert(o: ControlPlaneOptions): CertFiles {
+  return ensureCert({
+    name: `${o.prefix}-apiserver`,
+    cn: 'kube-apiserver',
+    dns: ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local', 'localhost'],
+    ips: [...new Set([o.apiserverBind, o.advertiseAddress, '127.0.0.1', NET.kubernetesServiceIp])],
+    usage: 'server',
+  });
+}
+
+export async function startApiserver(o: ControlPlaneOptions): Promise<void> {
+  const tls = apiserverCert(o);
+  const kc = ensureCert({ name: 'apiserver-kubelet-client', cn: 'kube-apiserver-kubelet-client', orgs: ['system:masters'], usage: 'client' });
+  const sa = ensureServiceAccountKeys();
+  const argv = [
+    BIN.kubeApiserver,
+    `--etcd-servers=http://127.0.0.1:${o.etcdClientPort}`,
+    `--bind-address=${o.apiserverBind}`,
+    `--secure-port=${o.apiserverPort}`,
+    `--advertise-address=${o.advertiseAddress}`,
+    `--endpoint-reconciler-type=${o.endpointReconciler}`,
+    `--tls-cert-file=${tls.crt}`,
+    `--tls-private-key-file=${tls.key}`,
+    `--client-ca-file=${CA_CRT}`,
+    `--kubelet-client-certificate=${kc.crt}`,
+    `--kubelet-client-key=${kc.key}`,
+    '--kubelet-preferred-address-types=InternalIP',
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction,PodSecurity,ServiceAccount,ValidatingAdmissionPolicy',
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${sa.pub}`,
+    `--service-account-signing-key-file=${sa.key}`,
+    `--service-cluster-ip-range=${NET.serviceCidr}`,
+    '--allow-privileged=true',
+    '--profiling=false',
+    '--watch-cache=true',
+    '--event-ttl=30m',
+    '--v=1',
+    ...(o.extraApiserverArgs ?? []),
+  ];
+  startDaemon({ name: `${o.prefix}-apiserver`, argv, ...(o.netns ? { netns: o.netns } : {}) });
+}
+
+/** Waits until /readyz answers ok through the given URL with the admin cert. */
+export async function waitApiserverReady(o: ControlPlaneOptions, url: string, timeoutMs = 90_000): Promise<void> {
+  const admin = adminCert();
+  await waitFor(
+    'kube-apiserver /readyz',
+    () => httpsGet(`${url}/readyz`, admin).then((r) => r.status === 200),
+    timeoutMs,
+    500,
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}\n--- apiserver log:\n${tailLog(`${o.prefix}-apiserver`)}\n--- etcd log:\n${tailLog(`${o.prefix}-etcd`)}`);
+  });
+}
+
+export function httpsGet(url: string, cert: CertFiles): Promise<{ status: number; body: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const req = request(
+      url,
+      { ca: readFileSync(CA_CRT), cert: readFileSync(cert.crt), key: readFileSync(cert.key), timeout: 5_000 },
+      (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+export function startControllerManager(o: ControlPlaneOptions): void {
+  const cert = ensureCert({ name: 'controller-manager', cn: 'system:kube-controller-manager', usage: 'client' });
+  const kubeconfig = join(o.dataDir, 'controller-manager.kubeconfig');
+  writeKubeconfig(kubeconfig, `https://${o.apiserverBind}:${o.apiserverPort}`, cert, 'system:kube-controller-manager');
+  const sa = ensureServiceAccountKeys();
+  const argv = [
+    BIN.kubeControllerManager,
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    `--service-account-private-key-file=${sa.key}`,
+    `--root-ca-file=${CA_CRT}`,
+    '--use-service-account-credentials=true',
+    '--leader-elect=false',
+    '--bind-address=127.0.0.1',
+    '--secure-port=10257',
+    `--cluster-cidr=${NET.clusterCidr}`,
+    `--service-cluster-ip-range=${NET.serviceCidr}`,
+    '--allocate-node-cidrs=false',
+    '--controllers=*',
+    '--concurrent-daemonset-syncs=4',
+    '--node-monitor-grace-period=40s',
+    '--v=1',
+  ];
+  startDaemon({ name: `${o.prefix}-controller-manager`, argv, ...(o.netns ? { netns: o.netns } : {}) });
+}
+
+export function startScheduler(o: ControlPlaneOptions): void {
+  const cert = ensureCert({ name: 'scheduler', cn: 'system:kube-scheduler', usage: 'client' });
+  const kubeconfig = join(o.dataDir, 'scheduler.kubeconfig');
+  writeKubeconfig(kubeconfig, `https://${o.apiserverBind}:${o.apiserverPort}`, cert, 'system:kube-scheduler');
+  const argv = [
+    BIN.kubeScheduler,
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    '--leader-elect=false',
+    '--bind-address=127.0.0.1',
+    '--secure-port=10259',
+    '--v=1',
+  ];
+  startDaemon({ name: `${o.prefix}-scheduler`, argv, ...(o.netns ? { netns: o.netns } : {}) });
+}
+
+export async function stopControlPlane(prefix: string): Promise<void> {
+  await stopDaemon(`${prefix}-scheduler`);
+  await stopDaemon(`${prefix}-controller-manager`);
+  await stopDaemon(`${prefix}-apiserver`, 15_000);
+  await stopDaemon(`${prefix}-etcd`);
+}

@@ -1,0 +1,230 @@
+/**
+ * Test images, built locally as OCI layouts with umoci and pushed with skopeo to the registries in
+ * the hub netns. No image is ever pulled from the internet.
+ *
+ * Also the hook for other images of the project (e.g. the prewarm reconciler sidecar):
+ * `buildImageFromRootfs({ rootfs: dirOrTarball, ref, config })`, or from the CLI:
+ * `npm run cluster -- push-image REF --rootfs DIR|TAR [--cmd ...] [--user 65532]`.
+ */
+import { cpSync, existsSync, statSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, STATE_DIR } from './config.js';
+import { CA_CRT } from './pki.js';
+import { ensureMirrorHost, plainRegistryHas, tlsRegistryHas } from './registry.js';
+import { run } from './sh.js';
+
+const BUILD_DIR = join(STATE_DIR, 'image-build');
+
+export interface ImageRef {
+  host: string;
+  path: string;
+  tag: string;
+}
+
+/** Parses an image reference with Docker's normalisation (docker.io, library/, latest). */
+export function parseRef(ref: string): ImageRef {
+  if (ref.includes('@')) throw new Error(`digest references cannot be mirrored by the harness: ${ref}`);
+  let rest = ref;
+  let host = 'docker.io';
+  const first = rest.split('/')[0] ?? '';
+  if (rest.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost')) {
+    host = first;
+    rest = rest.slice(first.length + 1);
+  }
+  let tag = 'latest';
+  const colon = rest.lastIndexOf(':');
+  if (colon > rest.lastIndexOf('/')) {
+    tag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+  }
+  if (host === 'docker.io' && !rest.includes('/')) rest = `library/${rest}`;
+  if (host === 'index.docker.io') host = 'docker.io';
+  return { host, path: rest, tag };
+}
+
+export interface ImageConfig {
+  cmd?: string[];
+  entrypoint?: string[];
+  user?: string;
+  env?: string[];
+  workdir?: string;
+  labels?: Record<string, string>;
+}
+export interface Layer {
+  /** File or directory on this machine. */
+  src: string;
+  /** Where it lands in the image. */
+  dest: string;
+}
+
+/** Builds an OCI layout <dir>:<tag> with one layer per entry. Returns "oci:<dir>:<tag>". */
+export function buildOciImage(name: string, layers: readonly Layer[], config: ImageConfig = {}): string {
+  mkdirSync(BUILD_DIR, { recursive: true });
+  const layout = join(BUILD_DIR, name.replace(/[^a-zA-Z0-9_.-]/g, '_'));
+  rmSync(layout, { recursive: true, force: true });
+  run(['umoci', 'init', '--layout', layout]);
+  run(['umoci', 'new', '--image', `${layout}:img`]);
+  for (const l of layers) run(['umoci', 'insert', '--image', `${layout}:img`, l.src, l.dest]);
+  const args = ['umoci', 'config', '--image', `${layout}:img`, '--architecture', 'amd64', '--os', 'linux'];
+  if (config.entrypoint) args.push(...config.entrypoint.flatMap((e) => ['--config.entrypoint', e]));
+  else args.push('--clear=config.entrypoint');
+  if (config.cmd) args.push(...config.cmd.flatMap((c) => ['--config.cmd', c]));
+  else args.push('--clear=config.cmd');
+  if (config.user) args.push('--config.user', config.user);
+  if (config.workdir) args.push('--config.workingdir', config.workdir);
+  for (const e of config.env ?? []) args.push('--config.env', e);
+  for (const [k, v] of Object.entries(config.labels ?? {})) args.push('--config.label', `${k}=${v}`);
+  run(args);
+  run(['umoci', 'gc', '--layout', layout]);
+  return `oci:${layout}:img`;
+}
+
+/** Where the harness stores an image reference (mirrored hosts map into the plain registry). */
+export function localTarget(ref: string): { target: string; tls: boolean; repo: string; tag: string } {
+  const r = parseRef(ref);
+  if (r.host === REGISTRY.tls) return { target: `${REGISTRY.tls}/${r.path}:${r.tag}`, tls: true, repo: r.path, tag: r.tag };
+  if (r.host === REGISTRY.plain) return { target: `${REGISTRY.plain}/${r.path}:${r.tag}`, tls: false, repo: r.path, tag: r.tag };
+  ensureMirrorHost(r.host);
+  const repo = `${r.host}/${r.path}`;
+  return { target: `${REGISTRY.plain}/${repo}:${r.tag}`, tls: false, repo, tag: r.tag };
+}
+
+export function imageInRegistry(ref: string): boolean {
+  const t = localTarget(ref);
+  return t.tls ? tlsRegistryHas(t.repo, t.tag) : plainRegistryHas(t.repo, t.tag);
+}
+
+/** Pushes an OCI layout ("oci:dir:tag") to the local registry under `ref` (run inside the hub). */
+export function pushImage(source: string, ref: string): void {
+  const t = localTarget(ref);
+  const args = ['skopeo', 'copy', '--quiet', '--retry-times', '2'];
+  if (t.tls) {
+    const certDir = join(BUILD_DIR, 'certs');
+    mkdirSync(certDir, { recursive: true });
+    cpSync(CA_CRT, join(certDir, 'ca.crt'));
+    args.push('--dest-cert-dir', certDir, '--dest-creds', `${REGISTRY.user}:${REGISTRY.password}`);
+  } else {
+    args.push('--dest-tls-verify=false');
+  }
+  args.push(source, `docker://${t.target}`);
+  run(args, { netns: NET.hubNs, timeoutMs: 600_000 });
+}
+
+export interface RootfsImageOptions {
+  /** A directory, or a tarball (tar, tar.gz) of a root filesystem. */
+  rootfs: string;
+  ref: string;
+  config?: ImageConfig;
+}
+
+/** Hook for project images: a rootfs dir or tarball plus a config, pushed under `ref`. */
+export function buildImageFromRootfs(opts: RootfsImageOptions): void {
+  let dir = opts.rootfs;
+  let tmp: string | undefined;
+  if (!existsSync(dir)) throw new Error(`rootfs ${dir} does not exist`);
+  if (!statSync(dir).isDirectory()) {
+    mkdirSync(BUILD_DIR, { recursive: true });
+    tmp = mkdtempSync(join(BUILD_DIR, 'rootfs-'));
+    run(['tar', '-xf', opts.rootfs, '-C', tmp]);
+    dir = tmp;
+  }
+  try {
+    const src = buildOciImage(`rootfs-${opts.ref}`, [{ src: dir, dest: '/' }], opts.config ?? {});
+    pushImage(src, opts.ref);
+  } finally {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function scratchDir(name: string): string {
+  const d = join(BUILD_DIR, 'src', name);
+  rmSync(d, { recursive: true, force: true });
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+/** Static busybox helper: /bin/busybox (+ /bin/sh link), uid 65532 by default. */
+export function busyboxLayers(): Layer[] {
+  const d = scratchDir('busybox');
+  mkdirSync(join(d, 'bin'));
+  cpSync(BUSYBOX_STATIC, join(d, 'bin', 'busybox'));
+  symlinkSync('busybox', join(d, 'bin', 'sh'));
+  return [{ src: join(d, 'bin'), dest: '/bin' }];
+}
+
+/** A small image that stands in for a real one: a marker file naming the reference, no shell. */
+export function standInLayers(ref: string, extraFile?: { name: string; bytes: number }): Layer[] {
+  const d = scratchDir(`standin-${ref}`);
+  mkdirSync(join(d, 'etc'));
+  writeFileSync(join(d, 'etc', 'prewarm-image'), `${ref}\n${randomBytes(8).toString('hex')}\n`);
+  const layers: Layer[] = [{ src: join(d, 'etc'), dest: '/etc' }];
+  if (extraFile) {
+    const dataDir = join(d, 'data');
+    mkdirSync(dataDir);
+    writeRandomFile(join(dataDir, extraFile.name), extraFile.bytes);
+    layers.push({ src: dataDir, dest: '/data' });
+  }
+  return layers;
+}
+
+function writeRandomFile(path: string, bytes: number): void {
+  const fd = openSync(path, 'w');
+  try {
+    const chunk = 1 << 20;
+    for (let done = 0; done < bytes; done += chunk) writeSync(fd, randomBytes(Math.min(chunk, bytes - done)));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export interface EnsureOptions {
+  force?: boolean;
+}
+
+/** Pushes a stand-in image for `ref` unless the registry already has it. */
+export function ensureStandIn(ref: string, opts: EnsureOptions & { sizeBytes?: number } = {}): void {
+  if (!opts.force && imageInRegistry(ref)) return;
+  const layers = standInLayers(ref, opts.sizeBytes ? { name: 'blob', bytes: opts.sizeBytes } : undefined);
+  pushImage(buildOciImage(`standin-${ref}`, layers, { user: '65532', labels: { 'dev.prewarm.test.ref': ref } }), ref);
+}
+
+/** Well-known test images (names exported for tests). */
+export const TEST_IMAGES = {
+  pause: IMAGES.pause,
+  busybox: IMAGES.busybox,
+  /** Only a data file; no shell, no binaries. */
+  scratch: `${REGISTRY.plain}/prewarm/scratch-data:v1`,
+  /** Tens of MB of random (incompressible) data, for timing. */
+  big: `${REGISTRY.plain}/prewarm/big:v1`,
+  /** Behind basic auth on the TLS registry. */
+  private: `${REGISTRY.tls}/prewarm/private:v1`,
+  /** Never cached by a pool: used to show image GC removes non-cached images. */
+  gcControl: `${REGISTRY.plain}/prewarm/gc-control:v1`,
+  /** Never pushed: a pull of it fails. */
+  missing: `${REGISTRY.plain}/prewarm/does-not-exist:v1`,
+} as const;
+
+export const BIG_IMAGE_BYTES = Number(process.env['PREWARM_BIG_IMAGE_MB'] ?? 48) * 1024 * 1024;
+
+/** Builds and pushes the harness's standard images (skips those already in the registry). */
+export function ensureStandardImages(opts: EnsureOptions = {}): void {
+  const need = (ref: string): boolean => opts.force === true || !imageInRegistry(ref);
+  if (need(TEST_IMAGES.pause)) {
+    if (!existsSync(BIN.pause)) throw new Error(`pause binary missing at ${BIN.pause}: run test/cluster/build.sh`);
+    const d = scratchDir('pause');
+    cpSync(BIN.pause, join(d, 'pause'));
+    pushImage(buildOciImage('pause', [{ src: join(d, 'pause'), dest: '/pause' }], { entrypoint: ['/pause'], user: '65535' }), TEST_IMAGES.pause);
+  }
+  if (need(TEST_IMAGES.busybox)) {
+    pushImage(buildOciImage('busybox', busyboxLayers(), { cmd: ['/bin/sh'] }), TEST_IMAGES.busybox);
+  }
+  if (need(TEST_IMAGES.scratch)) {
+    const d = scratchDir('scratch');
+    writeFileSync(join(d, 'data.txt'), 'prewarm scratch image: one data file, nothing else\n');
+    pushImage(buildOciImage('scratch', [{ src: join(d, 'data.txt'), dest: '/data.txt' }], {}), TEST_IMAGES.scratch);
+  }
+  if (need(TEST_IMAGES.big)) ensureStandIn(TEST_IMAGES.big, { force: true, sizeBytes: BIG_IMAGE_BYTES });
+  if (need(TEST_IMAGES.gcControl)) ensureStandIn(TEST_IMAGES.gcControl, { force: true, sizeBytes: 4 * 1024 * 1024 });
+  if (need(TEST_IMAGES.private)) ensureStandIn(TEST_IMAGES.private, { force: true });
+}

@@ -1,0 +1,86 @@
+/**
+ * Fake nodes with kwok: it manages only nodes annotated kwok.x-k8s.io/node=fake, so it never
+ * touches the real kubelets' nodes. Fake nodes become Ready; their pods become Running; nothing
+ * is pulled. Taint fake nodes (default) so workloads land there only when they tolerate it.
+ */
+import { join } from 'node:path';
+import { BIN, STATE_DIR } from './config.js';
+import { run, startDaemon, stopDaemon } from './sh.js';
+
+export const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
+export const KWOK_TAINT_KEY = 'kwok.x-k8s.io/node';
+
+export function startKwok(kubeconfig: string): void {
+  startDaemon({
+    name: 'kwok',
+    argv: [
+      BIN.kwok,
+      `--kubeconfig=${kubeconfig}`,
+      '--manage-all-nodes=false',
+      `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
+      '--cidr=10.245.0.0/16',
+      '--node-ip=10.250.1.1',
+      '--server-address=127.0.0.1:10247',
+      '--node-lease-duration-seconds=40',
+    ],
+  });
+}
+
+export async function stopKwok(): Promise<void> {
+  await stopDaemon('kwok');
+}
+
+export interface FakeNodeOptions {
+  prefix?: string;
+  labels?: Record<string, string>;
+  /** Add the kwok NoSchedule taint (default true). */
+  taint?: boolean;
+  capacity?: { cpu: string; memory: string; pods: string };
+}
+
+/** Manifests for `count` fake nodes; apply with kubectl/SSA. */
+export function fakeNodeManifests(count: number, opts: FakeNodeOptions = {}, startIndex = 0): string {
+  const prefix = opts.prefix ?? 'fake';
+  const cap = opts.capacity ?? { cpu: '32', memory: '256Gi', pods: '110' };
+  const docs: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = `${prefix}-${startIndex + i}`;
+    docs.push(
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: {
+          name,
+          annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+          labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok', ...(opts.labels ?? {}) },
+        },
+        spec: opts.taint === false ? {} : { taints: [{ key: KWOK_TAINT_KEY, value: 'fake', effect: 'NoSchedule' }] },
+        status: { allocatable: cap, capacity: cap },
+      }),
+    );
+  }
+  return docs.join('\n---\n') + '\n';
+}
+
+/** Creates `count` fake nodes (bounded: at most 5000). */
+export function createFakeNodes(kubeconfig: string, count: number, opts: FakeNodeOptions = {}): void {
+  if (!Number.isInteger(count) || count < 1 || count > 5000) throw new Error(`fake node count ${count} out of range 1..5000`);
+  const batch = 200;
+  for (let start = 0; start < count; start += batch) {
+    run([BIN.kubectl, `--kubeconfig=${kubeconfig}`, 'apply', '--server-side', '--field-manager=prewarm-harness', '-f', '-'], {
+      input: fakeNodeManifests(Math.min(batch, count - start), opts, start),
+      timeoutMs: 600_000,
+    });
+  }
+}
+
+export function deleteFakeNodes(kubeconfig: string, prefix = 'fake'): void {
+  const names = run([BIN.kubectl, `--kubeconfig=${kubeconfig}`, 'get', 'nodes', '-l', 'type=kwok', '-o', 'name'], { allowFail: true })
+    .stdout.split('\n')
+    .filter((n) => n.startsWith(`node/${prefix}-`));
+  for (let i = 0; i < names.length; i += 200) {
+    run([BIN.kubectl, `--kubeconfig=${kubeconfig}`, 'delete', '--wait=false', ...names.slice(i, i + 200)], { allowFail: true });
+  }
+}
+
+export const KWOK_LOG = join(STATE_DIR, 'logs', 'kwok.log');

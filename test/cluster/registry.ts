@@ -1,0 +1,132 @@
+/**
+ * Local registries in the hub netns (Debian's docker-registry, i.e. distribution 2.8):
+ *  - plain HTTP on 10.250.0.1:5000, holding the harness images and the "mirrored" repositories
+ *    (<host>/<path>, e.g. docker.io/library/python) served for well-known registry hosts;
+ *  - TLS + htpasswd basic auth on 10.250.0.1:5443 for private-image tests.
+ * containerd reads hosts.toml files under CERTS_D (shared by all nodes, read per pull).
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIRRORED_HOSTS, NET, REGISTRY, STATE_DIR } from './config.js';
+import { CA_CRT, ensureCert } from './pki.js';
+import { run, startDaemon, stopDaemon, waitFor } from './sh.js';
+
+export const REGISTRY_DIR = join(STATE_DIR, 'registry');
+export const CERTS_D = join(REGISTRY_DIR, 'certs.d');
+const PLAIN_STORAGE = join(REGISTRY_DIR, 'plain-data');
+const TLS_STORAGE = join(REGISTRY_DIR, 'tls-data');
+
+function registryConfig(addr: string, storage: string, extra: string): string {
+  return `version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: ${storage}
+  delete:
+    enabled: true
+http:
+  addr: ${addr}
+${extra}`;
+}
+
+export async function startRegistries(): Promise<void> {
+  mkdirSync(REGISTRY_DIR, { recursive: true });
+  mkdirSync(PLAIN_STORAGE, { recursive: true });
+  mkdirSync(TLS_STORAGE, { recursive: true });
+  const plainCfg = join(REGISTRY_DIR, 'plain.yml');
+  writeFileSync(plainCfg, registryConfig(REGISTRY.plain, PLAIN_STORAGE, ''));
+  const cert = ensureCert({ name: 'registry', cn: 'prewarm-registry', ips: [NET.hubIp, '127.0.0.1'], usage: 'server' });
+  const htpasswd = join(REGISTRY_DIR, 'htpasswd');
+  if (!existsSync(htpasswd)) {
+    run(['htpasswd', '-Bbc', htpasswd, REGISTRY.user, REGISTRY.password]);
+  }
+  const tlsCfg = join(REGISTRY_DIR, 'tls.yml');
+  writeFileSync(
+    tlsCfg,
+    registryConfig(
+      REGISTRY.tls,
+      TLS_STORAGE,
+      `  tls:
+    certificate: ${cert.crt}
+    key: ${cert.key}
+auth:
+  htpasswd:
+    realm: prewarm
+    path: ${htpasswd}
+`,
+    ),
+  );
+  startDaemon({ name: 'registry', argv: ['docker-registry', 'serve', plainCfg], netns: NET.hubNs });
+  startDaemon({ name: 'registry-tls', argv: ['docker-registry', 'serve', tlsCfg], netns: NET.hubNs });
+  writeHostsTomls();
+  await waitFor('local registry', () => probe(`http://${REGISTRY.plain}/v2/`, false), 20_000);
+  await waitFor('TLS registry', () => probe(`https://${REGISTRY.tls}/v2/`, true), 20_000);
+}
+
+/** Probes a registry from inside the hub (curl-free: a tiny TCP check with socat). */
+function probe(url: string, tls: boolean): boolean {
+  const hostPort = url.replace(/^https?:\/\//, '').replace(/\/.*$/, '');
+  const addr = tls ? `OPENSSL:${hostPort},cafile=${CA_CRT}` : `TCP:${hostPort}`;
+  const r = run(['socat', '-T', '2', '-', addr], {
+    netns: NET.hubNs,
+    input: `GET /v2/ HTTP/1.0\r\nHost: ${hostPort}\r\n\r\n`,
+    allowFail: true,
+    timeoutMs: 5_000,
+  });
+  return /^HTTP\/1\.[01] (200|401)/.test(r.stdout);
+}
+
+export async function stopRegistries(): Promise<void> {
+  await stopDaemon('registry');
+  await stopDaemon('registry-tls');
+}
+
+/** Path prefix under which the local registry stores the repositories of a mirrored host. */
+export function mirrorRepo(host: string, path: string): string {
+  return `${host}/${path}`;
+}
+
+/**
+ * hosts.toml for every mirrored host: `server` (the fallback) and the only `host` are both the
+ * local registry, with the path prefixed by the host name (override_path), so nothing is ever
+ * sent to the real registry.
+ */
+export function writeHostsTomls(extraHosts: readonly string[] = []): void {
+  for (const host of new Set([...MIRRORED_HOSTS, ...extraHosts])) ensureMirrorHost(host);
+  const plainDir = join(CERTS_D, REGISTRY.plain);
+  mkdirSync(plainDir, { recursive: true });
+  writeFileSync(
+    join(plainDir, 'hosts.toml'),
+    `server = "http://${REGISTRY.plain}"\n\n[host."http://${REGISTRY.plain}"]\n  capabilities = ["pull", "resolve"]\n`,
+  );
+  const tlsDir = join(CERTS_D, REGISTRY.tls);
+  mkdirSync(tlsDir, { recursive: true });
+  writeFileSync(
+    join(tlsDir, 'hosts.toml'),
+    `server = "https://${REGISTRY.tls}"\n\n[host."https://${REGISTRY.tls}"]\n  capabilities = ["pull", "resolve"]\n  ca = "${CA_CRT}"\n`,
+  );
+}
+
+export function ensureMirrorHost(host: string): void {
+  const dir = join(CERTS_D, host);
+  const file = join(dir, 'hosts.toml');
+  if (existsSync(file)) return;
+  mkdirSync(dir, { recursive: true });
+  const url = `http://${REGISTRY.plain}/v2/${host}`;
+  writeFileSync(
+    file,
+    `# ${host} is served by the prewarm test registry; no request goes to the real host.\n` +
+      `server = "${url}"\noverride_path = true\n\n[host."${url}"]\n  capabilities = ["pull", "resolve"]\n  override_path = true\n`,
+  );
+}
+
+/** True when the plain registry already holds repo:tag (cheap check on its storage). */
+export function plainRegistryHas(repo: string, tag: string): boolean {
+  return existsSync(join(PLAIN_STORAGE, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link'));
+}
+export function tlsRegistryHas(repo: string, tag: string): boolean {
+  return existsSync(join(TLS_STORAGE, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link'));
+}
