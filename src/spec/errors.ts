@@ -30,7 +30,8 @@ export interface Diagnostic extends Location {
 export function formatDiagnostic(d: Diagnostic): string {
   const pos = d.line > 0 ? `${d.file}:${d.line}:${d.column}` : d.file;
   const path = d.path === '' ? '' : ` ${d.path}:`;
-  return `${pos}: ${d.severity}: document ${d.document}:${path} ${d.message}`;
+  const doc = d.document > 0 ? ` document ${d.document}:` : '';
+  return `${pos}: ${d.severity}:${doc}${path} ${d.message}`;
 }
 
 /** Orders diagnostics by file, then position, so output never depends on discovery order. */

@@ -1,0 +1,44 @@
+/** `prewarm synth`: specs → manifests, into a folder or onto stdout. */
+import type { Argv } from 'yargs';
+import { createApp, synthYaml, type SynthOptions } from '../../synth/app.js';
+import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
+import { replaceDirectory } from '../output.js';
+import type { Io } from '../io.js';
+import { loadSpecs, type SpecArgs } from '../specs.js';
+import { specOptions } from './common.js';
+
+interface SynthArgs extends SpecArgs {
+  readonly output?: string | undefined;
+  readonly stdout?: boolean | undefined;
+  readonly reconciler: boolean;
+  readonly reconcilerImage: string;
+}
+
+/** Registers the command. */
+export function synthCommand(io: Io) {
+  return {
+    command: 'synth <paths..>',
+    describe: 'Synthesize ImageCache specs into pull DaemonSets',
+    builder: (y: Argv) =>
+      specOptions(y)
+        .option('output', { alias: 'o', type: 'string', describe: 'Folder to write, replaced only on success [default: dist]' })
+        .option('stdout', { type: 'boolean', describe: 'Print one YAML stream to stdout instead' })
+        .option('reconciler', { type: 'boolean', default: true, describe: 'Add the sidecar reconciler (--no-reconciler to omit)' })
+        .option('reconciler-image', { type: 'string', default: DEFAULT_RECONCILER_IMAGE, describe: 'Image of the sidecar reconciler' })
+        .conflicts('stdout', 'output')
+        .example('$0 synth specs/ -o dist', 'write one file per namespace into dist/')
+        .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly'),
+    handler: async (args: SynthArgs) => {
+      const { bundle } = await loadSpecs(args, io);
+      const options: SynthOptions = args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {};
+      if (args.stdout === true) {
+        io.stdout(synthYaml(bundle, options));
+        return;
+      }
+      const output = args.output ?? 'dist';
+      await replaceDirectory(output, (dir) => createApp(bundle, options, dir).synth());
+      const images = bundle.pools.reduce((n, p) => n + p.images.length, 0);
+      io.stderr(`wrote ${bundle.pools.length} pools (${images} images) in ${bundle.namespaces.length} namespaces to ${output}\n`);
+    },
+  };
+}

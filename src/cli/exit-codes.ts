@@ -1,0 +1,32 @@
+/** Process exit codes; each means one thing, so scripts and CI can branch on them. */
+export enum ExitCode {
+  /** Everything worked. */
+  Success = 0,
+  /** The input is invalid (or empty): fix the spec files. Nothing was written. */
+  InvalidInput = 1,
+  /** The command line is wrong: see `--help`. Nothing was read or written. */
+  Usage = 2,
+  /** The cluster is reachable but not in the state asked for (e.g. `status` with nodes not warm). */
+  NotReady = 3,
+  /** A failure outside the input: I/O, the cluster, or a bug. */
+  Internal = 70,
+}
+
+/** An error that ends the command with a chosen exit code and a one-line message on stderr. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** A command-line mistake found by our own checks; reported like yargs' own usage errors. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The CLI: yargs in strict mode, every failure mapped to an {@link ExitCode}. `run` never calls
+ * `process.exit`, so it can be driven by tests with captured streams.
+ */
+import yargs from 'yargs';
+import { VERSION } from '../version.js';
+import { synthCommand } from './commands/synth.js';
+import { validateCommand } from './commands/validate.js';
+import { CliError, ExitCode, UsageError } from './exit-codes.js';
+import { processIo, type Io } from './io.js';
+
+/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
+export async function run(argv: readonly string[], io: Io = processIo): Promise<ExitCode> {
+  const parser = yargs([...argv])
+    .scriptName('prewarm')
+    .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
+    .command(synthCommand(io))
+    .command(validateCommand(io))
+    .demandCommand(1, 'name a command')
+    .strict()
+    .version(VERSION)
+    .help()
+    .alias('h', 'help')
+    .wrap(Math.min(100, process.stderr.columns ?? 100))
+    .fail((message, err) => {
+      // yargs reports its own validation (unknown options, conflicts, failed checks) with a
+      // message; errors thrown by a handler arrive without one. Throwing here is what stops
+      // yargs from running the handler after a usage error.
+      if (err instanceof UsageError || err instanceof CliError) throw err;
+      if (message !== null && message !== undefined) throw new UsageError(message);
+      throw err;
+    })
+    .exitProcess(false);
+  try {
+    let helpOutput = '';
+    await parser.parseAsync([...argv], {}, (_err, _argv, output) => {
+      helpOutput = output;
+    });
+    // --help and --version print to stdout: they are what the user asked for.
+    if (helpOutput !== '') io.stdout(`${helpOutput}\n`);
+    return ExitCode.Success;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`error: ${err.message}\nrun "prewarm --help" for usage\n`);
+      return ExitCode.Usage;
+    }
+    if (err instanceof CliError) {
+      io.stderr(`error: ${err.message}\n`);
+      return err.exitCode;
+    }
+    io.stderr(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return ExitCode.Internal;
+  }
+}

@@ -1,0 +1,33 @@
+/** Loading specs for a command: diagnostics to stderr, and the right exit code on failure. */
+import { formatDiagnostic, SpecError } from '../spec/errors.js';
+import { loadBundle, type LoadResult } from '../spec/load.js';
+import { CliError, ExitCode } from './exit-codes.js';
+import type { Io } from './io.js';
+
+/** Options every command that reads specs takes. */
+export interface SpecArgs {
+  readonly paths: readonly string[];
+  readonly namespace: string;
+}
+
+/**
+ * Loads and validates every spec, printing warnings (and, on failure, every error) to stderr.
+ * An input with no ImageCache at all is an error: an empty output would make a GitOps tool prune
+ * everything prewarm ever applied.
+ */
+export async function loadSpecs(args: SpecArgs, io: Io): Promise<LoadResult> {
+  let result: LoadResult;
+  try {
+    result = await loadBundle(args.paths, { defaultNamespace: args.namespace });
+  } catch (err) {
+    if (!(err instanceof SpecError)) throw err;
+    for (const d of err.diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
+    const errors = err.diagnostics.filter((d) => d.severity === 'error').length;
+    throw new CliError(`${errors} error${errors === 1 ? '' : 's'} found; nothing was written`, ExitCode.InvalidInput);
+  }
+  for (const d of result.warnings) io.stderr(`${formatDiagnostic(d)}\n`);
+  if (result.imageCaches === 0) {
+    throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; refusing to produce empty output`, ExitCode.InvalidInput);
+  }
+  return result;
+}
