@@ -5,7 +5,7 @@
  * ours, and the prewarm-only fields are refused in kube-fledged documents, so a file that works
  * with kube-fledged means exactly the same thing here.
  */
-import { LineCounter, parseAllDocuments, type Node } from 'yaml';
+import { isScalar, LineCounter, parseAllDocuments, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../wellknown.js';
 import { parseDuration } from './duration.js';
 import type { Diagnostic, Location } from './errors.js';
@@ -274,8 +274,10 @@ function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diag
       }
       return;
     }
-    if (doc.contents === null) return; // an empty document, e.g. after a trailing `---`
-    const cache = readDocument(ctx, doc.contents, defaultNamespace);
+    // An empty document (only comments, or nothing after a trailing `---`) holds no ImageCache.
+    const contents = doc.contents;
+    if (contents === null || (isScalar(contents) && contents.value === null && contents.source === '')) return;
+    const cache = readDocument(ctx, contents, defaultNamespace);
     if (cache !== undefined) out.push(cache);
   });
   return out;

@@ -112,7 +112,11 @@ export type Reader<T> = (ctx: DocContext, node: Node | null, path: Path) => T | 
 /** A string scalar. Numbers, booleans and null are refused, so `3.12` must be quoted. */
 export const str: Reader<string> = (ctx, node, path) => {
   if (isScalar(node) && typeof node.value === 'string') return node.value;
-  const hint = isScalar(node) && node.value !== null && typeof node.value !== 'object' ? ' (quote it)' : '';
+  let hint = isScalar(node) && node.value !== null && typeof node.value !== 'object' ? ' (quote it)' : '';
+  // `- redis:` is YAML for the mapping {redis: null}: almost always an image with an empty tag.
+  if (isMap(node) && node.items.length === 1 && isScalar(node.items[0]?.key) && isScalar(node.items[0]?.value) && node.items[0]?.value.value === null) {
+    hint = ` (YAML reads an unquoted "${String(node.items[0]?.key.value)}:" as a mapping: the tag after the colon is empty)`;
+  }
   ctx.error(node, path, `must be a string, got ${describe(node)}${hint}`);
   return undefined;
 };

@@ -1,0 +1,252 @@
+import { describe, expect, it } from 'vitest';
+import { formatDiagnostic } from '../../src/spec/errors.js';
+import { parseFiles } from '../../src/spec/parse.js';
+
+/** Parses one file and renders its diagnostics the way the CLI prints them. */
+function diagnose(text: string): string[] {
+  return parseFiles([{ path: 'in.yaml', text }]).diagnostics.map(formatDiagnostic);
+}
+
+const fledged = (spec: string, metadata = 'name: c\n  namespace: ns') =>
+  `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata:\n  ${metadata}\nspec:\n${spec}`;
+const prewarm = (spec: string) => `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\nspec:\n${spec}`;
+
+describe('parseFiles: invalid input', () => {
+  it.each([
+    [
+      'uppercase repository',
+      fledged('  cacheSpec:\n  - images: [Redis:6]\n'),
+      'in.yaml:8:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "Redis:6": repository name "Redis" must be lowercase',
+    ],
+    [
+      'empty tag (an unquoted trailing colon)',
+      fledged('  cacheSpec:\n  - images: ["redis:"]\n'),
+      'in.yaml:8:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "redis:": tag is empty in "redis:"',
+    ],
+    [
+      'empty tag, unquoted: YAML makes it a mapping',
+      fledged('  cacheSpec:\n  - images:\n    - redis:\n'),
+      'in.yaml:9:7: error: document 1: spec.cacheSpec[0].images[0]: must be a string, got a mapping (YAML reads an unquoted "redis:" as a mapping: the tag after the colon is empty)',
+    ],
+    [
+      'short digest',
+      fledged('  cacheSpec:\n  - images: [redis@sha256:abc]\n'),
+      'in.yaml:8:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "redis@sha256:abc": digest "sha256:abc" is invalid: sha256 needs 64 lowercase hex characters, got 3',
+    ],
+    [
+      'unquoted number',
+      fledged('  cacheSpec:\n  - images:\n    - 3.12\n'),
+      'in.yaml:9:7: error: document 1: spec.cacheSpec[0].images[0]: must be a string, got the number 3.12 (quote it)',
+    ],
+    [
+      'boolean image',
+      fledged('  cacheSpec:\n  - images: [true]\n'),
+      'in.yaml:8:14: error: document 1: spec.cacheSpec[0].images[0]: must be a string, got the boolean true (quote it)',
+    ],
+    [
+      'bad label key',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector:\n      "bad key": x\n'),
+      `in.yaml:10:7: error: document 1: spec.cacheSpec[0].nodeSelector["bad key"]: label key "bad key" is invalid: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`,
+    ],
+    [
+      'bad label value',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector:\n      tier: "back end"\n'),
+      `in.yaml:10:13: error: document 1: spec.cacheSpec[0].nodeSelector.tier: label value "back end" is invalid: must be empty or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`,
+    ],
+    [
+      'numeric label value',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector:\n      gpus: 8\n'),
+      'in.yaml:10:13: error: document 1: spec.cacheSpec[0].nodeSelector.gpus: must be a string, got the number 8 (quote it)',
+    ],
+    ['empty image list', fledged('  cacheSpec:\n  - images: []\n'), 'in.yaml:8:13: error: document 1: spec.cacheSpec[0].images: must not be empty'],
+    ['empty cacheSpec', fledged('  cacheSpec: []\n'), 'in.yaml:7:14: error: document 1: spec.cacheSpec: must not be empty'],
+    [
+      'missing images',
+      fledged('  cacheSpec:\n  - nodeSelector: {tier: a}\n'),
+      'in.yaml:8:5: error: document 1: spec.cacheSpec[0].images: required field "images" is missing',
+    ],
+    [
+      'typo in a field name',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelecter: {tier: a}\n'),
+      'in.yaml:9:5: error: document 1: spec.cacheSpec[0].nodeSelecter: unknown field "nodeSelecter" (did you mean "nodeSelector"?)',
+    ],
+    [
+      'prewarm-only field in a kube-fledged document',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n    tolerations: []\n'),
+      'in.yaml:9:5: error: document 1: spec.cacheSpec[0].tolerations: unknown field "tolerations" (known fields: "images", "nodeSelector")',
+    ],
+    [
+      'missing name',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n', 'namespace: ns'),
+      'in.yaml:4:3: error: document 1: metadata.name: required field "name" is missing',
+    ],
+    [
+      'generateName instead of name',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n', 'generateName: c-'),
+      'in.yaml:4:3: error: document 1: metadata.name: required field "name" is missing (generateName is not supported: output must be reproducible)',
+    ],
+    [
+      'YAML syntax error',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c\n',
+      'in.yaml:4:1: error: document 1: YAML syntax error: Flow map in block collection must be sufficiently indented and end with a } at line 4, column 1:',
+    ],
+    [
+      'duplicate key',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n    images: [redis:6]\n'),
+      'in.yaml:9:5: error: document 1: YAML syntax error: Map keys must be unique at line 9, column 5:',
+    ],
+    [
+      'unsupported apiVersion',
+      'apiVersion: kubefledged.io/v1alpha1\nkind: ImageCache\n',
+      'in.yaml:1:13: error: document 1: apiVersion: unsupported apiVersion "kubefledged.io/v1alpha1": expected "kubefledged.io/v1alpha2" or "prewarm.dev/v1alpha1"',
+    ],
+    [
+      'unsupported kind',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ConfigMap\n',
+      'in.yaml:2:7: error: document 1: kind: unsupported kind "ConfigMap": expected "ImageCache"',
+    ],
+    ['not a mapping', '- a\n- b\n', 'in.yaml:1:1: error: document 1: must be a mapping, got a list'],
+    [
+      'bad maxUnavailable',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: 0}\n'),
+      'in.yaml:9:29: error: document 1: spec.rollout.maxUnavailable: must be between 1 and 1000000, got 0',
+    ],
+    [
+      'bad percentage',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: "150%"}\n'),
+      'in.yaml:9:29: error: document 1: spec.rollout.maxUnavailable: must be a positive integer or a percentage from 1% to 100%, got "150%"',
+    ],
+    [
+      'bad duration',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  gate: {deadline: 10}\n'),
+      'in.yaml:9:20: error: document 1: spec.gate.deadline: must be a string, got the number 10 (quote it)',
+    ],
+    [
+      'bad toleration operator',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: a, operator: Is}]\n'),
+      'in.yaml:9:38: error: document 1: spec.cacheSpec[0].tolerations[0].operator: value "Is" is not one of "Exists", "Equal"',
+    ],
+    [
+      'Exists toleration with a value',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: a, operator: Exists, value: b}]\n'),
+      'in.yaml:9:53: error: document 1: spec.cacheSpec[0].tolerations[0].value: must be empty when operator is "Exists"',
+    ],
+    [
+      'bad pool name',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n    pool: GPU\n'),
+      `in.yaml:9:11: error: document 1: spec.cacheSpec[0].pool: pool name "GPU" must be a lowercase RFC 1123 label: lowercase alphanumerics or '-', starting and ending with an alphanumeric`,
+    ],
+  ])('%s', (_name, text, expected) => {
+    const lines = diagnose(text);
+    expect(lines.filter((l) => l.includes(': error: '))[0]?.split('\n')[0]).toBe(expected);
+  });
+
+  it('reports every error, not just the first', () => {
+    const lines = diagnose(fledged('  cacheSpec:\n  - images: [Redis:6, "a:", 1]\n    nodeSelector: {"x y": z}\n'));
+    expect(lines).toHaveLength(4);
+  });
+
+  it('rejects a duplicate name and namespace across files, pointing at the first definition', () => {
+    const text = fledged('  cacheSpec:\n  - images: [redis:7]\n');
+    const r = parseFiles([
+      { path: 'a.yaml', text },
+      { path: 'b.yaml', text },
+    ]);
+    expect(r.diagnostics.map(formatDiagnostic)).toEqual([
+      'b.yaml:1:1: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:1:1 (document 1)',
+    ]);
+  });
+
+  it('never returns a cache that had an error', () => {
+    expect(parseFiles([{ path: 'x', text: fledged('  cacheSpec:\n  - images: [Redis:6]\n') }]).caches).toEqual([]);
+  });
+});
+
+describe('parseFiles: valid input', () => {
+  it('reads kube-fledged documents unchanged, tolerating every taint like its Jobs', () => {
+    const r = parseFiles([
+      {
+        path: 'f.yaml',
+        text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: backend}\n  imagePullSecrets: [{name: s}]\nstatus:\n  status: Succeeded\n'),
+      },
+    ]);
+    expect(r.diagnostics).toEqual([]);
+    expect(r.caches[0]).toMatchObject({
+      apiVersion: 'kubefledged.io/v1alpha2',
+      name: 'c',
+      namespace: 'ns',
+      imagePullSecrets: ['s'],
+      entries: [{ nodeSelector: { tier: 'backend' }, tolerations: [{ operator: 'Exists' }], images: [{ canonical: 'docker.io/library/redis:7' }] }],
+    });
+  });
+
+  it('keeps YAML 1.2 strings as strings: yes, on and 0755 are not booleans or octals', () => {
+    const r = parseFiles([{ path: 'f.yaml', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {a: yes, b: on, c: "0755"}\n') }]);
+    expect(r.caches[0]?.entries[0]?.nodeSelector).toEqual({ a: 'yes', b: 'on', c: '0755' });
+  });
+
+  it('warns, and defaults to latest, when an image has no tag', () => {
+    const lines = diagnose(fledged('  cacheSpec:\n  - images: [busybox]\n'));
+    expect(lines).toEqual([
+      'in.yaml:8:14: warning: document 1: spec.cacheSpec[0].images[0]: image "busybox" has no tag; using docker.io/library/busybox:latest (pin a tag or digest)',
+    ]);
+  });
+
+  it('uses the default namespace when metadata names none', () => {
+    const r = parseFiles([{ path: 'f', text: fledged('  cacheSpec:\n  - images: [redis:7]\n', 'name: c') }], { defaultNamespace: 'team' });
+    expect(r.caches[0]?.namespace).toBe('team');
+  });
+
+  it('reads every prewarm field', () => {
+    const r = parseFiles([
+      {
+        path: 'p.yaml',
+        text: prewarm(
+          [
+            '  cacheSpec:',
+            '  - pool: gpu',
+            '    images: [nvcr.io/nvidia/pytorch:24.05-py3]',
+            '    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]',
+            '  helperImage: ghcr.io/me/busybox:1',
+            '  priorityClassName: warm-images',
+            '  rollout: {maxUnavailable: 25%}',
+            '  gate: {taintKey: example.com/cold, deadline: 15m}',
+            '  refresh: {interval: 6h}',
+            '',
+          ].join('\n'),
+        ),
+      },
+    ]);
+    expect(r.diagnostics).toEqual([]);
+    expect(r.caches[0]?.settings).toMatchObject({
+      helperImage: { canonical: 'ghcr.io/me/busybox:1' },
+      priorityClassName: 'warm-images',
+      maxUnavailable: '25%',
+      gate: { taintKey: 'example.com/cold', deadlineSeconds: 900 },
+      refreshSeconds: 21600,
+    });
+    expect(r.caches[0]?.entries[0]).toMatchObject({ pool: 'gpu', tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] });
+  });
+
+  it('turns gating off with gate.enabled: false', () => {
+    const r = parseFiles([{ path: 'p', text: prewarm('  cacheSpec:\n  - images: [redis:7]\n  gate: {enabled: false}\n') }]);
+    expect(r.caches[0]?.settings.gate).toBeUndefined();
+  });
+
+  it('skips empty documents and reads many per file', () => {
+    const one = fledged('  cacheSpec:\n  - images: [redis:7]\n');
+    const r = parseFiles([{ path: 'm', text: `---\n${one}---\n${one.replace('name: c', 'name: d')}---\n` }]);
+    expect(r.diagnostics).toEqual([]);
+    expect(r.caches.map((c) => c.name)).toEqual(['c', 'd']);
+  });
+
+  it('bounds alias expansion (billion laughs)', () => {
+    const lines = ['a: &a ["x:1","x:1","x:1","x:1","x:1","x:1","x:1","x:1","x:1","x:1"]'];
+    for (let i = 0; i < 8; i++) lines.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(',')}]`);
+    const text = prewarm(`  cacheSpec:\n  - images: *i\n`).replace('spec:\n', `x-anchors:\n${lines.map((l) => `  ${l}`).join('\n')}\nspec:\n`);
+    const started = performance.now();
+    const out = diagnose(text);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(out.some((l) => l.includes('document is too large to read') || l.includes('unknown field "x-anchors"'))).toBe(true);
+  });
+});
