@@ -196,7 +196,7 @@ export function stringMap(
       ctx.error(node, path, `must be a mapping, got ${describe(node)}`);
       return undefined;
     }
-    const out: Record<string, string> = {};
+    const out = new Map<string, string>();
     let ok = true;
     for (const pair of node.items) {
       const keyNode = ctx.resolve(pair.key, path);
@@ -225,9 +225,10 @@ export function stringMap(
         ok = false;
         continue;
       }
-      out[key] = value;
+      out.set(key, value);
     }
-    return ok ? out : undefined;
+    // fromEntries defines own properties, so a `__proto__` label key stays a plain key.
+    return ok ? Object.fromEntries(out) : undefined;
   };
 }
 
@@ -258,8 +259,8 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
       return undefined;
     }
     const known = Object.keys(shape);
-    const value: Record<string, unknown> = {};
-    const fieldNodes: Record<string, Node> = {};
+    const value = new Map<string, unknown>();
+    const fieldNodes = new Map<string, Node>();
     let ok = true;
     for (const pair of node.items) {
       const keyNode = ctx.resolve(pair.key, path);
@@ -270,7 +271,8 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
         continue;
       }
       const key = keyNode.value;
-      const field = (shape as Record<string, Field<unknown>>)[key];
+      // Own properties only: `constructor` or `__proto__` must be unknown fields, not Object's.
+      const field = Object.hasOwn(shape, key) ? (shape as Record<string, Field<unknown>>)[key] : undefined;
       if (field === undefined) {
         ctx.error(keyNode, [...path, key], `unknown field "${key}"${suggest(key, known)}`);
         ok = false;
@@ -278,18 +280,23 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
       }
       const valueNode = ctx.resolve(pair.value, [...path, key]);
       if (valueNode === undefined) return undefined;
-      fieldNodes[key] = valueNode ?? keyNode;
+      fieldNodes.set(key, valueNode ?? keyNode);
       const read = field.read(ctx, valueNode, [...path, key]);
       if (read === undefined) ok = false;
-      else value[key] = read;
+      else value.set(key, read);
     }
     for (const [key, field] of Object.entries(shape as Record<string, Field<unknown>>)) {
-      if (field.required === true && !(key in value) && !(key in fieldNodes)) {
+      if (field.required === true && !value.has(key) && !fieldNodes.has(key)) {
         ctx.error(node, [...path, key], `required field "${key}" is missing`);
         ok = false;
       }
     }
-    return ok ? { value: value as T, node, fieldNodes: fieldNodes as Partial<Record<keyof T, Node>> } : undefined;
+    if (!ok) return undefined;
+    return {
+      value: Object.fromEntries(value) as T,
+      node,
+      fieldNodes: Object.fromEntries(fieldNodes) as Partial<Record<keyof T, Node>>,
+    };
   };
 }
 

@@ -53,7 +53,7 @@ export interface UpOptions {
 export async function up(opts: UpOptions = {}): Promise<void> {
   const log = opts.log ?? ((m: string) => console.error(`[cluster] ${m}`));
   const t0 = Date.now();
-  checkPrerequisites();
+  checkPrerequisites(['etcd', 'kubeApiserver', 'kubeControllerManager', 'kubeScheduler', 'kubectl', 'pause', ...(opts.kwok !== false ? (['kwok'] as const) : [])]);
   mkdirSync(CP_DIR, { recursive: true });
   ensureHub();
   await startRegistries();
@@ -121,6 +121,7 @@ const NODE_NAME = /^[a-z0-9]([-a-z0-9]{0,18}[a-z0-9])?$/;
 export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<{ readyAt: number; spec: NodeSpec }> {
   if (!NODE_NAME.test(name)) throw new Error(`node name ${name} must match ${NODE_NAME} (it names a netns)`);
   if (loadSpec(name)) throw new Error(`node ${name} already exists`);
+  checkPrerequisites(['kubelet', 'kubeProxy', 'crictl', 'kubectl']);
   const spec: NodeSpec = {
     name,
     index: nextIndex(),

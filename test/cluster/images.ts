@@ -6,9 +6,9 @@
  * `buildImageFromRootfs({ rootfs: dirOrTarball, ref, config })`, or from the CLI:
  * `npm run cluster -- push-image REF --rootfs DIR|TAR [--cmd ...] [--user 65532]`.
  */
-import { cpSync, existsSync, statSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { cpSync, existsSync, readFileSync, realpathSync, statSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT } from './pki.js';
 import { ensureMirrorHost, plainRegistryHas, tlsRegistryHas } from './registry.js';
@@ -227,4 +227,47 @@ export function ensureStandardImages(opts: EnsureOptions = {}): void {
   if (need(TEST_IMAGES.big)) ensureStandIn(TEST_IMAGES.big, { force: true, sizeBytes: BIG_IMAGE_BYTES });
   if (need(TEST_IMAGES.gcControl)) ensureStandIn(TEST_IMAGES.gcControl, { force: true, sizeBytes: 4 * 1024 * 1024 });
   if (need(TEST_IMAGES.private)) ensureStandIn(TEST_IMAGES.private, { force: true });
+}
+
+/**
+ * The prewarm reconciler sidecar image, built from the compiled sources that ship (lib/src, made
+ * by `npm run build`) plus this machine's node binary and the shared libraries it links (ldd).
+ * Rebuilt only when lib/src or node changes. Entry: node /app/lib/src/reconciler/main.js.
+ */
+export function ensureReconcilerImage(ref: string, repoDir: string, opts: EnsureOptions = {}): void {
+  const libSrc = join(repoDir, 'lib', 'src');
+  const main = join(libSrc, 'reconciler', 'main.js');
+  if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` before building the reconciler image`);
+  const hash = createHash('sha256');
+  hash.update(process.execPath + process.version);
+  const files = run(['find', libSrc, '-type', 'f', '-name', '*.js']).stdout.split('\n').filter(Boolean).sort();
+  for (const f of files) hash.update(f).update(readFileSync(f));
+  const digest = hash.digest('hex').slice(0, 16);
+  mkdirSync(BUILD_DIR, { recursive: true });
+  const stamp = join(BUILD_DIR, `reconciler-${ref.replace(/[^a-zA-Z0-9_.-]/g, '_')}.hash`);
+  if (!opts.force && imageInRegistry(ref) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) return;
+  const root = scratchDir('reconciler-rootfs');
+  const node = realpathSync(process.execPath);
+  mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
+  cpSync(node, join(root, 'usr/local/bin/node'));
+  for (const line of run(['ldd', node]).stdout.split('\n')) {
+    const m = /(\/\S+) \(0x/.exec(line);
+    if (!m?.[1]) continue;
+    for (const p of new Set([m[1], realpathSync(m[1])])) {
+      mkdirSync(join(root, dirname(p)), { recursive: true });
+      cpSync(realpathSync(p), join(root, p));
+    }
+  }
+  mkdirSync(join(root, 'app/lib'), { recursive: true });
+  cpSync(libSrc, join(root, 'app/lib/src'), { recursive: true, filter: (s) => !s.endsWith('.d.ts') });
+  writeFileSync(join(root, 'app/package.json'), JSON.stringify({ type: 'module' }) + '\n');
+  mkdirSync(join(root, 'tmp'), { recursive: true });
+  const src = buildOciImage(`reconciler-${ref}`, [{ src: root, dest: '/' }], {
+    entrypoint: ['/usr/local/bin/node', '--max-old-space-size=24', '/app/lib/src/reconciler/main.js'],
+    user: '65532',
+    workdir: '/app',
+    labels: { 'dev.prewarm.source-hash': digest },
+  });
+  pushImage(src, ref);
+  writeFileSync(stamp, digest);
 }

@@ -141,6 +141,12 @@ describe('parseFiles: invalid input', () => {
     expect(lines.filter((l) => l.includes(': error: '))[0]?.split('\n')[0]).toBe(expected);
   });
 
+  it('treats Object.prototype names as unknown fields and plain label keys (found by fuzzing)', () => {
+    expect(diagnose(fledged('  cacheSpec:\n  - images: [redis:7]\n  constructor: 1\n'))[0]).toMatch(/unknown field "constructor"/);
+    const r = parseFiles([{ path: 'p', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {__proto__: x}\n') }]);
+    expect(Object.keys(r.caches[0]?.entries[0]?.nodeSelector ?? {})).toEqual(['__proto__']);
+  });
+
   it('reports every error, not just the first', () => {
     const lines = diagnose(fledged('  cacheSpec:\n  - images: [Redis:6, "a:", 1]\n    nodeSelector: {"x y": z}\n'));
     expect(lines).toHaveLength(4);

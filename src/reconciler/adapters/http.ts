@@ -173,6 +173,10 @@ export class KubeHttp {
         res.on('error', (e) => {
           if (!failed) reject(new ApiError(0, `watch: ${e.message}`));
         });
+        // An abort after the headers arrived may end the stream with only 'close'.
+        res.on('close', () => {
+          if (!failed && !res.complete) reject(new ApiError(0, signal.aborted ? 'aborted' : 'watch: connection closed'));
+        });
       });
       req.on('timeout', () => req.destroy(new Error('watch idle timeout')));
       req.on('error', (e) => reject(signal.aborted ? new ApiError(0, 'aborted') : new ApiError(0, `watch: ${e.message}`)));

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { buildBundle } from '../../src/spec/bundle.js';
+import { formatDiagnostic } from '../../src/spec/errors.js';
+import { parseFiles, type SourceFile } from '../../src/spec/parse.js';
+
+function cache(name: string, body: string, ns = 'ml'): SourceFile {
+  return {
+    path: `${name}.yaml`,
+    text: `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ${ns}}\nspec:\n${body}`,
+  };
+}
+
+function bundle(files: SourceFile[]) {
+  const parsed = parseFiles(files);
+  expect(parsed.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+  return buildBundle(parsed.caches);
+}
+
+describe('buildBundle', () => {
+  it('merges ImageCaches with the same namespace, selector and tolerations into one pool, de-duplicating images', () => {
+    const { bundle: b, diagnostics } = bundle([
+      cache('a', '  cacheSpec:\n  - images: [python:3.12, redis:7]\n    nodeSelector: {pool: gpu, zone: a}\n  imagePullSecrets: [{name: s1}]\n'),
+      cache('b', '  cacheSpec:\n  - images: [docker.io/library/python:3.12]\n    nodeSelector: {zone: a, pool: gpu}\n  imagePullSecrets: [{name: s2}]\n'),
+    ]);
+    expect(diagnostics).toEqual([]);
+    expect(b.pools).toHaveLength(1);
+    expect(b.pools[0]?.images.map((i) => i.canonical)).toEqual(['docker.io/library/python:3.12', 'docker.io/library/redis:7']);
+    expect(b.pools[0]?.imagePullSecrets).toEqual(['s1', 's2']);
+    expect(b.pools[0]?.sources).toEqual(['ml/a', 'ml/b']);
+  });
+
+  it('keeps pools apart by namespace and by tolerations', () => {
+    const { bundle: b } = bundle([
+      cache('a', '  cacheSpec:\n  - images: [redis:7]\n'),
+      cache('b', '  cacheSpec:\n  - images: [redis:7]\n', 'other'),
+      cache('c', '  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: gpu, operator: Exists}]\n'),
+    ]);
+    expect(b.pools).toHaveLength(3);
+    expect(b.namespaces).toEqual(['ml', 'other']);
+  });
+
+  it('does not depend on input order', () => {
+    const files = [
+      cache('a', '  cacheSpec:\n  - images: [b:1, a:1]\n    nodeSelector: {x: "1"}\n  - images: [c:1]\n'),
+      cache('b', '  cacheSpec:\n  - images: [d:1]\n    nodeSelector: {x: "1"}\n'),
+      cache('c', '  cacheSpec:\n  - images: [e:1]\n', 'zz'),
+    ];
+    const forward = bundle(files).bundle;
+    const backward = bundle([...files].reverse()).bundle;
+    expect(JSON.stringify(backward)).toBe(JSON.stringify(forward));
+  });
+
+  it('refuses pool-wide settings that disagree, pointing at both places', () => {
+    const parsed = parseFiles([
+      cache('a', '  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: 1}\n'),
+      cache('b', '  cacheSpec:\n  - images: [redis:6]\n  rollout: {maxUnavailable: 3}\n'),
+    ]);
+    expect(buildBundle(parsed.caches).diagnostics.map(formatDiagnostic)).toEqual([
+      'b.yaml:7:29: error: document 1: spec.rollout.maxUnavailable: ImageCache ml/b shares a pool with ml/a (a.yaml:7:29) but sets maxUnavailable differently: 3 vs 1; pool-wide settings must agree',
+    ]);
+  });
+
+  it('refuses one pool name for two different pools', () => {
+    const parsed = parseFiles([
+      cache('a', '  cacheSpec:\n  - pool: gpu\n    images: [redis:7]\n    nodeSelector: {a: "1"}\n'),
+      cache('b', '  cacheSpec:\n  - pool: gpu\n    images: [redis:7]\n    nodeSelector: {a: "2"}\n'),
+    ]);
+    expect(buildBundle(parsed.caches).diagnostics.map((d) => d.message)).toEqual([
+      'pool name "gpu" is already used by a pool with another namespace, node selector or tolerations (a.yaml:6:5)',
+    ]);
+  });
+
+  it('refuses two names for one pool', () => {
+    const parsed = parseFiles([
+      cache('a', '  cacheSpec:\n  - pool: gpu\n    images: [redis:7]\n'),
+      cache('b', '  cacheSpec:\n  - pool: accel\n    images: [redis:7]\n'),
+    ]);
+    expect(buildBundle(parsed.caches).diagnostics.map((d) => d.message)).toEqual([
+      'pool is named "accel" here but "gpu" at a.yaml:6:5; one pool has one name',
+    ]);
+  });
+});
