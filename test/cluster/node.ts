@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, CNI_BIN_DIR, IMAGES, NET, RUN_DIR, STATE_DIR } from './config.js';
-import { ensureNodeNet, deleteNodeNet, nodeNet, type NodeNet } from './net.js';
+import { deleteNetns, ensureNodeNet, deleteNodeNet, nodeNet, type NodeNet } from './net.js';
 import { CA_CRT, ensureCert, writeKubeconfig } from './pki.js';
 import { CERTS_D } from './registry.js';
 import { daemonPid, killPid, run, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
@@ -424,6 +424,7 @@ export async function destroyNode(name: string): Promise<void> {
   const p = nodePaths(name);
   removeCgroupTree(p.cgroupRoot);
   if (spec) deleteNodeNet(nodeNet(name, spec.index));
+  else deleteNetns(`pw-${name}`);
   rmSync(p.dir, { recursive: true, force: true });
   rmSync(join(RUN_DIR, 'n', name), { recursive: true, force: true });
 }
