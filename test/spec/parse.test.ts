@@ -143,8 +143,9 @@ describe('parseFiles: invalid input', () => {
 
   it('treats Object.prototype names as unknown fields and plain label keys (found by fuzzing)', () => {
     expect(diagnose(fledged('  cacheSpec:\n  - images: [redis:7]\n  constructor: 1\n'))[0]).toMatch(/unknown field "constructor"/);
-    const r = parseFiles([{ path: 'p', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {__proto__: x}\n') }]);
-    expect(Object.keys(r.caches[0]?.entries[0]?.nodeSelector ?? {})).toEqual(['__proto__']);
+    const r = parseFiles([{ path: 'p', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {constructor: x, toString: y}\n') }]);
+    expect(r.caches[0]?.entries[0]?.nodeSelector).toEqual({ constructor: 'x', toString: 'y' });
+    expect(diagnose(fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {__proto__: x}\n'))[0]).toMatch(/label key "__proto__" is invalid/);
   });
 
   it('reports every error, not just the first', () => {
