@@ -64,6 +64,8 @@ export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatc
   obj.addJsonPatch(JsonPatch.add(`${POD}/enableServiceLinks`, false));
   obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
   if (patches.sidecarIndex !== undefined) {
+    // Appends: the pod already has volumes (the helper emptyDir) and the sidecar already has a
+    // mount (the pools file).
     obj.addJsonPatch(
       JsonPatch.add(`${POD}/volumes/-`, {
         name: TOKEN_VOLUME,

@@ -13,7 +13,7 @@ import { EventReason } from '../../src/reconciler/reasons.js';
 import { FakeApiserver } from './fake-apiserver.js';
 import { SIDECAR, config, digest, gate, node, pod, pool, pools, st } from './fixtures.js';
 
-const quiet: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+const quiet: Logger = process.env.DBG ? (await import('../../src/reconciler/adapters/log.js')).jsonLogger({}) : { info: () => {}, warn: () => {}, error: () => {} };
 const IMAGES = ['reg/a:1', 'reg/b:1'];
 
 async function until(cond: () => boolean, ms = 5000): Promise<void> {
@@ -102,9 +102,12 @@ describe('Controller against the fake apiserver', () => {
     await until(() => api.requests.some((r) => r.path.includes('watch=true')));
     api.setPod({ ...running(0), metadata: api.pod.metadata });
     await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
+    console.error('T abort');
     stop.abort();
     await done;
+    console.error('T done');
     expect(api.node.metadata.labels ?? {}).toEqual({});
+    console.error('T expect ok');
     expect(api.node.metadata.annotations ?? {}).toEqual({});
   });
 

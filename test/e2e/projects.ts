@@ -1,0 +1,30 @@
+/**
+ * vitest project definitions for the tiers that need the harness. Add them to the root
+ * vitest.config.ts `test.projects` array:
+ *   import { e2eProject, integrationProject } from './test/e2e/projects.js';
+ *   projects: [ {...unit...}, integrationProject, e2eProject ]
+ */
+export const e2eProject = {
+  test: {
+    name: 'e2e',
+    include: ['test/e2e/**/*.test.ts'],
+    globalSetup: ['test/cluster/global-setup.ts'],
+    // One cluster, 2 cores: files run one after another, in a single forked worker.
+    fileParallelism: false,
+    maxWorkers: 1,
+    pool: 'forks' as const,
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
+    teardownTimeout: 300_000,
+  },
+};
+
+export const integrationProject = {
+  test: {
+    name: 'integration',
+    include: ['test/integration/**/*.test.ts'],
+    globalSetup: ['test/integration/setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+};

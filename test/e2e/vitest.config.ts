@@ -1,0 +1,5 @@
+/** Standalone config for running only the e2e tier: npx vitest run --config test/e2e/vitest.config.ts */
+import { defineConfig } from 'vitest/config';
+import { e2eProject } from './projects.js';
+
+export default defineConfig({ root: '../..', test: { projects: [e2eProject] } });

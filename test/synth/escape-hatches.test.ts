@@ -1,0 +1,64 @@
+/** One test per patch in src/synth/escape-hatches.ts: each must still land where it should. */
+import { Testing } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-27';
+import { describe, expect, it } from 'vitest';
+import { patchPullDaemonSet, SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../../src/synth/escape-hatches.js';
+import { only } from '../helpers.js';
+
+function daemonSet(patches: Partial<Parameters<typeof patchPullDaemonSet>[1]> = {}) {
+  const chart = Testing.chart();
+  const scratch = kplus.Volume.fromEmptyDir(chart, 'v', 'scratch');
+  const ds = new kplus.DaemonSet(chart, 'ds', {
+    initContainers: [{ name: 'init', image: 'busybox:1', resources: {} }],
+    containers: [
+      { name: 'a', image: 'a:1', resources: {} },
+      // Like the real sidecar, b already mounts something: the patch appends to its mounts.
+      { name: 'b', image: 'b:1', resources: {}, volumeMounts: [{ path: '/scratch', volume: scratch }] },
+    ],
+  });
+  patchPullDaemonSet(ds, { initContainers: 1, containers: 2, imagePullSecrets: [], maxUnavailable: 1, ...patches });
+  return only(Testing.synth(chart), 'DaemonSet');
+}
+
+describe('escape hatches', () => {
+  it('adds seccompProfile RuntimeDefault at pod level', () => {
+    expect(daemonSet().spec.template.spec.securityContext.seccompProfile).toEqual({ type: 'RuntimeDefault' });
+  });
+
+  it('drops ALL capabilities in every init container and container', () => {
+    const spec = daemonSet().spec.template.spec;
+    for (const c of [...spec.initContainers, ...spec.containers]) expect(c.securityContext.capabilities).toEqual({ drop: ['ALL'] });
+  });
+
+  it('lists every pull secret, and emits none when there are none', () => {
+    expect(daemonSet({ imagePullSecrets: ['a', 'b'] }).spec.template.spec.imagePullSecrets).toEqual([{ name: 'a' }, { name: 'b' }]);
+    expect(daemonSet().spec.template.spec.imagePullSecrets).toBeUndefined();
+  });
+
+  it('sets priorityClassName only when given', () => {
+    expect(daemonSet({ priorityClassName: 'p' }).spec.template.spec.priorityClassName).toBe('p');
+    expect(daemonSet().spec.template.spec.priorityClassName).toBeUndefined();
+  });
+
+  it('disables service links', () => {
+    expect(daemonSet().spec.template.spec.enableServiceLinks).toBe(false);
+  });
+
+  it('sets a RollingUpdate strategy with a count or a percentage', () => {
+    expect(daemonSet({ maxUnavailable: 2 }).spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } });
+    expect(daemonSet({ maxUnavailable: '25%' }).spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%' } });
+  });
+
+  it('removes the construct-path label cdk8s-plus adds to the pod template', () => {
+    expect(daemonSet().spec.template.metadata.labels ?? {}).not.toHaveProperty('cdk8s.io/metadata.addr');
+  });
+
+  it('mounts a projected token into the sidecar only', () => {
+    const spec = daemonSet({ sidecarIndex: 1 }).spec.template.spec;
+    expect(spec.volumes.find((v: { name: string }) => v.name === TOKEN_VOLUME).projected.sources[0]).toEqual({
+      serviceAccountToken: { path: 'token', expirationSeconds: 3607 },
+    });
+    expect(spec.containers[1].volumeMounts.at(-1)).toEqual({ name: TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT, readOnly: true });
+    expect(spec.containers[0].volumeMounts).toBeUndefined();
+  });
+});

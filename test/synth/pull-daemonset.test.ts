@@ -1,0 +1,138 @@
+import { Testing } from 'cdk8s';
+import { describe, expect, it } from 'vitest';
+import type { Pool } from '../../src/spec/model.js';
+import { PullDaemonSet } from '../../src/synth/pull-daemonset.js';
+import { only, poolOf } from '../helpers.js';
+
+function synth(pool: Pool, withSidecar = false) {
+  const chart = Testing.chart();
+  new PullDaemonSet(chart, 'pool', { pool, ...(withSidecar ? { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } } : {}) });
+  return only(Testing.synth(chart), 'DaemonSet');
+}
+
+const defaults = poolOf('  cacheSpec:\n  - images: [python:3.12-slim, redis:7]\n');
+const custom = poolOf(
+  [
+    '  cacheSpec:',
+    '  - pool: gpu',
+    '    images: [nvcr.io/nvidia/pytorch:24.05-py3, "redis@sha256:' + 'a'.repeat(64) + '"]',
+    '    nodeSelector: {node.kubernetes.io/instance-type: g5.2xlarge}',
+    '    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, {key: spot, operator: Equal, value: "true", effect: NoExecute, tolerationSeconds: 30}]',
+    '  imagePullSecrets: [{name: ngc}, {name: mirror}]',
+    '  helperImage: ghcr.io/me/busybox:1.36',
+    '  priorityClassName: warm-images',
+    '  rollout: {maxUnavailable: 3}',
+    '  gate: {taintKey: example.com/cold, deadline: 15m}',
+    '  refresh: {interval: 6h}',
+    '',
+  ].join('\n'),
+);
+
+describe('PullDaemonSet', () => {
+  it('defaults', () => {
+    expect(synth(defaults)).toMatchSnapshot();
+  });
+
+  it('custom', () => {
+    expect(synth(custom, true)).toMatchSnapshot();
+  });
+
+  it('runs one sleeping container per image, each with the copied static busybox', () => {
+    const ds = synth(defaults);
+    const spec = ds.spec.template.spec;
+    expect(spec.initContainers).toHaveLength(1);
+    expect(spec.initContainers[0].command).toEqual(['/bin/busybox', 'cp', '/bin/busybox', '/prewarm/busybox']);
+    expect(spec.containers.map((c: { image: string }) => c.image)).toEqual(['docker.io/library/python:3.12-slim', 'docker.io/library/redis:7']);
+    for (const c of spec.containers) {
+      expect(c.command).toEqual(['/prewarm/busybox', 'sleep', '2147483647']);
+      expect(c.imagePullPolicy).toBe('IfNotPresent');
+    }
+    expect(new Set(spec.containers.map((c: { name: string }) => c.name)).size).toBe(spec.containers.length);
+  });
+
+  it('meets Pod Security restricted in every container', () => {
+    const spec = synth(custom, true).spec.template.spec;
+    expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(spec.hostNetwork).toBe(false);
+    for (const c of [...spec.initContainers, ...spec.containers]) {
+      expect(c.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        readOnlyRootFilesystem: true,
+        runAsNonRoot: true,
+        runAsUser: 65532,
+      });
+      expect(c.securityContext.capabilities.add).toBeUndefined();
+    }
+    for (const v of spec.volumes) expect(Object.keys(v).filter((k) => k !== 'name')[0]).toMatch(/^(emptyDir|configMap|projected)$/);
+  });
+
+  it('sets small explicit resources, never the cdk8s-plus defaults', () => {
+    const spec = synth(custom, true).spec.template.spec;
+    for (const c of [...spec.initContainers, ...spec.containers]) {
+      expect(c.resources.requests.cpu).not.toBe('1000m');
+      expect(c.resources.requests.memory).not.toBe('512Mi');
+      expect(c.resources.limits).toBeDefined();
+    }
+    expect(spec.containers[0].resources).toEqual({ requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '10m', memory: '16Mi' } });
+  });
+
+  it('selects on the stable pool label only, never on construct paths', () => {
+    const ds = synth(custom);
+    expect(ds.metadata.name).toBe('prewarm-gpu');
+    expect(ds.spec.selector).toEqual({ matchLabels: { 'prewarm.dev/pool': 'gpu' } });
+    expect(JSON.stringify(ds)).not.toContain('cdk8s.io/metadata.addr');
+  });
+
+  it('carries every pull secret, the priority class and the rollout strategy', () => {
+    const ds = synth(custom);
+    expect(ds.spec.template.spec.imagePullSecrets).toEqual([{ name: 'mirror' }, { name: 'ngc' }]);
+    expect(ds.spec.template.spec.priorityClassName).toBe('warm-images');
+    expect(ds.spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 3 } });
+    expect(synth(defaults).spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } });
+  });
+
+  it('tolerates the pool tolerations and the gating taint, and requires the selector labels', () => {
+    const spec = synth(custom).spec.template.spec;
+    expect(spec.tolerations).toEqual([
+      { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'spot', operator: 'Equal', value: 'true', effect: 'NoExecute', tolerationSeconds: 30 },
+      { key: 'example.com/cold', operator: 'Exists' },
+    ]);
+    expect(spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).toEqual([
+      { matchExpressions: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['g5.2xlarge'] }] },
+    ]);
+  });
+
+  it('gives no container an API token unless it is the sidecar', () => {
+    const without = synth(defaults).spec.template.spec;
+    expect(without.automountServiceAccountToken).toBe(false);
+    expect(without.volumes.map((v: { name: string }) => v.name)).toEqual(['prewarm-bin']);
+    const spec = synth(custom, true).spec.template.spec;
+    expect(spec.automountServiceAccountToken).toBe(false);
+    const withToken = spec.containers.filter((c: { volumeMounts: { name: string }[] }) => c.volumeMounts.some((m) => m.name === 'prewarm-token'));
+    expect(withToken.map((c: { name: string }) => c.name)).toEqual(['prewarm-reconciler']);
+  });
+
+  it('configures the sidecar from the pool', () => {
+    const sidecar = synth(custom, true).spec.template.spec.containers.at(-1);
+    const env = Object.fromEntries(sidecar.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? 'fieldRef']));
+    expect(env).toEqual({
+      PREWARM_NODE_NAME: 'fieldRef',
+      PREWARM_POD_NAME: 'fieldRef',
+      PREWARM_POD_NAMESPACE: 'fieldRef',
+      PREWARM_POOL: 'gpu',
+      PREWARM_NODE_LABEL_KEY: 'prewarm.dev/gpu',
+      PREWARM_NODE_ANNOTATION_KEY: 'status.prewarm.dev/gpu',
+      PREWARM_GATE_TAINT_KEY: 'example.com/cold',
+      PREWARM_DEADLINE_SECONDS: '900',
+      PREWARM_REFRESH_SECONDS: '21600',
+      PREWARM_METRICS_PORT: '9464',
+    });
+  });
+
+  it('refuses a pool without images', () => {
+    const empty: Pool = { ...defaults, images: [] };
+    expect(() => synth(empty)).toThrow(`pool ml/${defaults.key} has no images`);
+  });
+});
