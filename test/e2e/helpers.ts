@@ -1,0 +1,265 @@
+/** Helpers shared by the e2e tests: synth, image preparation, apply, waits on nodes and pods. */
+import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { BIN, REPO_DIR, STATE_DIR } from '../cluster/config.js';
+import { kubectl } from '../cluster/cluster.js';
+import { busyboxLayers, buildOciImage, ensureReconcilerImage, ensureStandIn, imageInRegistry, parseRef, pushImage } from '../cluster/images.js';
+import { crictl, nodeImages } from '../cluster/node.js';
+import { run, waitFor } from '../cluster/sh.js';
+
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  [k: string]: unknown;
+}
+interface ContainerLike {
+  name: string;
+  image: string;
+}
+interface PodSpecLike {
+  containers: ContainerLike[];
+  initContainers?: ContainerLike[];
+  imagePullSecrets?: { name: string }[];
+}
+
+let built = false;
+/** Compiles the project once per test run (the e2e tests use what ships: lib/). */
+export function buildProject(): void {
+  if (built) return;
+  run(['npm', 'run', 'build', '--silent'], { cwd: REPO_DIR, timeoutMs: 600_000 });
+  built = true;
+}
+
+function cliBin(): string {
+  for (const p of ['lib/src/cli/bin.js', 'lib/cli/bin.js']) if (existsSync(join(REPO_DIR, p))) return join(REPO_DIR, p);
+  throw new Error('prewarm CLI not built (lib/src/cli/bin.js missing after npm run build)');
+}
+
+/** `prewarm synth PATH... --stdout`: one YAML stream. */
+export function synth(paths: string[]): { yaml: string; stderr: string } {
+  buildProject();
+  const r = run(['node', cliBin(), 'synth', ...paths, '--stdout'], { cwd: REPO_DIR });
+  return { yaml: r.stdout, stderr: r.stderr };
+}
+
+export function parseObjects(yaml: string): K8sObject[] {
+  return parseAllDocuments(yaml)
+    .map((d) => d.toJSON() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null && typeof o === 'object');
+}
+
+export function podSpecOf(o: K8sObject): PodSpecLike | undefined {
+  const tpl = (o.spec as { template?: { spec?: PodSpecLike } } | undefined)?.template?.spec;
+  return tpl;
+}
+
+export interface PoolImages {
+  namespace: string;
+  daemonSet: string;
+  pool: string;
+  /** Images of the pool's image containers (not the helper, not the sidecar). */
+  images: string[];
+  helper: string[];
+  sidecar: string[];
+  /** Every image the pull pod needs. */
+  all: string[];
+}
+
+export function poolsOf(objects: K8sObject[]): PoolImages[] {
+  return objects
+    .filter((o) => o.kind === 'DaemonSet')
+    .map((o) => {
+      const s = podSpecOf(o);
+      if (!s) throw new Error(`DaemonSet ${o.metadata.name} has no pod template`);
+      const images = s.containers.filter((c) => c.name !== 'prewarm-reconciler').map((c) => c.image);
+      const sidecar = s.containers.filter((c) => c.name === 'prewarm-reconciler').map((c) => c.image);
+      const helper = (s.initContainers ?? []).map((c) => c.image);
+      return {
+        namespace: o.metadata.namespace ?? 'default',
+        daemonSet: o.metadata.name,
+        pool: o.metadata.labels?.['prewarm.dev/pool'] ?? '',
+        images,
+        helper,
+        sidecar,
+        all: [...new Set([...helper, ...images, ...sidecar])],
+      };
+    });
+}
+
+/** Sizes of stand-ins for the heavy images of the examples (realistic ones are GBs). */
+const STAND_IN_BYTES: Record<string, number> = {
+  'nvcr.io/nvidia/pytorch:24.05-py3': 40 << 20,
+  'nvcr.io/nvidia/tritonserver:24.05-py3': 24 << 20,
+  'docker.io/vllm/vllm-openai:v0.5.0': 16 << 20,
+  'quay.io/jupyter/pytorch-notebook:cuda12-python-3.11': 8 << 20,
+};
+
+/**
+ * Makes every image the manifests reference pullable from the local registry under its own
+ * name: helper images get the static busybox, the sidecar image is built from lib/ (what
+ * ships), every other image is a small stand-in. References listed in `skip` are left absent.
+ */
+export function prepareImages(objects: K8sObject[], skip: readonly string[] = []): void {
+  const pools = poolsOf(objects);
+  const helpers = new Set(pools.flatMap((p) => p.helper));
+  const sidecars = new Set(pools.flatMap((p) => p.sidecar));
+  const others = new Set(pools.flatMap((p) => p.images));
+  for (const ref of helpers) {
+    if (!skip.includes(ref) && !imageInRegistry(ref)) pushImage(buildOciImage(`helper-${ref}`, busyboxLayers(), { cmd: ['/bin/sh'] }), ref);
+  }
+  if (sidecars.size) buildProject();
+  for (const ref of sidecars) if (!skip.includes(ref)) ensureReconcilerImage(ref, REPO_DIR);
+  for (const ref of others) {
+    if (skip.includes(ref) || helpers.has(ref) || sidecars.has(ref)) continue;
+    const size = STAND_IN_BYTES[normalize(ref)];
+    ensureStandIn(ref, size ? { sizeBytes: size } : {});
+  }
+}
+
+/** Docker-normalised form, as containerd names CRI-pulled images. */
+export function normalize(ref: string): string {
+  const r = parseRef(ref);
+  return `${r.host}/${r.path}:${r.tag}`;
+}
+
+export interface ApplyResult {
+  stdout: string;
+  stderr: string;
+  warnings: string[];
+}
+
+/** Server-side apply; returns apiserver warnings (kubectl prints them as "Warning: ..."). */
+export function applyServerSide(yaml: string, fieldManager = 'prewarm-e2e'): ApplyResult {
+  const r = runKubectl(['apply', '--server-side', '--force-conflicts', `--field-manager=${fieldManager}`, '-f', '-'], yaml);
+  const warnings = r.stderr.split('\n').filter((l) => /^Warning:/i.test(l.trim()));
+  return { ...r, warnings };
+}
+
+export function runKubectl(args: string[], input?: string): { stdout: string; stderr: string } {
+  const r = run([BIN.kubectl, `--kubeconfig=${kubeconfigPath()}`, ...args], { ...(input !== undefined ? { input } : {}), timeoutMs: 300_000 });
+  return { stdout: r.stdout, stderr: r.stderr };
+}
+
+export function kubeconfigPath(): string {
+  const k = process.env['PREWARM_KUBECONFIG'];
+  if (!k) throw new Error('PREWARM_KUBECONFIG not set: run through the e2e project (globalSetup test/cluster/global-setup.ts)');
+  return k;
+}
+
+export interface PodInfo {
+  name: string;
+  namespace: string;
+  node: string;
+  phase: string;
+  ready: boolean;
+  labels: Record<string, string>;
+  containerStatuses: {
+    name: string;
+    image: string;
+    ready: boolean;
+    restartCount: number;
+    state: Record<string, { reason?: string; message?: string }>;
+  }[];
+  initContainerStatuses: PodInfo['containerStatuses'];
+}
+
+interface RawPod {
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec: { nodeName?: string };
+  status: {
+    phase?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: PodInfo['containerStatuses'];
+    initContainerStatuses?: PodInfo['containerStatuses'];
+  };
+}
+
+export function pods(selector: string, namespace?: string): PodInfo[] {
+  const ns = namespace ? ['-n', namespace] : ['-A'];
+  const out = kubectl(['get', 'pods', ...ns, '-l', selector, '-o', 'json']);
+  const items = (JSON.parse(out) as { items: RawPod[] }).items;
+  return items
+    .filter((p) => !p.metadata.deletionTimestamp)
+    .map((p) => ({
+      name: p.metadata.name,
+      namespace: p.metadata.namespace,
+      node: p.spec.nodeName ?? '',
+      phase: p.status.phase ?? '',
+      ready: (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+      labels: p.metadata.labels ?? {},
+      containerStatuses: p.status.containerStatuses ?? [],
+      initContainerStatuses: p.status.initContainerStatuses ?? [],
+    }));
+}
+
+export function poolPodOnNode(pool: PoolImages, node: string): PodInfo | undefined {
+  return pods(`prewarm.dev/pool=${pool.pool}`, pool.namespace).find((p) => p.node === node);
+}
+
+export async function waitPoolPodRunning(pool: PoolImages, node: string, timeoutMs = 180_000): Promise<PodInfo> {
+  return waitFor(`pod of pool ${pool.pool} Running on ${node}`, () => {
+    const p = poolPodOnNode(pool, node);
+    return p && p.phase === 'Running' ? p : undefined;
+  }, timeoutMs, 500).catch((e: Error) => {
+    throw new Error(`${e.message}\n${describePool(pool)}`);
+  });
+}
+
+export function describePool(pool: PoolImages): string {
+  return kubectl(['-n', pool.namespace, 'get', 'pods', '-l', `prewarm.dev/pool=${pool.pool}`, '-o', 'wide'], { allowFail: true }) +
+    kubectl(['-n', pool.namespace, 'get', 'events', '--sort-by=.lastTimestamp'], { allowFail: true }).split('\n').slice(-25).join('\n');
+}
+
+/** Waits until every ref is in the node's containerd; returns the time it was first seen complete. */
+export async function waitImagesOnNode(node: string, refs: readonly string[], timeoutMs = 300_000, intervalMs = 100): Promise<number> {
+  const want = refs.map(normalize);
+  await waitFor(`images on ${node}: ${want.join(', ')}`, () => {
+    const have = new Set(nodeImages(node));
+    const missing = want.filter((r) => !have.has(r));
+    if (missing.length === 0) return true;
+    lastMissing = missing;
+    return false;
+  }, timeoutMs, intervalMs).catch((e: Error) => {
+    throw new Error(`${e.message}\nstill missing: ${lastMissing.join(', ')}`);
+  });
+  return Date.now();
+}
+let lastMissing: string[] = [];
+
+export function labelNode(node: string, labels: Record<string, string | null>): void {
+  const args = Object.entries(labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`));
+  kubectl(['label', 'node', node, '--overwrite', ...args]);
+}
+
+/** Writes ImageCache specs into a fresh directory (for synth) and returns it. */
+export function specDir(name: string, docs: Record<string, unknown>[]): string {
+  const base = join(STATE_DIR, 'e2e-specs');
+  mkdirSync(base, { recursive: true });
+  const dir = mkdtempSync(join(base, `${name}-`));
+  writeFileSync(join(dir, 'imagecache.yaml'), docs.map((d) => JSON.stringify(d, null, 2)).join('\n---\n') + '\n');
+  return dir;
+}
+
+export function imageCache(
+  namespace: string,
+  name: string,
+  pools: { pool?: string; nodeSelector?: Record<string, string>; tolerations?: Record<string, unknown>[]; images: string[] }[],
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return { apiVersion: 'prewarm.dev/v1alpha1', kind: 'ImageCache', metadata: { name, namespace }, spec: { cacheSpec: pools, ...extra } };
+}
+
+/** Containers running on a node (crictl ps), with the image each uses. */
+export function runningContainers(node: string): { name: string; image: string; imageRef: string; state: string }[] {
+  const out = JSON.parse(crictl(node, ['ps', '-o', 'json'])) as {
+    containers: { metadata: { name: string }; image: { image: string }; imageRef: string; state: string }[];
+  };
+  return out.containers.map((c) => ({ name: c.metadata.name, image: c.image.image, imageRef: c.imageRef, state: c.state }));
+}
+
+export function secs(ms: number): string {
+  return (ms / 1000).toFixed(2);
+}
