@@ -10,15 +10,20 @@ export interface SpecArgs {
   readonly namespace: string;
 }
 
+/** Folders to leave out of the walk (the command's own output). */
+export interface LoadExtras {
+  readonly exclude?: readonly string[];
+}
+
 /**
  * Loads and validates every spec, printing warnings (and, on failure, every error) to stderr.
  * An input with no ImageCache at all is an error: an empty output would make a GitOps tool prune
  * everything prewarm ever applied.
  */
-export async function loadSpecs(args: SpecArgs, io: Io): Promise<LoadResult> {
+export async function loadSpecs(args: SpecArgs, io: Io, extras: LoadExtras = {}): Promise<LoadResult> {
   let result: LoadResult;
   try {
-    result = await loadBundle(args.paths, { defaultNamespace: args.namespace });
+    result = await loadBundle(args.paths, { defaultNamespace: args.namespace, ...extras });
   } catch (err) {
     if (!(err instanceof SpecError)) throw err;
     for (const d of err.diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);

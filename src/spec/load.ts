@@ -3,13 +3,23 @@
  * YAML files, reads them, and hands the text to the pure parser.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { buildBundle } from './bundle.js';
 import { SpecError, type Diagnostic } from './errors.js';
 import type { Bundle } from './model.js';
 import { parseFiles, type ParseOptions, type SourceFile } from './parse.js';
 
 const YAML_FILE = /\.ya?ml$/i;
+
+/** Options of {@link loadBundle}. */
+export interface LoadOptions extends ParseOptions {
+  /**
+   * Folders never read when walking, such as the synth output folder when it lies inside a spec
+   * folder: its manifests are not ImageCaches.
+   * @default - none
+   */
+  readonly exclude?: readonly string[];
+}
 
 /** A loaded and validated bundle, plus the warnings found on the way. */
 export interface LoadResult {
@@ -24,9 +34,9 @@ export interface LoadResult {
  * `*.yml`; hidden entries skipped). Throws {@link SpecError} with every diagnostic when any error
  * is found, so nothing downstream ever sees a partly valid bundle.
  */
-export async function loadBundle(paths: readonly string[], options: ParseOptions = {}): Promise<LoadResult> {
+export async function loadBundle(paths: readonly string[], options: LoadOptions = {}): Promise<LoadResult> {
   const diagnostics: Diagnostic[] = [];
-  const files = await readSources(paths, diagnostics);
+  const files = await readSources(paths, diagnostics, options.exclude ?? []);
   const parsed = parseFiles(files, options);
   diagnostics.push(...parsed.diagnostics);
   const grouped = buildBundle(parsed.caches);
@@ -36,13 +46,18 @@ export async function loadBundle(paths: readonly string[], options: ParseOptions
 }
 
 /** Reads the named files and folders; unreadable paths become diagnostics. */
-export async function readSources(paths: readonly string[], diagnostics: Diagnostic[]): Promise<SourceFile[]> {
+export async function readSources(paths: readonly string[], diagnostics: Diagnostic[], exclude: readonly string[] = []): Promise<SourceFile[]> {
   const found = new Set<string>();
+  const excluded = exclude.map((e) => resolve(e));
+  const isExcluded = (file: string) => excluded.some((e) => resolve(file) === e || resolve(file).startsWith(e + sep));
   for (const path of paths) {
     try {
       const info = await stat(path);
-      if (info.isDirectory()) for (const file of await walk(path)) found.add(file);
-      else found.add(path);
+      if (info.isDirectory()) {
+        for (const file of await walk(path)) if (!isExcluded(file)) found.add(file);
+      } else {
+        found.add(path);
+      }
     } catch (err) {
       diagnostics.push(fileError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));
     }

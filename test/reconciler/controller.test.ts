@@ -26,8 +26,9 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
+  const list = cleanup.reverse();
   cleanup = [];
+  for (const c of list) await c();
 });
 
 async function setup(over: { pools?: ReturnType<typeof pools>; registry?: Registry; restarter?: Restarter; refreshSeconds?: number } = {}) {
@@ -86,7 +87,7 @@ describe('Controller against the fake apiserver', () => {
     expect(String(api.events[0]?.message)).toContain('removed gate taint prewarm.dev/warming');
     // Only our pod and node were ever named: no list of pods or nodes.
     for (const r of api.requests) expect(r.path).toMatch(/^\/api\/v1\/(nodes\/node-a|namespaces\/prewarm\/(pods\/pull-a-xyz|pods\?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz.*|events))$/);
-    expect(metrics.render()).toContain('prewarm_pool_warm{pool="gpu"} 1');
+    await until(() => metrics.render().includes('prewarm_pool_warm{pool="gpu"} 1'));
     expect(metrics.render()).toContain('prewarm_gate_opened_total{outcome="ready",pool="gpu"} 1');
     // Another pod status change that changes nothing: a GET of the node, no write.
     const before = api.writes().length;
@@ -102,12 +103,9 @@ describe('Controller against the fake apiserver', () => {
     await until(() => api.requests.some((r) => r.path.includes('watch=true')));
     api.setPod({ ...running(0), metadata: api.pod.metadata });
     await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
-    console.error('T abort');
     stop.abort();
     await done;
-    console.error('T done');
     expect(api.node.metadata.labels ?? {}).toEqual({});
-    console.error('T expect ok');
     expect(api.node.metadata.annotations ?? {}).toEqual({});
   });
 

@@ -23,6 +23,15 @@ describe('loadBundle', () => {
     expect(result.bundle.pools[0]?.sources).toEqual(['ns/a', 'ns/b']);
   });
 
+  it('never reads excluded folders, such as the output folder inside a spec folder', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-'));
+    await mkdir(join(dir, 'dist'));
+    await writeFile(join(dir, 'a.yaml'), doc('a'));
+    await writeFile(join(dir, 'dist', 'out.k8s.yaml'), 'apiVersion: apps/v1\nkind: DaemonSet\n');
+    expect((await loadBundle([dir], { exclude: [join(dir, 'dist')] })).imageCaches).toBe(1);
+    await expect(loadBundle([dir])).rejects.toThrow('unsupported apiVersion "apps/v1"');
+  });
+
   it('throws one SpecError listing every problem, including unreadable paths', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-'));
     await writeFile(join(dir, 'bad.yaml'), doc('a').replace('redis:7', 'Redis:7'));

@@ -29,13 +29,14 @@ export function synthCommand(io: Io) {
         .example('$0 synth specs/ -o dist', 'write one file per namespace into dist/')
         .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly'),
     handler: async (args: SynthArgs) => {
-      const { bundle } = await loadSpecs(args, io);
+      const output = args.output ?? 'dist';
+      // The output folder may sit inside a spec folder (`prewarm synth . -o dist`): never read it.
+      const { bundle } = await loadSpecs(args, io, args.stdout === true ? {} : { exclude: [output] });
       const options: SynthOptions = args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {};
       if (args.stdout === true) {
         io.stdout(synthYaml(bundle, options));
         return;
       }
-      const output = args.output ?? 'dist';
       await replaceDirectory(output, (dir) => createApp(bundle, options, dir).synth());
       const images = bundle.pools.reduce((n, p) => n + p.images.length, 0);
       io.stderr(`wrote ${bundle.pools.length} pools (${images} images) in ${bundle.namespaces.length} namespaces to ${output}\n`);

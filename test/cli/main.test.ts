@@ -1,0 +1,125 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { ExitCode } from '../../src/cli/exit-codes.js';
+import { run } from '../../src/cli/main.js';
+
+const exec = promisify(execFile);
+
+async function cli(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+async function specDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'prewarm-cli-'));
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  return dir;
+}
+
+const good = `apiVersion: kubefledged.io/v1alpha2
+kind: ImageCache
+metadata: {name: c, namespace: ns}
+spec:
+  cacheSpec:
+  - images: [redis:7, busybox]
+`;
+const bad = good.replace('redis:7', 'Redis:7');
+
+describe('prewarm CLI', () => {
+  it('--stdout prints one YAML stream of manifests and nothing else; warnings go to stderr', async () => {
+    const dir = await specDir({ 'a.yaml': good });
+    const r = await cli('synth', dir, '--stdout');
+    expect(r.code).toBe(ExitCode.Success);
+    const docs = parseAllDocuments(r.stdout);
+    expect(docs.every((d) => d.errors.length === 0)).toBe(true);
+    expect(docs.map((d) => d.get('kind'))).toEqual(['Namespace', 'ServiceAccount', 'ConfigMap', 'DaemonSet']);
+    expect(r.stdout.split('\n').filter((l) => l === '---')).toHaveLength(3);
+    expect(r.stderr).toContain('warning:');
+    expect(r.stdout).not.toContain('warning');
+  });
+
+  it('exits 1 on an invalid spec, naming file, line and field, and writes nothing', async () => {
+    const dir = await specDir({ 'a.yaml': bad });
+    const out = join(dir, 'out');
+    const r = await cli('synth', dir, '-o', out);
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`${join(dir, 'a.yaml')}:6:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "Redis:7"`);
+    expect(await readdir(dir)).toEqual(['a.yaml']);
+  });
+
+  it('leaves the previous output untouched when a synth fails, and replaces it whole when one succeeds', async () => {
+    const dir = await specDir({ 'a.yaml': good });
+    const out = join(dir, 'out');
+    expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.Success);
+    await writeFile(join(out, 'stale.k8s.yaml'), 'kind: Stale\n');
+    const before = await readFile(join(out, 'prewarm-ns-ns.k8s.yaml'), 'utf8');
+
+    await writeFile(join(dir, 'a.yaml'), bad);
+    expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.InvalidInput);
+    expect(await readFile(join(out, 'prewarm-ns-ns.k8s.yaml'), 'utf8')).toBe(before);
+    expect((await readdir(out)).sort()).toEqual(['prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml', 'stale.k8s.yaml']);
+
+    await writeFile(join(dir, 'a.yaml'), good);
+    expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.Success);
+    expect((await readdir(out)).sort()).toEqual(['prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml']);
+    expect((await readdir(dir)).sort()).toEqual(['a.yaml', 'out']);
+  });
+
+  it('exits 1 when there is no ImageCache at all, rather than printing nothing', async () => {
+    const dir = await specDir({ 'empty.yaml': '# nothing here\n' });
+    const r = await cli('synth', dir, '--stdout');
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('no ImageCache found');
+  });
+
+  it.each([
+    [[], 'name a command'],
+    [['synth'], 'Not enough non-option arguments'],
+    [['synth', 'x', '--stdout', '-o', 'y'], 'mutually exclusive'],
+    [['synth', 'x', '--frobnicate'], 'Unknown argument: frobnicate'],
+    [['frobnicate'], 'Unknown argument: frobnicate'],
+  ])('exits 2 on usage errors: %j', async (argv, message) => {
+    const r = await cli(...argv);
+    expect(r.code).toBe(ExitCode.Usage);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(message);
+  });
+
+  it('validate reports a summary on stderr and exits 0', async () => {
+    const dir = await specDir({ 'a.yaml': good });
+    const r = await cli('validate', dir);
+    expect(r).toMatchObject({ code: ExitCode.Success, stdout: '' });
+    expect(r.stderr).toContain('ok: 1 ImageCaches, 1 pools, 2 images');
+  });
+
+  it('--no-reconciler omits the sidecar', async () => {
+    const dir = await specDir({ 'a.yaml': good });
+    const r = await cli('synth', dir, '--stdout', '--no-reconciler');
+    expect(r.stdout).not.toContain('prewarm-reconciler');
+  });
+
+  it('prints help on stdout with exit 0', async () => {
+    const r = await cli('--help');
+    expect(r.code).toBe(ExitCode.Success);
+    expect(r.stdout).toContain('prewarm synth <paths..>');
+  });
+
+  it('the real executable sets its exit code and keeps stdout pure', async () => {
+    const dir = await specDir({ 'a.yaml': bad });
+    const err = await exec(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'synth', dir, '--stdout']).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 1, stdout: '' });
+    await mkdir(join(dir, 'ok'));
+    await writeFile(join(dir, 'ok', 'a.yaml'), good);
+    const ok = await exec(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'synth', join(dir, 'ok'), '--stdout']);
+    expect(ok.stdout.startsWith('apiVersion: v1\nkind: Namespace\n')).toBe(true);
+  }, 60_000);
+});

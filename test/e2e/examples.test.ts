@@ -1,0 +1,87 @@
+/**
+ * E2E (issue #3, 1 and 2): the synth output of examples/ applied unchanged with server-side apply
+ * into namespaces labelled Pod Security restricted (warn + enforce): no warning, every pod
+ * Running; then a node joining afterwards gets every image of its pools, timed against a raw
+ * pull of the same images on a fresh containerd.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addNode, kubectl, removeNode } from '../cluster/cluster.js';
+import { startBareRuntime, stopBareRuntime, rawPull } from '../cluster/bare.js';
+import { nodeImages } from '../cluster/node.js';
+import {
+  applyServerSide, describePool, normalize, parseObjects, poolsOf, prepareImages, secs, synth,
+  waitImagesOnNode, waitPoolPodRunning, pods, type K8sObject, type PoolImages,
+} from './helpers.js';
+
+/** Labels and taint that make a node match every pool of the examples. */
+const ALL_POOLS_NODE = {
+  labels: { tier: 'backend', 'node.kubernetes.io/instance-type': 'g5.2xlarge' },
+  taints: [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' as const }],
+};
+const FIRST = 'ex-first';
+const JOIN = 'ex-join';
+const RAW = 'ex-raw';
+
+describe('examples/ synth output on a real cluster', () => {
+  let objects: K8sObject[] = [];
+  let pools: PoolImages[] = [];
+
+  beforeAll(async () => {
+    const { yaml } = synth(['examples']);
+    objects = parseObjects(yaml);
+    pools = poolsOf(objects);
+    expect(pools.length).toBeGreaterThan(0);
+    prepareImages(objects);
+    await addNode(FIRST, ALL_POOLS_NODE);
+  });
+
+  afterAll(async () => {
+    await stopBareRuntime(RAW).catch(() => undefined);
+    for (const n of [FIRST, JOIN]) await removeNode(n).catch(() => undefined);
+  });
+
+  it('applies with server-side apply into restricted namespaces with zero warnings; every pod Running', async () => {
+    const namespaces = objects.filter((o) => o.kind === 'Namespace');
+    const used = new Set(objects.map((o) => o.metadata.namespace).filter((n): n is string => !!n));
+    for (const ns of used) {
+      const nsObj = namespaces.find((n) => n.metadata.name === ns);
+      expect(nsObj, `synth output declares namespace ${ns}`).toBeDefined();
+      expect(nsObj?.metadata.labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
+      expect(nsObj?.metadata.labels?.['pod-security.kubernetes.io/warn']).toBe('restricted');
+    }
+    const { yaml } = synth(['examples']);
+    const applied = applyServerSide(yaml);
+    expect(applied.warnings, applied.stderr).toEqual([]);
+    // The server holds the labels too (nothing stripped them).
+    for (const ns of used) {
+      const labels = JSON.parse(kubectl(['get', 'ns', ns, '-o', 'jsonpath={.metadata.labels}'])) as Record<string, string>;
+      expect(labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
+      expect(labels['pod-security.kubernetes.io/warn']).toBe('restricted');
+    }
+    for (const pool of pools) await waitPoolPodRunning(pool, FIRST);
+    // Every pod of every pool, on every node, is Running (none Pending or failing).
+    for (const pool of pools) {
+      const ps = pods(`prewarm.dev/pool=${pool.pool}`, pool.namespace);
+      expect(ps.length, describePool(pool)).toBeGreaterThan(0);
+      for (const p of ps) expect(p.phase, `${p.namespace}/${p.name} on ${p.node}\n${describePool(pool)}`).toBe('Running');
+    }
+    const have = new Set(nodeImages(FIRST));
+    for (const ref of pools.flatMap((p) => p.all)) expect(have.has(normalize(ref)), `${ref} on ${FIRST}`).toBe(true);
+  });
+
+  it('a node joining after the apply gets every image of its pools; time-to-warm vs raw pull', async () => {
+    const want = [...new Set(pools.flatMap((p) => p.all))];
+    const { readyAt } = await addNode(JOIN, ALL_POOLS_NODE);
+    const warmAt = await waitImagesOnNode(JOIN, want, 300_000, 100);
+    const warmMs = warmAt - readyAt;
+    for (const pool of pools) await waitPoolPodRunning(pool, JOIN);
+
+    await startBareRuntime(RAW);
+    const rawMs = await rawPull(RAW, want);
+    const have = new Set(nodeImages(RAW));
+    for (const ref of want) expect(have.has(normalize(ref)), `raw pull of ${ref}`).toBe(true);
+    const ratio = warmMs / rawMs;
+    console.log(`time-to-warm ${JOIN}: ${secs(warmMs)}s (raw pull ${secs(rawMs)}s, ratio ${ratio.toFixed(2)}) [${want.length} images]`);
+    expect(warmMs).toBeGreaterThan(0);
+  });
+});
