@@ -81,7 +81,8 @@ class Kick {
   }
   /** Resolves on a kick (past or future), after `ms`, or on abort. */
   async wait(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
-    if (this.pending) {
+    // An abort that happened during the reconcile before this wait fires no listener any more.
+    if (this.pending || signal.aborted) {
       this.pending = false;
       return;
     }
