@@ -11,7 +11,7 @@ import { deleteNetns, ensureHub, netnsExists } from './net.js';
 import { CA_CRT, writeKubeconfig } from './pki.js';
 import { startRegistries, stopRegistries } from './registry.js';
 import { run, daemonPid, PID_DIR, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
-import { DEFAULT_IMAGE_GC, destroyNode, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
+import { DEFAULT_IMAGE_GC, containerdDaemon, destroyNode, startContainerd, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
 
 export const ADMIN_KUBECONFIG = join(STATE_DIR, 'admin.kubeconfig');
@@ -88,7 +88,9 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   }
   // Nodes that existed before (e.g. after `down --keep`), restart them.
   for (const spec of listNodeSpecs()) {
-    if (!daemonPid(kubeletDaemon(spec.name))) await startNode(spec);
+    if (spec.bare) {
+      if (!daemonPid(containerdDaemon(spec.name))) await startContainerd(spec);
+    } else if (!daemonPid(kubeletDaemon(spec.name))) await startNode(spec);
   }
   log(`cluster up in ${Date.now() - t0} ms; kubeconfig ${ADMIN_KUBECONFIG}`);
 }

@@ -33,6 +33,8 @@ export interface NodeSpec {
   verbosity: number;
   /** Extra KubeletConfiguration fields (YAML-compatible JSON). */
   kubeletExtra?: Record<string, unknown>;
+  /** A bare runtime: netns + containerd only, no kubelet (raw-pull baselines). */
+  bare?: boolean;
 }
 
 export const DEFAULT_IMAGE_GC: ImageGcPolicy = {

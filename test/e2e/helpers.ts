@@ -263,3 +263,26 @@ export function runningContainers(node: string): { name: string; image: string; 
 export function secs(ms: number): string {
   return (ms / 1000).toFixed(2);
 }
+
+/** Image ids (sha256:...) on a node by normalised tag, from the CRI image service. */
+export function imageIdsOnNode(node: string): Map<string, string> {
+  const out = JSON.parse(crictl(node, ['images', '-o', 'json'])) as { images: { id: string; repoTags?: string[] }[] };
+  const m = new Map<string, string>();
+  for (const i of out.images) for (const t of i.repoTags ?? []) m.set(t, i.id);
+  return m;
+}
+
+/** Running containers on a node that use any of the given images. */
+export function containersUsing(node: string, refs: readonly string[]): { name: string; image: string }[] {
+  const ids = imageIdsOnNode(node);
+  const wanted = new Set<string>();
+  for (const r of refs) {
+    wanted.add(normalize(r));
+    const id = ids.get(normalize(r));
+    if (id) wanted.add(id);
+  }
+  return runningContainers(node)
+    .filter((c) => c.state === 'CONTAINER_RUNNING')
+    .filter((c) => wanted.has(c.image) || wanted.has(c.imageRef))
+    .map((c) => ({ name: c.name, image: c.image }));
+}

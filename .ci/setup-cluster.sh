@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what the prewarm test cluster needs and builds its Go binaries (cached by version).
+# Idempotent: a warm run (packages present, binaries cached) takes a few seconds.
+#   .ci/setup-cluster.sh            # packages + all components
+#   PREWARM_SKIP_APT=1 .ci/setup-cluster.sh   # binaries only
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+T0=$SECONDS
+PKGS=(containerd runc containernetworking-plugins docker-registry skopeo umoci iproute2 socat
+      busybox-static iptables conntrack openssl apache2-utils util-linux findutils tar)
+
+if [[ "${PREWARM_SKIP_APT:-0}" != 1 ]]; then
+  missing=()
+  for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "[setup-cluster] installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  # Debian starts no daemons here (no systemd), but make sure the packaged services are not
+  # running on the machine's addresses: the harness runs its own instances in its netns.
+  for svc in docker-registry containerd; do
+    if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then service "$svc" stop || true; fi
+  done
+fi
+
+command -v go >/dev/null || { echo "[setup-cluster] go is required (Go toolchain on PATH)" >&2; exit 1; }
+"$ROOT/test/cluster/build.sh"
+echo "[setup-cluster] ready in $((SECONDS - T0))s"

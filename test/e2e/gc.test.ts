@@ -1,0 +1,74 @@
+/**
+ * E2E (issue #3, 5): kubelet image GC runs (deliberately low thresholds on this node) and the
+ * pool's cached images survive while the pull pod runs, while a non-cached control image (pulled
+ * on the node, used by nothing) is removed.
+ *
+ * The kubelet runs image GC at start-up and then every 5 minutes (not configurable); the test
+ * restarts the node's kubelet to get a pass now (bounded: 3 restarts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addNode, removeNode } from '../cluster/cluster.js';
+import { TEST_IMAGES } from '../cluster/images.js';
+import { crictl, loadSpec, nodeImages, restartKubelet } from '../cluster/node.js';
+import { logFile, sleep } from '../cluster/sh.js';
+import { readFileSync } from 'node:fs';
+import {
+  applyServerSide, containersUsing, imageCache, normalize, parseObjects, poolsOf, prepareImages, specDir, synth,
+  waitImagesOnNode, waitPoolPodRunning, type PoolImages,
+} from './helpers.js';
+
+const NODE = 'gc-node';
+const SEL = 'e2e.prewarm.dev/gc';
+const CACHED = ['docker.io/e2e/gc-cached-a:1.0', TEST_IMAGES.big];
+
+describe('kubelet image GC', () => {
+  let pool: PoolImages;
+
+  beforeAll(async () => {
+    const dir = specDir('gc', [imageCache('e2e-gc', 'gc', [{ pool: 'gc', nodeSelector: { [SEL]: 'yes' }, images: CACHED }])]);
+    const { yaml } = synth([dir]);
+    const objects = parseObjects(yaml);
+    prepareImages(objects);
+    const p = poolsOf(objects).find((x) => x.namespace === 'e2e-gc');
+    if (!p) throw new Error('no gc pool');
+    pool = p;
+    // Any usage above 1% of the image filesystem triggers GC down to 0%: everything unused goes.
+    await addNode(NODE, {
+      labels: { [SEL]: 'yes' },
+      imageGc: { highThresholdPercent: 1, lowThresholdPercent: 0, minimumGcAge: '0s' },
+      verbosity: 2,
+    });
+    expect(applyServerSide(yaml).warnings).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await removeNode(NODE).catch(() => undefined);
+  });
+
+  it('removes a non-cached image and keeps the cached ones while the pod runs', async () => {
+    await waitImagesOnNode(NODE, CACHED, 180_000);
+    await waitPoolPodRunning(pool, NODE);
+    crictl(NODE, ['pull', TEST_IMAGES.gcControl]);
+    expect(nodeImages(NODE)).toContain(normalize(TEST_IMAGES.gcControl));
+
+    const spec = loadSpec(NODE);
+    if (!spec) throw new Error('node spec missing');
+    let removed = false;
+    for (let attempt = 1; attempt <= 3 && !removed; attempt++) {
+      const logStart = readFileSync(logFile(`node-${NODE}-kubelet`), 'utf8').length;
+      await restartKubelet(spec);
+      for (let i = 0; i < 90 && !removed; i++) {
+        await sleep(1_000);
+        removed = !nodeImages(NODE).includes(normalize(TEST_IMAGES.gcControl));
+      }
+      const log = readFileSync(logFile(`node-${NODE}-kubelet`), 'utf8').slice(logStart);
+      const gcLines = log.split('\n').filter((l) => /image garbage collection|over the high threshold|Removing image/i.test(l));
+      console.log(`GC attempt ${attempt}: control image ${removed ? 'removed' : 'still present'}\n${gcLines.slice(0, 8).join('\n')}`);
+    }
+    expect(removed, 'kubelet image GC removed the non-cached control image').toBe(true);
+    const have = new Set(nodeImages(NODE));
+    for (const ref of CACHED) expect(have.has(normalize(ref)), `${ref} survived GC`).toBe(true);
+    await waitPoolPodRunning(pool, NODE);
+    expect(containersUsing(NODE, CACHED).length).toBe(CACHED.length);
+  });
+});
