@@ -1,0 +1,145 @@
+/**
+ * The OCI digest client against a tiny registry on 127.0.0.1 speaking the distribution API's
+ * manifest HEAD with anonymous, basic and bearer-token auth.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadKeyring, OciRegistry } from '../../src/reconciler/adapters/registry.js';
+import { Keyring, parseChallenge, parseImageRef } from '../../src/reconciler/oci.js';
+import { ApiError } from '../../src/reconciler/ports.js';
+
+const D1 = `sha256:${'1'.repeat(64)}`;
+const D2 = `sha256:${'2'.repeat(64)}`;
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+describe('parseImageRef', () => {
+  it.each([
+    ['nginx', { registry: 'docker.io', repository: 'library/nginx', tag: 'latest' }],
+    ['nginx:1.27', { registry: 'docker.io', repository: 'library/nginx', tag: '1.27' }],
+    ['team/app:v1', { registry: 'docker.io', repository: 'team/app', tag: 'v1' }],
+    ['127.0.0.1:5000/a/b:t', { registry: '127.0.0.1:5000', repository: 'a/b', tag: 't' }],
+    ['localhost/x', { registry: 'localhost', repository: 'x', tag: 'latest' }],
+    [`reg.io/a@${D1}`, { registry: 'reg.io', repository: 'a', digest: D1 }],
+  ])('%s', (ref, want) => {
+    expect(parseImageRef(ref)).toEqual(want);
+  });
+  it('rejects garbage', () => {
+    expect(() => parseImageRef('UPPER/case')).toThrow('invalid image reference "UPPER/case"');
+  });
+});
+
+describe('parseChallenge', () => {
+  it('reads quoted and bare params', () => {
+    expect(parseChallenge('Bearer realm="https://auth.example/token",service="reg",scope="repository:a:pull"')).toEqual({
+      scheme: 'bearer',
+      params: { realm: 'https://auth.example/token', service: 'reg', scope: 'repository:a:pull' },
+    });
+    expect(parseChallenge('Basic realm=x')).toEqual({ scheme: 'basic', params: { realm: 'x' } });
+  });
+});
+
+describe('Keyring', () => {
+  it('matches the most specific key, folding Docker Hub aliases and schemes', () => {
+    const k = new Keyring();
+    k.add(JSON.stringify({ auths: { 'https://index.docker.io/v1/': { auth: b64('hub:pw') }, 'reg.io': { username: 'u1', password: 'p1' }, 'reg.io/team': { auth: b64('u2:p2') } } }));
+    expect(k.lookup('docker.io', 'library/nginx')).toEqual({ username: 'hub', password: 'pw' });
+    expect(k.lookup('reg.io', 'team/app')).toEqual({ username: 'u2', password: 'p2' });
+    expect(k.lookup('reg.io', 'other/app')).toEqual({ username: 'u1', password: 'p1' });
+    expect(k.lookup('reg.io:5000', 'team/app')).toBeUndefined();
+    expect(k.lookup('reg.iox', 'a')).toBeUndefined();
+  });
+  it('loads mounted dockerconfigjson and legacy dockercfg secrets, ignoring junk', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-secrets-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'a'));
+      fs.writeFileSync(path.join(dir, 'a', '.dockerconfigjson'), JSON.stringify({ auths: { 'r1.io': { auth: b64('a:1') } } }));
+      fs.mkdirSync(path.join(dir, 'b'));
+      fs.writeFileSync(path.join(dir, 'b', '.dockercfg'), JSON.stringify({ 'r2.io': { auth: b64('b:2') } }));
+      fs.mkdirSync(path.join(dir, 'c'));
+      fs.writeFileSync(path.join(dir, 'c', '.dockerconfigjson'), 'not json');
+      const k = loadKeyring(dir);
+      expect(k.size).toBe(2);
+      expect(k.lookup('r2.io', 'x')).toEqual({ username: 'b', password: '2' });
+      expect(loadKeyring(path.join(dir, 'missing')).size).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('OciRegistry against a loopback registry', () => {
+  let server: http.Server;
+  let host: string;
+  const seen: { method: string; url: string; auth?: string; accept?: string }[] = [];
+  const tags: Record<string, string> = { 'open/app:v1': D1, 'basic/app:v1': D2, 'bearer/app:v1': D1 };
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', ...(req.headers.authorization ? { auth: req.headers.authorization } : {}), ...(req.headers.accept ? { accept: req.headers.accept } : {}) });
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname === '/token') {
+        if (req.headers.authorization !== `Basic ${b64('tok:en')}`) return void res.writeHead(401).end();
+        if (url.searchParams.get('scope') !== 'repository:bearer/app:pull' || url.searchParams.get('service') !== 'test-registry') return void res.writeHead(400).end();
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token: 'T0K', expires_in: 300 }));
+      }
+      const m = /^\/v2\/(.+)\/manifests\/([^/]+)$/.exec(url.pathname);
+      if (!m || req.method !== 'HEAD') return void res.writeHead(404).end();
+      const [, repo, tag] = m as unknown as [string, string, string];
+      if (repo.startsWith('basic/') && req.headers.authorization !== `Basic ${b64('bob:secret')}`) {
+        return void res.writeHead(401, { 'www-authenticate': 'Basic realm="test"' }).end();
+      }
+      if (repo.startsWith('bearer/') && req.headers.authorization !== 'Bearer T0K') {
+        return void res.writeHead(401, { 'www-authenticate': `Bearer realm="http://${host}/token",service="test-registry",scope="repository:${repo}:pull"` }).end();
+      }
+      const d = tags[`${repo}:${tag}`];
+      if (!d) return void res.writeHead(404).end();
+      res.writeHead(200, { 'docker-content-digest': d, 'content-type': 'application/vnd.oci.image.index.v1+json' }).end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  const client = (): OciRegistry => {
+    const k = new Keyring();
+    k.add(JSON.stringify({ auths: { [`${host}/basic`]: { auth: b64('bob:secret') }, [`${host}/bearer`]: { auth: b64('tok:en') } } }));
+    return new OciRegistry({ keyring: k, plainHttp: new Set([host]) });
+  };
+
+  it('HEADs the manifest anonymously, asking for indexes and manifest lists first', async () => {
+    expect(await client().digest(`${host}/open/app:v1`)).toBe(D1);
+    const h = seen.at(-1);
+    expect(h?.method).toBe('HEAD');
+    expect(h?.accept?.split(', ')[0]).toBe('application/vnd.oci.image.index.v1+json');
+    expect(h?.accept).toContain('application/vnd.docker.distribution.manifest.list.v2+json');
+  });
+
+  it('answers basic challenges with the pull secret', async () => {
+    expect(await client().digest(`${host}/basic/app:v1`)).toBe(D2);
+  });
+
+  it('runs the bearer token flow and caches the token', async () => {
+    const c = client();
+    expect(await c.digest(`${host}/bearer/app:v1`)).toBe(D1);
+    const n = seen.length;
+    expect(await c.digest(`${host}/bearer/app:v1`)).toBe(D1);
+    expect(seen.slice(n).map((s) => s.url)).toEqual(['/v2/bearer/app/manifests/v1']);
+  });
+
+  it('never contacts the registry for digest-pinned references', async () => {
+    const n = seen.length;
+    expect(await client().digest(`${host}/open/app@${D2}`)).toBe(D2);
+    expect(seen.length).toBe(n);
+  });
+
+  it('fails with the status code on unknown tags and missing credentials', async () => {
+    await expect(client().digest(`${host}/open/app:nope`)).rejects.toMatchObject({ code: 404 });
+    const anon = new OciRegistry({ keyring: new Keyring(), plainHttp: new Set([host]) });
+    await expect(anon.digest(`${host}/basic/app:v1`)).rejects.toBeInstanceOf(ApiError);
+    await expect(anon.digest(`${host}/basic/app:v1`)).rejects.toThrow('registry wants basic auth and no pull secret matches');
+  });
+});
