@@ -1,0 +1,167 @@
+/**
+ * Footprint of the real sidecar process: builds it (tsc -p src/reconciler/tsconfig.json), runs
+ * `node <flags> lib/reconciler/main.js` against the loopback fake apiserver, drives it to warm,
+ * lets it idle, and prints:
+ *   sidecar-rss-mib: N          (max VmRSS over the idle window; the budget is 48)
+ *   sidecar-rss-anon-mib: N     (RssAnon: the part that is not the node binary's mapped text)
+ *   sidecar-cpu-idle-percent: N (user+sys CPU over the idle window)
+ *   api-reads-warm-transition / api-writes-warm-transition: N
+ * Exits non-zero when the budget is exceeded or the sidecar misbehaves.
+ *
+ * Usage: tsx bench/footprint.ts [--idle-seconds 15] [--no-build]
+ * Everything listens on 127.0.0.1.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FakeApiserver } from '../test/reconciler/fake-apiserver.js';
+import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/wellknown.js';
+
+/** The node flags the image's entrypoint uses (keep in sync with src/reconciler/Dockerfile). */
+export const SIDECAR_NODE_FLAGS = ['--max-old-space-size=24', '--max-semi-space-size=1', '--v8-pool-size=1'];
+const BUDGET_MIB = 48;
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const idleSeconds = Number(args[args.indexOf('--idle-seconds') + 1] || 15) || 15;
+
+function status(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const l of fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n')) {
+    const m = /^(\w+):\s+(\d+) kB/.exec(l);
+    if (m) out[m[1] as string] = Number(m[2]) / 1024;
+  }
+  return out;
+}
+
+function cpuTicks(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return Number(rest[11]) + Number(rest[12]); // utime + stime
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+async function main(): Promise<number> {
+  if (!args.includes('--no-build')) execFileSync('npx', ['tsc', '-p', 'src/reconciler/tsconfig.json'], { cwd: root, stdio: 'inherit' });
+  const now = Date.now();
+  const images = Array.from({ length: 20 }, (_, i) => `registry.local/team/image-${i}:v1`);
+  const created = new Date(now - 60_000).toISOString();
+  const api = await new FakeApiserver(
+    {
+      metadata: { name: 'pull-bench', namespace: 'prewarm', uid: 'pod-uid', creationTimestamp: created },
+      spec: { nodeName: 'bench-node', containers: images.map((image, i) => ({ name: `c${i}`, image, imagePullPolicy: 'Always' })) },
+      status: { phase: 'Pending', containerStatuses: images.map((image, i) => ({ name: `c${i}`, image, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } })) },
+    },
+    {
+      metadata: { name: 'bench-node', uid: 'node-uid', creationTimestamp: created },
+      spec: { taints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' }] },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: created }] },
+    },
+  ).start();
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-bench-'));
+  const poolsPath = path.join(tmp, 'pools.json');
+  fs.writeFileSync(poolsPath, JSON.stringify({ pools: [{ id: 'bench', namespace: 'prewarm', nodeLabelKey: 'prewarm.dev/bench', nodeSelector: {}, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY }] }));
+  const metricsPort = await freePort();
+  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, path.join(root, 'lib/reconciler/main.js')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PREWARM_KUBE_SERVER: api.url,
+      PREWARM_POOLS_PATH: poolsPath,
+      [ENV.nodeName]: 'bench-node',
+      [ENV.podName]: 'pull-bench',
+      [ENV.podNamespace]: 'prewarm',
+      [ENV.pool]: 'bench',
+      [ENV.nodeLabelKey]: 'prewarm.dev/bench',
+      [ENV.nodeAnnotationKey]: 'status.prewarm.dev/bench',
+      [ENV.gateTaintKey]: DEFAULT_GATE_TAINT_KEY,
+      [ENV.metricsPort]: String(metricsPort),
+      [ENV.podIP]: '127.0.0.1',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
+  const pid = child.pid as number;
+  try {
+    await until(() => api.requests.some((r) => r.path.includes('watch=true')), 10_000, 'the pod watch');
+    const before = api.requests.length;
+    // The kubelet reports every image running: one transition to warm.
+    api.setPod({
+      ...api.pod,
+      status: {
+        phase: 'Running',
+        containerStatuses: images.map((image, i) => ({ name: `c${i}`, image, imageID: `${image.split(':')[0]}@sha256:${String(i % 10).repeat(64)}`, state: { running: { startedAt: new Date(now - 1000).toISOString() } } })),
+      },
+    });
+    await until(() => api.events.length === 1, 10_000, 'the Warm event');
+    await sleep(300);
+    const transition = api.requests.slice(before);
+    const reads = transition.filter((r) => r.method === 'GET').length;
+    const writes = transition.filter((r) => r.method !== 'GET').length;
+    if (api.node.metadata.labels?.['prewarm.dev/bench'] !== 'warm' || (api.node.spec?.taints ?? []).length !== 0) throw new Error('sidecar did not warm the node');
+    // Idle: sample RSS and CPU; a scrape every 5 s like Prometheus would.
+    const t0 = cpuTicks(pid);
+    const w0 = Date.now();
+    let maxRss = 0;
+    let maxAnon = 0;
+    for (let s = 0; s < idleSeconds; s++) {
+      await sleep(1000);
+      if (s % 5 === 0) await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
+      const st = status(pid);
+      maxRss = Math.max(maxRss, st.VmRSS ?? 0);
+      maxAnon = Math.max(maxAnon, st.RssAnon ?? 0);
+    }
+    const cpuPct = ((cpuTicks(pid) - t0) / 100 / ((Date.now() - w0) / 1000)) * 100;
+    const idleWrites = api.writes().length - writes;
+    child.kill('SIGTERM');
+    const code = await exited;
+    const cleaned = api.node.metadata.labels?.['prewarm.dev/bench'] === undefined;
+    process.stdout.write(
+      [
+        `sidecar-rss-mib: ${maxRss.toFixed(1)}`,
+        `sidecar-rss-anon-mib: ${maxAnon.toFixed(1)}`,
+        `sidecar-cpu-idle-percent: ${cpuPct.toFixed(2)}`,
+        `api-reads-warm-transition: ${reads}`,
+        `api-writes-warm-transition: ${writes}`,
+        `api-writes-while-idle: ${idleWrites}`,
+        `sigterm-exit-code: ${code}`,
+        `sigterm-cleaned-label: ${cleaned}`,
+        `node-flags: ${SIDECAR_NODE_FLAGS.join(' ')}`,
+        '',
+      ].join('\n'),
+    );
+    const ok = maxRss <= BUDGET_MIB && writes <= 3 && idleWrites === 0 && code === 0 && cleaned;
+    if (!ok) process.stderr.write(`footprint check failed; sidecar stderr:\n${stderr}`);
+    return ok ? 0 : 1;
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\nsidecar stderr:\n${stderr}`);
+    child.kill('SIGKILL');
+    return 1;
+  } finally {
+    await api.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+process.exitCode = await main();

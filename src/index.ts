@@ -1,0 +1,14 @@
+/**
+ * prewarm as a library, for cdk8s users' own apps: load and validate ImageCache specs, then add
+ * prewarm's charts to an App, or place a {@link PullDaemonSet} in a chart of your own.
+ */
+export { addPrewarmCharts, createApp, synthYaml, type SynthOptions } from './synth/app.js';
+export { ClusterChart, NamespaceChart, type ClusterChartProps, type NamespaceChartProps } from './synth/charts.js';
+export { PullDaemonSet, type PullDaemonSetProps, type ReconcilerProps } from './synth/pull-daemonset.js';
+export { loadBundle, type LoadOptions, type LoadResult } from './spec/load.js';
+export { parseFiles, type ParseOptions, type ParseResult, type SourceFile } from './spec/parse.js';
+export { buildBundle, type BundleResult } from './spec/bundle.js';
+export { formatDiagnostic, SpecError, type Diagnostic, type Location } from './spec/errors.js';
+export type { Bundle, CacheEntry, Gate, ImageCache, Pool, PoolSettings, Toleration } from './spec/model.js';
+export { parseImageRef, type ImageRef } from './spec/reference.js';
+export { VERSION, DEFAULT_RECONCILER_IMAGE } from './version.js';
