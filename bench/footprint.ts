@@ -21,7 +21,7 @@ import { FakeApiserver } from '../test/reconciler/fake-apiserver.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/wellknown.js';
 
 /** The node flags the image's entrypoint uses (keep in sync with src/reconciler/Dockerfile). */
-export const SIDECAR_NODE_FLAGS = ['--max-old-space-size=24', '--max-semi-space-size=1', '--v8-pool-size=1'];
+export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : ['--max-old-space-size=24', '--max-semi-space-size=1', '--v8-pool-size=1'];
 const BUDGET_MIB = 48;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
