@@ -1,6 +1,6 @@
 /**
  * Footprint of the real sidecar process: builds it (tsc -p src/reconciler/tsconfig.json), runs
- * `node <flags> lib/reconciler/main.js` against the loopback fake apiserver, drives it to warm,
+ * `node <flags> lib/src/reconciler/main.js` against the loopback fake apiserver, drives it to warm,
  * lets it idle, and prints:
  *   sidecar-rss-mib: N          (max VmRSS over the idle window; the budget is 48)
  *   sidecar-rss-anon-mib: N     (RssAnon: the part that is not the node binary's mapped text)
@@ -82,7 +82,7 @@ async function main(): Promise<number> {
   const poolsPath = path.join(tmp, 'pools.json');
   fs.writeFileSync(poolsPath, JSON.stringify({ pools: [{ id: 'bench', namespace: 'prewarm', nodeLabelKey: 'prewarm.dev/bench', nodeSelector: {}, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY }] }));
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, path.join(root, 'lib/reconciler/main.js')], {
+  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, path.join(root, 'lib/src/reconciler/main.js')], {
     env: {
       PATH: process.env.PATH ?? '',
       PREWARM_KUBE_SERVER: api.url,

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds the prewarm reconciler sidecar image as an OCI image layout, without a Docker engine.
+#
+#   src/reconciler/build-image.sh OUT_DIR [TAG]     (prints OUT_DIR:TAG on stdout)
+#
+# The image holds what src/reconciler/Dockerfile's runtime stage holds, built from this machine
+# instead of a base image: the host's node binary and the shared libraries it links (ldd), the
+# compiled sidecar (lib/src/reconciler + lib/src/wellknown.js, from `tsc -p src/reconciler`), a
+# package.json marking it ESM, /etc/passwd with the numeric non-root user 65532, and /tmp.
+# The sidecar has no runtime npm dependencies (see adapters/http.ts), so no node_modules.
+# The architecture is the host's; for multi-arch images use the Dockerfile with buildx.
+#
+# Push the layout with: skopeo copy oci:OUT_DIR:TAG docker://REGISTRY/prewarm-reconciler:TAG
+# Needs: umoci (apt-get install umoci), node, npx (tsc from devDependencies), ldd.
+set -euo pipefail
+
+out=${1:?usage: build-image.sh OUT_DIR [TAG]}
+tag=${2:-latest}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+command -v umoci >/dev/null || { echo "build-image.sh: umoci not found (apt-get install umoci)" >&2; exit 2; }
+
+(cd "$repo" && npx tsc -p src/reconciler/tsconfig.json) >&2
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rootfs=$work/rootfs
+
+# node and every library it links, at the same paths (the dynamic loader included).
+node=$(readlink -f "$(command -v node)")
+install -D -m 0755 "$node" "$rootfs/usr/local/bin/node"
+ldd "$node" | grep -o '/[^ )]*' | sort -u | while read -r lib; do
+  for p in "$lib" "$(readlink -f "$lib")"; do
+    install -D -m 0755 "$(readlink -f "$p")" "$rootfs$p"
+  done
+done
+
+# The compiled sidecar, without declaration files.
+mkdir -p "$rootfs/app/lib/src"
+cp -r "$repo/lib/src/reconciler" "$rootfs/app/lib/src/"
+cp "$repo/lib/src/wellknown.js" "$rootfs/app/lib/src/"
+find "$rootfs/app" -name '*.d.ts' -delete
+rm -f "$rootfs/app/lib/src/reconciler/build-image.sh"
+printf '{"type":"module"}\n' >"$rootfs/app/package.json"
+
+mkdir -p "$rootfs/etc" "$rootfs/tmp"
+chmod 1777 "$rootfs/tmp"
+printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
+printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
+
+# Reproducible layer: fixed mtimes and ownership.
+find "$rootfs" -exec touch -h -d @0 {} +
+chown -R 0:0 "$rootfs"
+
+case "$(uname -m)" in
+  x86_64) arch=amd64 ;;
+  aarch64 | arm64) arch=arm64 ;;
+  *) arch=$(uname -m) ;;
+esac
+
+rm -rf "$out"
+umoci init --layout "$out"
+umoci new --image "$out:$tag"
+umoci insert --image "$out:$tag" --history.created 1970-01-01T00:00:00Z --history.created_by build-image.sh "$rootfs" /
+umoci config --image "$out:$tag" \
+  --created 1970-01-01T00:00:00Z --os linux --architecture "$arch" \
+  --config.user 65532:65532 --config.workingdir /app \
+  --config.env NODE_ENV=production \
+  --config.entrypoint /usr/local/bin/node \
+  --config.entrypoint --max-old-space-size=24 \
+  --config.entrypoint --max-semi-space-size=1 \
+  --config.entrypoint --v8-pool-size=1 \
+  --config.entrypoint /app/lib/src/reconciler/main.js \
+  --config.label org.opencontainers.image.title=prewarm-reconciler \
+  --no-history
+umoci gc --layout "$out"
+echo "$out:$tag"
