@@ -1,0 +1,247 @@
+/**
+ * Least-privilege access of the reconciler sidecar: its ServiceAccounts, RBAC, and a
+ * ValidatingAdmissionPolicy that narrows what RBAC cannot express.
+ *
+ * RBAC alone cannot limit a `patch nodes` grant to one node or to some fields, so:
+ * - RBAC grants exactly the calls the sidecar makes (src/reconciler/adapters/kube.ts): `get`,
+ *   `patch` on nodes (cluster-wide, ClusterRoleBinding); `get`, `watch` on pods and `create` on
+ *   events, only in the pool namespaces (RoleBindings to a second ClusterRole). No wildcards, no
+ *   Secrets (pull secrets reach the sidecar as mounted volumes), no lists. Events are only ever
+ *   created (unique names, no series), so `patch events` is not granted.
+ * - The admission policy lets that ServiceAccount change, on a node, only labels under
+ *   `prewarm.dev/`, annotations under `status.prewarm.dev/`, and only remove (never add or edit)
+ *   the gating taints; and only on the node its token is bound to: the pod-bound token carries the
+ *   pod's node in `request.userInfo.extra['authentication.kubernetes.io/node-name']`
+ *   (feature ServiceAccountTokenPodNodeInfo: alpha 1.29, beta and on by default in 1.30, GA in
+ *   1.32). On older clusters the claim is missing and every write is denied (fail closed): set
+ *   `requireNodeClaim: false` there, accepting that one compromised sidecar may edit prewarm keys
+ *   of other nodes. `admissionregistration.k8s.io/v1` policies need Kubernetes 1.30.
+ *
+ * Cluster-scoped objects carry no namespace; the construct refuses a chart that has one.
+ */
+import { ApiObject, Chart } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+import { DEFAULT_GATE_TAINT_KEY, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../wellknown.js';
+import { CLUSTER_ROLE, SERVICE_ACCOUNT } from './naming.js';
+
+/** Names of the objects {@link ReconcilerAccess} emits; stable, explicit, in one place. */
+export const ACCESS_NAMES = {
+  /** ClusterRole + ClusterRoleBinding for nodes. */
+  nodesRole: CLUSTER_ROLE,
+  /** ClusterRole bound per namespace (RoleBinding) for pods and events. */
+  namespacedRole: `${CLUSTER_ROLE}-namespaced`,
+  /** RoleBinding in each pool namespace. */
+  roleBinding: SERVICE_ACCOUNT,
+  /** ValidatingAdmissionPolicy and its binding (DNS subdomain names). */
+  policy: `reconciler.${GROUP}`,
+} as const;
+
+/** Extra key the apiserver puts into pod-bound ServiceAccount tokens' user info. */
+export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';
+
+/** Props of {@link ReconcilerAccess}. */
+export interface ReconcilerAccessProps {
+  /** Namespaces running pull DaemonSets; each gets a ServiceAccount and a RoleBinding. */
+  readonly namespaces: readonly string[];
+  /**
+   * ServiceAccount of the pull pods in every namespace.
+   * @default SERVICE_ACCOUNT ('prewarm-reconciler')
+   */
+  readonly serviceAccountName?: string;
+  /**
+   * Taint keys the sidecars may remove.
+   * @default [DEFAULT_GATE_TAINT_KEY]
+   */
+  readonly gateTaintKeys?: readonly string[];
+  /**
+   * Emit the ServiceAccounts. Turn off when another construct already does.
+   * @default true
+   */
+  readonly createServiceAccounts?: boolean;
+  /**
+   * Deny node writes whose token lacks the node-name claim (Kubernetes < 1.30 default).
+   * @default true
+   */
+  readonly requireNodeClaim?: boolean;
+}
+
+const LABELS = {
+  [LABEL_MANAGED_BY]: MANAGED_BY,
+  [LABEL_NAME]: 'prewarm',
+  [LABEL_PART_OF]: 'prewarm',
+  [LABEL_COMPONENT]: 'reconciler',
+};
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A qualified name as taint keys use it: optional DNS-subdomain prefix, `/`, name. */
+const QUALIFIED = /^(([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+const sorted = (xs: readonly string[]): string[] => [...new Set(xs)].sort();
+/** A CEL string literal (single-quoted, escaped). */
+const celString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+const celList = (xs: readonly string[]): string => `[${xs.map(celString).join(', ')}]`;
+
+/** "field unchanged, or absent on both sides" for an optional field of `path`. */
+function unchanged(path: string, field: string): string {
+  return `has(object.${path}.${field}) == has(oldObject.${path}.${field}) && (!has(object.${path}.${field}) || object.${path}.${field} == oldObject.${path}.${field})`;
+}
+
+/** The sidecar's ServiceAccounts, RBAC and node-write admission policy. */
+export class ReconcilerAccess extends Construct {
+  /** ServiceAccount name used in every namespace. */
+  readonly serviceAccountName: string;
+  private readonly namespaces: string[];
+  private readonly taintKeys: string[];
+
+  constructor(scope: Construct, id: string, props: ReconcilerAccessProps) {
+    super(scope, id);
+    this.serviceAccountName = props.serviceAccountName ?? SERVICE_ACCOUNT;
+    this.namespaces = sorted(props.namespaces);
+    this.taintKeys = sorted(props.gateTaintKeys ?? [DEFAULT_GATE_TAINT_KEY]);
+    const requireNodeClaim = props.requireNodeClaim ?? true;
+
+    if (this.namespaces.length === 0) throw new Error('ReconcilerAccess: namespaces must not be empty');
+    for (const ns of this.namespaces) {
+      if (ns.length > 63 || !DNS_LABEL.test(ns)) throw new Error(`ReconcilerAccess: namespace "${ns}" is not a valid DNS label`);
+    }
+    if (this.serviceAccountName.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(this.serviceAccountName)) {
+      throw new Error(`ReconcilerAccess: serviceAccountName "${this.serviceAccountName}" is not a valid DNS subdomain`);
+    }
+    if (this.taintKeys.length === 0) throw new Error('ReconcilerAccess: gateTaintKeys must not be empty');
+    for (const k of this.taintKeys) {
+      if (k.length > 316 || !QUALIFIED.test(k)) throw new Error(`ReconcilerAccess: gate taint key "${k}" is not a valid qualified name`);
+    }
+    this.node.addValidation({
+      validate: () => {
+        const ns = Chart.of(this).namespace;
+        return ns ? [`ReconcilerAccess must be placed in a chart without a namespace (found "${ns}"): it emits cluster-scoped objects`] : [];
+      },
+    });
+
+    const subjects = this.namespaces.map((namespace) => ({ kind: 'ServiceAccount', name: this.serviceAccountName, namespace }));
+
+    if (props.createServiceAccounts ?? true) {
+      for (const namespace of this.namespaces) {
+        new k8s.KubeServiceAccount(this, `sa-${namespace}`, {
+          metadata: { name: this.serviceAccountName, namespace, labels: LABELS },
+          // The pull pod projects its own pod-bound token into the sidecar only.
+          automountServiceAccountToken: false,
+        });
+      }
+    }
+
+    new k8s.KubeClusterRole(this, 'nodes-role', {
+      metadata: { name: ACCESS_NAMES.nodesRole, labels: LABELS },
+      rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }],
+    });
+    new k8s.KubeClusterRoleBinding(this, 'nodes-binding', {
+      metadata: { name: ACCESS_NAMES.nodesRole, labels: LABELS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.nodesRole },
+      subjects,
+    });
+    new k8s.KubeClusterRole(this, 'namespaced-role', {
+      metadata: { name: ACCESS_NAMES.namespacedRole, labels: LABELS },
+      rules: [
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+      ],
+    });
+    for (const namespace of this.namespaces) {
+      new k8s.KubeRoleBinding(this, `binding-${namespace}`, {
+        metadata: { name: ACCESS_NAMES.roleBinding, namespace, labels: LABELS },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.namespacedRole },
+        subjects: [{ kind: 'ServiceAccount', name: this.serviceAccountName, namespace }],
+      });
+    }
+
+    const usernames = this.namespaces.map((ns) => `system:serviceaccount:${ns}:${this.serviceAccountName}`);
+    const L = celString(NODE_LABEL_PREFIX);
+    const A = celString(NODE_ANNOTATION_PREFIX);
+    const validations = [
+      ...(requireNodeClaim
+        ? [
+            {
+              expression: `variables.tokenNode.size() == 1 && variables.tokenNode[0] == object.metadata.name`,
+              messageExpression: `'the prewarm reconciler may only write the node its pod runs on (token node: ' + (variables.tokenNode.size() == 0 ? '<none>' : variables.tokenNode[0]) + ', target: ' + object.metadata.name + ')'`,
+              reason: 'Forbidden',
+            },
+          ]
+        : []),
+      {
+        expression:
+          `variables.newLabels.all(k, k.startsWith(${L}) || (k in variables.oldLabels && variables.oldLabels[k] == variables.newLabels[k])) && ` +
+          `variables.oldLabels.all(k, k.startsWith(${L}) || k in variables.newLabels)`,
+        message: `the prewarm reconciler may only change node labels under ${NODE_LABEL_PREFIX}`,
+        reason: 'Forbidden',
+      },
+      {
+        expression:
+          `variables.newAnnotations.all(k, k.startsWith(${A}) || (k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.newAnnotations[k])) && ` +
+          `variables.oldAnnotations.all(k, k.startsWith(${A}) || k in variables.newAnnotations)`,
+        message: `the prewarm reconciler may only change node annotations under ${NODE_ANNOTATION_PREFIX}`,
+        reason: 'Forbidden',
+      },
+      {
+        expression:
+          `variables.newTaints.all(t, variables.oldTaints.exists(o, o == t)) && ` +
+          `variables.oldTaints.all(o, o.key in ${celList(this.taintKeys)} || variables.newTaints.exists(t, t == o))`,
+        message: `the prewarm reconciler may only remove the gating taints ${this.taintKeys.join(', ')}`,
+        reason: 'Forbidden',
+      },
+      {
+        expression: ['podCIDR', 'podCIDRs', 'providerID', 'unschedulable', 'configSource', 'externalID'].map((f) => `(${unchanged('spec', f)})`).join(' && '),
+        message: 'the prewarm reconciler may not change the node spec besides removing gating taints',
+        reason: 'Forbidden',
+      },
+      {
+        expression: ['finalizers', 'ownerReferences'].map((f) => `(${unchanged('metadata', f)})`).join(' && '),
+        message: 'the prewarm reconciler may not change node finalizers or owner references',
+        reason: 'Forbidden',
+      },
+    ];
+
+    new ApiObject(this, 'policy', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: ACCESS_NAMES.policy, labels: LABELS },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['nodes'] }],
+        },
+        // Only the sidecars' own requests are judged; every other writer of nodes is untouched.
+        matchConditions: [{ name: 'prewarm-reconciler', expression: `request.userInfo.username in ${celList(usernames)}` }],
+        variables: [
+          {
+            name: 'tokenNode',
+            expression: `has(request.userInfo.extra) && ${celString(NODE_NAME_EXTRA)} in request.userInfo.extra ? request.userInfo.extra[${celString(NODE_NAME_EXTRA)}] : []`,
+          },
+          { name: 'oldLabels', expression: 'has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}' },
+          { name: 'newLabels', expression: 'has(object.metadata.labels) ? object.metadata.labels : {}' },
+          { name: 'oldAnnotations', expression: 'has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}' },
+          { name: 'newAnnotations', expression: 'has(object.metadata.annotations) ? object.metadata.annotations : {}' },
+          { name: 'oldTaints', expression: 'has(oldObject.spec.taints) ? oldObject.spec.taints : []' },
+          { name: 'newTaints', expression: 'has(object.spec.taints) ? object.spec.taints : []' },
+        ],
+        validations,
+      },
+    });
+    new ApiObject(this, 'policy-binding', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: ACCESS_NAMES.policy, labels: LABELS },
+      spec: { policyName: ACCESS_NAMES.policy, validationActions: ['Deny'] },
+    });
+  }
+
+  /** Namespaces covered, sorted (a copy). */
+  get coveredNamespaces(): string[] {
+    return [...this.namespaces];
+  }
+
+  /** Gating taint keys the sidecars may remove, sorted (a copy). */
+  get gateTaintKeys(): string[] {
+    return [...this.taintKeys];
+  }
+}
