@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { e2eProject, integrationProject } from './test/e2e/projects.js';
 
 /**
  * Three projects, one per tier:
@@ -14,9 +15,11 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/e2e/**', 'test/integration/**', 'test/cluster/**'],
+          exclude: ['test/e2e/**', 'test/integration/**', 'test/cluster/**', 'test/gitops/**'],
         },
       },
+      integrationProject,
+      e2eProject,
     ],
   },
 });

@@ -6,6 +6,7 @@ import yargs from 'yargs';
 import { VERSION } from '../version.js';
 import { synthCommand } from './commands/synth.js';
 import { validateCommand } from './commands/validate.js';
+import { migrateCommand } from './commands/migrate.js';
 import { CliError, ExitCode, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
@@ -16,6 +17,7 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
     .command(synthCommand(io))
     .command(validateCommand(io))
+    .command(migrateCommand(io))
     .demandCommand(1, 'name a command')
     .strict()
     .version(VERSION)

@@ -123,3 +123,46 @@ describe('prewarm CLI', () => {
     expect(ok.stdout.startsWith('apiVersion: v1\nkind: Namespace\n')).toBe(true);
   }, 60_000);
 });
+
+describe('prewarm migrate (files)', () => {
+  const fledged = `apiVersion: kubefledged.io/v1alpha2
+kind: ImageCache
+metadata: {name: c, namespace: ns}
+spec:
+  cacheSpec:
+  - images: [redis:7]
+    nodeSelector: {tier: backend}
+`;
+
+  it('prints converted specs on stdout and leaves the files alone', async () => {
+    const dir = await specDir({ 'a.yaml': fledged });
+    const r = await cli('migrate', dir);
+    expect(r.code).toBe(ExitCode.Success);
+    expect(r.stdout).toContain('apiVersion: prewarm.dev/v1alpha1');
+    expect(r.stdout).toContain('tolerations:');
+    expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(fledged);
+  });
+
+  it('--write rewrites the files, and the result validates', async () => {
+    const dir = await specDir({ 'a.yaml': fledged });
+    expect((await cli('migrate', dir, '--write')).code).toBe(ExitCode.Success);
+    expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toContain('apiVersion: prewarm.dev/v1alpha1');
+    expect(await readdir(dir)).toEqual(['a.yaml']);
+    expect((await cli('validate', dir)).code).toBe(ExitCode.Success);
+  });
+
+  it('refuses invalid input with exit 1 and converts nothing', async () => {
+    const dir = await specDir({ 'a.yaml': fledged.replace('redis:7', 'Redis:7') });
+    const r = await cli('migrate', dir, '--write');
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain('repository name "Redis" must be lowercase');
+    expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toContain('kubefledged.io/v1alpha2');
+  });
+
+  it('exits 1 when there is nothing to convert, and 2 when told nothing', async () => {
+    const dir = await specDir({ 'a.yaml': fledged.replace('kubefledged.io/v1alpha2', 'prewarm.dev/v1alpha1').replace('nodeSelector', 'tolerations: []\n    nodeSelector') });
+    expect((await cli('migrate', dir)).code).toBe(ExitCode.InvalidInput);
+    expect((await cli('migrate')).code).toBe(ExitCode.Usage);
+    expect((await cli('migrate', dir, '--from-cluster')).code).toBe(ExitCode.Usage);
+  });
+});

@@ -1,0 +1,110 @@
+/** `prewarm migrate`: kube-fledged ImageCaches → prewarm.dev files that place images the same way. */
+import { rename, writeFile } from 'node:fs/promises';
+import type { Argv } from 'yargs';
+import { migrateObjects, migrateText, type FledgedObject } from '../../migrate/fledged.js';
+import { buildBundle } from '../../spec/bundle.js';
+import { formatDiagnostic } from '../../spec/errors.js';
+import { readSources } from '../../spec/load.js';
+import type { Diagnostic } from '../../spec/errors.js';
+import { parseFiles, type SourceFile } from '../../spec/parse.js';
+import { CliError, ExitCode, UsageError } from '../exit-codes.js';
+import type { Io } from '../io.js';
+import { kubeClient } from '../kube.js';
+
+interface MigrateArgs {
+  readonly paths?: readonly string[] | undefined;
+  readonly fromCluster?: boolean | undefined;
+  readonly write?: boolean | undefined;
+  readonly context?: string | undefined;
+}
+
+/** Registers the command. */
+export function migrateCommand(io: Io) {
+  return {
+    command: 'migrate [paths..]',
+    describe: 'Convert kube-fledged ImageCaches (files, or --from-cluster) into prewarm.dev ImageCaches',
+    builder: (y: Argv) =>
+      y
+        .positional('paths', { type: 'string', array: true, describe: 'kube-fledged spec files or folders' })
+        .option('from-cluster', { type: 'boolean', describe: 'Read kubefledged.io/v1alpha2 ImageCaches from the cluster instead' })
+        .option('context', { type: 'string', describe: 'kubeconfig context for --from-cluster' })
+        .option('write', { type: 'boolean', describe: 'Rewrite the files in place, keeping comments, instead of printing' })
+        .conflicts('from-cluster', 'write')
+        .example('$0 migrate specs/', 'print the converted specs')
+        .example('$0 migrate specs/ --write', 'convert in place; review with git diff')
+        .example('$0 migrate --from-cluster > specs/migrated.yaml', 'export what a cluster runs today'),
+    handler: async (args: MigrateArgs) => {
+      const paths = args.paths ?? [];
+      if (args.fromCluster === true) {
+        if (paths.length > 0) throw new UsageError('give either paths or --from-cluster, not both');
+        io.stdout(await fromCluster(args.context));
+        return;
+      }
+      if (paths.length === 0) throw new UsageError('name kube-fledged spec files or folders, or use --from-cluster');
+      await fromFiles(paths, args.write === true, io);
+    },
+  };
+}
+
+async function fromFiles(paths: readonly string[], write: boolean, io: Io): Promise<void> {
+  const diagnostics: Diagnostic[] = [];
+  const files = await readSources(paths, diagnostics);
+  const before = parseFiles(files);
+  diagnostics.push(...before.diagnostics);
+  report(diagnostics, io);
+  const converted: SourceFile[] = files.map((f) => ({ path: f.path, text: migrateText(f.text).text }));
+  const count = files.reduce((n, f) => n + migrateText(f.text).converted, 0);
+  if (count === 0) throw new CliError(`no kubefledged.io/v1alpha2 ImageCache found in ${paths.join(', ')}`, ExitCode.InvalidInput);
+  checkSamePlacement(files, converted);
+  if (write) {
+    for (const [i, file] of converted.entries()) {
+      if (file.text === files[i]?.text) continue;
+      // Write beside, then rename: a file is either the old one or the whole new one.
+      const tmp = `${file.path}.prewarm-migrate.tmp`;
+      await writeFile(tmp, file.text);
+      await rename(tmp, file.path);
+    }
+    io.stderr(`converted ${count} ImageCaches in place\n`);
+  } else {
+    io.stdout(converted.map((f) => f.text.replace(/\n*$/, '\n')).join('---\n'));
+    io.stderr(`converted ${count} ImageCaches\n`);
+  }
+}
+
+/**
+ * The promise of migration, checked on every run: the converted specs make exactly the pools
+ * (namespace, selector, tolerations) and images that the originals do.
+ */
+function checkSamePlacement(before: readonly SourceFile[], after: readonly SourceFile[]): void {
+  const placement = (files: readonly SourceFile[]) => {
+    const parsed = parseFiles(files);
+    const errors = parsed.diagnostics.filter((d) => d.severity === 'error');
+    if (errors.length > 0) throw new CliError(`converted output is invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
+    return JSON.stringify(buildBundle(parsed.caches).bundle.pools.map((p) => [p.key, p.images.map((i) => i.canonical), p.imagePullSecrets]));
+  };
+  if (placement(before) !== placement(after)) throw new CliError('converted specs would place images differently; nothing was written', ExitCode.Internal);
+}
+
+async function fromCluster(context: string | undefined): Promise<string> {
+  const { k8s, config } = await kubeClient(context);
+  const api = config.makeApiClient(k8s.CustomObjectsApi);
+  let list: { items?: FledgedObject[] };
+  try {
+    list = (await api.listClusterCustomObject({ group: 'kubefledged.io', version: 'v1alpha2', plural: 'imagecaches' })) as { items?: FledgedObject[] };
+  } catch (err) {
+    throw new CliError(`cannot list kubefledged.io/v1alpha2 imagecaches: ${(err as Error).message}`, ExitCode.Internal);
+  }
+  const items = list.items ?? [];
+  if (items.length === 0) throw new CliError('the cluster has no kubefledged.io/v1alpha2 ImageCache', ExitCode.InvalidInput);
+  const yaml = migrateObjects(items);
+  const parsed = parseFiles([{ path: '<cluster>', text: yaml }]);
+  const errors = parsed.diagnostics.filter((d) => d.severity === 'error');
+  if (errors.length > 0) throw new CliError(`cluster ImageCaches are invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.InvalidInput);
+  return yaml;
+}
+
+function report(diagnostics: readonly Diagnostic[], io: Io): void {
+  for (const d of diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
+  const errors = diagnostics.filter((d) => d.severity === 'error').length;
+  if (errors > 0) throw new CliError(`${errors} error${errors === 1 ? '' : 's'} found; nothing was converted`, ExitCode.InvalidInput);
+}
