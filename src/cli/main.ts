@@ -7,6 +7,7 @@ import { VERSION } from '../version.js';
 import { synthCommand } from './commands/synth.js';
 import { validateCommand } from './commands/validate.js';
 import { migrateCommand } from './commands/migrate.js';
+import { statusCommand } from './commands/status.js';
 import { CliError, ExitCode, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
@@ -18,6 +19,7 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     .command(synthCommand(io))
     .command(validateCommand(io))
     .command(migrateCommand(io))
+    .command(statusCommand(io))
     .demandCommand(1, 'name a command')
     .strict()
     .version(VERSION)

@@ -1,0 +1,109 @@
+/** `prewarm status`: pools and nodes, warm or not, read from the cluster; exit 0 only when all warm. */
+import type { Argv } from 'yargs';
+import { stringify } from 'yaml';
+import { buildReport, renderTable, type StatusFormat, type StatusReport } from '../../status/report.js';
+import { LABEL_MANAGED_BY, LABEL_POOL, MANAGED_BY } from '../../wellknown.js';
+import { CliError, ExitCode, UsageError } from '../exit-codes.js';
+import type { Io } from '../io.js';
+import { kubeClient } from '../kube.js';
+
+interface StatusArgs {
+  readonly output: StatusFormat;
+  readonly watch?: boolean | undefined;
+  readonly timeout?: string | undefined;
+  readonly interval: number;
+  readonly context?: string | undefined;
+  readonly namespace?: string | undefined;
+}
+
+/** How `status` reads the cluster; a port so tests can count and fake calls. */
+export interface StatusSource {
+  read(): Promise<StatusReport>;
+}
+
+/** Registers the command. */
+export function statusCommand(io: Io, isTty: () => boolean = () => process.stdout.isTTY === true) {
+  return {
+    command: 'status',
+    describe: 'Show desired and warm nodes per pool, and failing images per node; exit 3 unless all are warm',
+    builder: (y: Argv) =>
+      y
+        .option('output', { alias: 'o', choices: ['table', 'wide', 'json', 'yaml'] as const, default: 'table' as StatusFormat, describe: 'Output format' })
+        .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
+        .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m' })
+        .option('interval', { type: 'number', default: 2, describe: 'With --watch: seconds between reads' })
+        .option('context', { type: 'string', describe: 'kubeconfig context' })
+        .option('namespace', { alias: 'n', type: 'string', describe: 'Only pools in this namespace' })
+        .example('$0 status -o wide', 'every node of every pool')
+        .example('$0 status --watch --timeout 15m', 'CI gate: wait until warm'),
+    handler: async (args: StatusArgs) => {
+      const timeoutMs = args.timeout === undefined ? undefined : parseTimeout(args.timeout);
+      const source = await clusterSource(args.context, args.namespace);
+      const report = args.watch === true ? await watch(source, args, timeoutMs, io, isTty()) : await source.read();
+      if (args.watch !== true) io.stdout(render(report, args.output));
+      if (!report.allWarm) throw new CliError('not every node is warm', ExitCode.NotReady);
+    },
+  };
+}
+
+function parseTimeout(text: string): number {
+  const m = /^(\d+)(s|m|h)$/.exec(text);
+  if (m === null) throw new UsageError(`--timeout "${text}" must look like 90s, 15m or 1h`);
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 's' | 'm' | 'h'];
+}
+
+/** Renders in the chosen format. JSON and YAML carry the whole report. */
+export function render(report: StatusReport, format: StatusFormat): string {
+  switch (format) {
+    case 'json':
+      return `${JSON.stringify(report, null, 2)}\n`;
+    case 'yaml':
+      return stringify(report);
+    case 'wide':
+      return renderTable(report, true);
+    case 'table':
+      return renderTable(report, false);
+  }
+}
+
+/**
+ * Re-reads every `interval` seconds until all is warm or the timeout passes. On a TTY the screen
+ * is redrawn in place; otherwise a new report is printed only when it changed, so logs stay short.
+ */
+export async function watch(source: StatusSource, args: Pick<StatusArgs, 'output' | 'interval'>, timeoutMs: number | undefined, io: Io, tty: boolean): Promise<StatusReport> {
+  const started = Date.now();
+  let last = '';
+  for (;;) {
+    const report = await source.read();
+    const text = render(report, args.output);
+    if (text !== last) {
+      io.stdout(tty ? `\u001b[H\u001b[2J${text}` : `${text}\n`);
+      last = text;
+    }
+    if (report.allWarm) return report;
+    if (timeoutMs !== undefined && Date.now() - started >= timeoutMs) return report;
+    await new Promise((r) => setTimeout(r, Math.max(0.1, args.interval) * 1000));
+  }
+}
+
+/** Reads DaemonSets, their pods and the nodes through @kubernetes/client-node: three lists per read. */
+async function clusterSource(context: string | undefined, namespace: string | undefined): Promise<StatusSource> {
+  const { k8s, config } = await kubeClient(context);
+  const apps = config.makeApiClient(k8s.AppsV1Api);
+  const core = config.makeApiClient(k8s.CoreV1Api);
+  const managed = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
+  return {
+    async read() {
+      try {
+        const [daemonSets, pods, nodes] = await Promise.all([
+          namespace === undefined ? apps.listDaemonSetForAllNamespaces({ labelSelector: managed }) : apps.listNamespacedDaemonSet({ namespace, labelSelector: managed }),
+          namespace === undefined ? core.listPodForAllNamespaces({ labelSelector: LABEL_POOL }) : core.listNamespacedPod({ namespace, labelSelector: LABEL_POOL }),
+          core.listNode(),
+        ]);
+        return buildReport(daemonSets.items, pods.items, nodes.items);
+      } catch (err) {
+        throw new CliError(`cannot read the cluster: ${(err as Error).message}`, ExitCode.Internal);
+      }
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { watch } from '../../src/cli/commands/status.js';
+import { buildReport, renderTable, type ObservedDaemonSet, type ObservedNode, type ObservedPod, type StatusReport } from '../../src/status/report.js';
+
+const ds = (pool: string, desired: number): ObservedDaemonSet => ({
+  metadata: { name: `prewarm-${pool}`, namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
+  status: { desiredNumberScheduled: desired },
+});
+const pod = (pool: string, node: string, waiting?: { image: string; reason: string; message?: string }): ObservedPod => ({
+  metadata: { namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
+  spec: { nodeName: node },
+  status: { containerStatuses: waiting === undefined ? [] : [{ name: 'c', image: waiting.image, state: { waiting: { reason: waiting.reason, ...(waiting.message ? { message: waiting.message } : {}) } } }] },
+});
+const node = (name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): ObservedNode => ({ metadata: { name, labels, annotations } });
+const annotation = (a: object) => JSON.stringify({ v: 1, pod: 'p', images: 2, ...a });
+
+describe('buildReport', () => {
+  it('counts warm, partial and cold nodes per pool, including nodes with no pod yet', () => {
+    const report = buildReport(
+      [ds('gpu', 4)],
+      [pod('gpu', 'n1'), pod('gpu', 'n2'), pod('gpu', 'n3', { image: 'bad:1', reason: 'ErrImagePull', message: 'not found' })],
+      [
+        node('n1', { 'prewarm.dev/gpu': 'warm' }, { 'status.prewarm.dev/gpu': annotation({ state: 'warm', present: 2, ttwSeconds: 42 }) }),
+        node('n2', { 'prewarm.dev/gpu': 'partial' }, { 'status.prewarm.dev/gpu': annotation({ state: 'partial', present: 1, failing: [{ image: 'x:1', reason: 'ImagePullBackOff' }] }) }),
+        node('n3'),
+      ],
+    );
+    expect(report.allWarm).toBe(false);
+    expect(report.pools[0]).toMatchObject({ pool: 'gpu', desired: 4, warm: 1, partial: 1, cold: 2 });
+    expect(report.pools[0]?.nodes).toEqual([
+      { node: 'n1', state: 'warm', images: 2, present: 2, timeToWarmSeconds: 42, failing: [] },
+      { node: 'n2', state: 'partial', images: 2, present: 1, failing: [{ image: 'x:1', reason: 'ImagePullBackOff' }] },
+      { node: 'n3', state: 'cold', images: 1, failing: [{ image: 'bad:1', reason: 'ErrImagePull', message: 'not found' }] },
+    ]);
+  });
+
+  it('is all warm only when every desired node of every pool is warm', () => {
+    const warm = node('n1', { 'prewarm.dev/a': 'warm', 'prewarm.dev/b': 'warm' });
+    expect(buildReport([ds('a', 1), ds('b', 1)], [pod('a', 'n1'), pod('b', 'n1')], [warm]).allWarm).toBe(true);
+    expect(buildReport([ds('a', 2)], [pod('a', 'n1')], [warm]).allWarm).toBe(false);
+  });
+
+  it('renders a pool table, and node rows for what needs attention (all of them with wide)', () => {
+    const report = buildReport([ds('gpu', 2)], [pod('gpu', 'n1'), pod('gpu', 'n2')], [node('n1', { 'prewarm.dev/gpu': 'warm' }), node('n2')]);
+    const narrow = renderTable(report, false);
+    expect(narrow).toContain('NAMESPACE   POOL   DESIRED   WARM   PARTIAL   COLD');
+    expect(narrow).toContain('n2');
+    expect(narrow).not.toContain('n1');
+    expect(renderTable(report, true)).toContain('n1');
+  });
+});
+
+describe('status --watch', () => {
+  const cold: StatusReport = { pools: [{ pool: 'p', namespace: 'ml', daemonSet: 'd', desired: 1, warm: 0, partial: 0, cold: 1, nodes: [] }], allWarm: false };
+  const warm: StatusReport = { pools: [{ ...cold.pools[0]!, warm: 1, cold: 0 }], allWarm: true };
+
+  it('prints plain lines only on change when stdout is not a TTY, and stops once warm', async () => {
+    const reads = [cold, cold, cold, warm];
+    let out = '';
+    const result = await watch({ read: async () => reads.shift() ?? warm }, { output: 'table', interval: 0.01 }, undefined, { stdout: (t) => (out += t), stderr: () => undefined }, false);
+    expect(result.allWarm).toBe(true);
+    expect(out.match(/NAMESPACE/g)).toHaveLength(2);
+    expect(out).not.toContain('\u001b[');
+  });
+
+  it('redraws in place on a TTY, and gives up at the timeout', async () => {
+    let out = '';
+    const result = await watch({ read: async () => cold }, { output: 'table', interval: 0.01 }, 50, { stdout: (t) => (out += t), stderr: () => undefined }, true);
+    expect(result.allWarm).toBe(false);
+    expect(out.startsWith('\u001b[H\u001b[2J')).toBe(true);
+  });
+});
