@@ -4,10 +4,11 @@
  *
  * RBAC alone cannot limit a `patch nodes` grant to one node or to some fields, so:
  * - RBAC grants exactly the calls the sidecar makes (src/reconciler/adapters/kube.ts): `get`,
- *   `patch` on nodes (cluster-wide, ClusterRoleBinding); `get`, `watch` on pods and `create` on
- *   events, only in the pool namespaces (RoleBindings to a second ClusterRole). No wildcards, no
- *   Secrets (pull secrets reach the sidecar as mounted volumes), no lists. Events are only ever
- *   created (unique names, no series), so `patch events` is not granted.
+ *   `patch` on nodes (cluster-wide, ClusterRoleBinding); `get`, `watch` on pods only in the pool
+ *   namespaces (RoleBindings); `create` on events only in `default`, the one namespace where the
+ *   apiserver accepts core/v1 Events about a Node (a RoleBinding there). No wildcards, no Secrets
+ *   (pull secrets reach the sidecar as mounted volumes), no lists. Events are only ever created
+ *   (unique names, no series), so `patch events` is not granted.
  * - The admission policy lets that ServiceAccount change, on a node, only labels under
  *   `prewarm.dev/`, annotations under `status.prewarm.dev/`, and only remove (never add or edit)
  *   the gating taints; and only on the node its token is bound to: the pod-bound token carries the
@@ -29,13 +30,20 @@ import { CLUSTER_ROLE, SERVICE_ACCOUNT } from './naming.js';
 export const ACCESS_NAMES = {
   /** ClusterRole + ClusterRoleBinding for nodes. */
   nodesRole: CLUSTER_ROLE,
-  /** ClusterRole bound per namespace (RoleBinding) for pods and events. */
-  namespacedRole: `${CLUSTER_ROLE}-namespaced`,
+  /** ClusterRole bound per pool namespace (RoleBinding) for the sidecar's own pod. */
+  podsRole: `${CLUSTER_ROLE}-pods`,
   /** RoleBinding in each pool namespace. */
   roleBinding: SERVICE_ACCOUNT,
+  /** ClusterRole for Events, bound only in {@link EVENTS_NAMESPACE}. */
+  eventsRole: `${CLUSTER_ROLE}-events`,
+  /** RoleBinding in {@link EVENTS_NAMESPACE}. */
+  eventsBinding: `${SERVICE_ACCOUNT}-events`,
   /** ValidatingAdmissionPolicy and its binding (DNS subdomain names). */
   policy: `reconciler.${GROUP}`,
 } as const;
+
+/** Where the sidecar posts Events about its Node (see NODE_EVENTS_NAMESPACE in the adapter). */
+export const EVENTS_NAMESPACE = 'default';
 
 /** Extra key the apiserver puts into pod-bound ServiceAccount tokens' user info. */
 export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';
@@ -140,20 +148,26 @@ export class ReconcilerAccess extends Construct {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.nodesRole },
       subjects,
     });
-    new k8s.KubeClusterRole(this, 'namespaced-role', {
-      metadata: { name: ACCESS_NAMES.namespacedRole, labels: LABELS },
-      rules: [
-        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] },
-        { apiGroups: [''], resources: ['events'], verbs: ['create'] },
-      ],
+    new k8s.KubeClusterRole(this, 'pods-role', {
+      metadata: { name: ACCESS_NAMES.podsRole, labels: LABELS },
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] }],
     });
     for (const namespace of this.namespaces) {
       new k8s.KubeRoleBinding(this, `binding-${namespace}`, {
         metadata: { name: ACCESS_NAMES.roleBinding, namespace, labels: LABELS },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.namespacedRole },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.podsRole },
         subjects: [{ kind: 'ServiceAccount', name: this.serviceAccountName, namespace }],
       });
     }
+    new k8s.KubeClusterRole(this, 'events-role', {
+      metadata: { name: ACCESS_NAMES.eventsRole, labels: LABELS },
+      rules: [{ apiGroups: [''], resources: ['events'], verbs: ['create'] }],
+    });
+    new k8s.KubeRoleBinding(this, 'events-binding', {
+      metadata: { name: ACCESS_NAMES.eventsBinding, namespace: EVENTS_NAMESPACE, labels: LABELS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.eventsRole },
+      subjects,
+    });
 
     const usernames = this.namespaces.map((ns) => `system:serviceaccount:${ns}:${this.serviceAccountName}`);
     const L = celString(NODE_LABEL_PREFIX);

@@ -86,7 +86,7 @@ describe('Controller against the fake apiserver', () => {
     expect(api.events[0]).toMatchObject({ reason: EventReason.Warm, type: 'Normal', involvedObject: { kind: 'Node', name: 'node-a', uid: 'n' } });
     expect(String(api.events[0]?.message)).toContain('removed gate taint prewarm.dev/warming');
     // Only our pod and node were ever named: no list of pods or nodes.
-    for (const r of api.requests) expect(r.path).toMatch(/^\/api\/v1\/(nodes\/node-a|namespaces\/prewarm\/(pods\/pull-a-xyz|pods\?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz.*|events))$/);
+    for (const r of api.requests) expect(r.path).toMatch(/^\/api\/v1\/(nodes\/node-a|namespaces\/prewarm\/(pods\/pull-a-xyz|pods\?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz.*)|namespaces\/default\/events)$/);
     await until(() => metrics.render().includes('prewarm_pool_warm{pool="gpu"} 1'));
     expect(metrics.render()).toContain('prewarm_gate_opened_total{outcome="ready",pool="gpu"} 1');
     // Another pod status change that changes nothing: a GET of the node, no write.

@@ -138,7 +138,7 @@ export class FakeApiserver {
       }
       return send(415, { code: 415, message: `unsupported ${ct}` });
     }
-    if (req.method === 'POST' && url.pathname === `/api/v1/namespaces/${this.pod.metadata.namespace}/events`) {
+    if (req.method === 'POST' && url.pathname === '/api/v1/namespaces/default/events') {
       this.events.push(body as Obj);
       return send(201, body);
     }

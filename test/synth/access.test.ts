@@ -42,15 +42,17 @@ describe('ReconcilerAccess', () => {
     expect(crb).toHaveLength(1);
     expect(crb[0]).toMatchObject({ roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.nodesRole }, subjects: [{ kind: 'ServiceAccount', name: 'prewarm-reconciler', namespace: 'a' }, { kind: 'ServiceAccount', name: 'prewarm-reconciler', namespace: 'b' }] });
     const rbs = byKind(objs, 'RoleBinding');
-    expect(rbs.map((r) => r.metadata.namespace)).toEqual(['a', 'b']);
-    for (const rb of rbs) expect(rb).toMatchObject({ roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.namespacedRole } });
+    expect(rbs.map((r) => `${r.metadata.namespace}/${r.metadata.name}`)).toEqual(['a/prewarm-reconciler', 'b/prewarm-reconciler', 'default/prewarm-reconciler-events']);
+    for (const rb of rbs.slice(0, 2)) expect(rb).toMatchObject({ roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.podsRole } });
+    // Events about Nodes must be in "default": only there may the sidecars create them.
+    expect(rbs[2]).toMatchObject({ roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.eventsRole }, subjects: [{ namespace: 'a' }, { namespace: 'b' }] });
     expect(byKind(objs, 'ServiceAccount').map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual(['a/prewarm-reconciler', 'b/prewarm-reconciler']);
   });
 
   it('keeps cluster-scoped objects namespace-less and namespaced ones explicit', () => {
     for (const o of synth({ namespaces: ['x'] })) {
       if (CLUSTER_SCOPED.has(o.kind)) expect(o.metadata.namespace).toBeUndefined();
-      else expect(o.metadata.namespace).toBe('x');
+      else expect(['x', 'default']).toContain(o.metadata.namespace);
     }
   });
 

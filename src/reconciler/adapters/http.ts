@@ -44,8 +44,24 @@ export interface RequestOptions {
   readonly maxBody?: number;
 }
 
-/** One HTTP exchange; rejects with ApiError(0) on transport errors and timeouts. */
-export function request(o: RequestOptions): Promise<HttpResponse> {
+/**
+ * One HTTP exchange; rejects with ApiError(0) on transport errors and timeouts. A request that
+ * failed on a reused keep-alive socket before any response (the server had closed it meanwhile)
+ * is sent once more on a fresh socket, as Go's transport does: the server never saw it.
+ */
+export async function request(o: RequestOptions): Promise<HttpResponse> {
+  try {
+    return await requestOnce(o);
+  } catch (e) {
+    if (e instanceof StaleSocket) return requestOnce(o);
+    throw e;
+  }
+}
+
+/** Failure on a reused socket before the response started. */
+class StaleSocket extends ApiError {}
+
+function requestOnce(o: RequestOptions): Promise<HttpResponse> {
   const mod = o.url.protocol === 'http:' ? http : https;
   const maxBody = o.maxBody ?? 4 << 20;
   return new Promise((resolve, reject) => {
@@ -70,7 +86,13 @@ export function request(o: RequestOptions): Promise<HttpResponse> {
       },
     );
     req.on('timeout', () => req.destroy(new Error(`timeout after ${o.timeoutMs ?? 30_000} ms`)));
-    req.on('error', (e) => reject(new ApiError(0, `${o.method} ${o.url.host}${o.url.pathname}: ${e.message}`)));
+    let responded = false;
+    req.on('response', () => (responded = true));
+    req.on('error', (e) => {
+      const msg = `${o.method} ${o.url.host}${o.url.pathname}: ${e.message}`;
+      const stale = req.reusedSocket && !responded && ((e as NodeJS.ErrnoException).code === 'ECONNRESET' || e.message === 'socket hang up');
+      reject(stale ? new StaleSocket(0, msg) : new ApiError(0, msg));
+    });
     if (o.body !== undefined) req.write(o.body);
     req.end();
   });
@@ -93,6 +115,8 @@ function statusError(method: string, path: string, r: HttpResponse): ApiError {
 /** The apiserver client: JSON requests and a line-delimited watch stream. */
 export class KubeHttp {
   private readonly agent: http.Agent;
+  /** Watches get their own sockets, never pooled: a stream's socket must not serve a PATCH later. */
+  private readonly watchAgent: http.Agent;
   constructor(readonly endpoint: Endpoint) {
     const url = new URL(endpoint.server);
     const tls = {
@@ -103,6 +127,7 @@ export class KubeHttp {
     };
     // One keep-alive connection serves the reconciles; the watch holds a second one.
     this.agent = url.protocol === 'http:' ? new http.Agent({ keepAlive: true, maxSockets: 4 }) : new https.Agent({ keepAlive: true, maxSockets: 4, ...tls });
+    this.watchAgent = url.protocol === 'http:' ? new http.Agent({ keepAlive: false }) : new https.Agent({ keepAlive: false, ...tls });
   }
 
   private headers(extra: Record<string, string>): Record<string, string> {
@@ -132,7 +157,7 @@ export class KubeHttp {
     const url = new URL(path, this.endpoint.server);
     const mod = url.protocol === 'http:' ? http : https;
     return new Promise((resolve, reject) => {
-      const req = mod.request(url, { method: 'GET', headers: this.headers({}), agent: this.agent, signal, timeout: idleTimeoutMs }, (res) => {
+      const req = mod.request(url, { method: 'GET', headers: this.headers({}), agent: this.watchAgent, signal, timeout: idleTimeoutMs }, (res) => {
         if ((res.statusCode ?? 0) !== 200) {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -187,5 +212,6 @@ export class KubeHttp {
   /** Closes idle keep-alive sockets (shutdown, tests). */
   close(): void {
     this.agent.destroy();
+    this.watchAgent.destroy();
   }
 }

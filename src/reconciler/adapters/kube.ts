@@ -79,9 +79,15 @@ export class KubeNodePort implements NodePort {
 }
 
 /**
- * core/v1 Events about the Node, posted in the pod's namespace (so a namespaced RoleBinding is
- * enough; `kubectl describe node` searches all namespaces by involvedObject). Names are
- * `<pod>.<hex ms>` like client-go's recorder, unique per emission, so we only ever create.
+ * The namespace of Events about cluster-scoped objects: the apiserver rejects (422) a core/v1
+ * Event whose involvedObject has no namespace unless the Event itself is in "default" (or none),
+ * which is where the kubelet posts node events too.
+ */
+export const NODE_EVENTS_NAMESPACE = 'default';
+
+/**
+ * core/v1 Events about the Node, in {@link NODE_EVENTS_NAMESPACE}. Names are `<pod>.<hex ms>`
+ * like client-go's recorder, unique per emission, so we only ever create (no `patch` grant).
  */
 export class KubeEventSink implements EventSink {
   private seq = 0;
@@ -93,10 +99,10 @@ export class KubeEventSink implements EventSink {
   async emit(node: KNode, e: EventIntent): Promise<void> {
     const t = new Date(this.now()).toISOString();
     const name = `${this.config.podName}.${this.now().toString(16)}${(this.seq++ % 16).toString(16)}`;
-    await this.http.json('POST', `/api/v1/namespaces/${enc(this.config.podNamespace)}/events`, {
+    await this.http.json('POST', `/api/v1/namespaces/${NODE_EVENTS_NAMESPACE}/events`, {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name, namespace: this.config.podNamespace },
+      metadata: { name, namespace: NODE_EVENTS_NAMESPACE },
       involvedObject: { apiVersion: 'v1', kind: 'Node', name: node.metadata.name ?? this.config.nodeName, ...(node.metadata.uid ? { uid: node.metadata.uid } : {}) },
       reason: e.reason,
       message: e.message,

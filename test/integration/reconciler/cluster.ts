@@ -1,0 +1,129 @@
+/**
+ * Helpers of the reconciler's integration tests against the harness's real kube-apiserver
+ * (test/integration/setup.ts provides the admin kubeconfig): an admin client, applying synthesized
+ * objects, fake Node objects (no kubelet: the tests play the kubelet by writing pod status), and
+ * pod-bound ServiceAccount tokens that carry the node-name claim.
+ */
+import fs from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Testing } from 'cdk8s';
+import { inject } from 'vitest';
+import { KubeHttp, type Endpoint } from '../../../src/reconciler/adapters/http.js';
+import { ApiError } from '../../../src/reconciler/ports.js';
+import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
+import { ReconcilerAccess, type ReconcilerAccessProps } from '../../../src/synth/access.js';
+
+const read = (file?: string, data?: string): Buffer | undefined => (data ? Buffer.from(data, 'base64') : file ? fs.readFileSync(file) : undefined);
+
+/** The admin endpoint of the harness apiserver. */
+export function adminEndpoint(): Endpoint {
+  const kc = new KubeConfig();
+  kc.loadFromFile(inject('kubeconfig'));
+  const cluster = kc.getCurrentCluster();
+  const user = kc.getCurrentUser();
+  if (!cluster || !user) throw new Error('kubeconfig has no current cluster/user');
+  const ca = read(cluster.caFile, cluster.caData);
+  const cert = read(user.certFile, user.certData);
+  const key = read(user.keyFile, user.keyData);
+  return { server: cluster.server, ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(user.token ? { token: () => user.token } : {}) };
+}
+
+/** An endpoint authenticating with a bearer token (no client cert). */
+export function tokenEndpoint(token: string): Endpoint {
+  const a = adminEndpoint();
+  return { server: a.server, ...(a.ca ? { ca: a.ca } : {}), token: () => token };
+}
+
+/** The apiserver's path of an object. */
+export function pathOf(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string {
+  const plural = o.kind.toLowerCase().endsWith('y') ? `${o.kind.toLowerCase().slice(0, -1)}ies` : `${o.kind.toLowerCase()}s`;
+  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
+  return `${base}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${plural}`;
+}
+
+/** Creates an object, or replaces it if it exists (idempotent across reruns on a kept cluster). */
+export async function apply(http: KubeHttp, o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<void> {
+  try {
+    await http.json('POST', pathOf(o), o);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== 409) throw e;
+    const cur = await http.json<{ metadata: { resourceVersion: string } }>('GET', `${pathOf(o)}/${o.metadata.name}`);
+    await http.json('PUT', `${pathOf(o)}/${o.metadata.name}`, { ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata.resourceVersion } });
+  }
+}
+
+/** Synthesizes {@link ReconcilerAccess} and applies every object. */
+export async function applyAccess(http: KubeHttp, props: ReconcilerAccessProps): Promise<void> {
+  const chart = Testing.chart();
+  new ReconcilerAccess(chart, 'access', props);
+  for (const o of Testing.synth(chart) as { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }[]) await apply(http, o);
+}
+
+/** Creates (or resets) a Node object with the given taints, Ready since `readyAt`. */
+export async function makeNode(http: KubeHttp, name: string, taints: { key: string; effect: string; value?: string }[], readyAt = new Date()): Promise<KNode> {
+  try {
+    await http.json('DELETE', `/api/v1/nodes/${name}`);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== 404) throw e;
+  }
+  for (let i = 0; i < 50; i++) {
+    try {
+      await http.json('GET', `/api/v1/nodes/${name}`);
+      await new Promise((r) => setTimeout(r, 100));
+    } catch {
+      break;
+    }
+  }
+  await http.json('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name } }, spec: { taints } });
+  const t = readyAt.toISOString();
+  return http.json<KNode>('PATCH', `/api/v1/nodes/${name}/status`, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: t, lastTransitionTime: t }] } }, 'application/strategic-merge-patch+json');
+}
+
+/** Creates a pod bound to `node` (no scheduler involved: spec.nodeName is set at creation). */
+export async function makePod(http: KubeHttp, ns: string, name: string, node: string, sa: string, images: string[]): Promise<KPod> {
+  return http.json<KPod>('POST', `/api/v1/namespaces/${ns}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns },
+    spec: {
+      nodeName: node,
+      serviceAccountName: sa,
+      automountServiceAccountToken: false,
+      containers: [
+        ...images.map((image, i) => ({ name: `c${i}`, image, imagePullPolicy: 'Always' })),
+        { name: 'prewarm-reconciler', image: 'reg.local/prewarm:test' },
+      ],
+    },
+  });
+}
+
+/** Plays the kubelet: sets the pod's container statuses. */
+export async function setContainerStatuses(http: KubeHttp, pod: KPod, statuses: object[]): Promise<KPod> {
+  return http.json<KPod>('PATCH', `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`, { status: { phase: 'Running', containerStatuses: statuses } }, 'application/merge-patch+json');
+}
+
+/** A TokenRequest bound to `pod`: the apiserver embeds the pod's node name in its claims. */
+export async function podToken(http: KubeHttp, ns: string, sa: string, pod: KPod): Promise<string> {
+  const r = await http.json<{ status: { token: string } }>('POST', `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid } },
+  });
+  return r.status.token;
+}
+
+/** Polls until `fn` returns a truthy value; rejects with the last error after `ms`. */
+export async function eventually<T>(fn: () => Promise<T | undefined | false>, ms = 20_000, what = 'condition'): Promise<T> {
+  const t0 = Date.now();
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
