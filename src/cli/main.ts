@@ -8,6 +8,7 @@ import { synthCommand } from './commands/synth.js';
 import { validateCommand } from './commands/validate.js';
 import { migrateCommand } from './commands/migrate.js';
 import { statusCommand } from './commands/status.js';
+import { pinCommand } from './commands/pin.js';
 import { CliError, ExitCode, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
@@ -20,6 +21,7 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     .command(validateCommand(io))
     .command(migrateCommand(io))
     .command(statusCommand(io))
+    .command(pinCommand(io))
     .demandCommand(1, 'name a command')
     .strict()
     .version(VERSION)

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { applyPins, findImages, needsPin } from '../../src/spec/pin.js';
+
+const D = `sha256:${'b'.repeat(64)}`;
+const spec = `# team images
+apiVersion: prewarm.dev/v1alpha1
+kind: ImageCache
+metadata: {name: c}
+spec:
+  helperImage: "ghcr.io/me/busybox:1.36"   # static busybox
+  cacheSpec:
+    - images:
+        - python:3.12-slim        # base
+        - 'redis:7'
+        - nginx@${D}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: not-a-cache}
+data: {image: "python:3.12-slim"}
+`;
+
+describe('pin', () => {
+  it('finds every image of ImageCache documents only, with exact spans', () => {
+    const sites = findImages(spec);
+    expect(sites.map((s) => s.text)).toEqual(['ghcr.io/me/busybox:1.36', 'python:3.12-slim', 'redis:7', `nginx@${D}`]);
+    for (const s of sites) expect(spec.slice(s.start, s.end)).toBe(s.text);
+  });
+
+  it('needs a pin only for valid references without a digest', () => {
+    expect(needsPin('python:3.12')).toBe(true);
+    expect(needsPin(`nginx@${D}`)).toBe(false);
+    expect(needsPin('Bad:1')).toBe(false);
+  });
+
+  it('rewrites tag into tag@digest and keeps every other byte, comments and quotes included', () => {
+    const digests = new Map([
+      ['python:3.12-slim', `sha256:${'1'.repeat(64)}`],
+      ['redis:7', `sha256:${'2'.repeat(64)}`],
+      ['ghcr.io/me/busybox:1.36', `sha256:${'3'.repeat(64)}`],
+    ]);
+    const out = applyPins(spec, findImages(spec), digests);
+    expect(out).toBe(
+      spec
+        .replace('"ghcr.io/me/busybox:1.36"', `"ghcr.io/me/busybox:1.36@sha256:${'3'.repeat(64)}"`)
+        .replace('- python:3.12-slim        # base', `- python:3.12-slim@sha256:${'1'.repeat(64)}        # base`)
+        .replace("'redis:7'", `'redis:7@sha256:${'2'.repeat(64)}'`),
+    );
+    expect(out).toContain('data: {image: "python:3.12-slim"}');
+  });
+
+  it('is idempotent: pinned references are not found again', () => {
+    const digests = new Map([['redis:7', D]]);
+    const once = applyPins(spec, findImages(spec), digests);
+    expect(findImages(once).filter((s) => needsPin(s.text)).map((s) => s.text)).toEqual(['ghcr.io/me/busybox:1.36', 'python:3.12-slim']);
+  });
+});
