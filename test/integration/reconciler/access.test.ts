@@ -8,7 +8,7 @@ import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../../src/reconciler/ports.js';
 import type { KNode } from '../../../src/reconciler/kube-types.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/wellknown.js';
-import { adminEndpoint, apply, applyAccess, eventually, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
+import { adminEndpoint, apply, applyAccess, eventually, INT_NAMESPACES, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
 
 const NS = 'prewarm-int-access';
 const SA = 'prewarm-reconciler';
@@ -46,7 +46,7 @@ const merge = (node: string, body: object): Promise<KNode> => sa.json<KNode>('PA
 beforeAll(async () => {
   admin = new KubeHttp(adminEndpoint());
   await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await applyAccess(admin, { namespaces: [NS] });
+  await applyAccess(admin, { namespaces: INT_NAMESPACES });
   await makeNode(admin, 'int-node-a', [GATE, OTHER]);
   await makeNode(admin, 'int-node-b', [GATE]);
   try {

@@ -13,6 +13,12 @@ import { ApiError } from '../../../src/reconciler/ports.js';
 import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
 import { ReconcilerAccess, type ReconcilerAccessProps } from '../../../src/synth/access.js';
 
+/**
+ * Every namespace any reconciler integration test uses: the access objects are cluster-scoped and
+ * shared, so every file applies them with this same list (files run in parallel).
+ */
+export const INT_NAMESPACES = ['prewarm-int-access', 'prewarm-int-sidecar'];
+
 const read = (file?: string, data?: string): Buffer | undefined => (data ? Buffer.from(data, 'base64') : file ? fs.readFileSync(file) : undefined);
 
 /** The admin endpoint of the harness apiserver. */
@@ -54,6 +60,7 @@ export async function apply(http: KubeHttp, o: { apiVersion: string; kind: strin
 
 /** Synthesizes {@link ReconcilerAccess} and applies every object. */
 export async function applyAccess(http: KubeHttp, props: ReconcilerAccessProps): Promise<void> {
+  for (const name of props.namespaces) await apply(http, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   const chart = Testing.chart();
   new ReconcilerAccess(chart, 'access', props);
   for (const o of Testing.synth(chart) as { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }[]) await apply(http, o);
