@@ -373,8 +373,11 @@ export function decidePool(obs: Observed): PoolDecision {
       }
     } else if (failing.length) {
       ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, failing };
-      const key = (l: readonly FailingImage[] | undefined): string => (l ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001');
-      if (key(failing) !== key(own?.state === 'warming' ? own.failing : undefined)) {
+      // Compare what the annotation can hold (capped list + count), not the full list: the
+      // stored one is capped, and comparing against it would re-announce every reconcile.
+      const key = (a: PoolAnnotation | undefined): string =>
+        `${(a?.failing ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001')}\u0002${a?.failingOmitted ?? 0}`;
+      if (key(parseAnnotation(renderAnnotation(ann))) !== key(own?.state === 'warming' ? own : undefined)) {
         events = [{ reason: EventReason.ImagePullFailing, message: eventMessage(`pool ${config.poolId}: ${describeFailing(failing)}`) }];
       }
     }

@@ -1,0 +1,108 @@
+/**
+ * Invariants of the decision core over random pods, nodes and times (fast-check):
+ * - write only on change: applying a decision and deciding again writes nothing and emits nothing;
+ * - restart idempotence: the decision depends only on observed state (same input, same output);
+ * - the annotation always fits its cap and parses back;
+ * - cleanup always removes what is ours and never touches other keys;
+ * - the gate never stays shut past the absolute bound.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ABSOLUTE_GRACE_SECONDS, ANNOTATION_MAX_BYTES, decideGate, decidePool, metadataPatch, parseAnnotation, type Observed } from '../../src/reconciler/core.js';
+import type { KContainerStatus, KNode } from '../../src/reconciler/kube-types.js';
+import { SIDECAR, T0, config, digest, gate, iso, node, pod, pool, pools } from './fixtures.js';
+
+const statusArb = (name: string): fc.Arbitrary<KContainerStatus> =>
+  fc.oneof(
+    fc.constant<KContainerStatus>({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
+    fc.integer({ min: 0, max: 2000 }).map((s): KContainerStatus => ({ name, imageID: `r/x@${digest('a')}`, state: { running: { startedAt: iso(s) } } })),
+    fc.constantFrom('ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'RegistryUnavailable').chain((reason) =>
+      fc.string({ maxLength: 300 }).map((message): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason, message } } })),
+    ),
+    fc.integer({ min: 0, max: 2000 }).map((s): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 1, startedAt: iso(s) } } })),
+  );
+
+const scenario = fc
+  .integer({ min: 0, max: 30 })
+  .chain((n) =>
+    fc.record({
+      images: fc.constant(Array.from({ length: n }, (_, i) => `registry.example/team/image-number-${i}:v${i}`)),
+      statuses: fc.tuple(...Array.from({ length: n }, (_, i) => statusArb(`c${i + 1}`))),
+      now: fc.integer({ min: 0, max: 3000 }),
+      readyAt: fc.integer({ min: 0, max: 1000 }),
+      otherLabels: fc.dictionary(fc.constantFrom('a', 'kubernetes.io/os', 'prewarm.dev/other'), fc.constantFrom('x', 'warm')),
+    }),
+  );
+
+function apply(n: KNode, patch: object | undefined): KNode {
+  if (!patch) return n;
+  const md = (patch as { metadata: { labels?: Record<string, string | null>; annotations?: Record<string, string | null> } }).metadata;
+  const merge = (cur: Record<string, string> | undefined, p: Record<string, string | null> | undefined): Record<string, string> => {
+    const out = { ...(cur ?? {}) };
+    for (const [k, v] of Object.entries(p ?? {})) {
+      if (v === null) delete out[k];
+      else out[k] = v;
+    }
+    return out;
+  };
+  return { ...n, metadata: { ...n.metadata, labels: merge(n.metadata.labels, md.labels), annotations: merge(n.metadata.annotations, md.annotations) } };
+}
+
+describe('decision core properties', () => {
+  it('writes only on change, is deterministic, and keeps the annotation bounded', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const o: Observed = {
+          pod: pod(s.images, s.statuses),
+          node: node({ labels: s.otherLabels, taints: [gate], readyAt: s.readyAt }),
+          pools: pools(pool('gpu')),
+          config: config(),
+          now: T0 + s.now * 1000,
+          sidecarName: SIDECAR,
+        };
+        const d1 = decidePool(o);
+        expect(decidePool(o)).toEqual(d1);
+        if (typeof d1.annotation === 'string') {
+          expect(Buffer.byteLength(d1.annotation)).toBeLessThanOrEqual(ANNOTATION_MAX_BYTES);
+          expect(parseAnnotation(d1.annotation)).toBeDefined();
+        }
+        const after = apply(o.node, metadataPatch(o.config, d1));
+        const d2 = decidePool({ ...o, node: after });
+        expect(d2.label).toBeUndefined();
+        expect(d2.annotation).toBeUndefined();
+        expect(d2.events).toEqual([]);
+        expect(d2.timeToWarmSeconds).toBeUndefined();
+        expect(d2.state).toBe(d1.state);
+        // Other keys are never touched.
+        for (const [k, v] of Object.entries(s.otherLabels)) expect(after.metadata.labels?.[k]).toBe(v);
+        // Cleanup removes ours and only ours.
+        const gone = apply(after, metadataPatch(o.config, decidePool({ ...o, node: after, terminating: true })));
+        expect(gone.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+        expect(gone.metadata.annotations?.['status.prewarm.dev/gpu']).toBeUndefined();
+        expect(gone.metadata.labels).toEqual(s.otherLabels);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('never keeps the gate past the absolute bound, whatever the pools report', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ state: fc.constantFrom(undefined, 'warm', 'partial', 'junk'), deadline: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined }) }), { maxLength: 5 }),
+        fc.constantFrom('warming' as const, 'warm' as const, 'partial' as const),
+        fc.integer({ min: 0, max: 20_000 }),
+        (others, own, now) => {
+          const ps = pools(pool('gpu'), ...others.map((o, i) => pool(`p${i}`, o.deadline !== undefined ? { deadlineSeconds: o.deadline } : {})));
+          const labels = Object.fromEntries(others.flatMap((o, i) => (o.state ? [[`prewarm.dev/p${i}`, o.state]] : [])));
+          const n = node({ labels, taints: [gate] });
+          const g = decideGate(n, ps, config(), own, T0 + now * 1000);
+          const longest = Math.max(600, ...others.map((o) => o.deadline ?? 600));
+          if (now >= longest + ABSOLUTE_GRACE_SECONDS) expect(g.removeTaintKey).toBe(gate.key);
+          const allReady = [own, ...others.map((o) => o.state)].every((x) => x === 'warm' || x === 'partial');
+          expect(Boolean(g.removeTaintKey)).toBe(allReady || now >= longest + ABSOLUTE_GRACE_SECONDS);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
