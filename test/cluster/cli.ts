@@ -142,5 +142,10 @@ await yargs(hideBin(process.argv))
   )
   .demandCommand(1)
   .strict()
+  .showHelpOnFail(false)
+  .fail((msg, err) => {
+    console.error(err ? (err.stack ?? err.message) : msg);
+    process.exit(1);
+  })
   .help()
   .parseAsync();

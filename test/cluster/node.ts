@@ -139,7 +139,9 @@ oom_score = 0
   stream_server_port = "0"
   disable_apparmor = true
   enable_selinux = false
-  restrict_oom_score_adj = false
+  # This machine withholds CAP_SYS_RESOURCE: negative oom_score_adj (pause gets -998) fails in
+  # runc init ("can't get final child's PID from pipe"). Clamp to containerd's own score.
+  restrict_oom_score_adj = true
   max_concurrent_downloads = 3
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
