@@ -108,6 +108,7 @@ export class Controller {
   private readonly gateResyncMs: number;
   private readonly backoff: Backoff;
   private lastDecision: PoolDecision | undefined;
+  private warnedSkipped = false;
   /** Reconciles done, for tests and the footprint bench. */
   reconciles = 0;
 
@@ -315,7 +316,11 @@ export class Controller {
     const pool = this.config.poolId;
     if (!this.pod || !registry) return;
     const { candidates, skipped } = refreshCandidates(this.pod, this.opts.sidecarName);
-    if (skipped.length) metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Skipped }, skipped.length);
+    if (skipped.length) {
+      metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Skipped }, skipped.length);
+      if (!this.warnedSkipped) log.warn('refresh skips containers: they need imagePullPolicy Always and a repo digest in imageID', { containers: skipped });
+      this.warnedSkipped = true;
+    }
     for (const c of candidates) {
       let current: string;
       try {

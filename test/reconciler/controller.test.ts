@@ -31,11 +31,16 @@ afterEach(async () => {
   for (const c of list) await c();
 });
 
-async function setup(over: { pools?: ReturnType<typeof pools>; registry?: Registry; restarter?: Restarter; refreshSeconds?: number } = {}) {
+async function setup(over: { pools?: ReturnType<typeof pools>; registry?: Registry; restarter?: Restarter; refreshSeconds?: number; readyAgoMs?: number } = {}) {
   const now = Date.now();
+  const readyAt = new Date(now - (over.readyAgoMs ?? 20_000)).toISOString();
   const api = await new FakeApiserver(
-    { ...pod(IMAGES, [st.creating('c1'), st.creating('c2')]), metadata: { name: 'pull-a-xyz', namespace: 'prewarm', uid: 'u', creationTimestamp: new Date(now - 20_000).toISOString() } },
-    { ...node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }), metadata: { name: 'node-a', uid: 'n', creationTimestamp: new Date(now - 30_000).toISOString() } },
+    { ...pod(IMAGES, [st.creating('c1'), st.creating('c2')]), metadata: { name: 'pull-a-xyz', namespace: 'prewarm', uid: 'u', creationTimestamp: readyAt } },
+    {
+      ...node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }),
+      metadata: { name: 'node-a', uid: 'n', creationTimestamp: new Date(now - (over.readyAgoMs ?? 20_000) - 10_000).toISOString() },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: readyAt }] },
+    },
   ).start();
   const kube = new KubeHttp({ server: api.url });
   const cfg = config({ refreshSeconds: over.refreshSeconds ?? 0 });
@@ -136,6 +141,28 @@ describe('Controller against the fake apiserver', () => {
     await until(() => api.events.length === 1);
     expect(api.node.spec?.taints?.map((t) => t.key)).toContain('prewarm.dev/warming');
     expect(api.events[0]?.reason).toBe(EventReason.Warm);
+  });
+
+  it('re-reads its pod after the watch expires (410) and keeps following it', async () => {
+    const { api } = await setup();
+    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
+    const gets = () => api.requests.filter((r) => r.method === 'GET' && r.path === '/api/v1/namespaces/prewarm/pods/pull-a-xyz').length;
+    expect(gets()).toBe(1);
+    api.expireWatches();
+    await until(() => gets() === 2 && api.requests.filter((r) => r.path.includes('watch=true')).length === 2);
+    api.setPod({ ...running(0), metadata: api.pod.metadata });
+    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
+  });
+
+  it('wakes at its deadline without any pod event and fails open', async () => {
+    // Node Ready 599.7 s ago with a 600 s deadline: the deadline passes 0.3 s after start.
+    const { api } = await setup({ readyAgoMs: 599_700 });
+    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(api.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'partial', 3000);
+    expect(api.node.spec?.taints?.map((t) => t.key)).toEqual(['other']);
+    expect(api.events.map((e) => e.reason)).toEqual([EventReason.Partial]);
   });
 
   it('refresh: restarts only the container whose tag moved', async () => {

@@ -78,6 +78,12 @@ export class FakeApiserver {
     for (const w of this.watchers) w.write(line);
   }
 
+  /** Ends every open watch with a 410 Expired ERROR event, as after etcd compaction. */
+  expireWatches(): void {
+    const line = `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`;
+    for (const w of this.watchers) w.end(line);
+  }
+
   /** Replaces the node (another writer). */
   setNode(node: KNode): void {
     this.node = this.bump(node);
