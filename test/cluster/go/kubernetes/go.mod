@@ -6,7 +6,7 @@ go 1.26.0
 
 godebug default=go1.26
 
-require k8s.io/kubernetes v1.36.5
+require k8s.io/kubernetes v1.36.5 // indirect
 
 require (
 	cel.dev/expr v0.25.1 // indirect
