@@ -23,7 +23,7 @@ export interface SynthOptions {
  * order, so output is byte-identical for the same bundle.
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
-  new ClusterChart(app, CLUSTER_CHART_ID, { bundle });
+  new ClusterChart(app, CLUSTER_CHART_ID, { bundle, reconciler: options.reconciler !== undefined });
   for (const namespace of bundle.namespaces) {
     new NamespaceChart(app, namespaceChartId(namespace), {
       namespace,

@@ -7,7 +7,10 @@ import { Chart } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import type { Construct } from 'constructs';
 import type { Bundle, Pool } from '../spec/model.js';
+import { ReconcilerAccess } from './access.js';
 import {
+  DEFAULT_GATE_TAINT_KEY,
+  DEFAULTS,
   LABEL_MANAGED_BY,
   LABEL_PART_OF,
   MANAGED_BY,
@@ -47,11 +50,6 @@ export class NamespaceChart extends Chart {
   constructor(scope: Construct, id: string, props: NamespaceChartProps) {
     super(scope, id, { namespace: props.namespace, disableResourceNameHashes: true });
     if (props.reconciler !== undefined) {
-      new kplus.ServiceAccount(this, 'service-account', {
-        metadata: { name: SERVICE_ACCOUNT, labels: COMMON_LABELS },
-        // The sidecar mounts a projected token itself; nothing else in the pod gets one.
-        automountToken: false,
-      });
       new kplus.ConfigMap(this, 'pools', {
         metadata: { name: POOLS_CONFIGMAP, labels: COMMON_LABELS },
         data: { [POOLS_FILE]: renderPoolsFile(props.allPools) },
@@ -84,6 +82,7 @@ export function renderPoolsFile(pools: readonly Pool[]): string {
         nodeSelector: pool.nodeSelector,
         tolerations: pool.tolerations.map(({ tolerationSeconds: _ignored, ...t }) => t),
         gateTaintKey: pool.settings.gate?.taintKey ?? '',
+        deadlineSeconds: pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds,
       };
     })
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -94,6 +93,12 @@ export function renderPoolsFile(pools: readonly Pool[]): string {
 /** Props of {@link ClusterChart}. */
 export interface ClusterChartProps {
   readonly bundle: Bundle;
+  /**
+   * Whether pull pods run the sidecar, which then needs its ServiceAccounts, RBAC and admission
+   * policy.
+   * @default false
+   */
+  readonly reconciler?: boolean;
 }
 
 /**
@@ -108,6 +113,15 @@ export class ClusterChart extends Chart {
       if (FOREIGN_NAMESPACES.has(namespace)) continue;
       new kplus.Namespace(this, `namespace-${namespace}`, {
         metadata: { name: namespace, labels: { ...COMMON_LABELS, ...NAMESPACE_POD_SECURITY } },
+      });
+    }
+    if (props.reconciler === true) {
+      const gateKeys = [...new Set(props.bundle.pools.flatMap((p) => (p.settings.gate === undefined ? [] : [p.settings.gate.taintKey])))];
+      new ReconcilerAccess(this, 'reconciler-access', {
+        namespaces: props.bundle.namespaces,
+        serviceAccountName: SERVICE_ACCOUNT,
+        // Without any gating pool there is no taint to lift; the default key keeps the policy valid.
+        gateTaintKeys: gateKeys.length > 0 ? gateKeys : [DEFAULT_GATE_TAINT_KEY],
       });
     }
   }

@@ -20,6 +20,11 @@ export interface PodTemplatePatches {
   readonly priorityClassName?: string;
   /** DaemonSet RollingUpdate maxUnavailable; cdk8s-plus-27 has no update strategy. */
   readonly maxUnavailable: number | string;
+  /**
+   * Share one PID namespace between the containers, so the refreshing sidecar can restart an
+   * image container whose tag moved (cdk8s-plus-27 has no such field).
+   */
+  readonly shareProcessNamespace?: boolean;
   /** Index of the sidecar among the containers, when there is one: only it gets an API token. */
   readonly sidecarIndex?: number;
 }
@@ -37,6 +42,7 @@ const TOKEN_EXPIRATION_SECONDS = 3607;
  *   restricted; cdk8s-plus-27 has neither a seccomp field nor the `ALL` capability;
  * - the full `imagePullSecrets` list;
  * - `priorityClassName`;
+ * - `shareProcessNamespace: true` for pools that refresh moved tags;
  * - `enableServiceLinks: false`, since a node-wide pod needs no Service environment variables and
  *   thousands of Services would bloat every container's environment;
  * - the RollingUpdate strategy with `maxUnavailable`;
@@ -62,6 +68,7 @@ export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatc
     obj.addJsonPatch(JsonPatch.add(`${POD}/priorityClassName`, patches.priorityClassName));
   }
   obj.addJsonPatch(JsonPatch.add(`${POD}/enableServiceLinks`, false));
+  if (patches.shareProcessNamespace === true) obj.addJsonPatch(JsonPatch.add(`${POD}/shareProcessNamespace`, true));
   obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
   if (patches.sidecarIndex !== undefined) {
     // Appends: the pod already has volumes (the helper emptyDir) and the sidecar already has a

@@ -8,10 +8,12 @@ import { Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import type { Pool, Toleration } from '../spec/model.js';
+import type { ImageRef } from '../spec/reference.js';
 import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_POOL, MANAGED_BY, POOLS_MOUNT_PATH, SIDECAR_CONTAINER } from '../wellknown.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {
   daemonSetName,
+  dnsLabel,
   HELPER_CONTAINER,
   HELPER_VOLUME,
   imageContainerName,
@@ -22,7 +24,7 @@ import {
   SERVICE_ACCOUNT,
 } from './naming.js';
 import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
-import { POOLS_CONFIGMAP } from '../wellknown.js';
+import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../wellknown.js';
 
 /** Where the helper binary is mounted in every container. */
 export const HELPER_MOUNT = '/prewarm';
@@ -103,23 +105,26 @@ export class PullDaemonSet extends Construct {
     });
     this.workload.select(kplus.LabelSelector.of({ labels: { [LABEL_POOL]: this.poolId } }));
 
+    const refreshing = reconciler !== undefined && pool.settings.refreshSeconds > 0;
     for (const ref of pool.images) {
+      const name = imageContainerName(ref);
       this.workload.addContainer({
-        name: imageContainerName(ref),
+        name,
         image: ref.canonical,
-        // IfNotPresent for tags and digests alike: a restart never depends on the registry being
-        // up. Moved tags are the reconciler's refresh job, which compares digests first.
-        imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+        imagePullPolicy: pullPolicy(ref, refreshing),
         command: [HELPER_BINARY, 'sleep', SLEEP_FOREVER],
         securityContext: CONTAINER_SECURITY,
         resources: IMAGE_RESOURCES,
         volumeMounts: [mountBin],
+        // How the refreshing sidecar finds this container's process in the shared PID namespace.
+        ...(refreshing ? { envVariables: { [ENV.imageContainer]: kplus.EnvValue.fromValue(name) } } : {}),
       });
     }
     if (reconciler !== undefined) this.addReconciler(pool, reconciler);
 
     applyScheduling(this.workload, pool);
     patchPullDaemonSet(this.workload, {
+      shareProcessNamespace: refreshing,
       initContainers: 1,
       containers: pool.images.length + (reconciler === undefined ? 0 : 1),
       imagePullSecrets: pool.imagePullSecrets,
@@ -135,6 +140,20 @@ export class PullDaemonSet extends Construct {
     });
     const gate = pool.settings.gate;
     const metricsPort = reconciler.metricsPort ?? DEFAULTS.metricsPort;
+    // Refresh reads registry credentials from the pull secrets, mounted: RBAC grants no Secrets.
+    // Optional, so a secret that does not exist yet never blocks the pod (the kubelet only warns
+    // about a missing imagePullSecret, and a mount must not be stricter).
+    const secretMounts =
+      pool.settings.refreshSeconds > 0
+        ? pool.imagePullSecrets.map((secretName) => ({
+            path: `${PULL_SECRETS_MOUNT_PATH}/${secretName}`,
+            readOnly: true,
+            volume: kplus.Volume.fromSecret(this, `pull-secret-${secretName}`, kplus.Secret.fromSecretName(this, `secret-${secretName}`, secretName), {
+              name: dnsLabel(`pull-secret-${secretName}`),
+              optional: true,
+            }),
+          }))
+        : [];
     this.workload.addContainer({
       name: SIDECAR_CONTAINER,
       image: reconciler.image,
@@ -142,11 +161,12 @@ export class PullDaemonSet extends Construct {
       securityContext: CONTAINER_SECURITY,
       resources: SIDECAR_RESOURCES,
       ports: [{ number: metricsPort, name: 'metrics' }],
-      volumeMounts: [{ path: POOLS_MOUNT_PATH, volume: pools, readOnly: true }],
+      volumeMounts: [{ path: POOLS_MOUNT_PATH, volume: pools, readOnly: true }, ...secretMounts],
       envVariables: {
         [ENV.nodeName]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.NODE_NAME),
         [ENV.podName]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAME),
         [ENV.podNamespace]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAMESPACE),
+        [ENV.podIP]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_IP),
         [ENV.pool]: kplus.EnvValue.fromValue(this.poolId),
         [ENV.nodeLabelKey]: kplus.EnvValue.fromValue(nodeLabelKey(this.poolId)),
         [ENV.nodeAnnotationKey]: kplus.EnvValue.fromValue(nodeAnnotationKey(this.poolId)),
@@ -157,6 +177,15 @@ export class PullDaemonSet extends Construct {
       },
     });
   }
+}
+
+/**
+ * `IfNotPresent`, so a restart never depends on the registry being up, except for tags in pools
+ * that refresh: there the sidecar restarts a container only after the registry digest moved, and
+ * only `Always` makes that restart pull. Digests never move, so they stay `IfNotPresent`.
+ */
+function pullPolicy(ref: ImageRef, refreshing: boolean): kplus.ImagePullPolicy {
+  return refreshing && ref.digest === undefined ? kplus.ImagePullPolicy.ALWAYS : kplus.ImagePullPolicy.IF_NOT_PRESENT;
 }
 
 /** Node selector as required node affinity, and tolerations including the gating taint. */

@@ -43,7 +43,11 @@ describe('synthYaml', () => {
     const all = docs(synthYaml(bundleOf(...specs), reconciler));
     const daemonSets = all.filter((d) => d.kind === 'DaemonSet');
     expect(daemonSets).toHaveLength(2);
-    for (const o of all) expect(o.metadata.name).toMatch(/^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/);
+    for (const o of all) {
+      // RBAC names are path segments and may hold a colon; everything else is a DNS name.
+      const pattern = o.kind.startsWith('ClusterRole') ? /^[a-z0-9]([-a-z0-9.:]{0,61}[a-z0-9])?$/ : /^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/;
+      expect(o.metadata.name).toMatch(pattern);
+    }
   });
 
   it('writes every pool into each namespace pools file, sorted, for the sidecars', () => {
@@ -51,6 +55,14 @@ describe('synthYaml', () => {
     const file = parse(renderPoolsFile(bundle.pools)) as PoolsFile;
     expect(file.pools.map((p) => p.id)).toEqual([...file.pools.map((p) => p.id)].sort());
     expect(file.pools.find((p) => p.nodeSelector['pool'] === 'gpu')).toMatchObject({ namespace: 'ml', gateTaintKey: 'prewarm.dev/warming' });
+  });
+
+  it('emits the sidecar access objects only with the sidecar, cluster-scoped ones without a namespace', () => {
+    const all = docs(synthYaml(bundleOf(...specs), reconciler));
+    for (const kind of ['ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Namespace']) {
+      for (const o of all.filter((d) => d.kind === kind)) expect(o.metadata.namespace).toBeUndefined();
+    }
+    expect(all.filter((d) => d.kind === 'ServiceAccount').map((d) => d.metadata.namespace)).toEqual(['ml']);
   });
 
   it('omits the sidecar, its ServiceAccount and ConfigMap when asked', () => {

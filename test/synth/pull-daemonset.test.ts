@@ -64,7 +64,7 @@ describe('PullDaemonSet', () => {
       });
       expect(c.securityContext.capabilities.add).toBeUndefined();
     }
-    for (const v of spec.volumes) expect(Object.keys(v).filter((k) => k !== 'name')[0]).toMatch(/^(emptyDir|configMap|projected)$/);
+    for (const v of spec.volumes) expect(Object.keys(v).filter((k) => k !== 'name')[0]).toMatch(/^(emptyDir|configMap|projected|secret)$/);
   });
 
   it('sets small explicit resources, never the cdk8s-plus defaults', () => {
@@ -121,6 +121,7 @@ describe('PullDaemonSet', () => {
       PREWARM_NODE_NAME: 'fieldRef',
       PREWARM_POD_NAME: 'fieldRef',
       PREWARM_POD_NAMESPACE: 'fieldRef',
+      PREWARM_POD_IP: 'fieldRef',
       PREWARM_POOL: 'gpu',
       PREWARM_NODE_LABEL_KEY: 'prewarm.dev/gpu',
       PREWARM_NODE_ANNOTATION_KEY: 'status.prewarm.dev/gpu',
@@ -129,6 +130,38 @@ describe('PullDaemonSet', () => {
       PREWARM_REFRESH_SECONDS: '21600',
       PREWARM_METRICS_PORT: '9464',
     });
+  });
+
+  it('prepares refreshing pools: shared PID namespace, Always for tags, container names, mounted pull secrets', () => {
+    const spec = synth(custom, true).spec.template.spec;
+    expect(spec.shareProcessNamespace).toBe(true);
+    const images = spec.containers.slice(0, -1);
+    expect(images.map((c: { image: string; imagePullPolicy: string }) => [c.image.includes('@') ? 'digest' : 'tag', c.imagePullPolicy])).toEqual([
+      ['digest', 'IfNotPresent'],
+      ['tag', 'Always'],
+    ]);
+    for (const c of images) expect(c.env).toEqual([{ name: 'PREWARM_IMAGE_CONTAINER', value: c.name }]);
+    const sidecar = spec.containers.at(-1);
+    expect(sidecar.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toEqual([
+      '/etc/prewarm',
+      '/etc/prewarm-pull-secrets/mirror',
+      '/etc/prewarm-pull-secrets/ngc',
+      '/var/run/secrets/kubernetes.io/serviceaccount',
+    ]);
+    const secretVolumes = spec.volumes.filter((v: { secret?: unknown }) => v.secret !== undefined);
+    expect(secretVolumes.map((v: { secret: { secretName: string; optional: boolean } }) => [v.secret.secretName, v.secret.optional])).toEqual([
+      ['mirror', true],
+      ['ngc', true],
+    ]);
+  });
+
+  it('leaves pools that do not refresh on IfNotPresent, with no shared PID namespace', () => {
+    const spec = synth(defaults, true).spec.template.spec;
+    expect(spec.shareProcessNamespace).toBeUndefined();
+    for (const c of spec.containers.slice(0, -1)) {
+      expect(c.imagePullPolicy).toBe('IfNotPresent');
+      expect(c.env).toBeUndefined();
+    }
   });
 
   it('refuses a pool without images', () => {
