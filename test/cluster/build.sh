@@ -21,15 +21,25 @@ log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 build_one() {
   local name="$1" version="$2" moddir="$3" cgo="$4" ldflags="$5"; shift 5
   local out="$CACHE/$name-$version"
-  if [[ -f "$out/.complete" ]]; then log "$name $version: cached at $out/bin"; return 0; fi
-  mkdir -p "$out/bin.tmp"
+  mkdir -p "$out"
+  # One build per component at a time (a second build.sh waits), and a cache hit only when the
+  # stamp and the binaries are both there: two concurrent builds once left a stamp and no bin/.
+  exec {lock}>"$out/.lock"
+  flock "$lock"
+  if [[ -f "$out/.complete" && -n "$(ls -A "$out/bin" 2>/dev/null)" ]]; then
+    log "$name $version: cached at $out/bin"; flock -u "$lock"; return 0
+  fi
+  rm -f "$out/.complete"
+  local tmp; tmp="$(mktemp -d "$out/bin.tmp.XXXXXX")"
   log "$name $version: building $* (CGO_ENABLED=$cgo, -p $JOBS)"
   local t0=$SECONDS
   (cd "$HERE/go/$moddir" && CGO_ENABLED="$cgo" go build -p "$JOBS" -tags selinux,notest \
-      -ldflags "-s -w $ldflags" -o "$out/bin.tmp/" "$@")
-  rm -rf "$out/bin" && mv "$out/bin.tmp" "$out/bin"
+      -ldflags "-s -w $ldflags" -o "$tmp/" "$@")
+  if [[ "$name" == etcd && -f "$tmp/server" ]]; then mv "$tmp/server" "$tmp/etcd"; fi
+  rm -rf "$out/bin" && mv "$tmp" "$out/bin"
   echo "built $(date -u +%FT%TZ) in $((SECONDS - t0))s" > "$out/.complete"
   log "$name $version: done in $((SECONDS - t0))s -> $(ls "$out/bin" | tr '\n' ' ')"
+  flock -u "$lock"
 }
 
 k8s_ldflags() {
@@ -61,6 +71,4 @@ for c in $want; do
     *) echo "build.sh: unknown component $c" >&2; exit 2 ;;
   esac
 done
-# etcd's main package builds as "server"; give it its real name.
-if [[ -f "$CACHE/etcd-$ETCD_VERSION/bin/server" ]]; then mv "$CACHE/etcd-$ETCD_VERSION/bin/server" "$CACHE/etcd-$ETCD_VERSION/bin/etcd"; fi
 log "all requested components ready in $((SECONDS - T0))s (cache $CACHE)"
