@@ -9,6 +9,7 @@
  * Exits non-zero when the budget is exceeded or the sidecar misbehaves.
  *
  * Usage: tsx bench/footprint.ts [--idle-seconds 15] [--no-build]
+ * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env.
  * Everything listens on 127.0.0.1.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -85,6 +86,7 @@ async function main(): Promise<number> {
   const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, path.join(root, 'lib/src/reconciler/main.js')], {
     env: {
       PATH: process.env.PATH ?? '',
+      ...(process.env.BENCH_EXTRA_ENV ? Object.fromEntries(process.env.BENCH_EXTRA_ENV.split(' ').map((kv) => kv.split('=') as [string, string])) : {}),
       PREWARM_KUBE_SERVER: api.url,
       PREWARM_POOLS_PATH: poolsPath,
       [ENV.nodeName]: 'bench-node',
