@@ -53,6 +53,9 @@ export interface ControllerOptions {
   readonly backoffMaxMs?: number;
 }
 
+/** How long cleanup on SIGTERM keeps retrying (ms). */
+export const CLEANUP_BUDGET_MS = 15_000;
+
 /** Exponential backoff with full jitter (AWS architecture blog), reset on success. */
 export class Backoff {
   private attempt = 0;
@@ -284,10 +287,15 @@ export class Controller {
     }
   }
 
-  /** Removes our label and annotation; bounded retries, since the kubelet's grace period is too. */
+  /**
+   * Removes our label and annotation; retries stop after {@link CLEANUP_BUDGET_MS} because the
+   * kubelet's grace period (30 s by default) ends with SIGKILL anyway. A label left behind by a
+   * killed sidecar is stale, not harmful: the next pod on the node recomputes it (see core).
+   */
   async cleanup(): Promise<void> {
     if (!this.pod) return;
-    for (let i = 0; i < 5; i++) {
+    const t0 = this.deps.clock.now();
+    for (let i = 0; i < 5 && this.deps.clock.now() - t0 < CLEANUP_BUDGET_MS; i++) {
       try {
         await this.reconcile(true);
         this.deps.log.info('cleaned up node label and annotation');
