@@ -105,6 +105,10 @@ export class PullDaemonSet extends Construct {
     });
     this.workload.select(kplus.LabelSelector.of({ labels: { [LABEL_POOL]: this.poolId } }));
 
+    // The sidecar comes first: the kubelet starts containers in order, pulling each image as it
+    // goes, so a sidecar placed last would start only after every pull and could neither report
+    // failures nor enforce a deadline shorter than the pulls.
+    if (reconciler !== undefined) this.addReconciler(pool, reconciler);
     const refreshing = reconciler !== undefined && pool.settings.refreshSeconds > 0;
     for (const ref of pool.images) {
       const name = imageContainerName(ref);
@@ -120,7 +124,6 @@ export class PullDaemonSet extends Construct {
         ...(refreshing ? { envVariables: { [ENV.imageContainer]: kplus.EnvValue.fromValue(name) } } : {}),
       });
     }
-    if (reconciler !== undefined) this.addReconciler(pool, reconciler);
 
     applyScheduling(this.workload, pool);
     patchPullDaemonSet(this.workload, {
@@ -130,7 +133,7 @@ export class PullDaemonSet extends Construct {
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
       maxUnavailable: pool.settings.maxUnavailable,
-      ...(reconciler === undefined ? {} : { sidecarIndex: pool.images.length }),
+      ...(reconciler === undefined ? {} : { sidecarIndex: 0 }),
     });
   }
 

@@ -74,7 +74,7 @@ describe('PullDaemonSet', () => {
       expect(c.resources.requests.memory).not.toBe('512Mi');
       expect(c.resources.limits).toBeDefined();
     }
-    expect(spec.containers[0].resources).toEqual({ requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '10m', memory: '16Mi' } });
+    expect(spec.containers[1].resources).toEqual({ requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '10m', memory: '16Mi' } });
   });
 
   it('selects on the stable pool label only, never on construct paths', () => {
@@ -115,7 +115,7 @@ describe('PullDaemonSet', () => {
   });
 
   it('configures the sidecar from the pool', () => {
-    const sidecar = synth(custom, true).spec.template.spec.containers.at(-1);
+    const sidecar = synth(custom, true).spec.template.spec.containers[0];
     const env = Object.fromEntries(sidecar.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? 'fieldRef']));
     expect(env).toEqual({
       PREWARM_NODE_NAME: 'fieldRef',
@@ -135,13 +135,14 @@ describe('PullDaemonSet', () => {
   it('prepares refreshing pools: shared PID namespace, Always for tags, container names, mounted pull secrets', () => {
     const spec = synth(custom, true).spec.template.spec;
     expect(spec.shareProcessNamespace).toBe(true);
-    const images = spec.containers.slice(0, -1);
+    const images = spec.containers.slice(1);
     expect(images.map((c: { image: string; imagePullPolicy: string }) => [c.image.includes('@') ? 'digest' : 'tag', c.imagePullPolicy])).toEqual([
       ['digest', 'IfNotPresent'],
       ['tag', 'Always'],
     ]);
     for (const c of images) expect(c.env).toEqual([{ name: 'PREWARM_IMAGE_CONTAINER', value: c.name }]);
-    const sidecar = spec.containers.at(-1);
+    const sidecar = spec.containers[0];
+    expect(sidecar.name).toBe('prewarm-reconciler');
     expect(sidecar.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toEqual([
       '/etc/prewarm',
       '/etc/prewarm-pull-secrets/mirror',
@@ -158,7 +159,7 @@ describe('PullDaemonSet', () => {
   it('leaves pools that do not refresh on IfNotPresent, with no shared PID namespace', () => {
     const spec = synth(defaults, true).spec.template.spec;
     expect(spec.shareProcessNamespace).toBeUndefined();
-    for (const c of spec.containers.slice(0, -1)) {
+    for (const c of spec.containers.slice(1)) {
       expect(c.imagePullPolicy).toBe('IfNotPresent');
       expect(c.env).toBeUndefined();
     }
