@@ -1,0 +1,268 @@
+/**
+ * A small apiserver client for the benchmarks: JSON requests and watch streams over the harness's
+ * loopback forward (https://127.0.0.1:16443) with the admin client certificate. No dependency on
+ * client-node, so the benchmark measures the cluster, not a client library's caching.
+ */
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:https';
+import { adminCert } from '../../test/cluster/controlplane.js';
+import { apiserverUrl } from '../../test/cluster/cluster.js';
+import { CA_CRT } from '../../test/cluster/pki.js';
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    uid?: string;
+    generateName?: string;
+    ownerReferences?: unknown[];
+  };
+  spec?: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  status?: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  [k: string]: unknown;
+}
+export interface KubeList<T = KubeObject> {
+  metadata: { resourceVersion: string; continue?: string };
+  items: T[];
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly body: string,
+    what: string,
+  ) {
+    super(`${what}: HTTP ${code}: ${body.slice(0, 300)}`);
+  }
+}
+
+/** Token bucket like client-go's flowcontrol (QPS, burst); `take` waits for a token. */
+export class TokenBucket {
+  private tokens: number;
+  private last = Date.now();
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+  ) {
+    this.tokens = burst;
+  }
+  /** Reserves a token and returns the delay in ms before it may be used. */
+  reserve(): number {
+    const now = Date.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+    this.last = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
+  }
+  async take(): Promise<void> {
+    const d = this.reserve();
+    if (d > 0) await new Promise((r) => setTimeout(r, d));
+  }
+}
+
+export interface KubeOptions {
+  /** Client-side rate limit (client-go's default is 5 QPS, burst 10); none when absent. */
+  limiter?: TokenBucket;
+  userAgent?: string;
+}
+
+export class Kube {
+  private readonly ca = readFileSync(CA_CRT);
+  private readonly cert: Buffer;
+  private readonly key: Buffer;
+  private readonly agent: Agent;
+  readonly base = apiserverUrl();
+  /** Requests sent, by "VERB resource" (for reporting a component's own API cost). */
+  readonly counts = new Map<string, number>();
+
+  constructor(private readonly opts: KubeOptions = {}) {
+    const c = adminCert();
+    this.cert = readFileSync(c.crt);
+    this.key = readFileSync(c.key);
+    this.agent = new Agent({ keepAlive: true, maxSockets: 16, ca: this.ca, cert: this.cert, key: this.key });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private count(method: string, path: string): void {
+    const parts = path.split('?')[0]!.split('/').filter(Boolean);
+    // /api/v1/namespaces/ns/pods/name -> pods; /apis/g/v/namespaces/ns/jobs -> jobs
+    const start = parts[0] === 'api' ? 2 : 3;
+    let rest = parts.slice(start);
+    if (rest[0] === 'namespaces' && rest.length > 2) rest = rest.slice(2);
+    const k = `${method} ${rest[0] ?? ''}`;
+    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
+  }
+
+  async raw(method: string, path: string, body?: unknown, contentType = 'application/json', timeoutMs = 60_000): Promise<{ status: number; text: string }> {
+    if (this.opts.limiter) await this.opts.limiter.take();
+    this.count(method, path);
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = request(
+        this.base + path,
+        {
+          method,
+          agent: this.agent,
+          timeout: timeoutMs,
+          headers: {
+            Accept: 'application/json',
+            'User-Agent': this.opts.userAgent ?? 'prewarm-bench',
+            ...(payload !== undefined ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : {}),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.on('timeout', () => req.destroy(new Error(`timeout ${method} ${path}`)));
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  async json<T = KubeObject>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
+    const r = await this.raw(method, path, body, contentType);
+    if (r.status < 200 || r.status >= 300) throw new ApiError(r.status, r.text, `${method} ${path}`);
+    return JSON.parse(r.text) as T;
+  }
+  get<T = KubeObject>(path: string): Promise<T> {
+    return this.json<T>('GET', path);
+  }
+  /** GET that answers undefined for 404. */
+  async getOpt<T = KubeObject>(path: string): Promise<T | undefined> {
+    const r = await this.raw('GET', path);
+    if (r.status === 404) return undefined;
+    if (r.status !== 200) throw new ApiError(r.status, r.text, `GET ${path}`);
+    return JSON.parse(r.text) as T;
+  }
+  create<T = KubeObject>(path: string, body: unknown): Promise<T> {
+    return this.json<T>('POST', path, body);
+  }
+  put<T = KubeObject>(path: string, body: unknown): Promise<T> {
+    return this.json<T>('PUT', path, body);
+  }
+  mergePatch<T = KubeObject>(path: string, body: unknown): Promise<T> {
+    return this.json<T>('PATCH', path, body, 'application/merge-patch+json');
+  }
+  /** Server-side apply of one object (force, own field manager). */
+  apply(obj: KubeObject, fieldManager = 'prewarm-bench'): Promise<KubeObject> {
+    return this.json('PATCH', `${objectPath(obj)}?fieldManager=${fieldManager}&force=true`, obj, 'application/apply-patch+yaml');
+  }
+  async delete(path: string, propagation: 'Background' | 'Foreground' | 'Orphan' = 'Background'): Promise<boolean> {
+    const r = await this.raw('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: propagation });
+    if (r.status === 404) return false;
+    if (r.status < 200 || r.status >= 300) throw new ApiError(r.status, r.text, `DELETE ${path}`);
+    return true;
+  }
+  /** Lists all pages. */
+  async list<T = KubeObject>(path: string, params: Record<string, string> = {}): Promise<KubeList<T>> {
+    const items: T[] = [];
+    let cont = '';
+    let rv = '';
+    for (let page = 0; page < 1000; page++) {
+      const q = new URLSearchParams({ ...params, limit: '500', ...(cont ? { continue: cont } : {}) });
+      const l = await this.get<KubeList<T>>(`${path}?${q}`);
+      items.push(...l.items);
+      rv = l.metadata.resourceVersion;
+      cont = l.metadata.continue ?? '';
+      if (!cont) break;
+    }
+    return { metadata: { resourceVersion: rv }, items };
+  }
+
+  /**
+   * Watches `path` from `resourceVersion`; calls onEvent per event until the returned stop() is
+   * called or the server closes the stream (then onClose).
+   */
+  watch(path: string, params: Record<string, string>, onEvent: (type: string, obj: KubeObject) => void, onClose: (err?: Error) => void): () => void {
+    const q = new URLSearchParams({ ...params, watch: 'true', allowWatchBookmarks: 'true' });
+    let stopped = false;
+    void (this.opts.limiter ? this.opts.limiter.take() : Promise.resolve()).then(() => {
+      if (stopped) return;
+      this.count('WATCH', path);
+      const req = request(this.base + `${path}?${q}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'prewarm-bench' } }, (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          onClose(new Error(`watch ${path}: HTTP ${res.statusCode}`));
+          return;
+        }
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          buf += d;
+          let nl;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl);
+            buf = buf.slice(nl + 1);
+            if (!line.trim()) continue;
+            const ev = JSON.parse(line) as { type: string; object: KubeObject };
+            onEvent(ev.type, ev.object);
+          }
+        });
+        res.on('end', () => onClose());
+        res.on('error', (e) => onClose(e));
+      });
+      req.on('error', (e) => {
+        if (!stopped) onClose(e);
+      });
+      req.end();
+      stopFn = () => req.destroy();
+    });
+    let stopFn = (): void => undefined;
+    return () => {
+      stopped = true;
+      stopFn();
+    };
+  }
+}
+
+const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PriorityClass', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+const PLURAL: Record<string, string> = { Ingress: 'ingresses', NetworkPolicy: 'networkpolicies', PriorityClass: 'priorityclasses', ValidatingAdmissionPolicy: 'validatingadmissionpolicies' };
+
+/** REST path of an object (best effort over the kinds the benchmarks use). */
+export function objectPath(o: KubeObject): string {
+  const av = o.apiVersion ?? 'v1';
+  const kind = o.kind ?? '';
+  const plural = PLURAL[kind] ?? `${kind.toLowerCase()}s`;
+  const prefix = av.includes('/') ? `/apis/${av}` : `/api/${av}`;
+  const ns = CLUSTER_SCOPED.has(kind) ? '' : `/namespaces/${o.metadata.namespace ?? 'default'}`;
+  return `${prefix}${ns}/${plural}/${o.metadata.name}`;
+}
+
+/** Reads apiserver_request_total as counts by "VERB resource" (admin /metrics). */
+export async function requestTotals(kube: Kube): Promise<Map<string, number>> {
+  const r = await kube.raw('GET', '/metrics', undefined, undefined, 120_000);
+  const out = new Map<string, number>();
+  for (const line of r.text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const v = Number(line.slice(line.lastIndexOf(' ') + 1));
+    const key = `${labels['verb']} ${labels['resource']}${labels['subresource'] ? '/' + labels['subresource'] : ''}|${labels['code']}`;
+    out.set(key, (out.get(key) ?? 0) + v);
+  }
+  return out;
+}
+
+export function diffTotals(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  const d = new Map<string, number>();
+  for (const [k, v] of after) {
+    const x = v - (before.get(k) ?? 0);
+    if (x > 0) d.set(k, x);
+  }
+  return d;
+}

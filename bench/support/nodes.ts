@@ -1,0 +1,113 @@
+/**
+ * Real nodes for the benchmarks: join (harness addNode), watch Ready and labels through one node
+ * watch, and poll the node's own containerd until a set of images is present.
+ */
+import { addNode, removeNode } from '../../test/cluster/cluster.js';
+import { loadSpec, nodePaths } from '../../test/cluster/node.js';
+import { runAsync } from '../../test/cluster/sh.js';
+import { Kube, type KubeObject } from './kube.js';
+import { log, sleep } from './stats.js';
+
+export interface NodeTimes {
+  /** When the join was started (harness addNode called). */
+  joinAt: number;
+  /** First watch event of the Node object. */
+  registeredAt?: number;
+  /** First watch event with Ready=True. */
+  readyAt?: number;
+  /** Labels first seen, by key=value. */
+  labelsAt: Map<string, number>;
+}
+
+/** One watch over all nodes carrying `selector`; records first-seen times per node. */
+export class NodeWatch {
+  readonly times = new Map<string, NodeTimes>();
+  private stopWatch: () => void = () => undefined;
+  private closed = false;
+  constructor(
+    private readonly kube: Kube,
+    private readonly selector: string,
+  ) {}
+
+  async start(): Promise<void> {
+    const l = await this.kube.list('/api/v1/nodes', { labelSelector: this.selector });
+    for (const n of l.items) this.observe(n);
+    this.loop(l.metadata.resourceVersion);
+  }
+
+  private loop(rv: string): void {
+    if (this.closed) return;
+    let last = rv;
+    this.stopWatch = this.kube.watch(
+      '/api/v1/nodes',
+      { labelSelector: this.selector, resourceVersion: rv, timeoutSeconds: '600' },
+      (type, obj) => {
+        if (obj.metadata?.resourceVersion) last = obj.metadata.resourceVersion;
+        if (type === 'ADDED' || type === 'MODIFIED') this.observe(obj);
+      },
+      (err) => {
+        if (this.closed) return;
+        if (err) log(`node watch ended: ${err.message}; re-listing`);
+        void (err ? this.kube.list('/api/v1/nodes', { labelSelector: this.selector }).then((l2) => { for (const n of l2.items) this.observe(n); this.loop(l2.metadata.resourceVersion); }) : Promise.resolve(this.loop(last)));
+      },
+    );
+  }
+
+  expect(name: string): NodeTimes {
+    const t: NodeTimes = { joinAt: Date.now(), labelsAt: new Map() };
+    this.times.set(name, t);
+    return t;
+  }
+
+  private observe(n: KubeObject): void {
+    const t = this.times.get(n.metadata.name);
+    if (!t) return;
+    const now = Date.now();
+    t.registeredAt ??= now;
+    const ready = (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+    if (ready) t.readyAt ??= now;
+    for (const [k, v] of Object.entries(n.metadata.labels ?? {})) if (!t.labelsAt.has(`${k}=${v}`)) t.labelsAt.set(`${k}=${v}`, now);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.stopWatch();
+  }
+}
+
+/** Image references present in a node's containerd (k8s.io namespace), without blocking. */
+export async function nodeImagesAsync(name: string): Promise<Set<string>> {
+  const r = await runAsync(['ctr', '-a', nodePaths(name).containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'], { allowFail: true, timeoutMs: 30_000 });
+  return new Set(r.stdout.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('sha256:')));
+}
+
+/** Polls until every ref is present; returns the time first seen complete, or undefined at the deadline. */
+export async function waitImages(name: string, refs: readonly string[], deadline: number, intervalMs = 200): Promise<number | undefined> {
+  while (Date.now() < deadline) {
+    const have = await nodeImagesAsync(name);
+    if (refs.every((r) => have.has(r))) return Date.now();
+    await sleep(intervalMs);
+  }
+  return undefined;
+}
+
+/** Joins a real node whose kubelet registers it with `labels` (kubelet --node-labels). */
+export async function join(watch: NodeWatch, name: string, labels: Record<string, string>): Promise<NodeTimes> {
+  if (loadSpec(name)) await removeNode(name).catch(() => undefined);
+  const t = watch.expect(name);
+  await addNode(name, { labels, wait: false });
+  return t;
+}
+
+export async function leave(name: string): Promise<void> {
+  if (loadSpec(name)) await removeNode(name);
+}
+
+/** Waits until `pred` holds for the node's times (bounded). */
+export async function until(t: NodeTimes, pred: (t: NodeTimes) => boolean, deadline: number): Promise<boolean> {
+  while (Date.now() < deadline) {
+    if (pred(t)) return true;
+    await sleep(100);
+  }
+  return pred(t);
+}

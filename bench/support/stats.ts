@@ -1,0 +1,49 @@
+/** Figures for the benchmarks: medians, ratios, formatting, machine description, results files. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { VERSIONS } from '../../test/cluster/config.js';
+import { run } from '../../test/cluster/sh.js';
+
+export const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const RESULTS_DIR = join(BENCH_DIR, 'results');
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+export function secs(ms: number): string {
+  return Number.isFinite(ms) ? (ms / 1000).toFixed(1) : 'never';
+}
+
+export function machine(): Record<string, string> {
+  const containerd = run(['containerd', '--version'], { allowFail: true }).stdout.trim().split(' ').slice(2, 3).join('');
+  return {
+    cores: String(cpus().length),
+    memoryGiB: (totalmem() / 2 ** 30).toFixed(0),
+    cpu: cpus()[0]?.model ?? '',
+    node: process.version,
+    kubernetes: VERSIONS.kubernetes,
+    etcd: VERSIONS.etcd,
+    kwok: VERSIONS.kwok,
+    containerd,
+  };
+}
+
+/** Writes bench/results/<name>.json (figures of the last run, read by bench/plots.ts). */
+export function saveResults(name: string, data: unknown): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const f = join(RESULTS_DIR, `${name}.json`);
+  writeFileSync(f, JSON.stringify({ when: new Date().toISOString(), machine: machine(), ...(data as object) }, null, 2) + '\n');
+  return f;
+}
+
+export function log(msg: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
