@@ -1,0 +1,66 @@
+/**
+ * `npm run bench:plots`: draws docs/benchmarks/*.svg from bench/results/*.json (the last run of
+ * each benchmark). Plain SVG, written by hand: one row per configuration, a bar for the median
+ * and a dot per node; a node that never warmed within its bound is drawn as an arrow at the edge.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BENCH_DIR, median } from './support/stats.js';
+
+const OUT = join(BENCH_DIR, '..', 'docs', 'benchmarks');
+
+interface Sample {
+  config: string;
+  warmMs?: number;
+}
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+}
+
+function timeToWarm(): void {
+  const f = join(BENCH_DIR, 'results', 'time-to-warm.json');
+  if (!existsSync(f)) return;
+  const data = JSON.parse(readFileSync(f, 'utf8')) as { samples: Sample[]; machine: Record<string, string> };
+  const configs = [...new Set(data.samples.map((s) => s.config))];
+  const finite = data.samples.map((s) => s.warmMs).filter((x): x is number => x !== undefined);
+  const max = Math.max(10_000, ...finite) * 1.1;
+  const W = 640;
+  const left = 150;
+  const right = 60;
+  const row = 34;
+  const top = 40;
+  const H = top + configs.length * row + 44;
+  const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
+  const parts: string[] = [];
+  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  parts.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
+  parts.push(`<text x="${left}" y="20" font-size="14" font-weight="bold">Time from node Ready to all images in its containerd</text>`);
+  const step = max > 120_000 ? 60_000 : max > 40_000 ? 10_000 : 5_000;
+  for (let t = 0; t <= max; t += step) {
+    parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + configs.length * row}" stroke="#e5e5e5"/>`);
+    parts.push(`<text x="${x(t)}" y="${top + configs.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
+  }
+  parts.push(`<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`);
+  configs.forEach((c, i) => {
+    const y = top + i * row;
+    const xs = data.samples.filter((s) => s.config === c);
+    const vals = xs.map((s) => s.warmMs ?? Number.POSITIVE_INFINITY);
+    const m = median(vals.map((v) => (Number.isFinite(v) ? v : 1e15)));
+    const never = m >= 1e15;
+    parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(c)}</text>`);
+    const color = c.startsWith('kf') ? '#c0504d' : c === 'raw' ? '#7f7f7f' : '#4f81bd';
+    parts.push(`<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`);
+    parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
+    for (const v of vals) {
+      if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
+      else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
+    }
+  });
+  parts.push('</svg>');
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(join(OUT, 'time-to-warm.svg'), parts.join('\n') + '\n');
+  console.log(`wrote ${join(OUT, 'time-to-warm.svg')}`);
+}
+
+timeToWarm();
