@@ -3,7 +3,9 @@
  * 1. `npm run build`: the plugin runs what ships, lib/src/cli/bin.js.
  * 2. test/gitops/argocd-build.sh: Argo CD's real argocd-cmp-server and the cmp-client driver
  *    (cached; about 5 minutes cold on 2 cores, instant warm). Provides inject('argocdBin').
- * 3. etcd + kube-apiserver on loopback, the same way as test/integration/setup.ts but under its own
+ * 3. test/gitops/fetch-crds.sh: Flux's and Argo CD's CRDs and Argo CD's install.yaml, from their
+ *    Go modules. Provides inject('crdDir').
+ * 4. etcd + kube-apiserver on loopback, the same way as test/integration/setup.ts but under its own
  *    daemon prefix ("gitops"), so it never stops the integration project's control plane when both
  *    projects run in one vitest invocation. Provides inject('kubeconfig').
  */
@@ -20,6 +22,7 @@ declare module 'vitest' {
   export interface ProvidedContext {
     kubeconfig: string;
     argocdBin: string;
+    crdDir: string;
   }
 }
 
@@ -50,6 +53,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const argocdBin = out.trim().split('\n').pop() ?? '';
   console.log(`[gitops] argocd-cmp-server ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${argocdBin}`);
   project.provide('argocdBin', argocdBin);
+
+  const crdDir = execFileSync('bash', [join(REPO_DIR, 'test/gitops/fetch-crds.sh')], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000, encoding: 'utf8' })
+    .trim().split('\n').pop() ?? '';
+  project.provide('crdDir', crdDir);
 
   requireBinaries(['etcd', 'kubeApiserver', 'kubectl']);
   mkdirSync(STATE_DIR, { recursive: true });

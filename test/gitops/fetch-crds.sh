@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Fetches the CRDs that deploy/flux and deploy/argocd instantiate, from the controllers' own Go
+# modules on the module proxy (the only source of them here): Flux's kustomize-controller and
+# source-controller, and Argo CD's install.yaml. Cached in
+# ${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}/gitops-crds-<versions>/; prints that folder.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+FLUX_KC=v1.10.1 FLUX_SC=v1.10.1
+ARGOCD="$(awk '$1 == "github.com/argoproj/argo-cd/v3" { print $2; exit }' "$HERE/go/go.mod")"
+CACHE="${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}"
+OUT="$CACHE/gitops-crds-kc$FLUX_KC-sc$FLUX_SC-argocd$ARGOCD"
+if [[ -f "$OUT/.complete" ]]; then echo "$OUT"; exit 0; fi
+export GOMODCACHE="$CACHE/go/mod" GOFLAGS= GOTOOLCHAIN=local
+M="$GOMODCACHE/github.com"
+# These modules declare a newer go line than the local toolchain: `go mod download` still fetches,
+# verifies and extracts them, then reports that; what counts is that the files are there.
+(cd "$(mktemp -d)" && go mod download "github.com/fluxcd/kustomize-controller@$FLUX_KC" "github.com/fluxcd/source-controller@$FLUX_SC" \
+  "github.com/argoproj/argo-cd/v3@$ARGOCD" >/dev/null 2>&1) || true
+rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"
+cp "$M/fluxcd/kustomize-controller@$FLUX_KC/config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml" \
+   "$M/fluxcd/source-controller@$FLUX_SC/config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml" \
+   "$M/fluxcd/source-controller@$FLUX_SC/config/crd/bases/source.toolkit.fluxcd.io_ocirepositories.yaml" \
+   "$M/argoproj/argo-cd/v3@$ARGOCD/manifests/install.yaml" "$OUT.tmp/"
+cp "$M/argoproj/argo-cd/v3@$ARGOCD/manifests/crds/application-crd.yaml" "$OUT.tmp/argocd-application-crd.yaml"
+chmod -R u+w "$OUT.tmp"
+rm -rf "$OUT" && mv "$OUT.tmp" "$OUT" && touch "$OUT/.complete"
+echo "$OUT"
