@@ -19,6 +19,7 @@
 // by PREWARM_BIN (run with this node).
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { isAbsolute, join, normalize, relative, sep } from 'node:path';
 
 const KNOWN = {
@@ -92,8 +93,8 @@ function synthArgs(env) {
 }
 
 const YAML_FILE = /\.ya?ml$/i;
-const KIND = /^kind:[ \t]*["']?ImageCache["']?[ \t]*(#.*)?$/m;
-const API = /^apiVersion:[ \t]*["']?(prewarm\.dev|kubefledged\.io)\/[a-z0-9]+["']?[ \t]*(#.*)?$/m;
+const KIND = /^kind:[ \t]*["']?ImageCache["']?[ \t\r]*(#[^\n]*)?$/m;
+const API = /^apiVersion:[ \t]*["']?(prewarm\.dev|kubefledged\.io)\/[a-z0-9]+["']?[ \t\r]*(#[^\n]*)?$/m;
 
 /** First file under dir (prewarm's walk: *.yaml/*.yml, hidden entries skipped) with an ImageCache. */
 function discover(dir) {
@@ -124,7 +125,7 @@ function generate() {
     process.stderr.write(`prewarm-argocd: cannot run ${cmd}: ${err.message}\n`);
     process.exit(70);
   });
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 + 15 : 70)));
+  child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
 }
 
 const command = process.argv[2];

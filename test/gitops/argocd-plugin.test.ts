@@ -19,6 +19,7 @@ const UID = 999;
 const AS_ARGOCD = ['setpriv', `--reuid=${UID}`, `--regid=${UID}`, '--clear-groups', '--'];
 const PLUGIN = 'prewarm-v1';
 const ARGO_TIMEOUT_S = 90; // the repo-server's default exec timeout
+const SCALE = 1_000;
 
 interface CmpResponse {
   matched: boolean;
@@ -134,6 +135,16 @@ beforeAll(async () => {
   mkdirSync(join(repo, 'nested', 'team-a'), { recursive: true });
   cpSync(join(REPO, 'examples', 'platform'), join(repo, 'nested', 'team-a', 'platform'), { recursive: true });
   writeFileSync(join(repo, 'nested', 'README.md'), 'not a spec\n');
+  // 1,000 ImageCaches of 20 images over 50 pools (the shape of bench:synth), one file each.
+  mkdirSync(join(repo, 'scale'));
+  for (let i = 0; i < SCALE; i++) {
+    const pool = i % 50;
+    const images = Array.from({ length: 20 }, (_, j) => `      - registry.example.invalid/pool-${pool}/app-${(i * 7 + j * 13) % 200}:v1.${((i * 7 + j * 13) % 200) % 10}`);
+    writeFileSync(
+      join(repo, 'scale', `cache-${i}.yaml`),
+      ['apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata:', `  name: cache-${i}`, `  namespace: team-${pool % 10}`, 'spec:', '  cacheSpec:', '    - nodeSelector:', `        example.com/pool: p${pool}`, '      images:', ...images, ''].join('\n'),
+    );
+  }
   readOnly(repo);
   repoHashBefore = treeHash(repo);
 
@@ -287,6 +298,14 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     expect(unknown.error).toContain('unknown parameter "nmespace"');
     const escape = cmp({ appPath: 'imagecaches', plugin: { name: PLUGIN, parameters: [{ name: 'paths', array: ['../broken'] }] } });
     expect(escape.error).toContain('must be relative and inside the app path');
+  });
+
+  it(`renders ${SCALE} ImageCaches well within the deadline`, () => {
+    const res = cmp({ appPath: 'scale' });
+    const got = manifestsOf(res);
+    expect(got.filter((o) => o['kind'] === 'DaemonSet')).toHaveLength(50);
+    console.log(`[gitops] generate under argocd-cmp-server: ${res.millis} ms for ${SCALE} ImageCaches, ${got.length} objects (deadline ${ARGO_TIMEOUT_S} s)`);
+    expect(res.millis).toBeLessThan(ARGO_TIMEOUT_S * 1000 / 3);
   });
 
   it('left the repository copy untouched', () => {
