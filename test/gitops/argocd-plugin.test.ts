@@ -3,7 +3,7 @@
  * Argo CD's Go module by argocd-build.sh), driven over its unix socket by cmp-client, which calls
  * Argo CD's own discovery and streaming code the way argocd-repo-server does: plugin environment
  * (ARGOCD_APP_*, KUBE_VERSION, KUBE_API_VERSIONS, ARGOCD_ENV_*, ARGOCD_APP_PARAMETERS), discovery
- * through MatchRepository, then GenerateManifest with the repository tarball and a 90 s deadline.
+ * through MatchRepository, then GenerateManifest with the repository tarball and Argo CD's default 60 s deadline.
  * Server and client run as uid 999 with a read-only repository copy, like the repo-server and its
  * sidecar; deploy/argocd/plugin.yaml is used unchanged.
  */
@@ -18,7 +18,9 @@ import { CLI, REPO, distDocs, docs, id, run } from './helpers.js';
 const UID = 999;
 const AS_ARGOCD = ['setpriv', `--reuid=${UID}`, `--regid=${UID}`, '--clear-groups', '--'];
 const PLUGIN = 'prewarm-v1';
-const ARGO_TIMEOUT_S = 90; // the repo-server's default exec timeout
+// The request deadline: Argo CD's repo-server calls time out after 60 s by default
+// (controller/server.repo.server.timeout.seconds); each plugin command also has ARGOCD_EXEC_TIMEOUT, 90 s.
+const ARGO_TIMEOUT_S = 60;
 const SCALE = 1_000;
 
 interface CmpResponse {

@@ -47,7 +47,7 @@ type request struct {
 	TargetRev   string   `json:"targetRevision"`
 	KubeVersion string   `json:"kubeVersion"`
 	APIVersions []string `json:"apiVersions"`
-	// TimeoutSeconds is the request deadline (the repo-server's exec timeout, 90 s by default).
+	// TimeoutSeconds is the request deadline (Argo CD's repo-server timeout, 60 s by default).
 	TimeoutSeconds int `json:"timeoutSeconds"`
 }
 
@@ -108,7 +108,7 @@ func run(q *request) (*response, error) {
 	res := &response{}
 	timeout := time.Duration(q.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
-		timeout = 90 * time.Second
+		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
