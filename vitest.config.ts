@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 import { e2eProject, integrationProject } from './test/e2e/projects.js';
+import { gitopsProject } from './test/gitops/project.js';
 
 /**
  * Three projects, one per tier:
  * - unit: pure logic and constructs, no cluster;
  * - integration: adapters against a real kube-apiserver and etcd from the harness;
- * - e2e: the real cluster with kubelets and containerd.
+ * - e2e: the real cluster with kubelets and containerd;
+ * - gitops: the real argocd-cmp-server, Flux/Argo CRDs and server-side apply of dist/.
  * `npm test` runs all of them; a missing prerequisite fails the run, never skips it.
  */
 export default defineConfig({
@@ -20,6 +22,7 @@ export default defineConfig({
       },
       integrationProject,
       e2eProject,
+      gitopsProject,
     ],
   },
 });
