@@ -3,6 +3,8 @@
  * and credentials from mounted `kubernetes.io/dockerconfigjson` Secrets.
  */
 
+import { parseImageRef as parseReference } from '../spec/reference.js';
+
 /** Docker Hub's names: how users write it, and where its registry API lives. */
 export const DOCKER_HUB = 'docker.io';
 export const DOCKER_HUB_API = 'registry-1.docker.io';
@@ -17,38 +19,16 @@ export interface ImageRef {
 }
 
 /**
- * Parses `[host[:port]/]path[:tag][@digest]` with Docker's defaulting: no host (first component
- * without `.`/`:` and not `localhost`) means Docker Hub, and single-component Hub names get
- * `library/`. A missing tag means `latest`.
+ * The registry, repository and tag-or-digest of a reference, by the one parser synthesis uses
+ * (src/spec/reference.ts), so the sidecar resolves exactly the names synth emitted. A digest wins
+ * over a tag: it is what the registry is asked for. Registry hosts are addressed in lowercase, so a
+ * capitalised first component is refused here rather than taken for a host.
  */
 export function parseImageRef(ref: string): ImageRef {
-  let rest = ref;
-  let digest: string | undefined;
-  const at = rest.indexOf('@');
-  if (at >= 0) {
-    digest = rest.slice(at + 1);
-    rest = rest.slice(0, at);
-  }
-  let registry = DOCKER_HUB;
-  const slash = rest.indexOf('/');
-  if (slash >= 0) {
-    const first = rest.slice(0, slash);
-    if (first.includes('.') || first.includes(':') || first === 'localhost') {
-      registry = first;
-      rest = rest.slice(slash + 1);
-    }
-  }
-  let tag: string | undefined;
-  const colon = rest.lastIndexOf(':');
-  if (colon >= 0) {
-    tag = rest.slice(colon + 1);
-    rest = rest.slice(0, colon);
-  }
-  if (rest === '' || !/^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/.test(rest)) {
-    throw new Error(`invalid image reference "${ref}"`);
-  }
-  if (registry === DOCKER_HUB && !rest.includes('/')) rest = `library/${rest}`;
-  return { registry, repository: rest, ...(digest ? { digest } : { tag: tag ?? 'latest' }) };
+  const parsed = parseReference(ref);
+  if (!parsed.ok || parsed.ref.domain !== parsed.ref.domain.toLowerCase()) throw new Error(`invalid image reference "${ref}"`);
+  const { domain, path, tag, digest } = parsed.ref;
+  return { registry: domain, repository: path, ...(digest !== undefined ? { digest } : { tag: tag ?? 'latest' }) };
 }
 
 /** The host the registry API is served on. */

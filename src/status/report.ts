@@ -4,6 +4,7 @@
  * the objects and renders the result.
  */
 import { parseAnnotation, type PoolAnnotation } from '../reconciler/core.js';
+import { PULL_FAILURE_REASONS } from '../reconciler/reasons.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../synth/naming.js';
 import { LABEL_POOL, NodeState } from '../wellknown.js';
 
@@ -79,8 +80,6 @@ export interface StatusReport {
   readonly allWarm: boolean;
 }
 
-/** Waiting reasons that mean the pull itself failed (see also the sidecar's reasons). */
-const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable', 'SignatureValidationFailed']);
 
 /** Builds the report. Pools, and nodes within a pool, come out sorted by name. */
 export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: readonly ObservedPod[], nodes: readonly ObservedNode[]): StatusReport {
@@ -111,7 +110,7 @@ function nodeReport(pool: string, pod: ObservedPod, node: ObservedNode | undefin
   const state: NodePoolState = label === NodeState.Warm ? NodeState.Warm : label === NodeState.Partial ? NodeState.Partial : 'cold';
   // The pod's own status is fresher than the annotation for images still failing now.
   const live = (pod.status?.containerStatuses ?? [])
-    .filter((c) => c.state?.waiting?.reason !== undefined && PULL_FAILURES.has(c.state.waiting.reason))
+    .filter((c) => c.state?.waiting?.reason !== undefined && PULL_FAILURE_REASONS.has(c.state.waiting.reason))
     .map((c) => {
       const message = c.state?.waiting?.message;
       return { image: c.image, reason: c.state?.waiting?.reason ?? '', ...(message === undefined ? {} : { message }) };

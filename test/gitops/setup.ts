@@ -10,13 +10,10 @@
  *    projects run in one vitest invocation. Provides inject('kubeconfig').
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { REPO_DIR, STATE_DIR, requireBinaries } from '../cluster/config.js';
-import { adminCert, startApiserver, startEtcd, stopControlPlane, waitApiserverReady, type ControlPlaneOptions } from '../cluster/controlplane.js';
-import { writeKubeconfig } from '../cluster/pki.js';
+import { REPO_DIR, requireBinaries } from '../cluster/config.js';
+import { startLoopbackControlPlane } from '../cluster/loopback.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -24,18 +21,6 @@ declare module 'vitest' {
     argocdBin: string;
     crdDir: string;
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePromise, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolvePromise(port));
-    });
-  });
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -59,36 +44,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('crdDir', crdDir);
 
   requireBinaries(['etcd', 'kubeApiserver', 'kubectl']);
-  mkdirSync(STATE_DIR, { recursive: true });
-  const dataDir = mkdtempSync(join(STATE_DIR, 'gitops-'));
-  const prefix = 'gitops';
-  await stopControlPlane(prefix); // leftovers of a crashed run
-  const o: ControlPlaneOptions = {
-    prefix,
-    dataDir,
-    etcdClientPort: await freePort(),
-    etcdPeerPort: await freePort(),
-    apiserverBind: '127.0.0.1',
-    apiserverPort: await freePort(),
-    advertiseAddress: '127.0.0.1',
-    endpointReconciler: 'none',
-  };
-  t0 = Date.now();
-  await startEtcd(o);
-  await startApiserver(o);
-  const url = `https://127.0.0.1:${o.apiserverPort}`;
-  try {
-    await waitApiserverReady(o, url);
-  } catch (e) {
-    await stopControlPlane(prefix);
-    throw e;
-  }
-  const kubeconfig = join(dataDir, 'admin.kubeconfig');
-  writeKubeconfig(kubeconfig, url, adminCert(), 'prewarm-admin');
-  console.log(`[gitops] etcd + kube-apiserver ready at ${url} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
-  project.provide('kubeconfig', kubeconfig);
-  return async () => {
-    await stopControlPlane(prefix);
-    if (process.env['PREWARM_KEEP_CLUSTER'] !== '1') rmSync(dataDir, { recursive: true, force: true });
-  };
+  const cp = await startLoopbackControlPlane('gitops', (m) => console.log(`[gitops] ${m}`));
+  project.provide('kubeconfig', cp.kubeconfig);
+  return () => cp.stop();
 }

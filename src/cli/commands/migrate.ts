@@ -52,8 +52,9 @@ async function fromFiles(paths: readonly string[], write: boolean, io: Io): Prom
   const before = parseFiles(files);
   diagnostics.push(...before.diagnostics);
   report(diagnostics, io);
-  const converted: SourceFile[] = files.map((f) => ({ path: f.path, text: migrateText(f.text).text }));
-  const count = files.reduce((n, f) => n + migrateText(f.text).converted, 0);
+  const migrated = files.map((f) => migrateText(f.text));
+  const converted: SourceFile[] = files.map((f, i) => ({ path: f.path, text: migrated[i]?.text ?? f.text }));
+  const count = migrated.reduce((n, m) => n + m.converted, 0);
   if (count === 0) throw new CliError(`no kubefledged.io/v1alpha2 ImageCache found in ${paths.join(', ')}`, ExitCode.InvalidInput);
   checkSamePlacement(files, converted);
   if (write) {
