@@ -27,6 +27,21 @@ describe('pin', () => {
     for (const s of sites) expect(spec.slice(s.start, s.end)).toBe(s.text);
   });
 
+  it('locates each image the way diagnostics do: file, document, line:column of the scalar, field path', () => {
+    const sites = findImages(`---\n${spec}`, 'specs/a.yaml');
+    expect(sites.map((s) => s.location)).toEqual([
+      { file: 'specs/a.yaml', document: 1, line: 7, column: 16, path: 'spec.helperImage' },
+      { file: 'specs/a.yaml', document: 1, line: 10, column: 11, path: 'spec.cacheSpec[0].images[0]' },
+      { file: 'specs/a.yaml', document: 1, line: 11, column: 11, path: 'spec.cacheSpec[0].images[1]' },
+      { file: 'specs/a.yaml', document: 1, line: 12, column: 11, path: 'spec.cacheSpec[0].images[2]' },
+    ]);
+    const flow = 'kind: ConfigMap\n---\napiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nspec:\n  cacheSpec:\n  - {}\n  - images: [a:1, "b:2"]\n';
+    expect(findImages(flow, 'f.yaml').map((s) => [s.text, s.location.document, s.location.line, s.location.column, s.location.path])).toEqual([
+      ['a:1', 2, 8, 14, 'spec.cacheSpec[1].images[0]'],
+      ['b:2', 2, 8, 19, 'spec.cacheSpec[1].images[1]'],
+    ]);
+  });
+
   it('needs a pin only for valid references without a digest', () => {
     expect(needsPin('python:3.12')).toBe(true);
     expect(needsPin(`nginx@${D}`)).toBe(false);
