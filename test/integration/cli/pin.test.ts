@@ -276,6 +276,13 @@ describe('prewarm pin against real registries', () => {
     expect(r.stdout).toContain(`${join(dir, 'nested/cpu.yaml')}:${position(cpu, img.multi)}: ${img.multi} -> ${pinned(img.multi)}\n`);
     expect(r.stdout).toContain(`${join(dir, 'team.yaml')}:${position(files(identity)['team.yaml'] as string, `'${img.helper}`)}: ${img.helper} -> ${pinned(img.helper)}\n`);
     expect(r.stderr).toContain('would pin 9 reference(s) of 5 image(s) in 2 file(s); nothing was written (--dry-run)');
+
+    // HTTPS is the default; a plain-HTTP registry is named in the error with the flag that fixes it.
+    const https = prewarm(['pin', dir, '--dry-run']);
+    expect(https.code).toBe(ExitCode.Unresolved);
+    expect(https.stderr).toContain(`cannot pin ${img.api}: `);
+    expect(https.stderr).toContain(`(a plain-HTTP registry: pass --plain-http ${plain.addr})`);
+    expect(snapshot(dir)).toEqual(before);
   });
 
   it('a missing tag or a failed write fails the whole run: the image is named, no file is written', () => {
