@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyPins, findImages, needsPin } from '../../src/spec/pin.js';
+import { applyPins, findImages, needsPin, pinnedRef } from '../../src/spec/pin.js';
 
 const D = `sha256:${'b'.repeat(64)}`;
 const spec = `# team images
@@ -62,6 +62,22 @@ describe('pin', () => {
         .replace("'redis:7'", `'redis:7@sha256:${'2'.repeat(64)}'`),
     );
     expect(out).toContain('data: {image: "python:3.12-slim"}');
+  });
+
+  it('pins a reference without a tag as :latest@digest, the tag it stood for', () => {
+    expect(pinnedRef('redis', D)).toBe(`redis:latest@${D}`);
+    expect(pinnedRef('reg.example:5000/team/app', D)).toBe(`reg.example:5000/team/app:latest@${D}`);
+    expect(pinnedRef('reg.example:5000/team/app:v1', D)).toBe(`reg.example:5000/team/app:v1@${D}`);
+    const text = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nspec:\n  cacheSpec:\n  - images: [redis]\n';
+    expect(applyPins(text, findImages(text), new Map([['redis', D]]))).toBe(text.replace('[redis]', `[redis:latest@${D}]`));
+  });
+
+  it('marks block scalars and escaped strings as not rewritable and leaves them alone; CRLF lines stay CRLF', () => {
+    const text = 'apiVersion: prewarm.dev/v1alpha1\r\nkind: ImageCache\r\nspec:\r\n  cacheSpec:\r\n    - images:\r\n        - redis:7\r\n        - "a\\x3a1"\r\n        - |-\r\n          b:1\r\n';
+    const sites = findImages(text);
+    expect(sites.map((s) => [s.text, s.literal])).toEqual([['redis:7', true], ['a:1', false], ['b:1', false]]);
+    const digests = new Map([['redis:7', D], ['a:1', D], ['b:1', D]]);
+    expect(applyPins(text, sites, digests)).toBe(text.replace('- redis:7\r\n', `- redis:7@${D}\r\n`));
   });
 
   it('is idempotent: pinned references are not found again', () => {

@@ -7,7 +7,7 @@ import { ApiError } from '../../reconciler/ports.js';
 import { formatDiagnostic, type Diagnostic } from '../../spec/errors.js';
 import { readSources } from '../../spec/load.js';
 import { parseFiles } from '../../spec/parse.js';
-import { applyPins, findImages, needsPin } from '../../spec/pin.js';
+import { applyPins, findImages, needsPin, pinnedRef } from '../../spec/pin.js';
 import { loadRegistryCredentials, type RegistryCredentials } from '../docker-config.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
@@ -41,10 +41,15 @@ export function pinCommand(io: Io) {
       if (parsed.caches.length === 0) throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; nothing was pinned`, ExitCode.InvalidInput);
 
       const sites = files.map((f) => ({ file: f, sites: findImages(f.text, f.path) }));
-      const pending = sites.flatMap((s) => s.sites).filter((s) => needsPin(s.text));
+      const unpinned = sites.flatMap((s) => s.sites).filter((s) => needsPin(s.text));
+      for (const s of unpinned.filter((u) => !u.literal)) {
+        const message = `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`;
+        io.stderr(`${formatDiagnostic({ ...s.location, severity: 'warning', message })}\n`);
+      }
+      const pending = unpinned.filter((s) => s.literal);
       const wanted = [...new Set(pending.map((s) => s.text))].sort();
       if (wanted.length === 0) {
-        io.stderr('nothing to pin: every image reference has a digest\n');
+        io.stderr(unpinned.length === 0 ? 'nothing to pin: every image reference has a digest\n' : 'nothing to pin in place; see the warnings above\n');
         return;
       }
       const credentials = await loadRegistryCredentials(args.dockerConfig, wanted.map((r) => parseImageRef(r).registry));
@@ -77,7 +82,7 @@ export function pinCommand(io: Io) {
       if (broken.length > 0) throw new CliError(`pinned specs would be invalid:\n${broken.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
 
       // The change list is the command's result: stdout, one line per place, in file order.
-      for (const s of pending) io.stdout(`${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${s.text}@${digests.get(s.text)}\n`);
+      for (const s of pending) io.stdout(`${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`);
       const summary = `${pending.length} reference(s) of ${wanted.length} image(s) in ${changed.length} file(s)`;
       if (args.dryRun === true) {
         io.stderr(`would pin ${summary}; nothing was written (--dry-run)\n`);

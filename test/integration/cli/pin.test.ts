@@ -24,7 +24,7 @@ let work: string;
 let plain: RegistryTarget;
 let tls: RegistryTarget;
 /** The images of the specs, by role. */
-let img: { api: string; worker: string; helper: string; model: string; multi: string };
+let img: { api: string; worker: string; helper: string; model: string; multi: string; untagged: string };
 /** reference -> the digest the registry serves for it (sha256 of the raw manifest). */
 const served = new Map<string, string>();
 /** Platform manifests of the multi-arch image. */
@@ -81,6 +81,7 @@ spec:
         - ${p(img.multi)}        # multi-arch: pins to the index
         - ${workerRepo}@${served.get(img.worker)}
         -   "${p(img.worker)}"
+        - ${p(img.untagged)}   # no tag: pinned as :latest
 `,
     'nested/cpu.yaml': `apiVersion: prewarm.dev/v1alpha1
 kind: ImageCache
@@ -97,7 +98,8 @@ spec:
 }
 
 const identity = (ref: string): string => ref;
-const pinned = (ref: string): string => `${ref}@${served.get(ref)}`;
+/** The expected pinned form; a reference without a tag keeps the `:latest` it stood for. */
+const pinned = (ref: string): string => `${ref}${ref === img.untagged ? ':latest' : ''}@${served.get(ref)}`;
 
 /** A fresh folder holding `files(identity)` (and `extra`), for one test. */
 function specDir(name: string, extra: Record<string, string> = {}): string {
@@ -161,7 +163,9 @@ beforeAll(async () => {
     helper: push(plain, 'base/busybox:1.36'),
     model: push(tls, 'private/model:v1'),
     multi: `${plain.addr}/multi/tool:v3`,
+    untagged: `${plain.addr}/base/busybox`,
   };
+  served.set(img.untagged, served.get(push(plain, 'base/busybox:latest')) as string);
   const index = buildOciIndex('pin-multi', ['amd64', 'arm64'].map((architecture) => ({ architecture, layers: standInLayers(`multi-${architecture}`) })));
   copyToRegistry(index, plain, 'multi/tool:v3');
   const raw = rawManifest(plain, 'multi/tool:v3');
@@ -192,9 +196,9 @@ describe('prewarm pin against real registries', () => {
     // One stdout line per rewritten place, file order, with its position.
     const team = files(identity)['team.yaml'] as string;
     const lines = r.stdout.trim().split('\n');
-    expect(lines).toHaveLength(9);
+    expect(lines).toHaveLength(10);
     expect(lines).toContain(`${join(dir, 'team.yaml')}:${position(team, img.api)}: ${img.api} -> ${pinned(img.api)}`);
-    expect(r.stderr).toContain('pinned 9 reference(s) of 5 image(s) in 2 file(s)');
+    expect(r.stderr).toContain('pinned 10 reference(s) of 6 image(s) in 2 file(s)');
   });
 
   it('pins a multi-arch tag to its image index, not to a platform manifest', () => {
@@ -275,7 +279,7 @@ describe('prewarm pin against real registries', () => {
     const cpu = files(identity)['nested/cpu.yaml'] as string;
     expect(r.stdout).toContain(`${join(dir, 'nested/cpu.yaml')}:${position(cpu, img.multi)}: ${img.multi} -> ${pinned(img.multi)}\n`);
     expect(r.stdout).toContain(`${join(dir, 'team.yaml')}:${position(files(identity)['team.yaml'] as string, `'${img.helper}`)}: ${img.helper} -> ${pinned(img.helper)}\n`);
-    expect(r.stderr).toContain('would pin 9 reference(s) of 5 image(s) in 2 file(s); nothing was written (--dry-run)');
+    expect(r.stderr).toContain('would pin 10 reference(s) of 6 image(s) in 2 file(s); nothing was written (--dry-run)');
 
     // HTTPS is the default; a plain-HTTP registry is named in the error with the flag that fixes it.
     const https = prewarm(['pin', dir, '--dry-run']);
