@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT } from './pki.js';
 import { ensureMirrorHost, plainRegistryHas, tlsRegistryHas } from './registry.js';
-import { run } from './sh.js';
+import { nsWrap, run } from './sh.js';
 
 const BUILD_DIR = join(STATE_DIR, 'image-build');
 
@@ -131,7 +131,9 @@ export function copyToRegistry(source: string, target: RegistryTarget, repoAndTa
 
 /** The manifest (or index) bytes the registry serves for `<addr>/<repoAndTag>`, as skopeo reads them. */
 export function rawManifest(target: RegistryTarget, repoAndTag: string): Buffer {
-  const r = spawnSync('skopeo', ['inspect', '--raw', ...skopeoAccess(target, ''), `docker://${target.addr}/${repoAndTag}`], { timeout: 60_000 });
+  const argv = nsWrap(target.netns, ['skopeo', 'inspect', '--raw', ...skopeoAccess(target, ''), `docker://${target.addr}/${repoAndTag}`]);
+  // spawnSync, not run(): the digest is over the exact bytes, never a decoded string.
+  const r = spawnSync(argv[0] as string, argv.slice(1), { timeout: 60_000 });
   if (r.status !== 0) throw new Error(`skopeo inspect --raw ${target.addr}/${repoAndTag} failed (${r.status}): ${String(r.stderr)}`);
   return r.stdout;
 }
