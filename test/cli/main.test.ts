@@ -182,6 +182,16 @@ describe('prewarm pin (no registry needed)', () => {
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
   });
 
+  it('takes --plain-http before or after the paths, once per registry', async () => {
+    const pinned = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images: [busybox@sha256:${'a'.repeat(64)}]\n`;
+    const dir = await specDir({ 'a.yaml': pinned });
+    for (const argv of [['pin', '--plain-http', 'r1:5000', dir], ['pin', '--plain-http', 'r1:5000', '--plain-http', 'r2:5000', dir, '--dry-run'], ['pin', dir, '--plain-http', 'r1:5000']]) {
+      const r = await cli(...argv);
+      expect(r.code, `${argv.join(' ')}: ${r.stderr}`).toBe(ExitCode.Success);
+      expect(r.stderr).toBe('nothing to pin: every image reference has a digest\n');
+    }
+  });
+
   it('refuses invalid specs (exit 1) and paths without an ImageCache before contacting any registry', async () => {
     const invalid = await specDir({ 'a.yaml': bad });
     const r = await cli('pin', invalid);

@@ -28,7 +28,8 @@ export function pinCommand(io: Io) {
       y
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
-        .option('plain-http', { type: 'string', array: true, describe: 'Registries (host:port) spoken to over plain HTTP' })
+        // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.
+        .option('plain-http', { type: 'string', array: true, nargs: 1, describe: 'A registry (host:port) spoken to over plain HTTP; repeat for more' })
         .option('docker-config', { type: 'string', describe: 'Docker config with registry credentials [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]' }),
     handler: async (args: PinArgs) => {
       const diagnostics: Diagnostic[] = [];

@@ -140,7 +140,7 @@ function prewarm(args: string[], env: Record<string, string | undefined> = {}) {
   const r = run([process.execPath, CLI, ...args], { env: base, allowFail: true, timeoutMs: 60_000 });
   return { code: r.code, stdout: r.stdout, stderr: r.stderr };
 }
-const pin = (dir: string, extra: string[] = [], env: Record<string, string | undefined> = {}) => prewarm(['pin', dir, '--plain-http', plain.addr, ...extra], env);
+const pin = (dir: string, extra: string[] = [], env: Record<string, string | undefined> = {}) => prewarm(['pin', '--plain-http', plain.addr, dir, ...extra], env);
 
 /** 1-based line:column where `needle` first starts in `text`. */
 function position(text: string, needle: string): string {
