@@ -122,10 +122,11 @@ function skopeoAccess(target: RegistryTarget, prefix: '' | 'dest-'): string[] {
 
 /**
  * Copies an OCI layout ("oci:dir:tag") to `target` as `<addr>/<repoAndTag>`. An image index is
- * copied whole (`--all`), so a multi-arch tag keeps its index digest.
+ * copied whole (`--all`), so a multi-arch tag keeps its index digest. `format: 'v2s2'` converts to
+ * Docker's media types (an index becomes a manifest list).
  */
-export function copyToRegistry(source: string, target: RegistryTarget, repoAndTag: string): void {
-  const args = ['skopeo', 'copy', '--quiet', '--all', '--retry-times', '2', ...skopeoAccess(target, 'dest-'), source, `docker://${target.addr}/${repoAndTag}`];
+export function copyToRegistry(source: string, target: RegistryTarget, repoAndTag: string, format: 'oci' | 'v2s2' = 'oci'): void {
+  const args = ['skopeo', 'copy', '--quiet', '--all', '--format', format, '--retry-times', '2', ...skopeoAccess(target, 'dest-'), source, `docker://${target.addr}/${repoAndTag}`];
   run(args, { ...(target.netns !== undefined ? { netns: target.netns } : {}), timeoutMs: 600_000 });
 }
 
@@ -172,6 +173,8 @@ export function buildOciIndex(name: string, platforms: readonly { architecture: 
 
 /** Media type of an OCI image index. */
 export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
+/** Media type of a Docker manifest list (what most multi-arch tags on Docker Hub are). */
+export const DOCKER_MANIFEST_LIST = 'application/vnd.docker.distribution.manifest.list.v2+json';
 
 export interface RootfsImageOptions {
   /** A directory, or a tarball (tar, tar.gz) of a root filesystem. */

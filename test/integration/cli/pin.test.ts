@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../../src/cli/exit-codes.js';
 import { REGISTRY, REPO_DIR, STATE_DIR } from '../../cluster/config.js';
-import { buildOciImage, buildOciIndex, copyToRegistry, OCI_INDEX, rawManifest, standInLayers, type RegistryTarget } from '../../cluster/images.js';
+import { buildOciImage, buildOciIndex, copyToRegistry, DOCKER_MANIFEST_LIST, OCI_INDEX, rawManifest, standInLayers, type RegistryTarget } from '../../cluster/images.js';
 import { startLoopbackRegistries, type LoopbackRegistries } from '../../cluster/loopback.js';
 import { CA_CRT } from '../../cluster/pki.js';
 import { run } from '../../cluster/sh.js';
@@ -29,6 +29,8 @@ let img: { api: string; worker: string; helper: string; model: string; multi: st
 const served = new Map<string, string>();
 /** Platform manifests of the multi-arch image. */
 let platformDigests: string[];
+/** The multi-arch image as an OCI layout ("oci:dir:img"). */
+let multiIndex: string;
 
 const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 const base64 = (s: string): string => Buffer.from(s).toString('base64');
@@ -166,8 +168,8 @@ beforeAll(async () => {
     untagged: `${plain.addr}/base/busybox`,
   };
   served.set(img.untagged, served.get(push(plain, 'base/busybox:latest')) as string);
-  const index = buildOciIndex('pin-multi', ['amd64', 'arm64'].map((architecture) => ({ architecture, layers: standInLayers(`multi-${architecture}`) })));
-  copyToRegistry(index, plain, 'multi/tool:v3');
+  multiIndex = buildOciIndex('pin-multi', ['amd64', 'arm64'].map((architecture) => ({ architecture, layers: standInLayers(`multi-${architecture}`) })));
+  copyToRegistry(multiIndex, plain, 'multi/tool:v3');
   const raw = rawManifest(plain, 'multi/tool:v3');
   served.set(img.multi, sha256(raw));
   const parsed = JSON.parse(raw.toString('utf8')) as { mediaType: string; manifests: { digest: string }[] };
@@ -201,13 +203,28 @@ describe('prewarm pin against real registries', () => {
     expect(r.stderr).toContain('pinned 10 reference(s) of 6 image(s) in 2 file(s)');
   });
 
-  it('pins a multi-arch tag to its image index, not to a platform manifest', () => {
+  it('pins a multi-arch tag to its image index or Docker manifest list, not to a platform manifest', () => {
     const dir = specDir('multi');
     expect(pin(dir).code).toBe(ExitCode.Success);
     const text = readFileSync(join(dir, 'nested/cpu.yaml'), 'utf8');
     const digest = new RegExp(`${img.multi.replace(/[.:/]/g, '\\$&')}@(sha256:[0-9a-f]{64})`).exec(text)?.[1];
     expect(digest).toBe(served.get(img.multi));
     expect(platformDigests).not.toContain(digest);
+
+    // The same two platforms as a Docker manifest list (skopeo converts the index).
+    copyToRegistry(multiIndex, plain, 'multi/docker:v3', 'v2s2');
+    const raw = rawManifest(plain, 'multi/docker:v3');
+    const list = JSON.parse(raw.toString('utf8')) as { mediaType: string; manifests: { digest: string }[] };
+    expect(list.mediaType).toBe(DOCKER_MANIFEST_LIST);
+    const ref = `${plain.addr}/multi/docker:v3`;
+    const spec = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: list, namespace: team}\nspec:\n  cacheSpec:\n    - images: [${ref}]\n`;
+    const listDir = join(work, 'docker-list');
+    mkdirSync(listDir);
+    writeFileSync(join(listDir, 'list.yaml'), spec);
+    const r = pin(listDir);
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(readFileSync(join(listDir, 'list.yaml'), 'utf8')).toBe(spec.replace(ref, `${ref}@${sha256(raw)}`));
+    expect(list.manifests.map((m) => m.digest)).not.toContain(sha256(raw));
   });
 
   it('reads the private image with the docker config login, and trusts the registry CA through NODE_EXTRA_CA_CERTS', () => {
