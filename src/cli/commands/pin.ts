@@ -30,7 +30,10 @@ export function pinCommand(io: Io) {
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
         // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.
         .option('plain-http', { type: 'string', array: true, nargs: 1, describe: 'A registry (host:port) spoken to over plain HTTP; repeat for more' })
-        .option('docker-config', { type: 'string', describe: 'Docker config with registry credentials [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]' }),
+        .option('docker-config', { type: 'string', describe: 'Docker config with registry credentials (auths, credHelpers, credsStore) [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]' })
+        .example('$0 pin specs/ --dry-run', 'show the digests each tag would be pinned to')
+        .example('NODE_EXTRA_CA_CERTS=ca.pem $0 pin specs/', 'pin against a registry with a private CA')
+        .example('$0 pin --plain-http localhost:5000 specs/', 'a plain-HTTP registry'),
     handler: async (args: PinArgs) => {
       const diagnostics: Diagnostic[] = [];
       const files = await readSources(args.paths, diagnostics);
