@@ -8,6 +8,11 @@ export enum ExitCode {
   Usage = 2,
   /** The cluster is reachable but not in the state asked for (e.g. `status` with nodes not warm). */
   NotReady = 3,
+  /**
+   * `pin`: an image could not be resolved to a digest (no such tag, missing or refused
+   * credentials, registry unreachable or untrusted). Nothing was written.
+   */
+  Unresolved = 4,
   /** A failure outside the input: I/O, the cluster, or a bug. */
   Internal = 70,
 }

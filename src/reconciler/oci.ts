@@ -107,6 +107,11 @@ export class Keyring {
     }
   }
 
+  /** Adds one credential for a registry host (or host/path prefix), e.g. from a credential helper. */
+  addCredential(key: string, cred: Credential): void {
+    this.entries.push({ key: normalizeKey(key), cred });
+  }
+
   /** The credential for `registry/repository`, if any. */
   lookup(registry: string, repository: string): Credential | undefined {
     const full = `${normalizeKey(registry)}/${repository}`;

@@ -4,8 +4,10 @@
  * scalar, so comments, quoting, key order and every other byte of the file stay as they were, and
  * Renovate or Dependabot can keep updating the lines afterwards.
  */
-import { isMap, isScalar, isSeq, parseAllDocuments, Scalar, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, Scalar, type Node } from 'yaml';
+import type { Location } from './errors.js';
 import { API_VERSIONS } from './model.js';
+import { DocContext, type Path } from './read.js';
 import { parseImageRef } from './reference.js';
 
 /** One image reference found in a file. */
@@ -15,37 +17,49 @@ export interface ImageSite {
   /** Byte range of the scalar's value in the file, quotes excluded. */
   readonly start: number;
   readonly end: number;
+  /**
+   * True when the span holds the reference character for character, so it can be rewritten in
+   * place: false for block scalars and quoted strings with escape sequences.
+   */
+  readonly literal: boolean;
+  /** Where it is, as diagnostics name it (file, document, line:column, field path). */
+  readonly location: Location;
 }
 
-/** Every image reference of every ImageCache document in `text` (images and helperImage). */
-export function findImages(text: string): ImageSite[] {
-  const docs = parseAllDocuments(text, { version: '1.2', keepSourceTokens: true });
+/**
+ * Every image reference of every ImageCache document in `text` (images and helperImage), in file
+ * order. `file` only labels the locations.
+ */
+export function findImages(text: string, file = ''): ImageSite[] {
+  const lines = new LineCounter();
+  const docs = parseAllDocuments(text, { version: '1.2', keepSourceTokens: true, lineCounter: lines });
   const sites: ImageSite[] = [];
-  for (const doc of Array.isArray(docs) ? docs : []) {
+  (Array.isArray(docs) ? docs : []).forEach((doc, i) => {
     const apiVersion = doc.get('apiVersion');
-    if (doc.get('kind') !== 'ImageCache' || !(Object.values(API_VERSIONS) as unknown[]).includes(apiVersion)) continue;
+    if (doc.get('kind') !== 'ImageCache' || !(Object.values(API_VERSIONS) as unknown[]).includes(apiVersion)) return;
+    const ctx = new DocContext(file, i + 1, doc, lines, []);
     const entries = doc.getIn(['spec', 'cacheSpec']);
     if (isSeq(entries)) {
-      for (const entry of entries.items) {
+      entries.items.forEach((entry, e) => {
         const images = isMap(entry) ? entry.get('images', true) : undefined;
-        if (isSeq(images)) for (const item of images.items) addSite(item as Node, sites);
-      }
+        if (isSeq(images)) images.items.forEach((item, j) => addSite(text, ctx, item as Node, ['spec', 'cacheSpec', e, 'images', j], sites));
+      });
     }
     const helper = doc.getIn(['spec', 'helperImage'], true);
-    if (helper !== undefined) addSite(helper as Node, sites);
-  }
+    if (helper !== undefined) addSite(text, ctx, helper as Node, ['spec', 'helperImage'], sites);
+  });
   return sites.sort((a, b) => a.start - b.start);
 }
 
-function addSite(node: Node, sites: ImageSite[]): void {
+function addSite(text: string, ctx: DocContext, node: Node, path: Path, sites: ImageSite[]): void {
   if (!isScalar(node) || typeof node.value !== 'string' || node.range === undefined || node.range === null) return;
-  // Only plain and simply quoted scalars: their value is their source, minus the quotes.
+  // Plain and quoted scalars span their value, minus the quotes; block scalars never do.
   const [start, valueEnd] = node.range;
   const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
-  if (node.type !== Scalar.PLAIN && !quoted) return;
   const from = quoted ? start + 1 : start;
   const to = quoted ? valueEnd - 1 : valueEnd;
-  sites.push({ text: node.value, start: from, end: to });
+  const literal = (node.type === Scalar.PLAIN || quoted) && text.slice(from, to) === node.value;
+  sites.push({ text: node.value, start: from, end: to, literal, location: ctx.locate(node, path) });
 }
 
 /** References that want pinning: valid, and without a digest. */
@@ -55,17 +69,27 @@ export function needsPin(reference: string): boolean {
 }
 
 /**
+ * The pinned form of a reference: `tag@digest`. A reference written without a tag gets the
+ * `:latest` it stood for, so the tag stays visible to readers, to Renovate and to the next pin.
+ */
+export function pinnedRef(reference: string, digest: string): string {
+  const parsed = parseImageRef(reference);
+  return `${reference}${parsed.ok && parsed.ref.defaultedTag ? ':latest' : ''}@${digest}`;
+}
+
+/**
  * Applies digests: `digests` maps a reference as written to its `sha256:…` digest. Sites whose
- * reference has no entry are left alone. Returns the new text.
+ * reference has no entry, or that are not {@link ImageSite.literal}, are left alone. Returns the
+ * new text.
  */
 export function applyPins(text: string, sites: readonly ImageSite[], digests: ReadonlyMap<string, string>): string {
   let out = '';
   let at = 0;
   for (const site of sites) {
     const digest = digests.get(site.text);
-    if (digest === undefined) continue;
+    if (digest === undefined || !site.literal) continue;
     if (text.slice(site.start, site.end) !== site.text) throw new Error(`image at offset ${site.start} is not written literally; refusing to rewrite it`);
-    out += text.slice(at, site.start) + `${site.text}@${digest}`;
+    out += text.slice(at, site.start) + pinnedRef(site.text, digest);
     at = site.end;
   }
   return out + text.slice(at);

@@ -169,3 +169,35 @@ spec:
     expect((await cli('migrate', dir, '--from-cluster')).code).toBe(ExitCode.Usage);
   });
 });
+
+describe('prewarm pin (no registry needed)', () => {
+  it('warns about references it cannot rewrite in place, names them, and changes nothing', async () => {
+    const text = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images:\n        - >-\n          redis:7\n        - busybox@sha256:${'a'.repeat(64)}\n`;
+    const dir = await specDir({ 'a.yaml': text });
+    const r = await cli('pin', dir);
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.stderr).toContain(`${join(dir, 'a.yaml')}:7:11: warning: document 1: spec.cacheSpec[0].images[0]: redis:7 is not pinned: it is a block scalar`);
+    expect(r.stderr).toContain('nothing to pin in place; see the warnings above');
+    expect(r.stdout).toBe('');
+    expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
+  });
+
+  it('takes --plain-http before or after the paths, once per registry', async () => {
+    const pinned = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images: [busybox@sha256:${'a'.repeat(64)}]\n`;
+    const dir = await specDir({ 'a.yaml': pinned });
+    for (const argv of [['pin', '--plain-http', 'r1:5000', dir], ['pin', '--plain-http', 'r1:5000', '--plain-http', 'r2:5000', dir, '--dry-run'], ['pin', dir, '--plain-http', 'r1:5000']]) {
+      const r = await cli(...argv);
+      expect(r.code, `${argv.join(' ')}: ${r.stderr}`).toBe(ExitCode.Success);
+      expect(r.stderr).toBe('nothing to pin: every image reference has a digest\n');
+    }
+  });
+
+  it('refuses invalid specs (exit 1) and paths without an ImageCache before contacting any registry', async () => {
+    const invalid = await specDir({ 'a.yaml': bad });
+    const r = await cli('pin', invalid);
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain('error(s) found; nothing was pinned');
+    const empty = await specDir({});
+    expect((await cli('pin', empty)).stderr).toContain(`no ImageCache found in ${empty}; nothing was pinned`);
+  });
+});

@@ -10,7 +10,7 @@ import { ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists } from './net.js';
 import { CA_CRT, writeKubeconfig } from './pki.js';
 import { startRegistries, stopRegistries } from './registry.js';
-import { run, daemonPid, PID_DIR, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { run, daemonPid, missingTools, PID_DIR, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
 import { DEFAULT_IMAGE_GC, containerdDaemon, destroyNode, startContainerd, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
 
@@ -22,8 +22,8 @@ export const ALL_BINARIES: BinName[] = ['etcd', 'kubeApiserver', 'kubeController
 
 export function checkPrerequisites(bins: readonly BinName[] = ALL_BINARIES): void {
   if (process.getuid?.() !== 0) throw new Error('the prewarm test cluster needs root (netns, cgroups, mounts)');
-  const missingTools = SYSTEM_TOOLS.filter((t) => run(['sh', '-c', `command -v ${t}`], { allowFail: true }).code !== 0);
-  if (missingTools.length) throw new Error(`missing system tools: ${missingTools.join(', ')}; run .ci/setup-cluster.sh`);
+  const missing = missingTools(SYSTEM_TOOLS);
+  if (missing.length) throw new Error(`missing system tools: ${missing.join(', ')}; run .ci/setup-cluster.sh`);
   requireBinaries(bins);
 }
 

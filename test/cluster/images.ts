@@ -7,12 +7,13 @@
  * `npm run cluster -- push-image REF --rootfs DIR|TAR [--cmd ...] [--user 65532]`.
  */
 import { cpSync, existsSync, readFileSync, realpathSync, statSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT } from './pki.js';
 import { ensureMirrorHost, plainRegistryHas, tlsRegistryHas } from './registry.js';
-import { run } from './sh.js';
+import { nsWrap, run } from './sh.js';
 
 const BUILD_DIR = join(STATE_DIR, 'image-build');
 
@@ -50,6 +51,8 @@ export interface ImageConfig {
   env?: string[];
   workdir?: string;
   labels?: Record<string, string>;
+  /** GOARCH-style architecture of the image config. @default amd64 */
+  architecture?: string;
 }
 export interface Layer {
   /** File or directory on this machine. */
@@ -58,15 +61,19 @@ export interface Layer {
   dest: string;
 }
 
+function layoutDir(name: string): string {
+  return join(BUILD_DIR, name.replace(/[^a-zA-Z0-9_.-]/g, '_'));
+}
+
 /** Builds an OCI layout <dir>:<tag> with one layer per entry. Returns "oci:<dir>:<tag>". */
 export function buildOciImage(name: string, layers: readonly Layer[], config: ImageConfig = {}): string {
   mkdirSync(BUILD_DIR, { recursive: true });
-  const layout = join(BUILD_DIR, name.replace(/[^a-zA-Z0-9_.-]/g, '_'));
+  const layout = layoutDir(name);
   rmSync(layout, { recursive: true, force: true });
   run(['umoci', 'init', '--layout', layout]);
   run(['umoci', 'new', '--image', `${layout}:img`]);
   for (const l of layers) run(['umoci', 'insert', '--image', `${layout}:img`, l.src, l.dest]);
-  const args = ['umoci', 'config', '--image', `${layout}:img`, '--architecture', 'amd64', '--os', 'linux'];
+  const args = ['umoci', 'config', '--image', `${layout}:img`, '--architecture', config.architecture ?? 'amd64', '--os', 'linux'];
   if (config.entrypoint) args.push(...config.entrypoint.flatMap((e) => ['--config.entrypoint', e]));
   else args.push('--clear=config.entrypoint');
   if (config.cmd) args.push(...config.cmd.flatMap((c) => ['--config.cmd', c]));
@@ -95,21 +102,79 @@ export function imageInRegistry(ref: string): boolean {
   return t.tls ? tlsRegistryHas(t.repo, t.tag) : plainRegistryHas(t.repo, t.tag);
 }
 
+/** A registry to copy to or inspect: the TLS one is the harness's TLS + basic-auth configuration. */
+export interface RegistryTarget {
+  /** host:port */
+  readonly addr: string;
+  readonly tls: boolean;
+  /** Network namespace the registry is reachable in. @default the root netns */
+  readonly netns?: string;
+}
+
+/** skopeo's TLS and credential flags for `target` (`dest-` for the destination of a copy). */
+function skopeoAccess(target: RegistryTarget, prefix: '' | 'dest-'): string[] {
+  if (!target.tls) return [`--${prefix}tls-verify=false`];
+  const certDir = join(BUILD_DIR, 'certs');
+  mkdirSync(certDir, { recursive: true });
+  cpSync(CA_CRT, join(certDir, 'ca.crt'));
+  return [`--${prefix}cert-dir`, certDir, `--${prefix}creds`, `${REGISTRY.user}:${REGISTRY.password}`];
+}
+
+/**
+ * Copies an OCI layout ("oci:dir:tag") to `target` as `<addr>/<repoAndTag>`. An image index is
+ * copied whole (`--all`), so a multi-arch tag keeps its index digest. `format: 'v2s2'` converts to
+ * Docker's media types (an index becomes a manifest list).
+ */
+export function copyToRegistry(source: string, target: RegistryTarget, repoAndTag: string, format: 'oci' | 'v2s2' = 'oci'): void {
+  const args = ['skopeo', 'copy', '--quiet', '--all', '--format', format, '--retry-times', '2', ...skopeoAccess(target, 'dest-'), source, `docker://${target.addr}/${repoAndTag}`];
+  run(args, { ...(target.netns !== undefined ? { netns: target.netns } : {}), timeoutMs: 600_000 });
+}
+
+/** The manifest (or index) bytes the registry serves for `<addr>/<repoAndTag>`, as skopeo reads them. */
+export function rawManifest(target: RegistryTarget, repoAndTag: string): Buffer {
+  const argv = nsWrap(target.netns, ['skopeo', 'inspect', '--raw', ...skopeoAccess(target, ''), `docker://${target.addr}/${repoAndTag}`]);
+  // spawnSync, not run(): the digest is over the exact bytes, never a decoded string.
+  const r = spawnSync(argv[0] as string, argv.slice(1), { timeout: 60_000 });
+  if (r.status !== 0) throw new Error(`skopeo inspect --raw ${target.addr}/${repoAndTag} failed (${r.status}): ${String(r.stderr)}`);
+  return r.stdout;
+}
+
 /** Pushes an OCI layout ("oci:dir:tag") to the local registry under `ref` (run inside the hub). */
 export function pushImage(source: string, ref: string): void {
   const t = localTarget(ref);
-  const args = ['skopeo', 'copy', '--quiet', '--retry-times', '2'];
-  if (t.tls) {
-    const certDir = join(BUILD_DIR, 'certs');
-    mkdirSync(certDir, { recursive: true });
-    cpSync(CA_CRT, join(certDir, 'ca.crt'));
-    args.push('--dest-cert-dir', certDir, '--dest-creds', `${REGISTRY.user}:${REGISTRY.password}`);
-  } else {
-    args.push('--dest-tls-verify=false');
-  }
-  args.push(source, `docker://${t.target}`);
-  run(args, { netns: NET.hubNs, timeoutMs: 600_000 });
+  copyToRegistry(source, { addr: t.tls ? REGISTRY.tls : REGISTRY.plain, tls: t.tls, netns: NET.hubNs }, `${t.repo}:${t.tag}`);
 }
+
+/**
+ * A multi-arch image: one image per architecture (built like {@link buildOciImage}) under one OCI
+ * image index. Returns "oci:<dir>:img", whose tag names the index.
+ */
+export function buildOciIndex(name: string, platforms: readonly { architecture: string; layers: readonly Layer[]; config?: ImageConfig }[]): string {
+  const layout = layoutDir(name);
+  rmSync(layout, { recursive: true, force: true });
+  mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
+  const manifests = platforms.map((p) => {
+    buildOciImage(`${name}-${p.architecture}`, p.layers, { ...p.config, architecture: p.architecture });
+    const src = layoutDir(`${name}-${p.architecture}`);
+    cpSync(join(src, 'blobs', 'sha256'), join(layout, 'blobs', 'sha256'), { recursive: true });
+    const index = JSON.parse(readFileSync(join(src, 'index.json'), 'utf8')) as { manifests: { mediaType: string; digest: string; size: number }[] };
+    const m = index.manifests[0];
+    if (index.manifests.length !== 1 || !m) throw new Error(`${src}: expected one manifest in index.json`);
+    return { mediaType: m.mediaType, digest: m.digest, size: m.size, platform: { architecture: p.architecture, os: 'linux' } };
+  });
+  const blob = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_INDEX, manifests }));
+  const digest = `sha256:${createHash('sha256').update(blob).digest('hex')}`;
+  writeFileSync(join(layout, 'blobs', 'sha256', digest.slice('sha256:'.length)), blob);
+  writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  const top = { mediaType: OCI_INDEX, digest, size: blob.length, annotations: { 'org.opencontainers.image.ref.name': 'img' } };
+  writeFileSync(join(layout, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [top] }));
+  return `oci:${layout}:img`;
+}
+
+/** Media type of an OCI image index. */
+export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
+/** Media type of a Docker manifest list (what most multi-arch tags on Docker Hub are). */
+export const DOCKER_MANIFEST_LIST = 'application/vnd.docker.distribution.manifest.list.v2+json';
 
 export interface RootfsImageOptions {
   /** A directory, or a tarball (tar, tar.gz) of a root filesystem. */

@@ -1,7 +1,9 @@
 /**
- * etcd + kube-apiserver alone, on free loopback ports, with a fresh data dir: the control plane of
- * the integration and gitops tiers. Each caller passes its own daemon prefix, so one tier never
- * stops another's control plane when both run in one vitest invocation.
+ * Harness components on free loopback ports, with fresh data dirs, for tiers that need no netns:
+ * - etcd + kube-apiserver alone: the control plane of the integration and gitops tiers;
+ * - the hub's two registry configurations (plain HTTP, and TLS + basic auth), e.g. for `prewarm pin`.
+ * Each caller passes its own daemon prefix, so one tier never stops another's daemons when both
+ * run in one vitest invocation.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -9,6 +11,8 @@ import { join } from 'node:path';
 import { STATE_DIR } from './config.js';
 import { adminCert, startApiserver, startEtcd, stopControlPlane, waitApiserverReady, type ControlPlaneOptions } from './controlplane.js';
 import { writeKubeconfig } from './pki.js';
+import { startRegistry, waitRegistry, type RegistryServer } from './registry.js';
+import { missingTools, stopDaemon } from './sh.js';
 
 /** A running loopback control plane. */
 export interface LoopbackControlPlane {
@@ -18,7 +22,8 @@ export interface LoopbackControlPlane {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
   return new Promise((resolvePromise, reject) => {
     const s = createServer();
     s.on('error', reject);
@@ -64,6 +69,48 @@ export async function startLoopbackControlPlane(prefix: string, log: (message: s
     async stop() {
       await stopControlPlane(prefix);
       if (process.env['PREWARM_KEEP_CLUSTER'] !== '1') rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Running loopback registries: `plain` and `tls` are their host:port. */
+export interface LoopbackRegistries {
+  readonly plain: string;
+  /** TLS (certificate signed by the harness CA, CA_CRT) and basic auth for REGISTRY.user. */
+  readonly tls: string;
+  /** Stops both and removes their storage (kept with PREWARM_KEEP_CLUSTER=1). */
+  stop(): Promise<void>;
+}
+
+/** Starts the hub's two registry configurations on 127.0.0.1 under `prefix`, and waits for them. */
+export async function startLoopbackRegistries(prefix: string, log: (message: string) => void): Promise<LoopbackRegistries> {
+  const missing = missingTools(['docker-registry', 'skopeo', 'umoci', 'openssl', 'htpasswd', 'socat']);
+  if (missing.length > 0) throw new Error(`missing system tools: ${missing.join(', ')}; run .ci/setup-cluster.sh`);
+  mkdirSync(STATE_DIR, { recursive: true });
+  const dir = mkdtempSync(join(STATE_DIR, `${prefix}-registry-`));
+  const servers: RegistryServer[] = [
+    { name: `${prefix}-registry`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'plain-data'), tls: false },
+    { name: `${prefix}-registry-tls`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'tls-data'), tls: true },
+  ];
+  const stop = async (): Promise<void> => {
+    for (const s of servers) await stopDaemon(s.name);
+  };
+  await stop(); // leftovers of a crashed run
+  try {
+    for (const s of servers) startRegistry(s);
+    for (const s of servers) await waitRegistry(s);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const [plain, tls] = servers.map((s) => s.addr) as [string, string];
+  log(`registries ready on ${plain} (plain HTTP) and ${tls} (TLS + basic auth)`);
+  return {
+    plain,
+    tls,
+    async stop() {
+      await stop();
+      if (process.env['PREWARM_KEEP_CLUSTER'] !== '1') rmSync(dir, { recursive: true, force: true });
     },
   };
 }

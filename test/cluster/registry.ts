@@ -4,6 +4,7 @@
  *    (<host>/<path>, e.g. docker.io/library/python) served for well-known registry hosts;
  *  - TLS + htpasswd basic auth on 10.250.0.1:5443 for private-image tests.
  * containerd reads hosts.toml files under CERTS_D (shared by all nodes, read per pull).
+ * The same configuration runs on loopback ports for tests that need no netns (test/cluster/loopback.ts).
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +17,40 @@ export const CERTS_D = join(REGISTRY_DIR, 'certs.d');
 const PLAIN_STORAGE = join(REGISTRY_DIR, 'plain-data');
 const TLS_STORAGE = join(REGISTRY_DIR, 'tls-data');
 
-function registryConfig(addr: string, storage: string, extra: string): string {
+/** One docker-registry daemon of the harness. */
+export interface RegistryServer {
+  /** Daemon name: pid file, log file and config file (`<dir>/<name>.yml`). */
+  readonly name: string;
+  /** host:port it listens on. */
+  readonly addr: string;
+  /** Folder holding the config file and, for TLS, the htpasswd file. */
+  readonly dir: string;
+  /** Blob and manifest storage. */
+  readonly storage: string;
+  /**
+   * TLS with the harness's registry certificate (signed by CA_CRT, valid for the hub address and
+   * 127.0.0.1) and htpasswd basic auth for REGISTRY.user / REGISTRY.password.
+   */
+  readonly tls: boolean;
+  /** Network namespace to run in. @default the caller's (root netns) */
+  readonly netns?: string;
+}
+
+function registryConfig(s: RegistryServer): string {
+  let extra = '';
+  if (s.tls) {
+    const cert = ensureCert({ name: 'registry', cn: 'prewarm-registry', ips: [NET.hubIp, '127.0.0.1'], usage: 'server' });
+    const htpasswd = join(s.dir, 'htpasswd');
+    if (!existsSync(htpasswd)) run(['htpasswd', '-Bbc', htpasswd, REGISTRY.user, REGISTRY.password]);
+    extra = `  tls:
+    certificate: ${cert.crt}
+    key: ${cert.key}
+auth:
+  htpasswd:
+    realm: prewarm
+    path: ${htpasswd}
+`;
+  }
   return `version: 0.1
 log:
   level: warn
@@ -24,55 +58,46 @@ log:
     disabled: true
 storage:
   filesystem:
-    rootdirectory: ${storage}
+    rootdirectory: ${s.storage}
   delete:
     enabled: true
 http:
-  addr: ${addr}
+  addr: ${s.addr}
 ${extra}`;
 }
 
-export async function startRegistries(): Promise<void> {
-  mkdirSync(REGISTRY_DIR, { recursive: true });
-  mkdirSync(PLAIN_STORAGE, { recursive: true });
-  mkdirSync(TLS_STORAGE, { recursive: true });
-  const plainCfg = join(REGISTRY_DIR, 'plain.yml');
-  writeFileSync(plainCfg, registryConfig(REGISTRY.plain, PLAIN_STORAGE, ''));
-  const cert = ensureCert({ name: 'registry', cn: 'prewarm-registry', ips: [NET.hubIp, '127.0.0.1'], usage: 'server' });
-  const htpasswd = join(REGISTRY_DIR, 'htpasswd');
-  if (!existsSync(htpasswd)) {
-    run(['htpasswd', '-Bbc', htpasswd, REGISTRY.user, REGISTRY.password]);
-  }
-  const tlsCfg = join(REGISTRY_DIR, 'tls.yml');
-  writeFileSync(
-    tlsCfg,
-    registryConfig(
-      REGISTRY.tls,
-      TLS_STORAGE,
-      `  tls:
-    certificate: ${cert.crt}
-    key: ${cert.key}
-auth:
-  htpasswd:
-    realm: prewarm
-    path: ${htpasswd}
-`,
-    ),
-  );
-  startDaemon({ name: 'registry', argv: ['docker-registry', 'serve', plainCfg], netns: NET.hubNs });
-  startDaemon({ name: 'registry-tls', argv: ['docker-registry', 'serve', tlsCfg], netns: NET.hubNs });
-  writeHostsTomls();
-  await waitFor('local registry', () => probe(`http://${REGISTRY.plain}/v2/`, false), 20_000);
-  await waitFor('TLS registry', () => probe(`https://${REGISTRY.tls}/v2/`, true), 20_000);
+/** Starts one registry daemon (unless it already runs). Wait for it with {@link waitRegistry}. */
+export function startRegistry(s: RegistryServer): void {
+  mkdirSync(s.dir, { recursive: true });
+  mkdirSync(s.storage, { recursive: true });
+  const cfg = join(s.dir, `${s.name}.yml`);
+  writeFileSync(cfg, registryConfig(s));
+  startDaemon({ name: s.name, argv: ['docker-registry', 'serve', cfg], ...(s.netns !== undefined ? { netns: s.netns } : {}) });
 }
 
-/** Probes a registry from inside the hub (curl-free: a tiny TCP check with socat). */
-function probe(url: string, tls: boolean): boolean {
-  const hostPort = url.replace(/^https?:\/\//, '').replace(/\/.*$/, '');
-  const addr = tls ? `OPENSSL:${hostPort},cafile=${CA_CRT}` : `TCP:${hostPort}`;
+/** Waits until the registry answers `GET /v2/` (200, or 401 behind basic auth). */
+export async function waitRegistry(s: RegistryServer): Promise<void> {
+  await waitFor(`registry ${s.name} on ${s.addr}`, () => probe(s), 20_000);
+}
+
+/** The hub's two registries. */
+const HUB_REGISTRIES: readonly RegistryServer[] = [
+  { name: 'registry', addr: REGISTRY.plain, dir: REGISTRY_DIR, storage: PLAIN_STORAGE, tls: false, netns: NET.hubNs },
+  { name: 'registry-tls', addr: REGISTRY.tls, dir: REGISTRY_DIR, storage: TLS_STORAGE, tls: true, netns: NET.hubNs },
+];
+
+export async function startRegistries(): Promise<void> {
+  for (const s of HUB_REGISTRIES) startRegistry(s);
+  writeHostsTomls();
+  for (const s of HUB_REGISTRIES) await waitRegistry(s);
+}
+
+/** Probes a registry where it runs (curl-free: a tiny HTTP exchange with socat). */
+function probe(s: RegistryServer): boolean {
+  const addr = s.tls ? `OPENSSL:${s.addr},cafile=${CA_CRT}` : `TCP:${s.addr}`;
   const r = run(['socat', '-T', '2', '-', addr], {
-    netns: NET.hubNs,
-    input: `GET /v2/ HTTP/1.0\r\nHost: ${hostPort}\r\n\r\n`,
+    ...(s.netns !== undefined ? { netns: s.netns } : {}),
+    input: `GET /v2/ HTTP/1.0\r\nHost: ${s.addr}\r\n\r\n`,
     allowFail: true,
     timeoutMs: 5_000,
   });
@@ -80,8 +105,7 @@ function probe(url: string, tls: boolean): boolean {
 }
 
 export async function stopRegistries(): Promise<void> {
-  await stopDaemon('registry');
-  await stopDaemon('registry-tls');
+  for (const s of HUB_REGISTRIES) await stopDaemon(s.name);
 }
 
 /** Path prefix under which the local registry stores the repositories of a mirrored host. */

@@ -46,6 +46,11 @@ export function run(argv: readonly string[], opts: RunOptions = {}): RunResult {
   return res;
 }
 
+/** The commands of `names` that are not on PATH. */
+export function missingTools(names: readonly string[]): string[] {
+  return names.filter((t) => run(['sh', '-c', `command -v ${t}`], { allowFail: true }).code !== 0);
+}
+
 /** Runs a command asynchronously (for timings / parallel pulls); throws unless allowFail. */
 export function runAsync(argv: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   const full = nsWrap(opts.netns, argv);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyPins, findImages, needsPin } from '../../src/spec/pin.js';
+import { applyPins, findImages, needsPin, pinnedRef } from '../../src/spec/pin.js';
 
 const D = `sha256:${'b'.repeat(64)}`;
 const spec = `# team images
@@ -27,6 +27,21 @@ describe('pin', () => {
     for (const s of sites) expect(spec.slice(s.start, s.end)).toBe(s.text);
   });
 
+  it('locates each image the way diagnostics do: file, document, line:column of the scalar, field path', () => {
+    const sites = findImages(`---\n${spec}`, 'specs/a.yaml');
+    expect(sites.map((s) => s.location)).toEqual([
+      { file: 'specs/a.yaml', document: 1, line: 7, column: 16, path: 'spec.helperImage' },
+      { file: 'specs/a.yaml', document: 1, line: 10, column: 11, path: 'spec.cacheSpec[0].images[0]' },
+      { file: 'specs/a.yaml', document: 1, line: 11, column: 11, path: 'spec.cacheSpec[0].images[1]' },
+      { file: 'specs/a.yaml', document: 1, line: 12, column: 11, path: 'spec.cacheSpec[0].images[2]' },
+    ]);
+    const flow = 'kind: ConfigMap\n---\napiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nspec:\n  cacheSpec:\n  - {}\n  - images: [a:1, "b:2"]\n';
+    expect(findImages(flow, 'f.yaml').map((s) => [s.text, s.location.document, s.location.line, s.location.column, s.location.path])).toEqual([
+      ['a:1', 2, 8, 14, 'spec.cacheSpec[1].images[0]'],
+      ['b:2', 2, 8, 19, 'spec.cacheSpec[1].images[1]'],
+    ]);
+  });
+
   it('needs a pin only for valid references without a digest', () => {
     expect(needsPin('python:3.12')).toBe(true);
     expect(needsPin(`nginx@${D}`)).toBe(false);
@@ -47,6 +62,22 @@ describe('pin', () => {
         .replace("'redis:7'", `'redis:7@sha256:${'2'.repeat(64)}'`),
     );
     expect(out).toContain('data: {image: "python:3.12-slim"}');
+  });
+
+  it('pins a reference without a tag as :latest@digest, the tag it stood for', () => {
+    expect(pinnedRef('redis', D)).toBe(`redis:latest@${D}`);
+    expect(pinnedRef('reg.example:5000/team/app', D)).toBe(`reg.example:5000/team/app:latest@${D}`);
+    expect(pinnedRef('reg.example:5000/team/app:v1', D)).toBe(`reg.example:5000/team/app:v1@${D}`);
+    const text = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nspec:\n  cacheSpec:\n  - images: [redis]\n';
+    expect(applyPins(text, findImages(text), new Map([['redis', D]]))).toBe(text.replace('[redis]', `[redis:latest@${D}]`));
+  });
+
+  it('marks block scalars and escaped strings as not rewritable and leaves them alone; CRLF lines stay CRLF', () => {
+    const text = 'apiVersion: prewarm.dev/v1alpha1\r\nkind: ImageCache\r\nspec:\r\n  cacheSpec:\r\n    - images:\r\n        - redis:7\r\n        - "a\\x3a1"\r\n        - |-\r\n          b:1\r\n';
+    const sites = findImages(text);
+    expect(sites.map((s) => [s.text, s.literal])).toEqual([['redis:7', true], ['a:1', false], ['b:1', false]]);
+    const digests = new Map([['redis:7', D], ['a:1', D], ['b:1', D]]);
+    expect(applyPins(text, sites, digests)).toBe(text.replace('- redis:7\r\n', `- redis:7@${D}\r\n`));
   });
 
   it('is idempotent: pinned references are not found again', () => {

@@ -1,14 +1,14 @@
 /** `prewarm pin`: resolve tags to digests against the registries and rewrite the spec files in place. */
-import { readFile, rename, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { chmod, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import { OciRegistry } from '../../reconciler/adapters/registry.js';
-import { Keyring } from '../../reconciler/oci.js';
+import { parseImageRef } from '../../reconciler/oci.js';
+import { ApiError } from '../../reconciler/ports.js';
 import { formatDiagnostic, type Diagnostic } from '../../spec/errors.js';
 import { readSources } from '../../spec/load.js';
 import { parseFiles } from '../../spec/parse.js';
-import { applyPins, findImages, needsPin } from '../../spec/pin.js';
+import { applyPins, findImages, needsPin, pinnedRef } from '../../spec/pin.js';
+import { loadRegistryCredentials, type RegistryCredentials } from '../docker-config.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 
@@ -28,64 +28,118 @@ export function pinCommand(io: Io) {
       y
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
-        .option('plain-http', { type: 'string', array: true, describe: 'Registries (host:port) spoken to over plain HTTP' })
-        .option('docker-config', { type: 'string', describe: 'Docker config with registry credentials [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]' }),
+        // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.
+        .option('plain-http', { type: 'string', array: true, nargs: 1, describe: 'A registry (host:port) spoken to over plain HTTP; repeat for more' })
+        .option('docker-config', { type: 'string', describe: 'Docker config with registry credentials (auths, credHelpers, credsStore) [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]' })
+        .example('$0 pin specs/ --dry-run', 'show the digests each tag would be pinned to')
+        .example('NODE_EXTRA_CA_CERTS=ca.pem $0 pin specs/', 'pin against a registry with a private CA')
+        .example('$0 pin --plain-http localhost:5000 specs/', 'a plain-HTTP registry'),
     handler: async (args: PinArgs) => {
       const diagnostics: Diagnostic[] = [];
       const files = await readSources(args.paths, diagnostics);
-      diagnostics.push(...parseFiles(files).diagnostics.filter((d) => d.severity === 'error'));
+      const parsed = parseFiles(files);
+      diagnostics.push(...parsed.diagnostics.filter((d) => d.severity === 'error'));
       for (const d of diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
       if (diagnostics.length > 0) throw new CliError(`${diagnostics.length} error(s) found; nothing was pinned`, ExitCode.InvalidInput);
+      // Like synth: a path that holds no spec at all is a mistake, not a success.
+      if (parsed.caches.length === 0) throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; nothing was pinned`, ExitCode.InvalidInput);
 
-      const registry = new OciRegistry({ keyring: await loadDockerConfig(args.dockerConfig), plainHttp: new Set(args.plainHttp ?? []) });
-      const wanted = [...new Set(files.flatMap((f) => findImages(f.text).map((s) => s.text)).filter(needsPin))].sort();
+      const sites = files.map((f) => ({ file: f, sites: findImages(f.text, f.path) }));
+      const unpinned = sites.flatMap((s) => s.sites).filter((s) => needsPin(s.text));
+      for (const s of unpinned.filter((u) => !u.literal)) {
+        const message = `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`;
+        io.stderr(`${formatDiagnostic({ ...s.location, severity: 'warning', message })}\n`);
+      }
+      const pending = unpinned.filter((s) => s.literal);
+      const wanted = [...new Set(pending.map((s) => s.text))].sort();
+      if (wanted.length === 0) {
+        io.stderr(unpinned.length === 0 ? 'nothing to pin: every image reference has a digest\n' : 'nothing to pin in place; see the warnings above\n');
+        return;
+      }
+      const credentials = await loadRegistryCredentials(args.dockerConfig, wanted.map((r) => parseImageRef(r).registry));
+      const registry = new OciRegistry({ keyring: credentials.keyring, plainHttp: new Set(args.plainHttp ?? []) });
       const digests = new Map<string, string>();
-      const failures: string[] = [];
+      const failures = new Map<string, string>();
       // Sequential on purpose: a handful of HEAD requests, and registries rate-limit bursts.
       for (const ref of wanted) {
         try {
           digests.set(ref, await registry.digest(ref));
         } catch (err) {
-          failures.push(`${ref}: ${(err as Error).message}`);
+          failures.set(ref, explain(ref, err, credentials));
         }
       }
-      if (failures.length > 0) {
-        for (const f of failures) io.stderr(`error: ${f}\n`);
-        throw new CliError(`${failures.length} image(s) could not be resolved; nothing was written`, ExitCode.Internal);
+      if (failures.size > 0) {
+        // Every place that names a failed image, so the user can jump to each.
+        for (const s of pending) {
+          const why = failures.get(s.text);
+          if (why !== undefined) io.stderr(`${formatDiagnostic({ ...s.location, severity: 'error', message: `cannot pin ${s.text}: ${why}` })}\n`);
+        }
+        throw new CliError(`${failures.size} image(s) could not be resolved; nothing was written`, ExitCode.Unresolved);
       }
 
-      const changed = files.flatMap((f) => {
-        const text = applyPins(f.text, findImages(f.text), digests);
-        return text === f.text ? [] : [{ path: f.path, text }];
+      const changed = sites.flatMap(({ file, sites: found }) => {
+        const text = applyPins(file.text, found, digests);
+        return text === file.text ? [] : [{ path: file.path, text }];
       });
       const after = parseFiles(changed.map((c) => ({ path: c.path, text: c.text })));
       const broken = after.diagnostics.filter((d) => d.severity === 'error');
       if (broken.length > 0) throw new CliError(`pinned specs would be invalid:\n${broken.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
 
-      for (const ref of wanted) io.stderr(`${args.dryRun === true ? 'would pin' : 'pinned'} ${ref}@${digests.get(ref)}\n`);
-      if (args.dryRun === true) return;
-      for (const c of changed) {
-        // Write beside, then rename: a file is either the old one or the whole new one.
-        const tmp = `${c.path}.prewarm-pin.tmp`;
-        await writeFile(tmp, c.text);
-        await rename(tmp, c.path);
+      // The change list is the command's result: stdout, one line per place, in file order.
+      for (const s of pending) io.stdout(`${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`);
+      const summary = `${pending.length} reference(s) of ${wanted.length} image(s) in ${changed.length} file(s)`;
+      if (args.dryRun === true) {
+        io.stderr(`would pin ${summary}; nothing was written (--dry-run)\n`);
+        return;
       }
-      io.stderr(`${changed.length} file(s) rewritten\n`);
+      await writeAll(changed);
+      io.stderr(`pinned ${summary}\n`);
     },
   };
 }
 
-/** Credentials from a docker config's `auths`, as `docker login` writes them. */
-async function loadDockerConfig(path: string | undefined): Promise<Keyring> {
-  const file = path ?? join(process.env['DOCKER_CONFIG'] ?? join(homedir(), '.docker'), 'config.json');
-  const keyring = new Keyring();
-  try {
-    keyring.add(await readFile(file, 'utf8'));
-  } catch (err) {
-    // No docker config means anonymous pulls only; anything else is worth knowing about.
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || path !== undefined) {
-      throw new CliError(`cannot read docker config ${file}: ${(err as Error).message}`, ExitCode.Usage);
+/** One line on why `ref` has no digest, with the fix when there is an obvious one. */
+function explain(ref: string, err: unknown, credentials: RegistryCredentials): string {
+  const { registry, repository, tag } = parseImageRef(ref);
+  if (!(err instanceof ApiError)) return (err as Error).message;
+  switch (err.code) {
+    case 404:
+      return `${registry} has no manifest ${repository}:${tag ?? 'latest'} (404: no such tag or repository)`;
+    case 401:
+    case 403: {
+      const source = credentials.found ? `docker config ${credentials.file}` : `docker config (none at ${credentials.file})`;
+      return credentials.keyring.lookup(registry, repository) === undefined
+        ? `${registry} requires credentials (${err.code}) and the ${source} has none for it; run docker login ${registry}, or pass --docker-config`
+        : `${registry} refused the credentials from the ${source} (${err.code})`;
     }
+    case 0:
+      return /certificate|self[- ]signed|issuer/i.test(err.message)
+        ? `${err.message} (a registry with a private CA: set NODE_EXTRA_CA_CERTS to the CA's PEM file)`
+        : `${err.message}${/wrong version number|EPROTO/i.test(err.message) ? ` (a plain-HTTP registry: pass --plain-http ${registry})` : ''}`;
+    default:
+      return err.message;
   }
-  return keyring;
 }
+
+/**
+ * Rewrites the files all or nothing, as far as a file system allows: every new file is written
+ * beside its target first, and only when all of them are written are they renamed into place
+ * (each rename is atomic). Symlinks are followed, and each file keeps its permission bits.
+ */
+async function writeAll(changed: readonly { path: string; text: string }[]): Promise<void> {
+  const staged: { tmp: string; target: string }[] = [];
+  try {
+    for (const c of changed) {
+      const target = await realpath(c.path);
+      const tmp = `${target}.prewarm-pin.tmp`;
+      await writeFile(tmp, c.text);
+      staged.push({ tmp, target });
+      await chmod(tmp, (await stat(target)).mode & 0o7777);
+    }
+  } catch (err) {
+    await Promise.all(staged.map((s) => rm(s.tmp, { force: true })));
+    throw new CliError(`cannot write the pinned specs: ${(err as Error).message}; nothing was written`, ExitCode.Internal);
+  }
+  for (const s of staged) await rename(s.tmp, s.target);
+}
+
