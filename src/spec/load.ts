@@ -81,9 +81,23 @@ async function walk(dir: string): Promise<string[]> {
     const full = join(entry.parentPath, entry.name);
     const rel = relative(dir, full);
     if (rel.split(sep).some((part) => part.startsWith('.'))) continue;
-    if (entry.isFile() && YAML_FILE.test(entry.name)) out.push(full);
+    if (!YAML_FILE.test(entry.name)) continue;
+    if (entry.isFile() || (entry.isSymbolicLink() && !(await isDirectory(full)))) out.push(full);
   }
   return out;
+}
+
+/**
+ * Whether a link leads to a folder. Links to files are read like files (GitOps repos share specs
+ * that way); links to folders are not walked, so a loop can never make the walk endless. A dangling
+ * link counts as a file, so reading it reports the error instead of dropping it silently.
+ */
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function fileError(file: string, message: string): Diagnostic {

@@ -74,12 +74,12 @@ describe('Keyring', () => {
 describe('OciRegistry against a loopback registry', () => {
   let server: http.Server;
   let host: string;
-  const seen: { method: string; url: string; auth?: string; accept?: string }[] = [];
+  const seen: { method: string; url: string; auth?: string; accept?: string; agent?: string }[] = [];
   const tags: Record<string, string> = { 'open/app:v1': D1, 'basic/app:v1': D2, 'bearer/app:v1': D1 };
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', ...(req.headers.authorization ? { auth: req.headers.authorization } : {}), ...(req.headers.accept ? { accept: req.headers.accept } : {}) });
+      seen.push({ method: req.method ?? '', url: req.url ?? '', ...(req.headers.authorization ? { auth: req.headers.authorization } : {}), ...(req.headers.accept ? { accept: req.headers.accept } : {}), ...(req.headers['user-agent'] ? { agent: req.headers['user-agent'] } : {}) });
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname === '/token') {
         if (req.headers.authorization !== `Basic ${b64('tok:en')}`) return void res.writeHead(401).end();
@@ -116,6 +116,13 @@ describe('OciRegistry against a loopback registry', () => {
     expect(h?.method).toBe('HEAD');
     expect(h?.accept?.split(', ')[0]).toBe('application/vnd.oci.image.index.v1+json');
     expect(h?.accept).toContain('application/vnd.docker.distribution.manifest.list.v2+json');
+    expect(h?.agent).toBe('prewarm-reconciler');
+  });
+
+  it('names its caller in the User-Agent when told to (the CLI is not the sidecar)', async () => {
+    const cli = new OciRegistry({ keyring: new Keyring(), plainHttp: new Set([host]), userAgent: 'prewarm-cli/9.9.9' });
+    expect(await cli.digest(`${host}/open/app:v1`)).toBe(D1);
+    expect(seen.at(-1)?.agent).toBe('prewarm-cli/9.9.9');
   });
 
   it('answers basic challenges with the pull secret', async () => {

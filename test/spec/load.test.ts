@@ -1,4 +1,4 @@
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +21,18 @@ describe('loadBundle', () => {
     const result = await loadBundle([dir]);
     expect(result.imageCaches).toBe(2);
     expect(result.bundle.pools[0]?.sources).toEqual(['ns/a', 'ns/b']);
+  });
+
+  it('reads links to files, never walks links to folders, and reports dangling links', async () => {
+    const shared = await mkdtemp(join(tmpdir(), 'prewarm-load-shared-'));
+    await writeFile(join(shared, 'common.yaml'), doc('common'));
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-'));
+    await writeFile(join(dir, 'a.yaml'), doc('a'));
+    await symlink(join(shared, 'common.yaml'), join(dir, 'common.yaml'));
+    await symlink(dir, join(dir, 'loop.yaml')); // a folder link with a YAML name: not followed
+    expect((await loadBundle([dir])).bundle.pools[0]?.sources).toEqual(['ns/a', 'ns/common']);
+    await symlink(join(shared, 'gone.yaml'), join(dir, 'dangling.yaml'));
+    await expect(loadBundle([dir])).rejects.toThrow(/dangling\.yaml.*cannot read: ENOENT/s);
   });
 
   it('never reads excluded folders, such as the output folder inside a spec folder', async () => {

@@ -11,6 +11,7 @@ import { applyPins, findImages, needsPin, pinnedRef } from '../../spec/pin.js';
 import { loadRegistryCredentials, type RegistryCredentials } from '../docker-config.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
+import { VERSION } from '../../version.js';
 
 interface PinArgs {
   readonly paths: readonly string[];
@@ -57,7 +58,7 @@ export function pinCommand(io: Io) {
         return;
       }
       const credentials = await loadRegistryCredentials(args.dockerConfig, wanted.map((r) => parseImageRef(r).registry));
-      const registry = new OciRegistry({ keyring: credentials.keyring, plainHttp: new Set(args.plainHttp ?? []) });
+      const registry = new OciRegistry({ keyring: credentials.keyring, plainHttp: new Set(args.plainHttp ?? []), userAgent: `prewarm-cli/${VERSION}` });
       const digests = new Map<string, string>();
       const failures = new Map<string, string>();
       // Sequential on purpose: a handful of HEAD requests, and registries rate-limit bursts.

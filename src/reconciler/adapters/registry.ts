@@ -21,6 +21,11 @@ export interface OciRegistryOptions {
   readonly plainHttp?: ReadonlySet<string>;
   /** @default 15000 */
   readonly timeoutMs?: number;
+  /**
+   * The User-Agent of every request, so registry logs tell the sidecar from the CLI.
+   * @default 'prewarm-reconciler'
+   */
+  readonly userAgent?: string;
 }
 
 const basic = (c: Credential): string => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
@@ -28,7 +33,10 @@ const basic = (c: Credential): string => `Basic ${Buffer.from(`${c.username}:${c
 /** Registry digest client; caches bearer tokens per scope until shortly before they expire. */
 export class OciRegistry implements Registry {
   private readonly tokens = new Map<string, { token: string; until: number }>();
-  constructor(private readonly o: OciRegistryOptions) {}
+  private readonly userAgent: string;
+  constructor(private readonly o: OciRegistryOptions) {
+    this.userAgent = o.userAgent ?? 'prewarm-reconciler';
+  }
 
   private base(registry: string): string {
     const host = apiHost(registry);
@@ -47,7 +55,7 @@ export class OciRegistry implements Registry {
       const r = await request({
         method: 'HEAD',
         url,
-        headers: { accept: MANIFEST_ACCEPT, 'user-agent': 'prewarm-reconciler', ...(auth ? { authorization: auth } : {}) },
+        headers: { accept: MANIFEST_ACCEPT, 'user-agent': this.userAgent, ...(auth ? { authorization: auth } : {}) },
         timeoutMs: this.o.timeoutMs ?? 15_000,
       });
       if (r.status === 200) {
@@ -79,7 +87,7 @@ export class OciRegistry implements Registry {
     const r = await request({
       method: 'GET',
       url,
-      headers: { accept: 'application/json', 'user-agent': 'prewarm-reconciler', ...(cred ? { authorization: basic(cred) } : {}) },
+      headers: { accept: 'application/json', 'user-agent': this.userAgent, ...(cred ? { authorization: basic(cred) } : {}) },
       timeoutMs: this.o.timeoutMs ?? 15_000,
       maxBody: 64 << 10,
     });
