@@ -414,12 +414,15 @@ describe('gating on real kubelets', () => {
     await sleep(500);
     const t0 = Date.now();
     labelNode(NODE_A, { [SEL]: null });
-    await waitFor(`pull pod ${pod?.metadata.name} deleted`, async () => (await kube.getOpt(`/api/v1/namespaces/${NS}/pods/${pod?.metadata.name as string}`)) === undefined, 90_000, 250);
-    const node = await waitFor(`${gatedKeys.label} and ${gatedKeys.annotation} removed from ${NODE_A}`, async () => {
+    const podGone = waitFor(`pull pod ${pod?.metadata.name} deleted`, async () => (await kube.getOpt(`/api/v1/namespaces/${NS}/pods/${pod?.metadata.name as string}`)) === undefined, 90_000, 250).then(() => Date.now());
+    const cleaned = waitFor(`${gatedKeys.label} and ${gatedKeys.annotation} removed from ${NODE_A}`, async () => {
       const n = await kube.get(`/api/v1/nodes/${NODE_A}`);
       return n.metadata.labels?.[gatedKeys.label] === undefined && n.metadata.annotations?.[gatedKeys.annotation] === undefined ? n : undefined;
-    }, 60_000, 250);
-    console.log(`pool label removed -> pull pod gone and prewarm label/annotation gone after ${secs(Date.now() - t0)}s`);
+    }, 60_000, 250).then((n) => ({ node: n, at: Date.now() }));
+    const [podGoneAt, { node, at: cleanedAt }] = await Promise.all([podGone, cleaned]);
+    console.log(`pool label removed: prewarm label and annotation gone after ${secs(cleanedAt - t0)}s, pull pod object gone after ${secs(podGoneAt - t0)}s`);
+    // The pod object goes only once all its containers stopped: the sidecar cleaned up while alive.
+    expect(cleanedAt).toBeLessThanOrEqual(podGoneAt);
     expect(Object.keys(node.metadata.labels ?? {}).filter((k) => k.startsWith('prewarm.dev/'))).toEqual([]);
     const log = (await logs).stdout;
     expect(log, log.slice(-3000)).toContain('"signal received; cleaning up"');
