@@ -161,6 +161,8 @@ describe('Controller against the fake apiserver', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(api.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
     await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'partial', 3000);
+    // The label, the taint and the Event are three writes in that order: wait for the last.
+    await until(() => api.events.length > 0, 3000);
     expect(api.node.spec?.taints?.map((t) => t.key)).toEqual(['other']);
     expect(api.events.map((e) => e.reason)).toEqual([EventReason.Partial]);
   });
