@@ -107,6 +107,18 @@ export const DEFAULTS = {
   metricsPort: 9464,
 } as const;
 
+/**
+ * Ranges of the durations synthesis hands the sidecar, in seconds. The sidecar refuses to start
+ * outside them (src/reconciler/config.ts), and a sidecar that never starts never lifts the gate,
+ * so the spec rejects the same values up front (src/spec/parse.ts).
+ */
+export const LIMITS = {
+  /** The gate deadline: at least a second (0 would have no meaning but "never gate"), at most a day. */
+  deadlineSeconds: { min: 1, max: 86_400 },
+  /** The moved-tag refresh interval; 0 disables it. */
+  refreshSeconds: { min: 0, max: 30 * 86_400 },
+} as const;
+
 /** A toleration as written into {@link POOLS_FILE}; the subset of core/v1 Toleration we emit. */
 export interface PoolToleration {
   readonly key?: string;

@@ -17,6 +17,10 @@ export interface NodeTimes {
   readyAt?: number;
   /** Labels first seen, by key=value. */
   labelsAt: Map<string, number>;
+  /** Taints first seen, by key. */
+  taintsAt: Map<string, number>;
+  /** Taints first seen absent again after having been seen, by key. */
+  taintsGoneAt: Map<string, number>;
 }
 
 /** One watch over all nodes carrying `selector`; records first-seen times per node. */
@@ -54,7 +58,7 @@ export class NodeWatch {
   }
 
   expect(name: string): NodeTimes {
-    const t: NodeTimes = { joinAt: Date.now(), labelsAt: new Map() };
+    const t: NodeTimes = { joinAt: Date.now(), labelsAt: new Map(), taintsAt: new Map(), taintsGoneAt: new Map() };
     this.times.set(name, t);
     return t;
   }
@@ -67,6 +71,9 @@ export class NodeWatch {
     const ready = (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
     if (ready) t.readyAt ??= now;
     for (const [k, v] of Object.entries(n.metadata.labels ?? {})) if (!t.labelsAt.has(`${k}=${v}`)) t.labelsAt.set(`${k}=${v}`, now);
+    const taints = new Set(((n.spec?.taints ?? []) as { key: string }[]).map((x) => x.key));
+    for (const k of taints) if (!t.taintsAt.has(k)) t.taintsAt.set(k, now);
+    for (const k of t.taintsAt.keys()) if (!taints.has(k) && !t.taintsGoneAt.has(k)) t.taintsGoneAt.set(k, now);
   }
 
   close(): void {

@@ -2,7 +2,7 @@
  * Pure parsing of the sidecar's inputs: the environment set by synthesis (wellknown ENV) and
  * pools.json. Errors throw with exact messages so a misconfigured pod fails at start, loudly.
  */
-import { DEFAULTS, ENV, type PoolEntry, type PoolsFile, type PoolToleration } from '../wellknown.js';
+import { DEFAULTS, ENV, LIMITS, type PoolEntry, type PoolsFile, type PoolToleration } from '../wellknown.js';
 
 /** Everything the decision core needs to know about "who am I". */
 export interface ReconcilerConfig {
@@ -45,7 +45,7 @@ function seconds(env: Readonly<Record<string, string | undefined>>, key: string,
 
 /** Reads the sidecar's configuration from an environment (normally `process.env`). */
 export function configFromEnv(env: Readonly<Record<string, string | undefined>>): ReconcilerConfig {
-  const deadlineSeconds = seconds(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, 86_400);
+  const deadlineSeconds = seconds(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, LIMITS.deadlineSeconds.max);
   if (deadlineSeconds === 0) throw new ConfigError(`environment variable ${ENV.deadlineSeconds} must be positive`);
   return {
     nodeName: required(env, ENV.nodeName),
@@ -56,7 +56,7 @@ export function configFromEnv(env: Readonly<Record<string, string | undefined>>)
     nodeAnnotationKey: required(env, ENV.nodeAnnotationKey),
     gateTaintKey: env[ENV.gateTaintKey] ?? '',
     deadlineSeconds,
-    refreshSeconds: seconds(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, 30 * 86_400),
+    refreshSeconds: seconds(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
     metricsPort: seconds(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),
     metricsHost: env[ENV.podIP] || '127.0.0.1',
   };

@@ -6,8 +6,8 @@
  * with kube-fledged means exactly the same thing here.
  */
 import { isScalar, LineCounter, parseAllDocuments, type Node } from 'yaml';
-import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../wellknown.js';
-import { parseDuration } from './duration.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../wellknown.js';
+import { formatDuration, parseDuration } from './duration.js';
 import type { Diagnostic, Location } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion, type CacheEntry, type ImageCache, type PoolSettings, type Toleration } from './model.js';
@@ -143,6 +143,17 @@ const duration: Reader<number> = (ctx, node, path) => {
   return parsed.seconds;
 };
 
+/** A duration within `range` (seconds): what the sidecar accepts, see {@link LIMITS}. */
+const durationIn = (range: { readonly min: number; readonly max: number }): Reader<number> => (ctx, node, path) => {
+  const seconds = duration(ctx, node, path);
+  if (seconds === undefined) return undefined;
+  if (seconds < range.min || seconds > range.max) {
+    ctx.error(node, path, `must be between ${formatDuration(range.min)} and ${formatDuration(range.max)}, got ${formatDuration(seconds)}`);
+    return undefined;
+  }
+  return seconds;
+};
+
 const maxUnavailable: Reader<number | string> = (ctx, node, path) => {
   const asNumber = node !== null && 'value' in node && typeof node.value === 'number';
   if (asNumber) return int(1, 1_000_000)(ctx, node, path);
@@ -217,10 +228,10 @@ const prewarmSpec: Shape<RawSpec> = {
     read: object<RawGate>({
       enabled: { read: bool },
       taintKey: { read: checked(checkQualifiedName, 'taint key') },
-      deadline: { read: duration },
+      deadline: { read: durationIn(LIMITS.deadlineSeconds) },
     }),
   },
-  refresh: { read: object({ interval: { read: duration } }) },
+  refresh: { read: object({ interval: { read: durationIn(LIMITS.refreshSeconds) } }) },
 };
 
 function documentShape(apiVersion: ApiVersion): Shape<RawDocument> {

@@ -122,6 +122,21 @@ describe('parseFiles: invalid input', () => {
       'in.yaml:9:20: error: document 1: spec.gate.deadline: must be a string, got the number 10 (quote it)',
     ],
     [
+      'gate deadline of zero (the sidecar refuses it and never lifts the gate)',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  gate: {deadline: 0s}\n'),
+      'in.yaml:9:20: error: document 1: spec.gate.deadline: must be between 1s and 24h, got 0s',
+    ],
+    [
+      'gate deadline over a day',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  gate: {deadline: 24h1s}\n'),
+      'in.yaml:9:20: error: document 1: spec.gate.deadline: must be between 1s and 24h, got 24h1s',
+    ],
+    [
+      'refresh interval over 30 days',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  refresh: {interval: 721h}\n'),
+      'in.yaml:9:23: error: document 1: spec.refresh.interval: must be between 0s and 720h, got 721h',
+    ],
+    [
       'bad toleration operator',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: a, operator: Is}]\n'),
       'in.yaml:9:38: error: document 1: spec.cacheSpec[0].tolerations[0].operator: value "Is" is not one of "Exists", "Equal"',
