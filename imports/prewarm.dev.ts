@@ -294,7 +294,7 @@ export interface ImageCacheSpecGate {
   readonly taintKey?: string;
 
   /**
-   * How long after the node turns Ready the gate stays shut before failing open. Defaults to 10m.
+   * How long after the node turns Ready the gate stays shut before failing open, from 1s to 24h. Defaults to 10m.
    *
    * @default 10m.
    * @schema ImageCacheSpecGate#deadline
@@ -325,7 +325,7 @@ export function toJson_ImageCacheSpecGate(obj: ImageCacheSpecGate | undefined): 
  */
 export interface ImageCacheSpecRefresh {
   /**
-   * How often each node checks registry digests, e.g. 6h. Omitted disables refresh.
+   * How often each node checks registry digests, e.g. 6h; at most 720h. Omitted or 0s disables refresh.
    *
    * @schema ImageCacheSpecRefresh#interval
    */
