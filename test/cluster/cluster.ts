@@ -17,6 +17,8 @@ import { startKwok, stopKwok } from './kwok.js';
 export const ADMIN_KUBECONFIG = join(STATE_DIR, 'admin.kubeconfig');
 const CP_DIR = join(STATE_DIR, 'control-plane');
 const APISERVER_SOCK = join(RUN_DIR, 'apiserver.sock');
+/** The apiserver's audit log when the cluster was brought up with `auditLog` (removed by down). */
+export const AUDIT_LOG = join(CP_DIR, 'audit.log');
 
 export const ALL_BINARIES: BinName[] = ['etcd', 'kubeApiserver', 'kubeControllerManager', 'kubeScheduler', 'kubeProxy', 'kubectl', 'kubelet', 'crictl', 'kwok', 'pause'];
 
@@ -47,6 +49,8 @@ export async function isUp(): Promise<boolean> {
 export interface UpOptions {
   log?: (msg: string) => void;
   kwok?: boolean;
+  /** Start the apiserver with an audit log at AUDIT_LOG (default false; no effect on a running apiserver). */
+  auditLog?: boolean;
 }
 
 /** Brings the control plane and registries up (idempotent: reuses running daemons). */
@@ -60,7 +64,7 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`registries up (${Date.now() - t0} ms)`);
   ensureStandardImages();
   log(`standard images in registry (${Date.now() - t0} ms)`);
-  const cp = clusterControlPlane(CP_DIR);
+  const cp = { ...clusterControlPlane(CP_DIR), ...(opts.auditLog ? { auditLogPath: AUDIT_LOG } : {}) };
   await startEtcd(cp);
   await startApiserver(cp);
   // Root netns reaches the apiserver only through 127.0.0.1 -> unix socket -> hub.

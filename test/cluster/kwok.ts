@@ -35,31 +35,32 @@ export interface FakeNodeOptions {
   labels?: Record<string, string>;
   /** Add the kwok NoSchedule taint (default true). */
   taint?: boolean;
+  /** Taints besides kwok's, e.g. a startup taint the node registers with. */
+  extraTaints?: readonly { key: string; value?: string; effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }[];
   capacity?: { cpu: string; memory: string; pods: string };
+}
+
+/** One fake node object, named `<prefix>-<index>`; create it with POST or SSA. */
+export function fakeNode(index: number, opts: FakeNodeOptions = {}): Record<string, unknown> {
+  const name = `${opts.prefix ?? 'fake'}-${index}`;
+  const cap = opts.capacity ?? { cpu: '32', memory: '256Gi', pods: '110' };
+  const taints = [...(opts.taint === false ? [] : [{ key: KWOK_TAINT_KEY, value: 'fake', effect: 'NoSchedule' }]), ...(opts.extraTaints ?? [])];
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok', ...(opts.labels ?? {}) },
+    },
+    spec: taints.length ? { taints } : {},
+    status: { allocatable: cap, capacity: cap },
+  };
 }
 
 /** Manifests for `count` fake nodes; apply with kubectl/SSA. */
 export function fakeNodeManifests(count: number, opts: FakeNodeOptions = {}, startIndex = 0): string {
-  const prefix = opts.prefix ?? 'fake';
-  const cap = opts.capacity ?? { cpu: '32', memory: '256Gi', pods: '110' };
-  const docs: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const name = `${prefix}-${startIndex + i}`;
-    docs.push(
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: {
-          name,
-          annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
-          labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok', ...(opts.labels ?? {}) },
-        },
-        spec: opts.taint === false ? {} : { taints: [{ key: KWOK_TAINT_KEY, value: 'fake', effect: 'NoSchedule' }] },
-        status: { allocatable: cap, capacity: cap },
-      }),
-    );
-  }
-  return docs.join('\n---\n') + '\n';
+  return Array.from({ length: count }, (_, i) => JSON.stringify(fakeNode(startIndex + i, opts))).join('\n---\n') + '\n';
 }
 
 /** Creates `count` fake nodes (bounded: at most 5000). */
