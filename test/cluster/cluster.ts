@@ -10,7 +10,7 @@ import { ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists } from './net.js';
 import { CA_CRT, writeKubeconfig } from './pki.js';
 import { startRegistries, stopRegistries } from './registry.js';
-import { run, daemonPid, PID_DIR, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { run, daemonPid, PID_DIR, sleep, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
 import { DEFAULT_IMAGE_GC, containerdDaemon, destroyNode, startContainerd, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
 
@@ -88,6 +88,9 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`controller-manager and scheduler up (${Date.now() - t0} ms)`);
   if (opts.kwok !== false) {
     startKwok(ADMIN_KUBECONFIG);
+    // kwok exits at once on a bad config ("no stages found"); fail here, not with pods stuck Pending.
+    await sleep(2000);
+    if (!daemonPid('kwok')) throw new Error(`kwok exited:\n${tailLog('kwok')}`);
     log('kwok up (manages only nodes annotated kwok.x-k8s.io/node=fake)');
   }
   // Nodes that existed before (e.g. after `down --keep`), restart them.
