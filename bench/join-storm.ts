@@ -23,6 +23,7 @@
  *   (run as root under the harness lock; the cluster must be down or up with --audit-log)
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
@@ -68,6 +69,8 @@ const IMAGES = [
 ];
 /** This benchmark's client identifies itself with this user agent (the admin identity is shared with kwok). */
 const BENCH_USER_AGENT = 'prewarm-join-storm';
+/** kube-controller-manager runs with --use-service-account-credentials: one identity per controller. */
+const DS_CONTROLLER = 'system:serviceaccount:kube-system:daemon-set-controller';
 /** Measured by bench/footprint.ts (real sidecar, fake apiserver) per warm transition; not in this run. */
 const SIDECAR_PER_NODE = { get: 1, watch: 1, writesAtMost: 3 };
 
@@ -195,6 +198,8 @@ interface StormResult {
   audit: { window: [number, number]; totalRequests: number; prewarmNamespace: Record<string, number>; byIdentity: Record<string, number> };
   metricsTotalRequests: number;
   prewarmRequestsPerNode: number;
+  daemonSetControllerRequestsPerS: number;
+  loadAverage: number[];
 }
 
 /** `prewarm synth` of the storm's ImageCache, written under the harness state dir. */
@@ -252,6 +257,9 @@ async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResu
   console.log(`\napiserver requests in the storm window (audit log, ${total} requests; apiserver_request_total delta ${metricsTotal}):`);
   console.log(`in namespace ${NS}, i.e. what the pull DaemonSet costs (${prewarm} requests, ${(prewarm / N).toFixed(2)} per node):`);
   for (const row of table(inNs, N)) console.log(row);
+  const dsc = byIdentity.get(DS_CONTROLLER) ?? 0;
+  const stormS = (lastRunning - startAt) / 1000;
+  console.log(`the DaemonSet controller made ${dsc} requests in ${secs(stormS * 1000)} s (${(dsc / stormS).toFixed(1)}/s; kube-controller-manager runs with its default client limit, 20 QPS / burst 30 per controller); load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   console.log('all requests by identity (node joins, kwok heartbeats and the benchmark itself included):');
   for (const row of table(byIdentity, N)) console.log(row);
   console.log(
@@ -268,6 +276,8 @@ async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResu
     audit: { window: [auditFrom, auditTo], totalRequests: total, prewarmNamespace: Object.fromEntries(inNs), byIdentity: Object.fromEntries(byIdentity) },
     metricsTotalRequests: metricsTotal,
     prewarmRequestsPerNode: prewarm / N,
+    daemonSetControllerRequestsPerS: dsc / stormS,
+    loadAverage: loadavg(),
   };
 }
 
@@ -378,8 +388,9 @@ async function cleanUp(kube: Kube, objs: readonly KubeObject[]): Promise<void> {
   await kube.delete(`/api/v1/namespaces/${NS}`).catch(ignore404);
   for (const o of objs) if (!o.metadata.namespace && o.kind !== 'Namespace') await kube.delete(objectPath(o)).catch(ignore404);
   await kube.delete('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/imagecaches.kubefledged.io').catch(ignore404);
-  const gone = (await waitGone(kube, `/api/v1/namespaces/${KF_NS}`, 180_000)) && (await waitGone(kube, `/api/v1/namespaces/${NS}`, 180_000));
-  if (!gone) log('namespaces not gone within 180 s (deleting the nodes anyway)');
+  const until = Date.now() + 150_000;
+  const gone = (await waitGone(kube, `/api/v1/namespaces/${KF_NS}`, until - Date.now())) && (await waitGone(kube, `/api/v1/namespaces/${NS}`, until - Date.now()));
+  if (!gone) log('namespaces not gone within 150 s (deleting the nodes anyway)');
   deleteFakeNodes(ADMIN_KUBECONFIG, NODE_PREFIX);
 }
 
