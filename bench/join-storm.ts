@@ -20,6 +20,7 @@
  * (fake nodes, namespaces, CRD; the cluster is brought down when this run started it).
  *
  * Usage: tsx bench/join-storm.ts [--nodes 1000] [--window-s 10] [--bound-s 600] [--kf-window-s 150]
+ *   [--controller-manager-arg --feature-gates=...] [--results join-storm]
  *   (run as root under the harness lock; the cluster must be down or up with --audit-log)
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -43,6 +44,8 @@ const args = await yargs(hideBin(process.argv))
   .option('bound-s', { type: 'number', default: 600, describe: 'give up waiting for Running pods after this many seconds' })
   .option('kf-window-s', { type: 'number', default: 150, describe: 'how long the kube-fledged model runs after its refresh tick (0 skips it)' })
   .option('keep-cluster', { type: 'boolean', default: false, describe: 'leave a cluster this run started up' })
+  .option('controller-manager-arg', { type: 'string', array: true, describe: 'extra kube-controller-manager flag for an experiment (the run must start the cluster)' })
+  .option('results', { type: 'string', default: 'join-storm', describe: 'name of the bench/results/<name>.json file' })
   .strict()
   .parseAsync();
 const N = args.nodes;
@@ -405,11 +408,13 @@ async function removeLeftovers(kube: Kube): Promise<void> {
 
 async function main(): Promise<void> {
   let started = false;
+  const cmArgs = args['controller-manager-arg'] ?? [];
   if (await isUp()) {
+    if (cmArgs.length) throw new Error('--controller-manager-arg needs a cluster this run starts: `npm run cluster -- down` first');
     if (!existsSync(AUDIT_LOG)) throw new Error('a harness cluster is up without the audit log: `npm run cluster -- down` first, or bring it up with --audit-log');
     log('reusing the running harness cluster (audit log on)');
   } else {
-    await up({ kwok: true, auditLog: true });
+    await up({ kwok: true, auditLog: true, ...(cmArgs.length ? { controllerManagerArgs: cmArgs } : {}) });
     started = true;
   }
   const kube = new Kube({ userAgent: BENCH_USER_AGENT });
@@ -423,7 +428,7 @@ async function main(): Promise<void> {
       const kfPerNode = kf.extrapolation.requestsPerNode;
       console.log(`\nAPI requests per node, kube-fledged (extrapolated) / prewarm (measured): x${(kfPerNode / s.prewarmRequestsPerNode).toFixed(1)} against the pull DaemonSet path, x${(kfPerNode / (s.prewarmRequestsPerNode + sidecar)).toFixed(1)} with the sidecar's <= ${sidecar} per transition added`);
     }
-    const f = saveResults('join-storm', { images: IMAGES, args: { nodes: N, windowS: args['window-s'], boundS: args['bound-s'], kfWindowS: args['kf-window-s'] }, storm: s, sidecarPerNodeFromFootprint: SIDECAR_PER_NODE, ...(kf ? { kubeFledged: kf } : {}), clusterStartedByBench: started });
+    const f = saveResults(args.results, { images: IMAGES, args: { nodes: N, windowS: args['window-s'], boundS: args['bound-s'], kfWindowS: args['kf-window-s'], controllerManagerArgs: cmArgs }, storm: s, sidecarPerNodeFromFootprint: SIDECAR_PER_NODE, ...(kf ? { kubeFledged: kf } : {}), clusterStartedByBench: started });
     log(`wrote ${f}`);
   } finally {
     log('cleaning up: namespaces, CRD, fake nodes');

@@ -51,6 +51,8 @@ export interface UpOptions {
   kwok?: boolean;
   /** Start the apiserver with an audit log at AUDIT_LOG (default false; no effect on a running apiserver). */
   auditLog?: boolean;
+  /** Extra kube-controller-manager flags (default none; no effect on a running one). */
+  controllerManagerArgs?: string[];
 }
 
 /** Brings the control plane and registries up (idempotent: reuses running daemons). */
@@ -64,7 +66,7 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`registries up (${Date.now() - t0} ms)`);
   ensureStandardImages();
   log(`standard images in registry (${Date.now() - t0} ms)`);
-  const cp = { ...clusterControlPlane(CP_DIR), ...(opts.auditLog ? { auditLogPath: AUDIT_LOG } : {}) };
+  const cp = { ...clusterControlPlane(CP_DIR), ...(opts.auditLog ? { auditLogPath: AUDIT_LOG } : {}), ...(opts.controllerManagerArgs ? { extraControllerManagerArgs: opts.controllerManagerArgs } : {}) };
   await startEtcd(cp);
   await startApiserver(cp);
   // Root netns reaches the apiserver only through 127.0.0.1 -> unix socket -> hub.

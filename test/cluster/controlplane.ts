@@ -28,6 +28,8 @@ export interface ControlPlaneOptions {
    * watches also at ResponseStarted). Off by default: it costs a file write per request.
    */
   auditLogPath?: string;
+  /** Appended to kube-controller-manager's flags, e.g. `--feature-gates=...` for an experiment. */
+  extraControllerManagerArgs?: string[];
 }
 
 /**
@@ -183,6 +185,7 @@ export function startControllerManager(o: ControlPlaneOptions): void {
     '--concurrent-daemonset-syncs=4',
     '--node-monitor-grace-period=40s',
     '--v=1',
+    ...(o.extraControllerManagerArgs ?? []),
   ];
   startDaemon({ name: `${o.prefix}-controller-manager`, argv, ...(o.netns ? { netns: o.netns } : {}) });
 }
