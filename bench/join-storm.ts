@@ -262,7 +262,9 @@ async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResu
   for (const row of table(inNs, N)) console.log(row);
   const dsc = byIdentity.get(DS_CONTROLLER) ?? 0;
   const stormS = (lastRunning - startAt) / 1000;
-  console.log(`the DaemonSet controller made ${dsc} requests in ${secs(stormS * 1000)} s (${(dsc / stormS).toFixed(1)}/s; kube-controller-manager runs with its default client limit, 20 QPS / burst 30 per controller); load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  const cmArgs = args['controller-manager-arg'] ?? [];
+  const limit = cmArgs.some((a) => a.startsWith('--kube-api-')) ? `kube-controller-manager ${cmArgs.join(' ')}` : 'kube-controller-manager default client limit 20 QPS / burst 30 per controller';
+  console.log(`the DaemonSet controller made ${dsc} requests in ${secs(stormS * 1000)} s (${(dsc / stormS).toFixed(1)}/s; ${limit}); load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   console.log('all requests by identity (node joins, kwok heartbeats and the benchmark itself included):');
   for (const row of table(byIdentity, N)) console.log(row);
   console.log(
