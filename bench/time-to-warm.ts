@@ -15,18 +15,18 @@
  *
  * Env: BENCH_CONFIGS=raw,prewarm,kf-0s,kf-1m,kf-15m  BENCH_NODES=4
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { isUp, up } from '../test/cluster/cluster.js';
 import { REGISTRY, REPO_DIR, STATE_DIR } from '../test/cluster/config.js';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../test/cluster/bare.js';
 import { buildOciImage, busyboxLayers, ensureReconcilerImage, ensureStandIn, imageInRegistry, parseRef, pushImage } from '../test/cluster/images.js';
 import { run } from '../test/cluster/sh.js';
+import { installKubeFledgedCrd, startModel, stopModel } from './kubefledged/process.js';
 import { Kube, type KubeObject } from './support/kube.js';
+import { applyAll, synthObjects } from './support/manifests.js';
 import { NodeWatch, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
-import { BENCH_DIR, log, median, saveResults, secs, sleep } from './support/stats.js';
+import { log, median, saveResults, secs, sleep } from './support/stats.js';
 
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'raw,prewarm,prewarm-no-sidecar,prewarm-split,kf-0s,kf-1m,kf-15m').split(',');
 const NODES = Number(process.env['BENCH_NODES'] ?? 4);
@@ -89,16 +89,6 @@ function prepareImages(): void {
   ensureReconcilerImage(RECONCILER_IMAGE, REPO_DIR);
 }
 
-
-async function applyAll(kube: Kube, objs: KubeObject[]): Promise<void> {
-  for (const o of objs) await kube.apply(o);
-}
-
-function yamlObjects(text: string): KubeObject[] {
-  return parseAllDocuments(text)
-    .map((d) => d.toJSON() as KubeObject | null)
-    .filter((o): o is KubeObject => o !== null && typeof o === 'object');
-}
 
 /** RBAC for the sidecar: what ReconcilerAccess grants (synth --stdout does not emit it yet). */
 function sidecarRbac(): KubeObject[] {
@@ -178,9 +168,8 @@ async function benchPrewarm(kube: Kube, watch: NodeWatch, config = 'prewarm', si
     join(specs, 'imagecache.yaml'),
     JSON.stringify({ apiVersion: 'prewarm.dev/v1alpha1', kind: 'ImageCache', metadata: { name: 'ttw', namespace: PW_NS }, spec: { cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: 'ttw' }, images: IMAGES }] } }, null, 2),
   );
-  const out = run(['node', join(REPO_DIR, 'lib/src/cli/bin.js'), 'synth', specs, '--stdout', ...(sidecar ? ['--reconciler-image', RECONCILER_IMAGE] : ['--no-reconciler'])]).stdout;
-  const objs = split ? splitPerImage(yamlObjects(out)) : yamlObjects(out);
-  await applyAll(kube, [...objs.filter((o) => o.kind === 'Namespace'), ...objs.filter((o) => o.kind !== 'Namespace'), ...sidecarRbac()]);
+  const synthesized = await synthObjects(specs, sidecar ? ['--reconciler-image', RECONCILER_IMAGE] : ['--no-reconciler']);
+  await applyAll(kube, [...(split ? splitPerImage(synthesized) : synthesized), ...sidecarRbac()]);
   for (let i = 1; i <= NODES; i++) {
     const name = `bench-${split ? 'pwsplit' : sidecar ? 'pw' : 'pwns'}-${i}`;
     const t = await joinNode(watch, name, { [POOL_LABEL]: 'ttw' });
@@ -208,42 +197,6 @@ async function benchPrewarm(kube: Kube, watch: NodeWatch, config = 'prewarm', si
   for (let i = 0; i < 120 && (await kube.getOpt(`/api/v1/namespaces/${PW_NS}`)); i++) await sleep(1000);
 }
 
-interface Model {
-  child: ChildProcess;
-  ticks: number[];
-  jobs: number;
-  done: Promise<void>;
-}
-
-function startModel(refresh: string): Model {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'kubefledged/model.ts'), '--image-cache-refresh-frequency', refresh, '--busybox-image', KF_BUSYBOX, '--max-runtime', '40m', '--namespace', KF_NS], { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'inherit'] });
-  const m: Model = { child, ticks: [], jobs: 0, done: new Promise((r) => child.on('exit', () => r())) };
-  let buf = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => {
-    buf += d;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try {
-        const ev = JSON.parse(line) as { event: string; at: number; error?: string };
-        if (ev.event === 'refresh') m.ticks.push(ev.at);
-        if (ev.event === 'job-created') m.jobs++;
-        if (ev.event.endsWith('error')) log(`kube-fledged model: ${line}`);
-      } catch {
-        /* not ours */
-      }
-    }
-  });
-  return m;
-}
-
-async function stopModel(m: Model): Promise<void> {
-  m.child.kill('SIGTERM');
-  await Promise.race([m.done, sleep(10_000)]);
-}
-
 function kfImageCache(): KubeObject {
   return { apiVersion: 'kubefledged.io/v1alpha2', kind: 'ImageCache', metadata: { name: 'ttw', namespace: KF_NS }, spec: { cacheSpec: [{ images: IMAGES, nodeSelector: { [POOL_LABEL]: 'kf' } }] } };
 }
@@ -266,7 +219,7 @@ async function waitCacheStatus(kube: Kube, want: string, bound: number): Promise
 async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: string, offsetsMs: number[], boundMs: number): Promise<void> {
   await kube.delete(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches/ttw`).catch(() => false);
   await sleep(1000);
-  const model = startModel(refresh);
+  const model = startModel({ refresh, busyboxImage: KF_BUSYBOX, maxRuntime: '40m', namespace: KF_NS });
   try {
     const t0 = Date.now();
     await sleep(1500);
@@ -297,7 +250,7 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: st
       }
     });
     await Promise.all(runs);
-    log(`${config}: the model created ${model.jobs} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`);
+    log(`${config}: the model created ${model.jobsCreatedAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`);
   } finally {
     await stopModel(model);
   }
@@ -343,8 +296,7 @@ async function main(): Promise<void> {
     if (CONFIGS.includes('prewarm-no-sidecar')) await benchPrewarm(kube, watch, 'prewarm-no-sidecar', false);
     const kfConfigs = CONFIGS.filter((c) => c.startsWith('kf-'));
     if (kfConfigs.length) {
-      await applyAll(kube, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: KF_NS } }, ...yamlObjects(readFileSync(join(BENCH_DIR, 'kubefledged/crd.yaml'), 'utf8'))]);
-      await sleep(3000); // CRD established
+      await installKubeFledgedCrd(kube, KF_NS);
       const seed = await joinNode(watch, 'bench-kf-seed', { [POOL_LABEL]: 'kf' });
       await until(seed, (x) => x.readyAt !== undefined, Date.now() + 120_000);
       try {

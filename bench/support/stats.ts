@@ -16,6 +16,13 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
+/** Nearest-rank percentile (p in 0..100) of the finite values; NaN when there are none. */
+export function percentile(xs: readonly number[], p: number): number {
+  const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+}
+
 export function secs(ms: number): string {
   return Number.isFinite(ms) ? (ms / 1000).toFixed(1) : 'never';
 }

@@ -1,6 +1,6 @@
 /**
  * Dev-cluster CLI of the prewarm test harness (run as root):
- *   npm run cluster -- up [--no-kwok] [--nodes N]
+ *   npm run cluster -- up [--no-kwok] [--nodes N] [--audit-log]
  *   npm run cluster -- down [--purge]
  *   npm run cluster -- status
  *   npm run cluster -- add-node NAME [--label k=v]... [--taint k=v:Effect]... [--image-gc-high P --image-gc-low P --image-gc-min-age D]
@@ -29,9 +29,13 @@ await yargs(hideBin(process.argv))
   .command(
     'up',
     'start (or reuse) the control plane, registries and kwok',
-    (y) => y.option('kwok', { type: 'boolean', default: true }).option('nodes', { type: 'number', default: 0, describe: 'real nodes to add (node-1..N) if absent' }),
+    (y) =>
+      y
+        .option('kwok', { type: 'boolean', default: true })
+        .option('nodes', { type: 'number', default: 0, describe: 'real nodes to add (node-1..N) if absent' })
+        .option('audit-log', { type: 'boolean', default: false, describe: 'start the apiserver with a Metadata-level audit log (control-plane/audit.log)' }),
     async (a) => {
-      await up({ kwok: a.kwok });
+      await up({ kwok: a.kwok, auditLog: a['audit-log'] });
       for (let i = 1; i <= a.nodes; i++) {
         const name = `node-${i}`;
         if (!(await status()).nodes.includes(name)) await addNode(name);

@@ -10,13 +10,15 @@ import { ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists } from './net.js';
 import { CA_CRT, writeKubeconfig } from './pki.js';
 import { startRegistries, stopRegistries } from './registry.js';
-import { run, daemonPid, missingTools, PID_DIR, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { run, daemonPid, missingTools, PID_DIR, sleep, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
 import { DEFAULT_IMAGE_GC, containerdDaemon, destroyNode, startContainerd, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
 
 export const ADMIN_KUBECONFIG = join(STATE_DIR, 'admin.kubeconfig');
 const CP_DIR = join(STATE_DIR, 'control-plane');
 const APISERVER_SOCK = join(RUN_DIR, 'apiserver.sock');
+/** The apiserver's audit log when the cluster was brought up with `auditLog` (removed by down). */
+export const AUDIT_LOG = join(CP_DIR, 'audit.log');
 
 export const ALL_BINARIES: BinName[] = ['etcd', 'kubeApiserver', 'kubeControllerManager', 'kubeScheduler', 'kubeProxy', 'kubectl', 'kubelet', 'crictl', 'kwok', 'pause'];
 
@@ -47,6 +49,10 @@ export async function isUp(): Promise<boolean> {
 export interface UpOptions {
   log?: (msg: string) => void;
   kwok?: boolean;
+  /** Start the apiserver with an audit log at AUDIT_LOG (default false; no effect on a running apiserver). */
+  auditLog?: boolean;
+  /** Extra kube-controller-manager flags (default none; no effect on a running one). */
+  controllerManagerArgs?: string[];
 }
 
 /** Brings the control plane and registries up (idempotent: reuses running daemons). */
@@ -60,7 +66,7 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`registries up (${Date.now() - t0} ms)`);
   ensureStandardImages();
   log(`standard images in registry (${Date.now() - t0} ms)`);
-  const cp = clusterControlPlane(CP_DIR);
+  const cp = { ...clusterControlPlane(CP_DIR), ...(opts.auditLog ? { auditLogPath: AUDIT_LOG } : {}), ...(opts.controllerManagerArgs ? { extraControllerManagerArgs: opts.controllerManagerArgs } : {}) };
   await startEtcd(cp);
   await startApiserver(cp);
   // Root netns reaches the apiserver only through 127.0.0.1 -> unix socket -> hub.
@@ -84,6 +90,9 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`controller-manager and scheduler up (${Date.now() - t0} ms)`);
   if (opts.kwok !== false) {
     startKwok(ADMIN_KUBECONFIG);
+    // kwok exits at once on a bad config ("no stages found"); fail here, not with pods stuck Pending.
+    await sleep(2000);
+    if (!daemonPid('kwok')) throw new Error(`kwok exited:\n${tailLog('kwok')}`);
     log('kwok up (manages only nodes annotated kwok.x-k8s.io/node=fake)');
   }
   // Nodes that existed before (e.g. after `down --keep`), restart them.

@@ -3,9 +3,9 @@
  * For the cluster they run in the hub netns; for integration tests (etcd + apiserver only) they
  * run on loopback of the root netns.
  */
-import { readFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { BIN, NET } from './config.js';
 import { CA_CRT, ensureCert, ensureServiceAccountKeys, type CertFiles, writeKubeconfig } from './pki.js';
 import { startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
@@ -23,6 +23,27 @@ export interface ControlPlaneOptions {
   /** Endpoint reconciler: "lease" keeps the kubernetes Service endpoint; "none" for loopback-only. */
   endpointReconciler: 'lease' | 'none';
   extraApiserverArgs?: string[];
+  /**
+   * Write an audit log here (JSON lines, Metadata level, every request once at ResponseComplete;
+   * watches also at ResponseStarted). Off by default: it costs a file write per request.
+   */
+  auditLogPath?: string;
+  /** Appended to kube-controller-manager's flags, e.g. `--feature-gates=...` for an experiment. */
+  extraControllerManagerArgs?: string[];
+}
+
+/**
+ * Metadata level for every request; RequestReceived omitted so a request is one line (a watch is
+ * two: ResponseStarted when it opens, ResponseComplete when it closes).
+ */
+const AUDIT_POLICY = JSON.stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', omitStages: ['RequestReceived'], omitManagedFields: true, rules: [{ level: 'Metadata' }] });
+
+function auditArgs(logPath: string): string[] {
+  const policy = join(dirname(logPath), 'audit-policy.json');
+  mkdirSync(dirname(logPath), { recursive: true });
+  writeFileSync(policy, AUDIT_POLICY);
+  // Blocking mode (the default): a full buffer in batch mode drops events, and the counts must be exact.
+  return [`--audit-policy-file=${policy}`, `--audit-log-path=${logPath}`, '--audit-log-format=json', '--audit-log-mode=blocking', '--audit-log-maxsize=0'];
 }
 
 export function clusterControlPlane(dataDir: string): ControlPlaneOptions {
@@ -105,6 +126,7 @@ export async function startApiserver(o: ControlPlaneOptions): Promise<void> {
     '--watch-cache=true',
     '--event-ttl=30m',
     '--v=1',
+    ...(o.auditLogPath ? auditArgs(o.auditLogPath) : []),
     ...(o.extraApiserverArgs ?? []),
   ];
   startDaemon({ name: `${o.prefix}-apiserver`, argv, ...(o.netns ? { netns: o.netns } : {}) });
@@ -163,6 +185,7 @@ export function startControllerManager(o: ControlPlaneOptions): void {
     '--concurrent-daemonset-syncs=4',
     '--node-monitor-grace-period=40s',
     '--v=1',
+    ...(o.extraControllerManagerArgs ?? []),
   ];
   startDaemon({ name: `${o.prefix}-controller-manager`, argv, ...(o.netns ? { netns: o.netns } : {}) });
 }

@@ -3,18 +3,45 @@
  * touches the real kubelets' nodes. Fake nodes become Ready; their pods become Running; nothing
  * is pulled. Taint fake nodes (default) so workloads land there only when they tolerate it.
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, STATE_DIR } from './config.js';
+import { BIN, CACHE_DIR, STATE_DIR, VERSIONS } from './config.js';
 import { run, startDaemon, stopDaemon } from './sh.js';
 
 export const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
 export const KWOK_TAINT_KEY = 'kwok.x-k8s.io/node';
+
+/**
+ * kwok's own default stages, the set kwokctl writes into its config when none is given: node
+ * initialize + heartbeat with lease, pod ready/complete/delete ("fast"). The kwok binary itself
+ * has no defaults (v0.8.0 exits "no stages found"), so they are read from the module source that
+ * test/cluster/build.sh built it from (its GOMODCACHE), never copied into this repository.
+ */
+const KWOK_DEFAULT_STAGES = [
+  'node/fast/node-initialize.yaml',
+  'node/heartbeat-with-lease/node-heartbeat-with-lease.yaml',
+  'pod/fast/pod-ready.yaml',
+  'pod/fast/pod-complete.yaml',
+  'pod/fast/pod-delete.yaml',
+];
+
+function writeKwokConfig(): string {
+  const dir = join(CACHE_DIR, 'go', 'mod', 'sigs.k8s.io', `kwok@${VERSIONS.kwok}`, 'kustomize', 'stage');
+  const files = KWOK_DEFAULT_STAGES.map((f) => join(dir, f));
+  const missing = files.filter((f) => !existsSync(f));
+  if (missing.length) throw new Error(`kwok's stage files are missing (${missing.join(', ')}): rebuild kwok with test/cluster/build.sh kwok`);
+  const config = join(STATE_DIR, 'kwok', 'kwok.yaml');
+  mkdirSync(join(STATE_DIR, 'kwok'), { recursive: true });
+  writeFileSync(config, files.map((f) => readFileSync(f, 'utf8').trim()).join('\n---\n') + '\n');
+  return config;
+}
 
 export function startKwok(kubeconfig: string): void {
   startDaemon({
     name: 'kwok',
     argv: [
       BIN.kwok,
+      `--config=${writeKwokConfig()}`,
       `--kubeconfig=${kubeconfig}`,
       '--manage-all-nodes=false',
       `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
@@ -35,31 +62,32 @@ export interface FakeNodeOptions {
   labels?: Record<string, string>;
   /** Add the kwok NoSchedule taint (default true). */
   taint?: boolean;
+  /** Taints besides kwok's, e.g. a startup taint the node registers with. */
+  extraTaints?: readonly { key: string; value?: string; effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }[];
   capacity?: { cpu: string; memory: string; pods: string };
+}
+
+/** One fake node object, named `<prefix>-<index>`; create it with POST or SSA. */
+export function fakeNode(index: number, opts: FakeNodeOptions = {}): Record<string, unknown> {
+  const name = `${opts.prefix ?? 'fake'}-${index}`;
+  const cap = opts.capacity ?? { cpu: '32', memory: '256Gi', pods: '110' };
+  const taints = [...(opts.taint === false ? [] : [{ key: KWOK_TAINT_KEY, value: 'fake', effect: 'NoSchedule' }]), ...(opts.extraTaints ?? [])];
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok', ...(opts.labels ?? {}) },
+    },
+    spec: taints.length ? { taints } : {},
+    status: { allocatable: cap, capacity: cap },
+  };
 }
 
 /** Manifests for `count` fake nodes; apply with kubectl/SSA. */
 export function fakeNodeManifests(count: number, opts: FakeNodeOptions = {}, startIndex = 0): string {
-  const prefix = opts.prefix ?? 'fake';
-  const cap = opts.capacity ?? { cpu: '32', memory: '256Gi', pods: '110' };
-  const docs: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const name = `${prefix}-${startIndex + i}`;
-    docs.push(
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: {
-          name,
-          annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
-          labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok', ...(opts.labels ?? {}) },
-        },
-        spec: opts.taint === false ? {} : { taints: [{ key: KWOK_TAINT_KEY, value: 'fake', effect: 'NoSchedule' }] },
-        status: { allocatable: cap, capacity: cap },
-      }),
-    );
-  }
-  return docs.join('\n---\n') + '\n';
+  return Array.from({ length: count }, (_, i) => JSON.stringify(fakeNode(startIndex + i, opts))).join('\n---\n') + '\n';
 }
 
 /** Creates `count` fake nodes (bounded: at most 5000). */
