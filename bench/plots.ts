@@ -3,7 +3,7 @@
  * each benchmark). Plain SVG, written by hand: one row per configuration, a bar for the median
  * and a dot per node; a node that never warmed within its bound is drawn as an arrow at the edge.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_DIR, median } from './support/stats.js';
 
@@ -63,4 +63,68 @@ function timeToWarm(): void {
   console.log(`wrote ${join(OUT, 'time-to-warm.svg')}`);
 }
 
+/** One horizontal bar per row, labelled with its value; `note` is drawn after the value. */
+interface Bar {
+  readonly label: string;
+  readonly value: number;
+  readonly color: string;
+  readonly note?: string;
+}
+
+function barChart(file: string, title: string, unit: string, bars: readonly Bar[]): void {
+  const W = 680;
+  const left = 250;
+  const right = 170;
+  const row = 30;
+  const top = 36;
+  const H = top + bars.length * row + 16;
+  const max = Math.max(...bars.map((b) => b.value)) * 1.05;
+  const x = (v: number): number => left + (v / max) * (W - left - right);
+  const parts: string[] = [];
+  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  parts.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
+  parts.push(`<text x="10" y="20" font-size="14" font-weight="bold">${esc(title)}</text>`);
+  bars.forEach((b, i) => {
+    const y = top + i * row;
+    parts.push(`<text x="${left - 8}" y="${y + 15}" text-anchor="end">${esc(b.label)}</text>`);
+    parts.push(`<rect x="${left}" y="${y + 3}" width="${Math.max(1, x(b.value) - left)}" height="16" fill="${b.color}" opacity="0.75"/>`);
+    const value = `${b.value >= 100 ? b.value.toFixed(0) : b.value.toFixed(1)} ${unit}${b.note ? ` (${b.note})` : ''}`;
+    parts.push(`<text x="${x(b.value) + 4}" y="${y + 15}" fill="#222">${esc(value)}</text>`);
+  });
+  parts.push('</svg>');
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(join(OUT, file), parts.join('\n') + '\n');
+  console.log(`wrote ${join(OUT, file)}`);
+}
+
+interface StormResult {
+  readonly args: { readonly nodes: number; readonly windowS: number; readonly controllerManagerArgs?: readonly string[] };
+  readonly storm: { readonly allRunningS: number; readonly prewarmRequestsPerNode: number };
+  readonly kubeFledged?: { readonly extrapolation: { readonly requestsPerNode: number } };
+}
+
+/** The join storm: time to all pull pods Running per run, and requests per node against kube-fledged. */
+function joinStorm(): void {
+  const dir = join(BENCH_DIR, 'results');
+  const main = join(dir, 'join-storm.json');
+  if (!existsSync(main)) return;
+  const runs = readdirSync(dir)
+    .filter((f) => /^join-storm.*\.json$/.test(f))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as StormResult);
+  const label = (r: StormResult): string => {
+    const cm = (r.args.controllerManagerArgs ?? []).join(' ').replace('--feature-gates=StaleControllerConsistencyDaemonSet=false', 'stale check off').replace(/--kube-api-/g, '');
+    return `${r.args.nodes} nodes in ${r.args.windowS} s, ${cm || 'KCM defaults'}`;
+  };
+  barChart('join-storm.svg', 'Join storm on kwok: first node created to every pull pod Running', 's', runs.map((r) => ({ label: label(r), value: r.storm.allRunningS, color: '#4f81bd' })));
+  const full = JSON.parse(readFileSync(main, 'utf8')) as StormResult;
+  const kf = full.kubeFledged?.extrapolation.requestsPerNode;
+  if (kf === undefined) return;
+  barChart('join-storm-requests.svg', `API requests per node, ${full.args.nodes} nodes × 10 images`, 'requests', [
+    { label: 'prewarm (DaemonSet pods)', value: full.storm.prewarmRequestsPerNode, color: '#4f81bd', note: 'measured' },
+    { label: 'kube-fledged model (Jobs)', value: kf, color: '#c0504d', note: 'extrapolated' },
+  ]);
+}
+
 timeToWarm();
+joinStorm();
