@@ -15,18 +15,16 @@
  *
  * Env: BENCH_CONFIGS=raw,prewarm,kf-0s,kf-1m,kf-15m  BENCH_NODES=4
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { isUp, up } from '../test/cluster/cluster.js';
 import { REGISTRY, REPO_DIR, STATE_DIR } from '../test/cluster/config.js';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../test/cluster/bare.js';
 import { buildOciImage, busyboxLayers, ensureReconcilerImage, ensureStandIn, imageInRegistry, parseRef, pushImage } from '../test/cluster/images.js';
 import { run } from '../test/cluster/sh.js';
-import { Kube, type KubeObject } from './support/kube.js';
-import { NodeWatch, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
-import { BENCH_DIR, log, median, saveResults, secs, sleep } from './support/stats.js';
+import { Kube, yamlObjects, type KubeObject } from './support/kube.js';
+import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
+import { ensureCluster, NodeWatch, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
+import { log, median, saveResults, secs, sleep } from './support/stats.js';
 
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'raw,prewarm,prewarm-no-sidecar,prewarm-split,kf-0s,kf-1m,kf-15m').split(',');
 const NODES = Number(process.env['BENCH_NODES'] ?? 4);
@@ -35,8 +33,6 @@ const POOL_LABEL = 'bench.prewarm.dev/pool';
 const SIZES_MIB = [8, 16, 24, 32, 48];
 const IMAGES = SIZES_MIB.map((_, i) => `${REGISTRY.plain}/bench/ttw-${i + 1}:v1`);
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
-const KF_BUSYBOX = 'docker.io/senthilrch/busybox:1.35.0';
-const KF_NS = 'bench-kube-fledged';
 const PW_NS = 'prewarm-bench';
 
 function normalize(ref: string): string {
@@ -78,26 +74,13 @@ function prepareImages(): void {
   // prewarm's helper: a static busybox (the harness's layer).
   const pwHelper = 'docker.io/library/busybox:1.36.1-musl';
   if (!imageInRegistry(pwHelper)) pushImage(buildOciImage(`helper-${pwHelper}`, busyboxLayers(), { cmd: ['/bin/sh'] }), pwHelper);
-  // kube-fledged's helper: its Jobs run `cp /bin/echo /tmp/bin`, so /bin/cp and /bin/echo must exist.
-  if (!imageInRegistry(KF_BUSYBOX)) {
-    const dir = join(STATE_DIR, 'image-build', 'src', 'kf-busybox');
-    mkdirSync(join(dir, 'bin'), { recursive: true });
-    run(['cp', '/bin/busybox', join(dir, 'bin', 'busybox')]);
-    for (const l of ['cp', 'echo', 'sh']) run(['ln', '-sf', 'busybox', join(dir, 'bin', l)]);
-    pushImage(buildOciImage('kf-busybox', [{ src: join(dir, 'bin'), dest: '/bin' }], { cmd: ['/bin/sh'] }), KF_BUSYBOX);
-  }
+  ensureKfBusybox();
   ensureReconcilerImage(RECONCILER_IMAGE, REPO_DIR);
 }
 
 
 async function applyAll(kube: Kube, objs: KubeObject[]): Promise<void> {
   for (const o of objs) await kube.apply(o);
-}
-
-function yamlObjects(text: string): KubeObject[] {
-  return parseAllDocuments(text)
-    .map((d) => d.toJSON() as KubeObject | null)
-    .filter((o): o is KubeObject => o !== null && typeof o === 'object');
 }
 
 /** RBAC for the sidecar: what ReconcilerAccess grants (synth --stdout does not emit it yet). */
@@ -208,49 +191,13 @@ async function benchPrewarm(kube: Kube, watch: NodeWatch, config = 'prewarm', si
   for (let i = 0; i < 120 && (await kube.getOpt(`/api/v1/namespaces/${PW_NS}`)); i++) await sleep(1000);
 }
 
-interface Model {
-  child: ChildProcess;
-  ticks: number[];
-  jobs: number;
-  done: Promise<void>;
-}
-
-function startModel(refresh: string): Model {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'kubefledged/model.ts'), '--image-cache-refresh-frequency', refresh, '--busybox-image', KF_BUSYBOX, '--max-runtime', '40m', '--namespace', KF_NS], { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'inherit'] });
-  const m: Model = { child, ticks: [], jobs: 0, done: new Promise((r) => child.on('exit', () => r())) };
-  let buf = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => {
-    buf += d;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try {
-        const ev = JSON.parse(line) as { event: string; at: number; error?: string };
-        if (ev.event === 'refresh') m.ticks.push(ev.at);
-        if (ev.event === 'job-created') m.jobs++;
-        if (ev.event.endsWith('error')) log(`kube-fledged model: ${line}`);
-      } catch {
-        /* not ours */
-      }
-    }
-  });
-  return m;
-}
-
-async function stopModel(m: Model): Promise<void> {
-  m.child.kill('SIGTERM');
-  await Promise.race([m.done, sleep(10_000)]);
-}
-
-function kfImageCache(): KubeObject {
-  return { apiVersion: 'kubefledged.io/v1alpha2', kind: 'ImageCache', metadata: { name: 'ttw', namespace: KF_NS }, spec: { cacheSpec: [{ images: IMAGES, nodeSelector: { [POOL_LABEL]: 'kf' } }] } };
+function ttwImageCache(): KubeObject {
+  return kfImageCache('ttw', IMAGES, { [POOL_LABEL]: 'kf' });
 }
 
 async function waitCacheStatus(kube: Kube, want: string, bound: number): Promise<boolean> {
   while (Date.now() < bound) {
-    const ic = await kube.getOpt(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches/ttw`);
+    const ic = await kube.getOpt(`${KF_IMAGECACHES}/ttw`);
     if (ic?.status?.status === want) return true;
     await sleep(500);
   }
@@ -264,13 +211,13 @@ async function waitCacheStatus(kube: Kube, want: string, bound: number): Promise
  * node's Ready.
  */
 async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: string, offsetsMs: number[], boundMs: number): Promise<void> {
-  await kube.delete(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches/ttw`).catch(() => false);
+  await kube.delete(`${KF_IMAGECACHES}/ttw`).catch(() => false);
   await sleep(1000);
   const model = startModel(refresh);
   try {
     const t0 = Date.now();
     await sleep(1500);
-    await kube.create(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches`, kfImageCache());
+    await kube.create(KF_IMAGECACHES, ttwImageCache());
     if (!(await waitCacheStatus(kube, 'Succeeded', Date.now() + 300_000))) throw new Error(`${config}: the ImageCache never Succeeded on the seed node`);
     const base = model.ticks[0] ?? t0;
     log(`${config}: ImageCache Succeeded on the seed node; joining ${offsetsMs.length} nodes at ${offsetsMs.map((o) => secs(o)).join(', ')} s after ${model.ticks.length ? 'the first refresh tick' : 'start'}`);
@@ -297,7 +244,7 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: st
       }
     });
     await Promise.all(runs);
-    log(`${config}: the model created ${model.jobs} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`);
+    log(`${config}: the model created ${model.jobsAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`);
   } finally {
     await stopModel(model);
   }
@@ -326,12 +273,7 @@ function summary(): Record<string, unknown> {
 }
 
 async function main(): Promise<void> {
-  let started = false;
-  if (!(await isUp())) {
-    log('no harness cluster up: starting one (it stays up)');
-    await up({ kwok: false });
-    started = true;
-  }
+  const started = await ensureCluster('it stays up');
   prepareImages();
   const kube = new Kube();
   const watch = new NodeWatch(kube, POOL_LABEL);
@@ -343,8 +285,7 @@ async function main(): Promise<void> {
     if (CONFIGS.includes('prewarm-no-sidecar')) await benchPrewarm(kube, watch, 'prewarm-no-sidecar', false);
     const kfConfigs = CONFIGS.filter((c) => c.startsWith('kf-'));
     if (kfConfigs.length) {
-      await applyAll(kube, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: KF_NS } }, ...yamlObjects(readFileSync(join(BENCH_DIR, 'kubefledged/crd.yaml'), 'utf8'))]);
-      await sleep(3000); // CRD established
+      await installKubeFledged(kube);
       const seed = await joinNode(watch, 'bench-kf-seed', { [POOL_LABEL]: 'kf' });
       await until(seed, (x) => x.readyAt !== undefined, Date.now() + 120_000);
       try {
@@ -354,7 +295,7 @@ async function main(): Promise<void> {
         if (kfConfigs.includes('kf-15m')) await benchKf(kube, watch, 'kf-15m', '15m', spread(13 * 60_000, NODES), 17 * 60_000);
       } finally {
         await leave('bench-kf-seed');
-        await kube.delete(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches/ttw`).catch(() => false);
+        await kube.delete(`${KF_IMAGECACHES}/ttw`).catch(() => false);
       }
     }
   } finally {

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { parseAllDocuments } from 'yaml';
 import { adminCert } from '../../test/cluster/controlplane.js';
 import { apiserverUrl } from '../../test/cluster/cluster.js';
 import { CA_CRT } from '../../test/cluster/pki.js';
@@ -265,4 +266,11 @@ export function diffTotals(before: Map<string, number>, after: Map<string, numbe
     if (x > 0) d.set(k, x);
   }
   return d;
+}
+
+/** The objects of a multi-document YAML stream (empty documents dropped). */
+export function yamlObjects(text: string): KubeObject[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJSON() as KubeObject | null)
+    .filter((o): o is KubeObject => o !== null && typeof o === 'object');
 }

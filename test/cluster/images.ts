@@ -11,8 +11,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT } from './pki.js';
-import { ensureMirrorHost, plainRegistryHas, tlsRegistryHas } from './registry.js';
-import { run } from './sh.js';
+import { ensureMirrorHost, plainRegistryHas, registryTagDigest, tlsRegistryHas } from './registry.js';
+import { run, runAsync } from './sh.js';
 
 const BUILD_DIR = join(STATE_DIR, 'image-build');
 
@@ -95,8 +95,14 @@ export function imageInRegistry(ref: string): boolean {
   return t.tls ? tlsRegistryHas(t.repo, t.tag) : plainRegistryHas(t.repo, t.tag);
 }
 
-/** Pushes an OCI layout ("oci:dir:tag") to the local registry under `ref` (run inside the hub). */
-export function pushImage(source: string, ref: string): void {
+/** Manifest digest the local registry serves for `ref` now, or undefined when it lacks the tag. */
+export function registryDigest(ref: string): string | undefined {
+  const t = localTarget(ref);
+  return registryTagDigest(t.tls, t.repo, t.tag);
+}
+
+/** skopeo command that pushes an OCI layout ("oci:dir:tag") to the local registry under `ref`. */
+function pushArgv(source: string, ref: string): string[] {
   const t = localTarget(ref);
   const args = ['skopeo', 'copy', '--quiet', '--retry-times', '2'];
   if (t.tls) {
@@ -108,7 +114,12 @@ export function pushImage(source: string, ref: string): void {
     args.push('--dest-tls-verify=false');
   }
   args.push(source, `docker://${t.target}`);
-  run(args, { netns: NET.hubNs, timeoutMs: 600_000 });
+  return args;
+}
+
+/** Pushes an OCI layout ("oci:dir:tag") to the local registry under `ref` (run inside the hub). */
+export function pushImage(source: string, ref: string): void {
+  run(pushArgv(source, ref), { netns: NET.hubNs, timeoutMs: 600_000 });
 }
 
 export interface RootfsImageOptions {
@@ -185,8 +196,29 @@ export interface EnsureOptions {
 /** Pushes a stand-in image for `ref` unless the registry already has it. */
 export function ensureStandIn(ref: string, opts: EnsureOptions & { sizeBytes?: number } = {}): void {
   if (!opts.force && imageInRegistry(ref)) return;
-  const layers = standInLayers(ref, opts.sizeBytes ? { name: 'blob', bytes: opts.sizeBytes } : undefined);
-  pushImage(buildOciImage(`standin-${ref}`, layers, { user: '65532', labels: { 'dev.prewarm.test.ref': ref } }), ref);
+  pushImage(buildStandIn(ref, opts.sizeBytes), ref);
+}
+
+function buildStandIn(ref: string, sizeBytes: number | undefined): string {
+  const layers = standInLayers(ref, sizeBytes ? { name: 'blob', bytes: sizeBytes } : undefined);
+  return buildOciImage(`standin-${ref}`, layers, { user: '65532', labels: { 'dev.prewarm.test.ref': ref } });
+}
+
+/**
+ * {@link ensureStandIn} for many references: builds the missing ones, then pushes them a few at a
+ * time (a push is mostly skopeo's start-up, so a sequential push of hundreds takes minutes).
+ */
+export async function ensureStandIns(refs: readonly string[], opts: EnsureOptions & { sizeBytes?: number; parallel?: number } = {}): Promise<number> {
+  const todo = refs.filter((r) => opts.force === true || !imageInRegistry(r)).map((ref) => ({ ref, source: buildStandIn(ref, opts.sizeBytes) }));
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < todo.length; i = next++) {
+      const { ref, source } = todo[i] as { ref: string; source: string };
+      await runAsync(pushArgv(source, ref), { netns: NET.hubNs, timeoutMs: 600_000 });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, opts.parallel ?? 6) }, () => worker()));
+  return todo.length;
 }
 
 /** Well-known test images (names exported for tests). */
@@ -229,6 +261,9 @@ export function ensureStandardImages(opts: EnsureOptions = {}): void {
   if (need(TEST_IMAGES.private)) ensureStandIn(TEST_IMAGES.private, { force: true });
 }
 
+/** The shipped image's node flags (src/reconciler/Dockerfile ENTRYPOINT), so footprints match it. */
+const RECONCILER_ENTRYPOINT = ['/usr/local/bin/node', '--max-old-space-size=24', '--max-semi-space-size=1', '--v8-pool-size=1', '/app/lib/src/reconciler/main.js'];
+
 /**
  * The prewarm reconciler sidecar image, built from the compiled sources that ship (lib/src, made
  * by `npm run build`) plus this machine's node binary and the shared libraries it links (ldd).
@@ -239,7 +274,7 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   const main = join(libSrc, 'reconciler', 'main.js');
   if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` before building the reconciler image`);
   const hash = createHash('sha256');
-  hash.update(process.execPath + process.version);
+  hash.update(process.execPath + process.version + RECONCILER_ENTRYPOINT.join(' '));
   const files = run(['find', libSrc, '-type', 'f', '-name', '*.js']).stdout.split('\n').filter(Boolean).sort();
   for (const f of files) hash.update(f).update(readFileSync(f));
   const digest = hash.digest('hex').slice(0, 16);
@@ -263,7 +298,7 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   writeFileSync(join(root, 'app/package.json'), JSON.stringify({ type: 'module' }) + '\n');
   mkdirSync(join(root, 'tmp'), { recursive: true });
   const src = buildOciImage(`reconciler-${ref}`, [{ src: root, dest: '/' }], {
-    entrypoint: ['/usr/local/bin/node', '--max-old-space-size=24', '/app/lib/src/reconciler/main.js'],
+    entrypoint: RECONCILER_ENTRYPOINT,
     user: '65532',
     workdir: '/app',
     labels: { 'dev.prewarm.source-hash': digest },

@@ -5,23 +5,27 @@
  *  - TLS + htpasswd basic auth on 10.250.0.1:5443 for private-image tests.
  * containerd reads hosts.toml files under CERTS_D (shared by all nodes, read per pull).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIRRORED_HOSTS, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT, ensureCert } from './pki.js';
-import { run, startDaemon, stopDaemon, waitFor } from './sh.js';
+import { logFile, run, startDaemon, stopDaemon, waitFor } from './sh.js';
 
 export const REGISTRY_DIR = join(STATE_DIR, 'registry');
 export const CERTS_D = join(REGISTRY_DIR, 'certs.d');
 const PLAIN_STORAGE = join(REGISTRY_DIR, 'plain-data');
 const TLS_STORAGE = join(REGISTRY_DIR, 'tls-data');
 
+/**
+ * The access log is on: one line per request in the daemon's log (see {@link registryRequests}),
+ * so tests can tell which requests (a manifest HEAD, a blob GET) a pull or a digest check cost.
+ */
 function registryConfig(addr: string, storage: string, extra: string): string {
   return `version: 0.1
 log:
   level: warn
   accesslog:
-    disabled: true
+    disabled: false
 storage:
   filesystem:
     rootdirectory: ${storage}
@@ -31,6 +35,9 @@ http:
   addr: ${addr}
 ${extra}`;
 }
+
+const PLAIN_DAEMON = 'registry';
+const TLS_DAEMON = 'registry-tls';
 
 export async function startRegistries(): Promise<void> {
   mkdirSync(REGISTRY_DIR, { recursive: true });
@@ -59,8 +66,8 @@ auth:
 `,
     ),
   );
-  startDaemon({ name: 'registry', argv: ['docker-registry', 'serve', plainCfg], netns: NET.hubNs });
-  startDaemon({ name: 'registry-tls', argv: ['docker-registry', 'serve', tlsCfg], netns: NET.hubNs });
+  startDaemon({ name: PLAIN_DAEMON, argv: ['docker-registry', 'serve', plainCfg], netns: NET.hubNs });
+  startDaemon({ name: TLS_DAEMON, argv: ['docker-registry', 'serve', tlsCfg], netns: NET.hubNs });
   writeHostsTomls();
   await waitFor('local registry', () => probe(`http://${REGISTRY.plain}/v2/`, false), 20_000);
   await waitFor('TLS registry', () => probe(`https://${REGISTRY.tls}/v2/`, true), 20_000);
@@ -80,8 +87,8 @@ function probe(url: string, tls: boolean): boolean {
 }
 
 export async function stopRegistries(): Promise<void> {
-  await stopDaemon('registry');
-  await stopDaemon('registry-tls');
+  await stopDaemon(PLAIN_DAEMON);
+  await stopDaemon(TLS_DAEMON);
 }
 
 /** Path prefix under which the local registry stores the repositories of a mirrored host. */
@@ -125,8 +132,51 @@ export function ensureMirrorHost(host: string): void {
 
 /** True when the plain registry already holds repo:tag (cheap check on its storage). */
 export function plainRegistryHas(repo: string, tag: string): boolean {
-  return existsSync(join(PLAIN_STORAGE, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link'));
+  return registryTagDigest(false, repo, tag) !== undefined;
 }
 export function tlsRegistryHas(repo: string, tag: string): boolean {
-  return existsSync(join(TLS_STORAGE, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link'));
+  return registryTagDigest(true, repo, tag) !== undefined;
+}
+
+/** One request from a registry's access log (distribution's combined log format). */
+export interface RegistryRequest {
+  method: string;
+  path: string;
+  status: number;
+  userAgent: string;
+}
+
+const ACCESS_LINE = /"([A-Z]+) (\S+) HTTP\/[\d.]+" (\d{3}) \S+ "[^"]*" "([^"]*)"/;
+
+/** Size in bytes of a registry's log, to read only the requests after this point. */
+export function registryLogOffset(tls: boolean): number {
+  const f = logFile(tls ? TLS_DAEMON : PLAIN_DAEMON);
+  return existsSync(f) ? statSync(f).size : 0;
+}
+
+/** Requests a registry (TLS or plain) served after `offset` (from {@link registryLogOffset}). */
+export function registryRequests(tls: boolean, offset = 0): RegistryRequest[] {
+  const f = logFile(tls ? TLS_DAEMON : PLAIN_DAEMON);
+  if (!existsSync(f)) return [];
+  const fd = openSync(f, 'r');
+  let text: string;
+  try {
+    const buf = Buffer.alloc(Math.max(0, statSync(f).size - offset));
+    const n = readSync(fd, buf, 0, buf.length, offset);
+    text = buf.subarray(0, n).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+  const out: RegistryRequest[] = [];
+  for (const line of text.split('\n')) {
+    const m = ACCESS_LINE.exec(line);
+    if (m?.[1] && m[2] && m[3]) out.push({ method: m[1], path: m[2], status: Number(m[3]), userAgent: m[4] ?? '' });
+  }
+  return out;
+}
+
+/** Digest the registry's storage holds for repo:tag now (its tag link), or undefined. */
+export function registryTagDigest(tls: boolean, repo: string, tag: string): string | undefined {
+  const f = join(tls ? TLS_STORAGE : PLAIN_STORAGE, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link');
+  return existsSync(f) ? readFileSync(f, 'utf8').trim() : undefined;
 }

@@ -1,0 +1,91 @@
+/**
+ * The kube-fledged side of the benchmarks: its busybox helper image, its CRD and namespace, and the
+ * model (bench/kubefledged/model.ts) run as a child process whose JSON lines are followed here.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_DIR, STATE_DIR } from '../../test/cluster/config.js';
+import { buildOciImage, imageInRegistry, pushImage } from '../../test/cluster/images.js';
+import { run } from '../../test/cluster/sh.js';
+import { yamlObjects, type Kube, type KubeObject } from './kube.js';
+import { BENCH_DIR, log, sleep } from './stats.js';
+
+/** kube-fledged's default busybox image; its Jobs run `cp /bin/echo /tmp/bin` from it. */
+export const KF_BUSYBOX = 'docker.io/senthilrch/busybox:1.35.0';
+export const KF_NS = 'bench-kube-fledged';
+export const KF_IMAGECACHES = `/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches`;
+
+/** Pushes a stand-in for {@link KF_BUSYBOX}: a static busybox with /bin/cp, /bin/echo, /bin/sh. */
+export function ensureKfBusybox(): void {
+  if (imageInRegistry(KF_BUSYBOX)) return;
+  const dir = join(STATE_DIR, 'image-build', 'src', 'kf-busybox');
+  mkdirSync(join(dir, 'bin'), { recursive: true });
+  run(['cp', '/bin/busybox', join(dir, 'bin', 'busybox')]);
+  for (const l of ['cp', 'echo', 'sh']) run(['ln', '-sf', 'busybox', join(dir, 'bin', l)]);
+  pushImage(buildOciImage('kf-busybox', [{ src: join(dir, 'bin'), dest: '/bin' }], { cmd: ['/bin/sh'] }), KF_BUSYBOX);
+}
+
+/** The ImageCache CRD (kubefledged.io/v1alpha2) and the model's namespace. */
+export async function installKubeFledged(kube: Kube): Promise<void> {
+  for (const o of [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: KF_NS } }, ...yamlObjects(readFileSync(join(BENCH_DIR, 'kubefledged/crd.yaml'), 'utf8'))]) await kube.apply(o);
+  await sleep(3000); // CRD established
+}
+
+/** A kubefledged.io/v1alpha2 ImageCache with one cacheSpec entry. */
+export function kfImageCache(name: string, images: readonly string[], nodeSelector: Record<string, string>): KubeObject {
+  return { apiVersion: 'kubefledged.io/v1alpha2', kind: 'ImageCache', metadata: { name, namespace: KF_NS }, spec: { cacheSpec: [{ images, nodeSelector }] } };
+}
+
+/** A running model and what its JSON lines said so far. */
+export interface Model {
+  child: ChildProcess;
+  /** Refresh ticks (ms). */
+  ticks: number[];
+  /** Creation time (ms) of every pull Job. */
+  jobsAt: number[];
+  /** ImageCache status writes, in order. */
+  statuses: { at: number; cache: string; status: string }[];
+  done: Promise<void>;
+}
+
+/** Starts the model with `--image-cache-refresh-frequency refresh`; it stops itself after 40 min. */
+export function startModel(refresh: string): Model {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'kubefledged/model.ts'), '--image-cache-refresh-frequency', refresh, '--busybox-image', KF_BUSYBOX, '--max-runtime', '40m', '--namespace', KF_NS], { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'inherit'] });
+  const m: Model = { child, ticks: [], jobsAt: [], statuses: [], done: new Promise((r) => child.on('exit', () => r())) };
+  let buf = '';
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (d: string) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        const ev = JSON.parse(line) as { event: string; at: number; cache?: string; status?: string };
+        if (ev.event === 'refresh') m.ticks.push(ev.at);
+        if (ev.event === 'job-created') m.jobsAt.push(ev.at);
+        if (ev.event === 'status') m.statuses.push({ at: ev.at, cache: ev.cache ?? '', status: ev.status ?? '' });
+        if (ev.event.endsWith('error')) log(`kube-fledged model: ${line}`);
+      } catch {
+        /* not ours */
+      }
+    }
+  });
+  return m;
+}
+
+export async function stopModel(m: Model): Promise<void> {
+  m.child.kill('SIGTERM');
+  await Promise.race([m.done, sleep(10_000)]);
+}
+
+/** Waits until the model writes `status` for `cache` after `afterMs`; the time, or undefined at `deadline`. */
+export async function waitModelStatus(m: Model, cache: string, status: string, afterMs: number, deadline: number): Promise<number | undefined> {
+  while (Date.now() < deadline) {
+    const s = m.statuses.find((x) => x.cache === cache && x.status === status && x.at > afterMs);
+    if (s) return s.at;
+    await sleep(200);
+  }
+  return undefined;
+}
