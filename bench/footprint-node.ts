@@ -49,7 +49,7 @@ const LABEL = 'bench.prewarm.dev/footprint';
 const IMAGE_DATA_BYTES = 4096;
 const ALL_IMAGES = Array.from({ length: Math.max(...SIZES) }, (_, i) => `${REGISTRY.plain}/bench/fp-${i + 1}:v1`);
 const HELPER_CONTAINER = 'prewarm-helper';
-const WARM_BOUND_MS = 420_000;
+const WARM_BOUND_MS = 600_000;
 
 const mib = (k: number): string => (k / 1024).toFixed(1);
 
@@ -250,7 +250,7 @@ async function runKf(kube: Kube, watch: NodeWatch, model: Model, n: number): Pro
   }
 }
 
-function marginal(results: PoolResult[], config: 'prewarm' | 'che'): Record<string, number> | undefined {
+function marginal(results: PoolResult[], config: 'prewarm' | 'che', print: boolean): Record<string, number> | undefined {
   const rs = results.filter((r) => r.config === config && r.footprint).sort((a, b) => a.images - b.images);
   const lo = rs[0];
   const hi = rs[rs.length - 1];
@@ -264,7 +264,7 @@ function marginal(results: PoolResult[], config: 'prewarm' | 'che'): Record<stri
     workingSetKib: (hi.footprint.podWorkingSet - lo.footprint.podWorkingSet) / d,
     shimRssKib: (hi.footprint.shimRss - lo.footprint.shimRss) / d,
   };
-  console.log(`footprint-node ${config} per-image marginal (${lo.images}->${hi.images} images): RSS ${out.rssKib.toFixed(0)} KiB, PSS ${out.pssKib.toFixed(0)} KiB, pod cgroup working set ${out.workingSetKib.toFixed(0)} KiB per image`);
+  if (print) console.log(`footprint-node ${config} per-image marginal (${lo.images}->${hi.images} images): RSS ${out.rssKib.toFixed(0)} KiB, PSS ${out.pssKib.toFixed(0)} KiB, pod cgroup working set ${out.workingSetKib.toFixed(0)} KiB per image`);
   return out;
 }
 
@@ -279,6 +279,31 @@ function previous(): { pools: PoolResult[]; kubefledged: KfResult[] } {
   };
 }
 
+/** Writes the results file: this run's results over the previous file's (merged by config and size). */
+function save(pools: PoolResult[], kf: KfResult[], print: boolean): string {
+  const old = previous();
+  const allPools = [...old.pools, ...pools].sort((a, b) => a.images - b.images || a.config.localeCompare(b.config));
+  const allKf = [...old.kubefledged, ...kf].sort((a, b) => a.images - b.images);
+  const sizes = [...new Set([...allPools, ...allKf].map((r) => r.images))].sort((a, b) => a - b);
+  if (print) {
+    for (const n of sizes) {
+      const t = (c: string): string => {
+        const r = c === 'kubefledged' ? allKf.find((x) => x.images === n) : allPools.find((x) => x.config === c && x.images === n);
+        return r ? (r.ttwMs === undefined ? 'never' : `${secs(r.ttwMs)}s`) : '-';
+      };
+      console.log(`time-to-warm images=${n} prewarm: ${t('prewarm')} che: ${t('che')} kube-fledged (ImageCache create): ${t('kubefledged')}`);
+    }
+  }
+  return saveResults('footprint-node', {
+    imageDataBytes: IMAGE_DATA_BYTES,
+    sizes,
+    pools: allPools,
+    kubefledged: allKf,
+    marginal: { prewarm: marginal(allPools, 'prewarm', print), che: marginal(allPools, 'che', print) },
+    kfRefresh: KF_REFRESH,
+  });
+}
+
 async function main(): Promise<void> {
   const started = await ensureCluster('stopped again at the end');
   const kube = new Kube();
@@ -291,25 +316,25 @@ async function main(): Promise<void> {
     if (CONFIGS.includes('kubefledged')) ensureKfBusybox();
     log(`${ALL_IMAGES.length} stand-in images in the registry (${pushed} pushed now, ${secs(Date.now() - t0)} s)`);
     await watch.start();
+    // Saved after every configuration, so a run cut short by its time bound keeps what it measured.
     for (const n of SIZES) {
-      if (CONFIGS.includes('prewarm')) pools.push(await runPool(kube, watch, 'prewarm', n));
-      if (CONFIGS.includes('che')) pools.push(await runPool(kube, watch, 'che', n));
+      for (const c of ['prewarm', 'che'] as const) {
+        if (!CONFIGS.includes(c)) continue;
+        pools.push(await runPool(kube, watch, c, n));
+        save(pools, kf, false);
+      }
     }
     if (CONFIGS.includes('kubefledged')) {
       await installKubeFledged(kube);
       const model = startModel(KF_REFRESH);
       try {
-        for (const n of SIZES) kf.push(await runKf(kube, watch, model, n));
+        for (const n of SIZES) {
+          kf.push(await runKf(kube, watch, model, n));
+          save(pools, kf, false);
+        }
       } finally {
         await stopModel(model);
       }
-    }
-    for (const n of SIZES) {
-      const t = (c: string): string => {
-        const r = c === 'kubefledged' ? kf.find((x) => x.images === n) : pools.find((x) => x.config === c && x.images === n);
-        return r ? (r.ttwMs === undefined ? 'never' : `${secs(r.ttwMs)}s`) : '-';
-      };
-      console.log(`time-to-warm images=${n} prewarm: ${t('prewarm')} che: ${t('che')} kube-fledged (ImageCache create): ${t('kubefledged')}`);
     }
   } finally {
     watch.close();
@@ -320,17 +345,7 @@ async function main(): Promise<void> {
       await down();
     }
   }
-  const old = previous();
-  const allPools = [...old.pools, ...pools];
-  const f = saveResults('footprint-node', {
-    imageDataBytes: IMAGE_DATA_BYTES,
-    sizes: SIZES,
-    pools: allPools,
-    kubefledged: [...old.kubefledged, ...kf],
-    marginal: { prewarm: marginal(allPools, 'prewarm'), che: marginal(allPools, 'che') },
-    kfRefresh: KF_REFRESH,
-  });
-  log(`wrote ${f}`);
+  log(`wrote ${save(pools, kf, true)}`);
 }
 
 await main();
