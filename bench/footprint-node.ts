@@ -75,6 +75,7 @@ interface PoolFootprint {
   podWorkingSet: number;
   podCgroupPeak: number;
   shimRss: number;
+  shimPss: number;
 }
 
 interface PoolResult {
@@ -125,6 +126,7 @@ function fold(pod: PodMem): PoolFootprint {
     podWorkingSet: pod.cgroup.workingSet,
     podCgroupPeak: pod.cgroup.maxUsage,
     shimRss: pod.shim.rss,
+    shimPss: pod.shim.pss,
   };
 }
 
@@ -203,9 +205,10 @@ function report(r: PoolResult): void {
     `  ${r.config} images=${r.images}: image containers ${f.imageContainers} x ${f.imageRssMean.toFixed(0)} KiB RSS (PSS ${f.imagePssMean.toFixed(0)} KiB); ` +
       (r.config === 'prewarm' ? `sidecar RSS ${mib(f.sidecarRss)} MiB (anon ${mib(f.sidecarAnon)}, PSS ${mib(f.sidecarPss)}, cgroup working set ${mib(f.sidecarWorkingSet)}); ` : '') +
       `pause ${f.pauseRss} KiB; init container ${f.initPresent ? 'still present' : 'exited (0 after)'}; ` +
-      `pod PSS ${mib(f.podPss)} MiB; pod cgroup usage ${mib(f.podCgroupUsage)} MiB, working set ${mib(f.podWorkingSet)} MiB, peak ${mib(f.podCgroupPeak)} MiB; shim RSS ${mib(f.shimRss)} MiB`,
+      `pod PSS ${mib(f.podPss)} MiB; pod cgroup usage ${mib(f.podCgroupUsage)} MiB, working set ${mib(f.podWorkingSet)} MiB, peak ${mib(f.podCgroupPeak)} MiB; shim RSS ${mib(f.shimRss)} MiB; ` +
+      `pod+shim RSS ${mib(f.podRss + f.shimRss)} MiB, PSS ${mib(f.podPss + f.shimPss)} MiB`,
   );
-  console.log(`  ${r.config} images=${r.images}: time-to-warm ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s${r.labelMs !== undefined ? ` (warm label ${secs(r.labelMs)} s)` : ''}; node peak during warm-up: pods+shims RSS ${mib(r.peak.rssWithShims)} MiB, kubepods cgroup ${mib(r.peak.cgroupMaxUsage)} MiB`);
+  console.log(`  ${r.config} images=${r.images}: time-to-warm ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s${r.labelMs !== undefined ? ` (warm label ${secs(r.labelMs)} s)` : ''}; node peak during warm-up: pods+shims RSS ${mib(r.peak.rssWithShims)} MiB (PSS ${mib(r.peak.pssWithShims)}), kubepods cgroup ${mib(r.peak.cgroupMaxUsage)} MiB`);
 }
 
 /** kube-fledged: N pull Jobs on one fresh node, then the next refresh on that (now warm) node. */
@@ -233,16 +236,18 @@ async function runKf(kube: Kube, watch: NodeWatch, model: Model, n: number): Pro
       // The next refresh of this cache: Jobs only for images the node's status does not list.
       const s2 = sampleNodePeak(node, 100);
       const tickDeadline = Date.now() + 120_000;
-      while (Date.now() < tickDeadline && !model.ticks.some((x) => x > done)) await sleep(200);
-      const tick = model.ticks.find((x) => x > done);
+      // A tick at least 10 s after the status, so the node's status lists the pulled images.
+      const settled = done + 10_000;
+      while (Date.now() < tickDeadline && !model.ticks.some((x) => x > settled)) await sleep(200);
+      const tick = model.ticks.find((x) => x > settled);
       const again = tick === undefined ? undefined : await waitModelStatus(model, name, 'Succeeded', tick, tick + 360_000);
       await sleep(2000);
       const p2 = s2.stop();
       if (tick !== undefined && again !== undefined) r.refresh = { jobs: model.jobsAt.filter((x) => x >= tick && x <= again).length, peak: p2 };
     }
     const p = r.peak;
-    console.log(`footprint-node-kubefledged images=${n} jobs=${r.jobs} peak-pods=${p.pods} peak-rss-mib: ${mib(p.procsRss)} peak-rss-with-shims-mib: ${mib(p.rssWithShims)} peak-shims=${p.shims} peak-working-set-mib: ${mib(p.workingSet)} peak-cgroup-mib: ${mib(p.cgroupMaxUsage)} idle-mib: 0`);
-    console.log(`  kubefledged images=${n}: ImageCache created to all images on the node ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s` + (r.refresh ? `; next refresh on the warm node: ${r.refresh.jobs} Jobs, peak ${r.refresh.peak.pods} pods, pods+shims RSS ${mib(r.refresh.peak.rssWithShims)} MiB` : '; next refresh not observed'));
+    console.log(`footprint-node-kubefledged images=${n} jobs=${r.jobs} peak-pods=${p.pods} peak-rss-mib: ${mib(p.procsRss)} peak-rss-with-shims-mib: ${mib(p.rssWithShims)} peak-pss-with-shims-mib: ${mib(p.pssWithShims)} peak-shims=${p.shims} peak-working-set-mib: ${mib(p.workingSet)} peak-cgroup-mib: ${mib(p.cgroupMaxUsage)} idle-mib: 0`);
+    console.log(`  kubefledged images=${n}: ImageCache created to all images on the node ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s` + (r.refresh ? `; next refresh on the warm node: ${r.refresh.jobs} Jobs, peak ${r.refresh.peak.pods} pods, pods+shims RSS ${mib(r.refresh.peak.rssWithShims)} MiB (PSS ${mib(r.refresh.peak.pssWithShims)})` : '; next refresh not observed'));
     return r;
   } finally {
     await kube.delete(`${KF_IMAGECACHES}/${name}`).catch(() => false);

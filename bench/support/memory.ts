@@ -183,15 +183,15 @@ export interface NodeSample {
   kubepods: CgroupMem;
 }
 
-/** One sample (RSS only, no PSS: cheap enough to repeat every 100 ms). */
+/** One sample of the node's pod processes and shims (RSS and PSS). */
 export function sampleNode(node: string): NodeSample {
   const shims = [...shimPids(node).values()];
   return {
     at: Date.now(),
     pods: podCgroups(node).size,
-    procs: sumMem(cgroupPids(kubepodsDir(node)).map((p) => procMem(p, false))),
+    procs: sumMem(cgroupPids(kubepodsDir(node)).map((p) => procMem(p))),
     shims: shims.length,
-    shimProcs: sumMem(shims.map((p) => procMem(p, false))),
+    shimProcs: sumMem(shims.map((p) => procMem(p))),
     kubepods: cgroupMem(kubepodsDir(node)),
   };
 }
@@ -203,6 +203,8 @@ export interface NodePeak {
   shims: number;
   /** Pod processes + shims, RSS, at the same instant. */
   rssWithShims: number;
+  /** The same in PSS: shared pages (the shim binary, busybox) counted once across processes. */
+  pssWithShims: number;
   procsRss: number;
   shimRss: number;
   workingSet: number;
@@ -212,7 +214,7 @@ export interface NodePeak {
 
 /** Samples a node every `intervalMs` until stop() is called; stop() returns the peaks. */
 export function sampleNodePeak(node: string, intervalMs = 150): { stop: () => NodePeak } {
-  const peak: NodePeak = { samples: 0, pods: 0, shims: 0, rssWithShims: 0, procsRss: 0, shimRss: 0, workingSet: 0, cgroupMaxUsage: 0 };
+  const peak: NodePeak = { samples: 0, pods: 0, shims: 0, rssWithShims: 0, pssWithShims: 0, procsRss: 0, shimRss: 0, workingSet: 0, cgroupMaxUsage: 0 };
   const dir = kubepodsDir(node);
   if (existsSync(dir)) resetPeak(dir);
   const tick = (): void => {
@@ -224,6 +226,7 @@ export function sampleNodePeak(node: string, intervalMs = 150): { stop: () => No
     peak.procsRss = Math.max(peak.procsRss, s.procs.rss);
     peak.shimRss = Math.max(peak.shimRss, s.shimProcs.rss);
     peak.rssWithShims = Math.max(peak.rssWithShims, s.procs.rss + s.shimProcs.rss);
+    peak.pssWithShims = Math.max(peak.pssWithShims, s.procs.pss + s.shimProcs.pss);
     peak.workingSet = Math.max(peak.workingSet, s.kubepods.workingSet);
   };
   const timer = setInterval(tick, intervalMs);
