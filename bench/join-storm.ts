@@ -33,8 +33,8 @@ import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../test/cluster/clu
 import { STATE_DIR } from '../test/cluster/config.js';
 import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../test/cluster/kwok.js';
 import { auditMark, countRequests, identity, operation, type AuditEvent } from './support/audit.js';
-import { MODEL_USER_AGENT, installKubeFledgedCrd, startModel, stopModel } from './kubefledged/process.js';
 import { ApiError, Kube, diffTotals, objectPath, requestTotals, type KubeObject } from './support/kube.js';
+import { KF_IMAGECACHES, KF_NS, MODEL_USER_AGENT, installKubeFledged, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
 import { applyAll, synthObjects } from './support/manifests.js';
 import { log, percentile, saveResults, secs, sleep } from './support/stats.js';
 
@@ -55,7 +55,6 @@ const NS = 'prewarm-storm';
 const POOL = 'storm';
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const NODE_PREFIX = 'storm';
-const KF_NS = 'bench-kube-fledged';
 const KF_CACHE = 'storm';
 /** Ten images a platform team would cache (kwok pulls nothing, so only their number matters). */
 const IMAGES = [
@@ -307,16 +306,13 @@ interface KfResult {
  */
 async function kubeFledged(kube: Kube): Promise<KfResult> {
   const windowMs = args['kf-window-s'] * 1000;
-  await installKubeFledgedCrd(kube, KF_NS);
-  await kube.create(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches`, {
-    apiVersion: 'kubefledged.io/v1alpha2',
-    kind: 'ImageCache',
-    metadata: { name: KF_CACHE, namespace: KF_NS },
-    spec: { cacheSpec: [{ images: IMAGES, nodeSelector: { [POOL_LABEL]: POOL } }] },
+  await installKubeFledged(kube);
+  await kube.create(KF_IMAGECACHES, {
+    ...kfImageCache(KF_CACHE, IMAGES, { [POOL_LABEL]: POOL }),
     status: { status: 'Succeeded', reason: 'ImageCacheCreate', message: 'All requested images pulled succesfully to respective nodes' },
   });
   const auditFrom = auditMark(AUDIT_LOG);
-  const model = startModel({ refresh: '15m', namespace: KF_NS, busyboxImage: 'docker.io/senthilrch/busybox:1.35.0', maxRuntime: `${args['kf-window-s'] + 120}s` });
+  const model = startModel({ refresh: '15m', maxRuntime: `${args['kf-window-s'] + 120}s` });
   let tick: number | undefined;
   try {
     for (let i = 0; i < 600 && model.ticks.length === 0; i++) await sleep(100);
@@ -326,7 +322,7 @@ async function kubeFledged(kube: Kube): Promise<KfResult> {
     let lastLog = Date.now();
     while (Date.now() < tick + windowMs) {
       if (Date.now() - lastLog >= 30_000) {
-        log(`kube-fledged t+${secs(Date.now() - tick)} s: ${model.jobsCreatedAt.length} Jobs created, ${model.jobsDone} done`);
+        log(`kube-fledged t+${secs(Date.now() - tick)} s: ${model.jobsAt.length} Jobs created, ${model.jobsDone} done`);
         lastLog = Date.now();
       }
       await sleep(500);
@@ -345,7 +341,7 @@ async function kubeFledged(kube: Kube): Promise<KfResult> {
   const inNs = countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) => (ev.objectRef?.namespace === KF_NS && !isBench(ev) ? `${identity(ev)}  ${operation(ev)}` : undefined));
   const podCreate = (ev: AuditEvent): boolean => ev.verb === 'create' && ev.objectRef?.namespace === KF_NS && ev.objectRef.resource === 'pods' && !ev.objectRef.subresource && (ev.responseStatus?.code ?? 0) < 300;
   const podsCreated = sum(countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) => (podCreate(ev) ? 'pod' : undefined)));
-  const jobs = model.jobsCreatedAt.length;
+  const jobs = model.jobsAt.length;
   const jobsPerS = jobs / windowS;
   const perJob = jobs ? sum(inNs) / jobs : Number.NaN;
   const want = N * IMAGES.length;

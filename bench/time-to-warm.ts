@@ -17,15 +17,13 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isUp, up } from '../test/cluster/cluster.js';
 import { REGISTRY, REPO_DIR, STATE_DIR } from '../test/cluster/config.js';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../test/cluster/bare.js';
 import { buildOciImage, busyboxLayers, ensureReconcilerImage, ensureStandIn, imageInRegistry, parseRef, pushImage } from '../test/cluster/images.js';
-import { run } from '../test/cluster/sh.js';
-import { installKubeFledgedCrd, startModel, stopModel } from './kubefledged/process.js';
 import { Kube, type KubeObject } from './support/kube.js';
+import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
 import { applyAll, synthObjects } from './support/manifests.js';
-import { NodeWatch, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
+import { ensureCluster, NodeWatch, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
 import { log, median, saveResults, secs, sleep } from './support/stats.js';
 
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'raw,prewarm,prewarm-no-sidecar,prewarm-split,kf-0s,kf-1m,kf-15m').split(',');
@@ -35,8 +33,6 @@ const POOL_LABEL = 'bench.prewarm.dev/pool';
 const SIZES_MIB = [8, 16, 24, 32, 48];
 const IMAGES = SIZES_MIB.map((_, i) => `${REGISTRY.plain}/bench/ttw-${i + 1}:v1`);
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
-const KF_BUSYBOX = 'docker.io/senthilrch/busybox:1.35.0';
-const KF_NS = 'bench-kube-fledged';
 const PW_NS = 'prewarm-bench';
 
 function normalize(ref: string): string {
@@ -78,14 +74,7 @@ function prepareImages(): void {
   // prewarm's helper: a static busybox (the harness's layer).
   const pwHelper = 'docker.io/library/busybox:1.36.1-musl';
   if (!imageInRegistry(pwHelper)) pushImage(buildOciImage(`helper-${pwHelper}`, busyboxLayers(), { cmd: ['/bin/sh'] }), pwHelper);
-  // kube-fledged's helper: its Jobs run `cp /bin/echo /tmp/bin`, so /bin/cp and /bin/echo must exist.
-  if (!imageInRegistry(KF_BUSYBOX)) {
-    const dir = join(STATE_DIR, 'image-build', 'src', 'kf-busybox');
-    mkdirSync(join(dir, 'bin'), { recursive: true });
-    run(['cp', '/bin/busybox', join(dir, 'bin', 'busybox')]);
-    for (const l of ['cp', 'echo', 'sh']) run(['ln', '-sf', 'busybox', join(dir, 'bin', l)]);
-    pushImage(buildOciImage('kf-busybox', [{ src: join(dir, 'bin'), dest: '/bin' }], { cmd: ['/bin/sh'] }), KF_BUSYBOX);
-  }
+  ensureKfBusybox();
   ensureReconcilerImage(RECONCILER_IMAGE, REPO_DIR);
 }
 
@@ -197,13 +186,13 @@ async function benchPrewarm(kube: Kube, watch: NodeWatch, config = 'prewarm', si
   for (let i = 0; i < 120 && (await kube.getOpt(`/api/v1/namespaces/${PW_NS}`)); i++) await sleep(1000);
 }
 
-function kfImageCache(): KubeObject {
-  return { apiVersion: 'kubefledged.io/v1alpha2', kind: 'ImageCache', metadata: { name: 'ttw', namespace: KF_NS }, spec: { cacheSpec: [{ images: IMAGES, nodeSelector: { [POOL_LABEL]: 'kf' } }] } };
+function ttwImageCache(): KubeObject {
+  return kfImageCache('ttw', IMAGES, { [POOL_LABEL]: 'kf' });
 }
 
 async function waitCacheStatus(kube: Kube, want: string, bound: number): Promise<boolean> {
   while (Date.now() < bound) {
-    const ic = await kube.getOpt(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches/ttw`);
+    const ic = await kube.getOpt(`${KF_IMAGECACHES}/ttw`);
     if (ic?.status?.status === want) return true;
     await sleep(500);
   }
@@ -217,13 +206,13 @@ async function waitCacheStatus(kube: Kube, want: string, bound: number): Promise
  * node's Ready.
  */
 async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: string, offsetsMs: number[], boundMs: number): Promise<void> {
-  await kube.delete(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches/ttw`).catch(() => false);
+  await kube.delete(`${KF_IMAGECACHES}/ttw`).catch(() => false);
   await sleep(1000);
-  const model = startModel({ refresh, busyboxImage: KF_BUSYBOX, maxRuntime: '40m', namespace: KF_NS });
+  const model = startModel({ refresh });
   try {
     const t0 = Date.now();
     await sleep(1500);
-    await kube.create(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches`, kfImageCache());
+    await kube.create(KF_IMAGECACHES, ttwImageCache());
     if (!(await waitCacheStatus(kube, 'Succeeded', Date.now() + 300_000))) throw new Error(`${config}: the ImageCache never Succeeded on the seed node`);
     const base = model.ticks[0] ?? t0;
     log(`${config}: ImageCache Succeeded on the seed node; joining ${offsetsMs.length} nodes at ${offsetsMs.map((o) => secs(o)).join(', ')} s after ${model.ticks.length ? 'the first refresh tick' : 'start'}`);
@@ -250,7 +239,7 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: st
       }
     });
     await Promise.all(runs);
-    log(`${config}: the model created ${model.jobsCreatedAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`);
+    log(`${config}: the model created ${model.jobsAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`);
   } finally {
     await stopModel(model);
   }
@@ -279,12 +268,7 @@ function summary(): Record<string, unknown> {
 }
 
 async function main(): Promise<void> {
-  let started = false;
-  if (!(await isUp())) {
-    log('no harness cluster up: starting one (it stays up)');
-    await up({ kwok: false });
-    started = true;
-  }
+  const started = await ensureCluster('it stays up');
   prepareImages();
   const kube = new Kube();
   const watch = new NodeWatch(kube, POOL_LABEL);
@@ -296,7 +280,7 @@ async function main(): Promise<void> {
     if (CONFIGS.includes('prewarm-no-sidecar')) await benchPrewarm(kube, watch, 'prewarm-no-sidecar', false);
     const kfConfigs = CONFIGS.filter((c) => c.startsWith('kf-'));
     if (kfConfigs.length) {
-      await installKubeFledgedCrd(kube, KF_NS);
+      await installKubeFledged(kube);
       const seed = await joinNode(watch, 'bench-kf-seed', { [POOL_LABEL]: 'kf' });
       await until(seed, (x) => x.readyAt !== undefined, Date.now() + 120_000);
       try {
@@ -306,7 +290,7 @@ async function main(): Promise<void> {
         if (kfConfigs.includes('kf-15m')) await benchKf(kube, watch, 'kf-15m', '15m', spread(13 * 60_000, NODES), 17 * 60_000);
       } finally {
         await leave('bench-kf-seed');
-        await kube.delete(`/apis/kubefledged.io/v1alpha2/namespaces/${KF_NS}/imagecaches/ttw`).catch(() => false);
+        await kube.delete(`${KF_IMAGECACHES}/ttw`).catch(() => false);
       }
     }
   } finally {

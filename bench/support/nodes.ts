@@ -2,7 +2,7 @@
  * Real nodes for the benchmarks: join (harness addNode), watch Ready and labels through one node
  * watch, and poll the node's own containerd until a set of images is present.
  */
-import { addNode, removeNode } from '../../test/cluster/cluster.js';
+import { addNode, isUp, removeNode, up } from '../../test/cluster/cluster.js';
 import { loadSpec, nodePaths } from '../../test/cluster/node.js';
 import { runAsync } from '../../test/cluster/sh.js';
 import { Kube, type KubeObject } from './kube.js';
@@ -117,4 +117,12 @@ export async function until(t: NodeTimes, pred: (t: NodeTimes) => boolean, deadl
     await sleep(100);
   }
   return pred(t);
+}
+
+/** Reuses a running harness cluster or starts one (without kwok); true when this call started it. */
+export async function ensureCluster(whatThen: string): Promise<boolean> {
+  if (await isUp()) return false;
+  log(`no harness cluster up: starting one (${whatThen})`);
+  await up({ kwok: false });
+  return true;
 }

@@ -12,8 +12,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT } from './pki.js';
-import { ensureMirrorHost, plainRegistryHas, tlsRegistryHas } from './registry.js';
-import { nsWrap, run } from './sh.js';
+import { ensureMirrorHost, plainRegistryHas, registryTagDigest, tlsRegistryHas } from './registry.js';
+import { nsWrap, run, runAsync } from './sh.js';
 
 const BUILD_DIR = join(STATE_DIR, 'image-build');
 
@@ -126,8 +126,20 @@ function skopeoAccess(target: RegistryTarget, prefix: '' | 'dest-'): string[] {
  * Docker's media types (an index becomes a manifest list).
  */
 export function copyToRegistry(source: string, target: RegistryTarget, repoAndTag: string, format: 'oci' | 'v2s2' = 'oci'): void {
-  const args = ['skopeo', 'copy', '--quiet', '--all', '--format', format, '--retry-times', '2', ...skopeoAccess(target, 'dest-'), source, `docker://${target.addr}/${repoAndTag}`];
-  run(args, { ...(target.netns !== undefined ? { netns: target.netns } : {}), timeoutMs: 600_000 });
+  run(copyArgv(source, target, repoAndTag, format), copyOptions(target));
+}
+
+/** {@link copyToRegistry} without blocking the event loop (for pushing many images side by side). */
+export async function copyToRegistryAsync(source: string, target: RegistryTarget, repoAndTag: string, format: 'oci' | 'v2s2' = 'oci'): Promise<void> {
+  await runAsync(copyArgv(source, target, repoAndTag, format), copyOptions(target));
+}
+
+function copyArgv(source: string, target: RegistryTarget, repoAndTag: string, format: 'oci' | 'v2s2'): string[] {
+  return ['skopeo', 'copy', '--quiet', '--all', '--format', format, '--retry-times', '2', ...skopeoAccess(target, 'dest-'), source, `docker://${target.addr}/${repoAndTag}`];
+}
+
+function copyOptions(target: RegistryTarget): { netns?: string; timeoutMs: number } {
+  return { ...(target.netns !== undefined ? { netns: target.netns } : {}), timeoutMs: 600_000 };
 }
 
 /** The manifest (or index) bytes the registry serves for `<addr>/<repoAndTag>`, as skopeo reads them. */
@@ -139,10 +151,22 @@ export function rawManifest(target: RegistryTarget, repoAndTag: string): Buffer 
   return r.stdout;
 }
 
+/** The hub registry that stores `ref`, and the repo:tag it stores it under. */
+function hubTarget(ref: string): { target: RegistryTarget; repoAndTag: string } {
+  const t = localTarget(ref);
+  return { target: { addr: t.tls ? REGISTRY.tls : REGISTRY.plain, tls: t.tls, netns: NET.hubNs }, repoAndTag: `${t.repo}:${t.tag}` };
+}
+
 /** Pushes an OCI layout ("oci:dir:tag") to the local registry under `ref` (run inside the hub). */
 export function pushImage(source: string, ref: string): void {
+  const { target, repoAndTag } = hubTarget(ref);
+  copyToRegistry(source, target, repoAndTag);
+}
+
+/** Manifest digest the local registry serves for `ref` now, or undefined when it lacks the tag. */
+export function registryDigest(ref: string): string | undefined {
   const t = localTarget(ref);
-  copyToRegistry(source, { addr: t.tls ? REGISTRY.tls : REGISTRY.plain, tls: t.tls, netns: NET.hubNs }, `${t.repo}:${t.tag}`);
+  return registryTagDigest(t.tls, t.repo, t.tag);
 }
 
 /**
@@ -250,8 +274,30 @@ export interface EnsureOptions {
 /** Pushes a stand-in image for `ref` unless the registry already has it. */
 export function ensureStandIn(ref: string, opts: EnsureOptions & { sizeBytes?: number } = {}): void {
   if (!opts.force && imageInRegistry(ref)) return;
-  const layers = standInLayers(ref, opts.sizeBytes ? { name: 'blob', bytes: opts.sizeBytes } : undefined);
-  pushImage(buildOciImage(`standin-${ref}`, layers, { user: '65532', labels: { 'dev.prewarm.test.ref': ref } }), ref);
+  pushImage(buildStandIn(ref, opts.sizeBytes), ref);
+}
+
+function buildStandIn(ref: string, sizeBytes: number | undefined): string {
+  const layers = standInLayers(ref, sizeBytes ? { name: 'blob', bytes: sizeBytes } : undefined);
+  return buildOciImage(`standin-${ref}`, layers, { user: '65532', labels: { 'dev.prewarm.test.ref': ref } });
+}
+
+/**
+ * {@link ensureStandIn} for many references: builds the missing ones, then pushes them a few at a
+ * time (a push is mostly skopeo's start-up, so a sequential push of hundreds takes minutes).
+ */
+export async function ensureStandIns(refs: readonly string[], opts: EnsureOptions & { sizeBytes?: number; parallel?: number } = {}): Promise<number> {
+  const todo = refs.filter((r) => opts.force === true || !imageInRegistry(r)).map((ref) => ({ ref, source: buildStandIn(ref, opts.sizeBytes) }));
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < todo.length; i = next++) {
+      const { ref, source } = todo[i] as { ref: string; source: string };
+      const { target, repoAndTag } = hubTarget(ref);
+      await copyToRegistryAsync(source, target, repoAndTag);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, opts.parallel ?? 6) }, () => worker()));
+  return todo.length;
 }
 
 /** Well-known test images (names exported for tests). */
@@ -294,6 +340,9 @@ export function ensureStandardImages(opts: EnsureOptions = {}): void {
   if (need(TEST_IMAGES.private)) ensureStandIn(TEST_IMAGES.private, { force: true });
 }
 
+/** The shipped image's node flags (src/reconciler/Dockerfile ENTRYPOINT), so footprints match it. */
+const RECONCILER_ENTRYPOINT = ['/usr/local/bin/node', '--max-old-space-size=24', '--max-semi-space-size=1', '--v8-pool-size=1', '/app/lib/src/reconciler/main.js'];
+
 /**
  * The prewarm reconciler sidecar image, built from the compiled sources that ship (lib/src, made
  * by `npm run build`) plus this machine's node binary and the shared libraries it links (ldd).
@@ -304,7 +353,7 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   const main = join(libSrc, 'reconciler', 'main.js');
   if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` before building the reconciler image`);
   const hash = createHash('sha256');
-  hash.update(process.execPath + process.version);
+  hash.update(process.execPath + process.version + RECONCILER_ENTRYPOINT.join(' '));
   const files = run(['find', libSrc, '-type', 'f', '-name', '*.js']).stdout.split('\n').filter(Boolean).sort();
   for (const f of files) hash.update(f).update(readFileSync(f));
   const digest = hash.digest('hex').slice(0, 16);
@@ -328,7 +377,7 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   writeFileSync(join(root, 'app/package.json'), JSON.stringify({ type: 'module' }) + '\n');
   mkdirSync(join(root, 'tmp'), { recursive: true });
   const src = buildOciImage(`reconciler-${ref}`, [{ src: root, dest: '/' }], {
-    entrypoint: ['/usr/local/bin/node', '--max-old-space-size=24', '/app/lib/src/reconciler/main.js'],
+    entrypoint: RECONCILER_ENTRYPOINT,
     user: '65532',
     workdir: '/app',
     labels: { 'dev.prewarm.source-hash': digest },

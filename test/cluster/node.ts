@@ -451,3 +451,16 @@ export function nodeImages(name: string): string[] {
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('sha256:'));
 }
+
+/** Manifest digest of each image reference (repo:tag) in a node's containerd (k8s.io namespace). */
+export function nodeImageDigests(name: string): Map<string, string> {
+  const p = nodePaths(name);
+  const out = run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'ls']).stdout;
+  const m = new Map<string, string>();
+  // Columns: REF TYPE DIGEST SIZE PLATFORMS LABELS (whitespace-separated; REF has no spaces).
+  for (const line of out.split('\n').slice(1)) {
+    const [ref, , digest] = line.trim().split(/\s+/);
+    if (ref && digest?.startsWith('sha256:') && !ref.startsWith('sha256:')) m.set(ref, digest);
+  }
+  return m;
+}

@@ -6,11 +6,11 @@
  * containerd reads hosts.toml files under CERTS_D (shared by all nodes, read per pull).
  * The same configuration runs on loopback ports for tests that need no netns (test/cluster/loopback.ts).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIRRORED_HOSTS, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT, ensureCert } from './pki.js';
-import { run, startDaemon, stopDaemon, waitFor } from './sh.js';
+import { logFile, run, startDaemon, stopDaemon, waitFor } from './sh.js';
 
 export const REGISTRY_DIR = join(STATE_DIR, 'registry');
 export const CERTS_D = join(REGISTRY_DIR, 'certs.d');
@@ -36,6 +36,10 @@ export interface RegistryServer {
   readonly netns?: string;
 }
 
+/**
+ * The access log is on: one line per request in the daemon's log (see {@link registryRequests}),
+ * so tests can tell which requests (a manifest HEAD, a blob GET) a pull or a digest check cost.
+ */
 function registryConfig(s: RegistryServer): string {
   let extra = '';
   if (s.tls) {
@@ -55,7 +59,7 @@ auth:
 log:
   level: warn
   accesslog:
-    disabled: true
+    disabled: false
 storage:
   filesystem:
     rootdirectory: ${s.storage}
@@ -85,6 +89,12 @@ const HUB_REGISTRIES: readonly RegistryServer[] = [
   { name: 'registry', addr: REGISTRY.plain, dir: REGISTRY_DIR, storage: PLAIN_STORAGE, tls: false, netns: NET.hubNs },
   { name: 'registry-tls', addr: REGISTRY.tls, dir: REGISTRY_DIR, storage: TLS_STORAGE, tls: true, netns: NET.hubNs },
 ];
+
+function hubRegistry(tls: boolean): RegistryServer {
+  const s = HUB_REGISTRIES.find((r) => r.tls === tls);
+  if (!s) throw new Error(`no hub registry with tls=${tls}`);
+  return s;
+}
 
 export async function startRegistries(): Promise<void> {
   for (const s of HUB_REGISTRIES) startRegistry(s);
@@ -149,8 +159,51 @@ export function ensureMirrorHost(host: string): void {
 
 /** True when the plain registry already holds repo:tag (cheap check on its storage). */
 export function plainRegistryHas(repo: string, tag: string): boolean {
-  return existsSync(join(PLAIN_STORAGE, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link'));
+  return registryTagDigest(false, repo, tag) !== undefined;
 }
 export function tlsRegistryHas(repo: string, tag: string): boolean {
-  return existsSync(join(TLS_STORAGE, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link'));
+  return registryTagDigest(true, repo, tag) !== undefined;
+}
+
+/** One request from a registry's access log (distribution's combined log format). */
+export interface RegistryRequest {
+  method: string;
+  path: string;
+  status: number;
+  userAgent: string;
+}
+
+const ACCESS_LINE = /"([A-Z]+) (\S+) HTTP\/[\d.]+" (\d{3}) \S+ "[^"]*" "([^"]*)"/;
+
+/** Size in bytes of a registry's log, to read only the requests after this point. */
+export function registryLogOffset(tls: boolean): number {
+  const f = logFile(hubRegistry(tls).name);
+  return existsSync(f) ? statSync(f).size : 0;
+}
+
+/** Requests a registry (TLS or plain) served after `offset` (from {@link registryLogOffset}). */
+export function registryRequests(tls: boolean, offset = 0): RegistryRequest[] {
+  const f = logFile(hubRegistry(tls).name);
+  if (!existsSync(f)) return [];
+  const fd = openSync(f, 'r');
+  let text: string;
+  try {
+    const buf = Buffer.alloc(Math.max(0, statSync(f).size - offset));
+    const n = readSync(fd, buf, 0, buf.length, offset);
+    text = buf.subarray(0, n).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+  const out: RegistryRequest[] = [];
+  for (const line of text.split('\n')) {
+    const m = ACCESS_LINE.exec(line);
+    if (m?.[1] && m[2] && m[3]) out.push({ method: m[1], path: m[2], status: Number(m[3]), userAgent: m[4] ?? '' });
+  }
+  return out;
+}
+
+/** Digest the registry's storage holds for repo:tag now (its tag link), or undefined. */
+export function registryTagDigest(tls: boolean, repo: string, tag: string): string | undefined {
+  const f = join(hubRegistry(tls).storage, 'docker/registry/v2/repositories', repo, '_manifests/tags', tag, 'current/link');
+  return existsSync(f) ? readFileSync(f, 'utf8').trim() : undefined;
 }

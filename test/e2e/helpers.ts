@@ -2,7 +2,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { BIN, REPO_DIR, STATE_DIR } from '../cluster/config.js';
+import { BIN, REGISTRY, REPO_DIR, STATE_DIR } from '../cluster/config.js';
 import { kubectl } from '../cluster/cluster.js';
 import { busyboxLayers, buildOciImage, ensureReconcilerImage, ensureStandIn, imageInRegistry, parseRef, pushImage } from '../cluster/images.js';
 import { crictl, nodeImages } from '../cluster/node.js';
@@ -38,10 +38,10 @@ function cliBin(): string {
   throw new Error('prewarm CLI not built (lib/src/cli/bin.js missing after npm run build)');
 }
 
-/** `prewarm synth PATH... --stdout`: one YAML stream. */
-export function synth(paths: string[]): { yaml: string; stderr: string } {
+/** `prewarm synth PATH... --stdout [ARGS...]`: one YAML stream. */
+export function synth(paths: string[], args: readonly string[] = []): { yaml: string; stderr: string } {
   buildProject();
-  const r = run(['node', cliBin(), 'synth', ...paths, '--stdout'], { cwd: REPO_DIR });
+  const r = run(['node', cliBin(), 'synth', ...paths, '--stdout', ...args], { cwd: REPO_DIR });
   return { yaml: r.stdout, stderr: r.stderr };
 }
 
@@ -159,6 +159,8 @@ export interface PodInfo {
   containerStatuses: {
     name: string;
     image: string;
+    /** `repo@sha256:…` of what runs, once the runtime reported it. */
+    imageID?: string;
     ready: boolean;
     restartCount: number;
     state: Record<string, { reason?: string; message?: string }>;
@@ -296,4 +298,17 @@ export function containersUsing(node: string, refs: readonly string[]): { name: 
     .filter((c) => c.state === 'CONTAINER_RUNNING')
     .filter((c) => wanted.has(c.image) || wanted.has(c.imageRef))
     .map((c) => ({ name: c.name, image: c.image }));
+}
+
+/** A `kubernetes.io/dockerconfigjson` Secret with the harness TLS registry's credentials. */
+export function registryPullSecret(namespace: string, name: string): K8sObject {
+  const auth = Buffer.from(`${REGISTRY.user}:${REGISTRY.password}`).toString('base64');
+  const dockerconfig = { auths: { [REGISTRY.tls]: { username: REGISTRY.user, password: REGISTRY.password, auth } } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace },
+    type: 'kubernetes.io/dockerconfigjson',
+    data: { '.dockerconfigjson': Buffer.from(JSON.stringify(dockerconfig)).toString('base64') },
+  };
 }

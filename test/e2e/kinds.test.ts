@@ -4,13 +4,12 @@
  * cached and the failure visible in the pod status.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REGISTRY } from '../cluster/config.js';
 import { addNode, kubectl, removeNode } from '../cluster/cluster.js';
 import { TEST_IMAGES } from '../cluster/images.js';
 import { crictl, nodeImages } from '../cluster/node.js';
 import { waitFor } from '../cluster/sh.js';
 import {
-  applyServerSide, imageCache, normalize, parseObjects, poolPodOnNode, poolsOf, prepareImages, specDir, synth,
+  applyServerSide, imageCache, normalize, parseObjects, poolPodOnNode, poolsOf, prepareImages, registryPullSecret, specDir, synth,
   waitImagesOnNode, waitPoolPodRunning, type K8sObject, type PoolImages,
 } from './helpers.js';
 
@@ -55,15 +54,7 @@ describe('image kinds: scratch, private, missing', () => {
   it('applies cleanly (namespaces first, then the pull secret, then the pools)', () => {
     const nsYaml = objects.filter((o) => o.kind === 'Namespace').map((o) => JSON.stringify(o)).join('\n---\n');
     expect(applyServerSide(nsYaml).warnings).toEqual([]);
-    const auth = Buffer.from(`${REGISTRY.user}:${REGISTRY.password}`).toString('base64');
-    const dockerconfig = { auths: { [REGISTRY.tls]: { username: REGISTRY.user, password: REGISTRY.password, auth } } };
-    const secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'regcred', namespace: 'e2e-private' },
-      type: 'kubernetes.io/dockerconfigjson',
-      data: { '.dockerconfigjson': Buffer.from(JSON.stringify(dockerconfig)).toString('base64') },
-    };
+    const secret = registryPullSecret('e2e-private', 'regcred');
     expect(applyServerSide(JSON.stringify(secret)).warnings).toEqual([]);
     const applied = applyServerSide(objects.map((o) => JSON.stringify(o)).join('\n---\n'));
     expect(applied.warnings, applied.stderr).toEqual([]);

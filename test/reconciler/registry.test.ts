@@ -125,8 +125,14 @@ describe('OciRegistry against a loopback registry', () => {
     expect(seen.at(-1)?.agent).toBe('prewarm-cli/9.9.9');
   });
 
-  it('answers basic challenges with the pull secret', async () => {
-    expect(await client().digest(`${host}/basic/app:v1`)).toBe(D2);
+  it('answers basic challenges with the pull secret, then sends it up front: one HEAD per later check', async () => {
+    const c = client();
+    let n = seen.length;
+    expect(await c.digest(`${host}/basic/app:v1`)).toBe(D2);
+    expect(seen.slice(n).map((s) => s.auth ?? 'none')).toEqual(['none', `Basic ${b64('bob:secret')}`]);
+    n = seen.length;
+    expect(await c.digest(`${host}/basic/app:v1`)).toBe(D2);
+    expect(seen.slice(n).map((s) => s.auth ?? 'none')).toEqual([`Basic ${b64('bob:secret')}`]);
   });
 
   it('runs the bearer token flow and caches the token', async () => {

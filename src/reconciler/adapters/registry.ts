@@ -30,9 +30,14 @@ export interface OciRegistryOptions {
 
 const basic = (c: Credential): string => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
 
-/** Registry digest client; caches bearer tokens per scope until shortly before they expire. */
+/**
+ * Registry digest client. Caches bearer tokens per scope until shortly before they expire, and
+ * remembers which scopes asked for basic auth, so that after the first challenge every check is a
+ * single HEAD (a registry behind htpasswd otherwise answers each bare HEAD with a 401 first).
+ */
 export class OciRegistry implements Registry {
   private readonly tokens = new Map<string, { token: string; until: number }>();
+  private readonly basicScopes = new Set<string>();
   private readonly userAgent: string;
   constructor(private readonly o: OciRegistryOptions) {
     this.userAgent = o.userAgent ?? 'prewarm-reconciler';
@@ -50,7 +55,7 @@ export class OciRegistry implements Registry {
     const cred = this.o.keyring.lookup(ref.registry, ref.repository);
     const scopeKey = `${ref.registry}/${ref.repository}`;
     const cached = this.tokens.get(scopeKey);
-    let auth = cached && cached.until > Date.now() ? `Bearer ${cached.token}` : undefined;
+    let auth = cached && cached.until > Date.now() ? `Bearer ${cached.token}` : cred && this.basicScopes.has(scopeKey) ? basic(cred) : undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
       const r = await request({
         method: 'HEAD',
@@ -68,6 +73,7 @@ export class OciRegistry implements Registry {
       if (ch?.scheme === 'basic') {
         if (!cred) throw new ApiError(401, `${image}: registry wants basic auth and no pull secret matches ${ref.registry}`);
         auth = basic(cred);
+        this.basicScopes.add(scopeKey);
       } else if (ch?.scheme === 'bearer' && ch.params.realm) {
         const token = await this.fetchToken(ch.params, `repository:${ref.repository}:pull`, cred);
         this.tokens.set(scopeKey, { token: token.token, until: Date.now() + Math.max(0, token.expiresIn - 30) * 1000 });
