@@ -8,7 +8,7 @@
  *   api-reads-warm-transition / api-writes-warm-transition: N
  * Exits non-zero when the budget is exceeded or the sidecar misbehaves.
  *
- * Usage: tsx bench/footprint.ts [--idle-seconds 15] [--no-build]
+ * Usage: tsx bench/footprint.ts [--idle-seconds 15] [--images 20] [--no-build]
  * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env.
  * Everything listens on 127.0.0.1.
  */
@@ -18,16 +18,20 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reconcilerNodeFlags } from '../test/cluster/images.js';
 import { FakeApiserver } from '../test/reconciler/fake-apiserver.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/wellknown.js';
 
-/** The node flags the image's entrypoint uses (keep in sync with src/reconciler/Dockerfile). */
-export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : ['--max-old-space-size=24', '--max-semi-space-size=1', '--v8-pool-size=1'];
+/** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
+export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : reconcilerNodeFlags();
 const BUDGET_MIB = 48;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
-const idleSeconds = Number(args[args.indexOf('--idle-seconds') + 1] || 15) || 15;
+const numberArg = (name: string, dflt: number): number => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) || dflt : dflt);
+const idleSeconds = numberArg('--idle-seconds', 15);
+/** Containers in the pull pod: one per cached image. */
+const imageCount = numberArg('--images', 20);
 
 function status(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -65,7 +69,7 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
 async function main(): Promise<number> {
   if (!args.includes('--no-build')) execFileSync('npx', ['tsc', '-p', 'src/reconciler/tsconfig.json'], { cwd: root, stdio: 'inherit' });
   const now = Date.now();
-  const images = Array.from({ length: 20 }, (_, i) => `registry.local/team/image-${i}:v1`);
+  const images = Array.from({ length: imageCount }, (_, i) => `registry.local/team/image-${i}:v1`);
   const created = new Date(now - 60_000).toISOString();
   const api = await new FakeApiserver(
     {
@@ -149,6 +153,7 @@ async function main(): Promise<number> {
         `api-writes-while-idle: ${idleWrites}`,
         `sigterm-exit-code: ${code}`,
         `sigterm-cleaned-label: ${cleaned}`,
+        `images: ${imageCount}`,
         `node-flags: ${SIDECAR_NODE_FLAGS.join(' ')}`,
         '',
       ].join('\n'),

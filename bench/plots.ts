@@ -126,5 +126,26 @@ function joinStorm(): void {
   ]);
 }
 
+interface FootprintResult {
+  readonly sizes: readonly number[];
+  readonly pools: readonly { readonly config: string; readonly images: number; readonly footprint: { readonly podPss: number } }[];
+  readonly kubefledged: readonly { readonly images: number; readonly peak: { readonly pssWithShims: number } }[];
+}
+
+/** Memory per node (PSS, MiB): the steady pull pod of prewarm and of a che-shape pod, kube-fledged's peak. */
+function footprintNode(): void {
+  const f = join(BENCH_DIR, 'results', 'footprint-node.json');
+  if (!existsSync(f)) return;
+  const r = JSON.parse(readFileSync(f, 'utf8')) as FootprintResult;
+  const mib = (kib: number): number => kib / 1024;
+  const bars: Bar[] = r.sizes.flatMap((n) => [
+    ...r.pools.filter((p) => p.images === n && p.config === 'prewarm').map((p) => ({ label: `prewarm pull pod, ${n} images`, value: mib(p.footprint.podPss), color: '#4f81bd', note: 'steady' })),
+    ...r.pools.filter((p) => p.images === n && p.config === 'che').map((p) => ({ label: `che-shape pod, ${n} images`, value: mib(p.footprint.podPss), color: '#9bbb59', note: 'steady' })),
+    ...r.kubefledged.filter((k) => k.images === n).map((k) => ({ label: `kube-fledged model, ${n} images`, value: mib(k.peak.pssWithShims), color: '#c0504d', note: 'peak, 0 idle' })),
+  ]);
+  barChart('footprint-node.svg', 'Memory per node, PSS (kube-fledged: its Job pods and their shims, at peak)', 'MiB', bars);
+}
+
 timeToWarm();
 joinStorm();
+footprintNode();

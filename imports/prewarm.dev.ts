@@ -325,7 +325,7 @@ export function toJson_ImageCacheSpecGate(obj: ImageCacheSpecGate | undefined): 
  */
 export interface ImageCacheSpecRefresh {
   /**
-   * How often each node checks registry digests, e.g. 6h; at most 720h. Omitted or 0s disables refresh.
+   * How often each node checks registry digests, e.g. 6h; at most 720h; synth warns under 1m, as every node checks on its own. Omitted or 0s disables refresh.
    *
    * @schema ImageCacheSpecRefresh#interval
    */

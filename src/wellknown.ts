@@ -115,8 +115,12 @@ export const DEFAULTS = {
 export const LIMITS = {
   /** The gate deadline: at least a second (0 would have no meaning but "never gate"), at most a day. */
   deadlineSeconds: { min: 1, max: 86_400 },
-  /** The moved-tag refresh interval; 0 disables it. */
-  refreshSeconds: { min: 0, max: 30 * 86_400 },
+  /**
+   * The moved-tag refresh interval; 0 disables it. Every node of a pool checks every tag on its
+   * own timer, so a short interval multiplies registry requests by the node count: the spec warns
+   * below a minute (`warnBelow`) but accepts it, as tests and small clusters use it.
+   */
+  refreshSeconds: { min: 0, max: 30 * 86_400, warnBelow: 60 },
 } as const;
 
 /** A toleration as written into {@link POOLS_FILE}; the subset of core/v1 Toleration we emit. */

@@ -143,13 +143,19 @@ const duration: Reader<number> = (ctx, node, path) => {
   return parsed.seconds;
 };
 
-/** A duration within `range` (seconds): what the sidecar accepts, see {@link LIMITS}. */
-const durationIn = (range: { readonly min: number; readonly max: number }): Reader<number> => (ctx, node, path) => {
+/**
+ * A duration within `range` (seconds): what the sidecar accepts, see {@link LIMITS}. A non-zero
+ * value under `warnBelow` is accepted with a warning.
+ */
+const durationIn = (range: { readonly min: number; readonly max: number; readonly warnBelow?: number }): Reader<number> => (ctx, node, path) => {
   const seconds = duration(ctx, node, path);
   if (seconds === undefined) return undefined;
   if (seconds < range.min || seconds > range.max) {
     ctx.error(node, path, `must be between ${formatDuration(range.min)} and ${formatDuration(range.max)}, got ${formatDuration(seconds)}`);
     return undefined;
+  }
+  if (range.warnBelow !== undefined && seconds > 0 && seconds < range.warnBelow) {
+    ctx.warn(node, path, `${formatDuration(seconds)} is under ${formatDuration(range.warnBelow)}: every node of the pool checks every image's tag this often, so registry requests grow with the node count`);
   }
   return seconds;
 };

@@ -10,7 +10,7 @@ import { cpSync, existsSync, readFileSync, realpathSync, statSync, mkdirSync, mk
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, STATE_DIR } from './config.js';
+import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, REPO_DIR, STATE_DIR } from './config.js';
 import { CA_CRT } from './pki.js';
 import { ensureMirrorHost, plainRegistryHas, registryTagDigest, tlsRegistryHas } from './registry.js';
 import { nsWrap, run, runAsync } from './sh.js';
@@ -340,8 +340,19 @@ export function ensureStandardImages(opts: EnsureOptions = {}): void {
   if (need(TEST_IMAGES.private)) ensureStandIn(TEST_IMAGES.private, { force: true });
 }
 
-/** The shipped image's node flags (src/reconciler/Dockerfile ENTRYPOINT), so footprints match it. */
-const RECONCILER_ENTRYPOINT = ['/usr/local/bin/node', '--max-old-space-size=24', '--max-semi-space-size=1', '--v8-pool-size=1', '/app/lib/src/reconciler/main.js'];
+/**
+ * The node flags of the shipped image: read from src/reconciler/Dockerfile's exec-form ENTRYPOINT
+ * (`[node, ...flags, main.js]`), the one place they are written, so every footprint matches it.
+ */
+export function reconcilerNodeFlags(): string[] {
+  const dockerfile = join(REPO_DIR, 'src', 'reconciler', 'Dockerfile');
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(dockerfile, 'utf8'));
+  const argv = m?.[1] ? (JSON.parse(m[1]) as unknown) : undefined;
+  if (!Array.isArray(argv) || argv.length < 2 || !argv.every((a): a is string => typeof a === 'string')) throw new Error(`${dockerfile}: no exec-form ENTRYPOINT [node, ...flags, main.js]`);
+  return argv.slice(1, -1);
+}
+
+const RECONCILER_ENTRYPOINT = ['/usr/local/bin/node', ...reconcilerNodeFlags(), '/app/lib/src/reconciler/main.js'];
 
 /**
  * The prewarm reconciler sidecar image, built from the compiled sources that ship (lib/src, made
