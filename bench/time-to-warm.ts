@@ -14,6 +14,7 @@
  * nodes (bench-*).
  *
  * Env: BENCH_CONFIGS=raw,prewarm,kf-0s,kf-1m,kf-15m  BENCH_NODES=4
+ *      BENCH_RESULT=time-to-warm (the results file's name: keep a partial run beside the full one)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -297,7 +298,7 @@ async function main(): Promise<void> {
     watch.close();
   }
   const sum = summary();
-  const f = saveResults('time-to-warm', { images: IMAGES.map((r, i) => ({ ref: r, mib: SIZES_MIB[i] })), nodesPerConfig: NODES, samples, summary: sum, clusterStartedByBench: started });
+  const f = saveResults(process.env['BENCH_RESULT'] ?? 'time-to-warm', { images: IMAGES.map((r, i) => ({ ref: r, mib: SIZES_MIB[i] })), nodesPerConfig: NODES, samples, summary: sum, clusterStartedByBench: started });
   log(`wrote ${f}`);
   kube.close();
 }
