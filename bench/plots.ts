@@ -18,6 +18,23 @@ function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 }
 
+/** The opening of an SVG of W x H on white, with a bold title at (titleX, 20). */
+function svgStart(W: number, H: number, title: string, titleX: number): string[] {
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${W}" height="${H}" fill="#fff"/>`,
+    `<text x="${titleX}" y="20" font-size="14" font-weight="bold">${esc(title)}</text>`,
+  ];
+}
+
+/** Closes `parts` and writes docs/benchmarks/<file>. */
+function writeSvg(file: string, parts: string[]): void {
+  parts.push('</svg>');
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(join(OUT, file), parts.join('\n') + '\n');
+  console.log(`wrote ${join(OUT, file)}`);
+}
+
 function timeToWarm(): void {
   const f = join(BENCH_DIR, 'results', 'time-to-warm.json');
   if (!existsSync(f)) return;
@@ -32,10 +49,7 @@ function timeToWarm(): void {
   const top = 40;
   const H = top + configs.length * row + 44;
   const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
-  const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
-  parts.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
-  parts.push(`<text x="${left}" y="20" font-size="14" font-weight="bold">Time from node Ready to all images in its containerd</text>`);
+  const parts = svgStart(W, H, 'Time from node Ready to all images in its containerd', left);
   const step = max > 120_000 ? 60_000 : max > 40_000 ? 10_000 : 5_000;
   for (let t = 0; t <= max; t += step) {
     parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + configs.length * row}" stroke="#e5e5e5"/>`);
@@ -57,10 +71,7 @@ function timeToWarm(): void {
       else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
     }
   });
-  parts.push('</svg>');
-  mkdirSync(OUT, { recursive: true });
-  writeFileSync(join(OUT, 'time-to-warm.svg'), parts.join('\n') + '\n');
-  console.log(`wrote ${join(OUT, 'time-to-warm.svg')}`);
+  writeSvg('time-to-warm.svg', parts);
 }
 
 /** One horizontal bar per row, labelled with its value; `note` is drawn after the value. */
@@ -80,10 +91,7 @@ function barChart(file: string, title: string, unit: string, bars: readonly Bar[
   const H = top + bars.length * row + 16;
   const max = Math.max(...bars.map((b) => b.value)) * 1.05;
   const x = (v: number): number => left + (v / max) * (W - left - right);
-  const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
-  parts.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
-  parts.push(`<text x="10" y="20" font-size="14" font-weight="bold">${esc(title)}</text>`);
+  const parts = svgStart(W, H, title, 10);
   bars.forEach((b, i) => {
     const y = top + i * row;
     parts.push(`<text x="${left - 8}" y="${y + 15}" text-anchor="end">${esc(b.label)}</text>`);
@@ -91,10 +99,7 @@ function barChart(file: string, title: string, unit: string, bars: readonly Bar[
     const value = `${b.value >= 100 ? b.value.toFixed(0) : b.value.toFixed(1)} ${unit}${b.note ? ` (${b.note})` : ''}`;
     parts.push(`<text x="${x(b.value) + 4}" y="${y + 15}" fill="#222">${esc(value)}</text>`);
   });
-  parts.push('</svg>');
-  mkdirSync(OUT, { recursive: true });
-  writeFileSync(join(OUT, file), parts.join('\n') + '\n');
-  console.log(`wrote ${join(OUT, file)}`);
+  writeSvg(file, parts);
 }
 
 interface StormResult {
