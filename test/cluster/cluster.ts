@@ -2,7 +2,7 @@
  * The prewarm test cluster: hub netns (control plane, registries), real nodes (netns + containerd
  * + kubelet + kube-proxy), fake nodes (kwok). Used by the CLI (cli.ts) and by vitest global setup.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, NET, RUN_DIR, STATE_DIR, SYSTEM_TOOLS, requireBinaries, type BinName } from './config.js';
 import { adminCert, clusterControlPlane, startApiserver, startControllerManager, startEtcd, startScheduler, stopControlPlane, waitApiserverReady } from './controlplane.js';
@@ -10,7 +10,7 @@ import { ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists } from './net.js';
 import { CA_CRT, writeKubeconfig } from './pki.js';
 import { startRegistries, stopRegistries } from './registry.js';
-import { run, daemonPid, missingTools, PID_DIR, sleep, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { run, daemonPid, liveDaemons, missingTools, PID_DIR, sleep, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
 import { DEFAULT_IMAGE_GC, containerdDaemon, destroyNode, startContainerd, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
 
@@ -55,11 +55,42 @@ export interface UpOptions {
   controllerManagerArgs?: string[];
 }
 
+/**
+ * Which checkout's cluster holds the hub: its netns, addresses and ports are fixed, so one cluster
+ * runs per machine. Kept outside RUN_DIR, as two checkouts (or run dirs) would not see each other.
+ */
+const HUB_OWNER = '/run/prewarm-hub.owner';
+
+interface HubOwner {
+  readonly stateDir: string;
+  readonly runDir: string;
+}
+
+/**
+ * Claims the hub for this checkout, or fails when another checkout's cluster still runs: starting
+ * beside it would reuse some of its daemons (pid files) and clash with the rest (its CA, its ports).
+ */
+function claimHub(): void {
+  const me: HubOwner = { stateDir: STATE_DIR, runDir: RUN_DIR };
+  if (existsSync(HUB_OWNER)) {
+    const other = JSON.parse(readFileSync(HUB_OWNER, 'utf8')) as HubOwner;
+    const live = other.stateDir === me.stateDir && other.runDir === me.runDir ? [] : liveDaemons(join(other.runDir, 'pids'));
+    if (live.length > 0) {
+      throw new Error(
+        `another harness cluster holds netns ${NET.hubNs}: state ${other.stateDir}, run dir ${other.runDir} (running: ${live.join(', ')}). ` +
+          `Stop it from its checkout first: PREWARM_CLUSTER_RUN=${other.runDir} npm run cluster -- down`,
+      );
+    }
+  }
+  writeFileSync(HUB_OWNER, JSON.stringify(me) + '\n');
+}
+
 /** Brings the control plane and registries up (idempotent: reuses running daemons). */
 export async function up(opts: UpOptions = {}): Promise<void> {
   const log = opts.log ?? ((m: string) => console.error(`[cluster] ${m}`));
   const t0 = Date.now();
   checkPrerequisites(['etcd', 'kubeApiserver', 'kubeControllerManager', 'kubeScheduler', 'kubectl', 'pause', ...(opts.kwok !== false ? (['kwok'] as const) : [])]);
+  claimHub();
   mkdirSync(CP_DIR, { recursive: true });
   ensureHub();
   await startRegistries();
@@ -198,6 +229,7 @@ export async function down(opts: DownOptions = {}): Promise<void> {
     rmSync(STATE_DIR, { recursive: true, force: true });
   }
   rmSync(RUN_DIR, { recursive: true, force: true });
+  if (existsSync(HUB_OWNER) && (JSON.parse(readFileSync(HUB_OWNER, 'utf8')) as HubOwner).stateDir === STATE_DIR) rmSync(HUB_OWNER, { force: true });
 }
 
 export interface StatusReport {

@@ -1,6 +1,6 @@
 /** Process helpers: run commands, start/stop daemons by pid file, bounded waits. */
 import { spawn, spawnSync, type SpawnSyncOptions } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUN_DIR, STATE_DIR } from './config.js';
 
@@ -101,7 +101,19 @@ export function logFile(name: string): string {
 
 /** Pid of a running daemon started by the harness, or undefined. Checks the pid is still ours. */
 export function daemonPid(name: string): number | undefined {
-  const f = pidFile(name);
+  return livePid(pidFile(name));
+}
+
+/** Names of the daemons whose pid files in `pidDir` (another run dir's too) name a live process. */
+export function liveDaemons(pidDir: string = PID_DIR): string[] {
+  if (!existsSync(pidDir)) return [];
+  return readdirSync(pidDir)
+    .filter((f) => f.endsWith('.pid') && livePid(join(pidDir, f)) !== undefined)
+    .map((f) => f.slice(0, -'.pid'.length));
+}
+
+/** The pid in a harness pid file (pid, then the command it was started as), if that process lives. */
+function livePid(f: string): number | undefined {
   if (!existsSync(f)) return undefined;
   const [pidText, marker] = readFileSync(f, 'utf8').split('\n');
   const pid = Number(pidText);

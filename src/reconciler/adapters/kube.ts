@@ -36,6 +36,47 @@ export function inClusterEndpoint(env: Readonly<Record<string, string | undefine
 
 const enc = encodeURIComponent;
 
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
+/** `src` with only `keys` (absent ones left out). */
+function pick(src: Json | undefined, keys: readonly string[]): Json | undefined {
+  if (!src) return undefined;
+  const out: Json = {};
+  for (const k of keys) if (src[k] !== undefined) out[k] = src[k];
+  return out;
+}
+/** Each element of the list `v` with only `keys`; undefined when `v` is not a list. */
+const pickAll = (v: unknown, keys: readonly string[]): Json[] | undefined => (Array.isArray(v) ? v.map((x) => pick(obj(x), keys) ?? {}) : undefined);
+
+const META = ['name', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp', 'deletionTimestamp', 'labels', 'annotations'] as const;
+const CONTAINER = ['name', 'image', 'imagePullPolicy', 'restartPolicy'] as const;
+const CONTAINER_STATUS = ['name', 'image', 'imageID', 'containerID', 'restartCount', 'started', 'state', 'lastState'] as const;
+
+/**
+ * The pod as {@link KPod} declares it, and nothing else. A pull pod with hundreds of containers
+ * arrives with its whole spec and managedFields on every watch event (hundreds of KiB); keeping
+ * only what the sidecar reads keeps the retained object small.
+ */
+export function podOf(raw: unknown): KPod {
+  const p = obj(raw) ?? {};
+  const spec = obj(p['spec']);
+  const status = obj(p['status']);
+  const pod: Json = { metadata: pick(obj(p['metadata']), META) ?? {} };
+  if (spec) pod['spec'] = { ...pick(spec, ['nodeName']), ...lists(spec, { containers: CONTAINER, initContainers: CONTAINER }) };
+  if (status) pod['status'] = { ...pick(status, ['phase', 'startTime']), ...lists(status, { containerStatuses: CONTAINER_STATUS, initContainerStatuses: CONTAINER_STATUS }) };
+  return pod as unknown as KPod;
+}
+
+/** For each `key` of `src` that holds a list: that list, with `fields` of each element. */
+function lists(src: Json, fields: Record<string, readonly string[]>): Json {
+  const out: Json = {};
+  for (const [key, keys] of Object.entries(fields)) {
+    const l = pickAll(src[key], keys);
+    if (l) out[key] = l;
+  }
+  return out;
+}
+
 /** Our pod: GET by name and a watch with `fieldSelector=metadata.name=<pod>`. */
 export class KubePodSource implements PodSource {
   constructor(
@@ -43,8 +84,8 @@ export class KubePodSource implements PodSource {
     private readonly namespace: string,
     private readonly name: string,
   ) {}
-  get(): Promise<KPod> {
-    return this.http.json<KPod>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods/${enc(this.name)}`);
+  async get(): Promise<KPod> {
+    return podOf(await this.http.json<unknown>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods/${enc(this.name)}`));
   }
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
     const q = new URLSearchParams({
@@ -54,7 +95,7 @@ export class KubePodSource implements PodSource {
       allowWatchBookmarks: 'true',
       timeoutSeconds: '290',
     });
-    return this.http.watch(`/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`, (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: o.object as KPod }), signal);
+    return this.http.watch(`/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`, (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }), signal);
   }
 }
 
