@@ -21,11 +21,12 @@
  * node's containerd) comes for free and is printed too.
  *
  * Prints `footprint-node images=<n> pod-rss-mib: X sidecar-rss-mib: Y per-image-kib: Z` and
- * friends; writes bench/results/footprint-node.json (configurations not run this time are kept from
+ * friends; writes bench/results/$BENCH_RESULT.json (configurations not run this time are kept from
  * the previous file). Reuses a running harness cluster, or starts one and stops it at the end.
  *
  * Env: BENCH_SIZES=5,50,200  BENCH_CONFIGS=prewarm,che,kubefledged  BENCH_SETTLE_SECONDS=10
  *      BENCH_KF_REFRESH=30s (the model's refresh period)  BENCH_KEEP_CLUSTER=1
+ *      BENCH_RESULT=footprint-node (results file name; a run merges into the file of that name)
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,6 +45,8 @@ const SIZES = (process.env['BENCH_SIZES'] ?? '5,50,200').split(',').map(Number);
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'prewarm,che,kubefledged').split(',');
 const SETTLE_MS = Number(process.env['BENCH_SETTLE_SECONDS'] ?? 10) * 1000;
 const KF_REFRESH = process.env['BENCH_KF_REFRESH'] ?? '30s';
+/** The results file's name: a partial run can be kept beside the full one. */
+const RESULT = process.env['BENCH_RESULT'] ?? 'footprint-node';
 const LABEL = 'bench.prewarm.dev/footprint';
 /** A few KiB of data per stand-in, so hundreds pull in seconds; distinct content per image. */
 const IMAGE_DATA_BYTES = 4096;
@@ -275,7 +278,7 @@ function marginal(results: PoolResult[], config: 'prewarm' | 'che', print: boole
 
 /** Results of configurations not run this time, kept from the previous file. */
 function previous(): { pools: PoolResult[]; kubefledged: KfResult[] } {
-  const f = join(RESULTS_DIR, 'footprint-node.json');
+  const f = join(RESULTS_DIR, `${RESULT}.json`);
   if (!existsSync(f)) return { pools: [], kubefledged: [] };
   const old = JSON.parse(readFileSync(f, 'utf8')) as { pools?: PoolResult[]; kubefledged?: KfResult[] };
   return {
@@ -299,7 +302,7 @@ function save(pools: PoolResult[], kf: KfResult[], print: boolean): string {
       console.log(`time-to-warm images=${n} prewarm: ${t('prewarm')} che: ${t('che')} kube-fledged (ImageCache create): ${t('kubefledged')}`);
     }
   }
-  return saveResults('footprint-node', {
+  return saveResults(RESULT, {
     imageDataBytes: IMAGE_DATA_BYTES,
     sizes,
     pools: allPools,
