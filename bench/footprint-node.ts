@@ -30,7 +30,6 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { down } from '../test/cluster/cluster.js';
 import { REGISTRY, STATE_DIR } from '../test/cluster/config.js';
 import { ensureStandIns } from '../test/cluster/images.js';
 import { normalize, parseObjects, prepareImages, synth } from '../test/e2e/helpers.js';
@@ -38,7 +37,7 @@ import { SIDECAR_CONTAINER } from '../src/wellknown.js';
 import { Kube, type KubeObject } from './support/kube.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel, waitModelStatus, type Model } from './support/kubefledged.js';
 import { podMemory, sampleNodePeak, type NodePeak, type PodMem } from './support/memory.js';
-import { ensureCluster, NodeWatch, join as joinNode, leave, until, waitImages } from './support/nodes.js';
+import { ensureCluster, NodeWatch, releaseCluster, join as joinNode, leave, until, waitImages } from './support/nodes.js';
 import { log, RESULTS_DIR, saveResults, secs, sleep } from './support/stats.js';
 
 const SIZES = (process.env['BENCH_SIZES'] ?? '5,50,200').split(',').map(Number);
@@ -313,7 +312,7 @@ function save(pools: PoolResult[], kf: KfResult[], print: boolean): string {
 }
 
 async function main(): Promise<void> {
-  const started = await ensureCluster('stopped again at the end');
+  const started = await ensureCluster();
   const kube = new Kube();
   const watch = new NodeWatch(kube, LABEL);
   const pools: PoolResult[] = [];
@@ -348,10 +347,7 @@ async function main(): Promise<void> {
     watch.close();
     for (const ns of SIZES.flatMap((n) => [`bench-fp-prewarm-${n}`, `bench-fp-che-${n}`])) await waitNamespaceGone(kube, ns);
     kube.close();
-    if (started && process.env['BENCH_KEEP_CLUSTER'] !== '1') {
-      log('stopping the cluster this run started');
-      await down();
-    }
+    await releaseCluster(started);
   }
   log(`wrote ${save(pools, kf, true)}`);
 }

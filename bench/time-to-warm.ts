@@ -10,8 +10,8 @@
  *
  * Prints one line per node and a summary (medians, ratios to raw), writes
  * bench/results/time-to-warm.json. A benchmark: long (about 35 min), bounded, stops by itself.
- * Reuses a running harness cluster (starts one only if none is up); adds and removes only its own
- * nodes (bench-*).
+ * Reuses a running harness cluster (starts one only if none is up, and stops it at the end unless
+ * BENCH_KEEP_CLUSTER=1); adds and removes only its own nodes (bench-*).
  *
  * Env: BENCH_CONFIGS=raw,prewarm,kf-0s,kf-1m,kf-15m  BENCH_NODES=4
  *      BENCH_RESULT=time-to-warm (the results file's name: keep a partial run beside the full one)
@@ -24,7 +24,7 @@ import { buildOciImage, busyboxLayers, ensureReconcilerImage, ensureStandIn, ima
 import { Kube, type KubeObject } from './support/kube.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
 import { applyAll, synthObjects } from './support/manifests.js';
-import { ensureCluster, NodeWatch, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
+import { ensureCluster, NodeWatch, releaseCluster, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
 import { log, median, saveResults, secs, sleep } from './support/stats.js';
 
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'raw,prewarm,prewarm-no-sidecar,prewarm-split,kf-0s,kf-1m,kf-15m').split(',');
@@ -269,7 +269,7 @@ function summary(): Record<string, unknown> {
 }
 
 async function main(): Promise<void> {
-  const started = await ensureCluster('it stays up');
+  const started = await ensureCluster();
   prepareImages();
   const kube = new Kube();
   const watch = new NodeWatch(kube, POOL_LABEL);
@@ -296,11 +296,12 @@ async function main(): Promise<void> {
     }
   } finally {
     watch.close();
+    kube.close();
+    await releaseCluster(started);
   }
   const sum = summary();
   const f = saveResults(process.env['BENCH_RESULT'] ?? 'time-to-warm', { images: IMAGES.map((r, i) => ({ ref: r, mib: SIZES_MIB[i] })), nodesPerConfig: NODES, samples, summary: sum, clusterStartedByBench: started });
   log(`wrote ${f}`);
-  kube.close();
 }
 
 await main();

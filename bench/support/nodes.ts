@@ -2,7 +2,7 @@
  * Real nodes for the benchmarks: join (harness addNode), watch Ready and labels through one node
  * watch, and poll the node's own containerd until a set of images is present.
  */
-import { addNode, isUp, removeNode, up } from '../../test/cluster/cluster.js';
+import { addNode, down, isUp, removeNode, up } from '../../test/cluster/cluster.js';
 import { loadSpec, nodePaths } from '../../test/cluster/node.js';
 import { runAsync } from '../../test/cluster/sh.js';
 import { Kube, type KubeObject } from './kube.js';
@@ -120,9 +120,16 @@ export async function until(t: NodeTimes, pred: (t: NodeTimes) => boolean, deadl
 }
 
 /** Reuses a running harness cluster or starts one (without kwok); true when this call started it. */
-export async function ensureCluster(whatThen: string): Promise<boolean> {
+export async function ensureCluster(): Promise<boolean> {
   if (await isUp()) return false;
-  log(`no harness cluster up: starting one (${whatThen})`);
+  log('no harness cluster up: starting one (stopped again at the end unless BENCH_KEEP_CLUSTER=1)');
   await up({ kwok: false });
   return true;
+}
+
+/** Stops the cluster if {@link ensureCluster} started it (a running one is left as found). */
+export async function releaseCluster(started: boolean): Promise<void> {
+  if (!started || process.env['BENCH_KEEP_CLUSTER'] === '1') return;
+  log('stopping the cluster this run started');
+  await down();
 }
