@@ -66,14 +66,18 @@ interface HubOwner {
   readonly runDir: string;
 }
 
+function hubOwner(): HubOwner | undefined {
+  return existsSync(HUB_OWNER) ? (JSON.parse(readFileSync(HUB_OWNER, 'utf8')) as HubOwner) : undefined;
+}
+
 /**
  * Claims the hub for this checkout, or fails when another checkout's cluster still runs: starting
  * beside it would reuse some of its daemons (pid files) and clash with the rest (its CA, its ports).
  */
 function claimHub(): void {
   const me: HubOwner = { stateDir: STATE_DIR, runDir: RUN_DIR };
-  if (existsSync(HUB_OWNER)) {
-    const other = JSON.parse(readFileSync(HUB_OWNER, 'utf8')) as HubOwner;
+  const other = hubOwner();
+  if (other) {
     const live = other.stateDir === me.stateDir && other.runDir === me.runDir ? [] : liveDaemons(join(other.runDir, 'pids'));
     if (live.length > 0) {
       throw new Error(
@@ -229,7 +233,7 @@ export async function down(opts: DownOptions = {}): Promise<void> {
     rmSync(STATE_DIR, { recursive: true, force: true });
   }
   rmSync(RUN_DIR, { recursive: true, force: true });
-  if (existsSync(HUB_OWNER) && (JSON.parse(readFileSync(HUB_OWNER, 'utf8')) as HubOwner).stateDir === STATE_DIR) rmSync(HUB_OWNER, { force: true });
+  if (hubOwner()?.stateDir === STATE_DIR) rmSync(HUB_OWNER, { force: true });
 }
 
 export interface StatusReport {

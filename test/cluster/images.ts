@@ -12,7 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, REPO_DIR, STATE_DIR } from './config.js';
 import { CA_CRT } from './pki.js';
-import { ensureMirrorHost, plainRegistryHas, registryTagDigest, tlsRegistryHas } from './registry.js';
+import { ensureMirrorHost, registryTagDigest } from './registry.js';
 import { nsWrap, run, runAsync } from './sh.js';
 
 const BUILD_DIR = join(STATE_DIR, 'image-build');
@@ -99,7 +99,7 @@ export function localTarget(ref: string): { target: string; tls: boolean; repo: 
 
 export function imageInRegistry(ref: string): boolean {
   const t = localTarget(ref);
-  return t.tls ? tlsRegistryHas(t.repo, t.tag) : plainRegistryHas(t.repo, t.tag);
+  return registryTagDigest(t.tls, t.repo, t.tag) !== undefined;
 }
 
 /** A registry to copy to or inspect: the TLS one is the harness's TLS + basic-auth configuration. */
@@ -352,8 +352,6 @@ export function reconcilerNodeFlags(): string[] {
   return argv.slice(1, -1);
 }
 
-const RECONCILER_ENTRYPOINT = ['/usr/local/bin/node', ...reconcilerNodeFlags(), '/app/lib/src/reconciler/main.js'];
-
 /**
  * The prewarm reconciler sidecar image, built from the compiled sources that ship (lib/src, made
  * by `npm run build`) plus this machine's node binary and the shared libraries it links (ldd).
@@ -363,8 +361,9 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   const libSrc = join(repoDir, 'lib', 'src');
   const main = join(libSrc, 'reconciler', 'main.js');
   if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` before building the reconciler image`);
+  const entrypoint = ['/usr/local/bin/node', ...reconcilerNodeFlags(), '/app/lib/src/reconciler/main.js'];
   const hash = createHash('sha256');
-  hash.update(process.execPath + process.version + RECONCILER_ENTRYPOINT.join(' '));
+  hash.update(process.execPath + process.version + entrypoint.join(' '));
   const files = run(['find', libSrc, '-type', 'f', '-name', '*.js']).stdout.split('\n').filter(Boolean).sort();
   for (const f of files) hash.update(f).update(readFileSync(f));
   const digest = hash.digest('hex').slice(0, 16);
@@ -388,7 +387,7 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   writeFileSync(join(root, 'app/package.json'), JSON.stringify({ type: 'module' }) + '\n');
   mkdirSync(join(root, 'tmp'), { recursive: true });
   const src = buildOciImage(`reconciler-${ref}`, [{ src: root, dest: '/' }], {
-    entrypoint: RECONCILER_ENTRYPOINT,
+    entrypoint,
     user: '65532',
     workdir: '/app',
     labels: { 'dev.prewarm.source-hash': digest },

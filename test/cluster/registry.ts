@@ -157,14 +157,6 @@ export function ensureMirrorHost(host: string): void {
   );
 }
 
-/** True when the plain registry already holds repo:tag (cheap check on its storage). */
-export function plainRegistryHas(repo: string, tag: string): boolean {
-  return registryTagDigest(false, repo, tag) !== undefined;
-}
-export function tlsRegistryHas(repo: string, tag: string): boolean {
-  return registryTagDigest(true, repo, tag) !== undefined;
-}
-
 /** One request from a registry's access log (distribution's combined log format). */
 export interface RegistryRequest {
   method: string;

@@ -28,11 +28,11 @@ import { DEFAULT_GATE_TAINT_KEY, ENV, SIDECAR_CONTAINER } from '../../src/wellkn
 import { addNode, apiserverUrl, CA_CRT, kubectl, removeNode } from '../cluster/cluster.js';
 import { BIN, IMAGES, VERSIONS } from '../cluster/config.js';
 import { imageInRegistry } from '../cluster/images.js';
-import { nodeImages, nodePaths, type Taint } from '../cluster/node.js';
+import { nodeImageDigests, nodeImages, nodePaths, type Taint } from '../cluster/node.js';
 import { runAsync, sleep, waitFor } from '../cluster/sh.js';
 import {
   applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, normalize, parseObjects, podSpecOf, poolsOf,
-  prepareImages, repoDigestsOnNode, secs, specDir, synth, type K8sObject, type PoolImages,
+  prepareImages, secs, specDir, synth, type K8sObject, type PoolImages,
 } from './helpers.js';
 
 const NS = 'e2e-gating';
@@ -99,9 +99,10 @@ function statusAnnotation(node: KubeObject, key: string): StatusAnnotation {
   return JSON.parse(text as string) as StatusAnnotation;
 }
 
-/** The digest the CRI reports for `ref` on `node` (what the kubelet puts into imageID). */
+/** The manifest digest `ref` resolves to in `node`'s containerd (what the kubelet puts into imageID). */
 function nodeDigestOf(node: string, ref: string): string[] {
-  return repoDigestsOnNode(node).get(normalize(ref)) ?? [];
+  const digest = nodeImageDigests(node).get(normalize(ref));
+  return digest === undefined ? [] : [digest];
 }
 
 async function pullPodOn(kube: Kube, pool: PoolImages, node: string): Promise<KubeObject | undefined> {

@@ -274,17 +274,6 @@ export function imageIdsOnNode(node: string): Map<string, string> {
   return m;
 }
 
-/** Repository digests (sha256:...) on a node by normalised tag: what the CRI reports as imageID. */
-export function repoDigestsOnNode(node: string): Map<string, string[]> {
-  const out = JSON.parse(crictl(node, ['images', '-o', 'json'])) as { images: { repoTags?: string[]; repoDigests?: string[] }[] };
-  const m = new Map<string, string[]>();
-  for (const i of out.images) {
-    const digests = (i.repoDigests ?? []).map((d) => d.slice(d.indexOf('@') + 1));
-    for (const t of i.repoTags ?? []) m.set(t, digests);
-  }
-  return m;
-}
-
 /** Running containers on a node that use any of the given images. */
 export function containersUsing(node: string, refs: readonly string[]): { name: string; image: string }[] {
   const ids = imageIdsOnNode(node);
