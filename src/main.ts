@@ -3,8 +3,8 @@
  * CDK8S_OUTDIR; the charts are the same ones `prewarm synth` writes.
  */
 import { createApp } from './synth/app.js';
-import { formatDiagnostic, SpecError } from './spec/errors.js';
-import { loadBundle } from './spec/load.js';
+import { formatDiagnostic, SpecError } from './imagecache/errors.js';
+import { loadBundle } from './imagecache/load.js';
 import { DEFAULT_RECONCILER_IMAGE } from './version.js';
 
 const paths = process.argv.slice(2);

@@ -1,8 +1,8 @@
 /** Test helpers: build models from short YAML snippets, and synthesize them. */
 import { Testing } from 'cdk8s';
-import { buildBundle } from '../src/spec/bundle.js';
-import type { Bundle, Pool } from '../src/spec/model.js';
-import { parseFiles } from '../src/spec/parse.js';
+import { buildBundle } from '../src/imagecache/bundle.js';
+import type { Bundle, Pool } from '../src/imagecache/model.js';
+import { parseFiles } from '../src/imagecache/parse.js';
 
 /** A bundle from prewarm.dev ImageCache `spec` bodies, one per entry of `specs`. */
 export function bundleOf(...specs: string[]): Bundle {

@@ -1,6 +1,6 @@
 /** Loading specs for a command: diagnostics to stderr, and the right exit code on failure. */
-import { formatDiagnostic, SpecError } from '../spec/errors.js';
-import { loadBundle, type LoadResult } from '../spec/load.js';
+import { formatDiagnostic, SpecError } from '../imagecache/errors.js';
+import { loadBundle, type LoadResult } from '../imagecache/load.js';
 import { CliError, ExitCode } from './exit-codes.js';
 import type { Io } from './io.js';
 

@@ -9,7 +9,7 @@
 import { App, Chart } from 'cdk8s';
 import { isMap, isSeq, parseAllDocuments, type Document } from 'yaml';
 import { ImageCache, ImageCacheSpecCacheSpecTolerationsOperator, type ImageCacheSpecCacheSpec } from '../../imports/prewarm.dev.js';
-import { API_VERSIONS } from '../spec/model.js';
+import { API_VERSIONS } from '../imagecache/model.js';
 
 /** kube-fledged's Jobs tolerate every taint; so do migrated pools. */
 const TOLERATE_ALL = [{ operator: 'Exists' }] as const;

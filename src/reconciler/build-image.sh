@@ -38,7 +38,7 @@ done
 mkdir -p "$rootfs/app/lib/src"
 cp -r "$repo/lib/src/reconciler" "$rootfs/app/lib/src/"
 cp "$repo/lib/src/wellknown.js" "$rootfs/app/lib/src/"
-mkdir -p "$rootfs/app/lib/src/spec" && cp "$repo/lib/src/spec/reference.js" "$rootfs/app/lib/src/spec/"
+mkdir -p "$rootfs/app/lib/src/spec" && cp "$repo/lib/src/imagecache/reference.js" "$rootfs/app/lib/src/imagecache/"
 find "$rootfs/app" -name '*.d.ts' -delete
 rm -f "$rootfs/app/lib/src/reconciler/build-image.sh"
 printf '{"type":"module"}\n' >"$rootfs/app/package.json"

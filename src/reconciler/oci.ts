@@ -3,7 +3,7 @@
  * and credentials from mounted `kubernetes.io/dockerconfigjson` Secrets.
  */
 
-import { parseImageRef as parseReference } from '../spec/reference.js';
+import { parseImageRef as parseReference } from '../imagecache/reference.js';
 
 /** Docker Hub's names: how users write it, and where its registry API lives. */
 export const DOCKER_HUB = 'docker.io';
@@ -20,7 +20,7 @@ export interface ImageRef {
 
 /**
  * The registry, repository and tag-or-digest of a reference, by the one parser synthesis uses
- * (src/spec/reference.ts), so the sidecar resolves exactly the names synth emitted. A digest wins
+ * (src/imagecache/reference.ts), so the sidecar resolves exactly the names synth emitted. A digest wins
  * over a tag: it is what the registry is asked for. Registry hosts are addressed in lowercase, so a
  * capitalised first component is refused here rather than taken for a host.
  */

@@ -3,7 +3,7 @@
  * directory of its choosing (the CLI uses a temporary one and moves it into place).
  */
 import { App, YamlOutputType } from 'cdk8s';
-import type { Bundle } from '../spec/model.js';
+import type { Bundle } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';

@@ -6,7 +6,7 @@
 import { Chart } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import type { Construct } from 'constructs';
-import type { Bundle, Pool } from '../spec/model.js';
+import type { Bundle, Pool } from '../imagecache/model.js';
 import { ReconcilerAccess } from './access.js';
 import {
   DEFAULT_GATE_TAINT_KEY,

@@ -4,8 +4,8 @@
  * never renames an object, and a DaemonSet's immutable selector never changes under it.
  */
 import { createHash } from 'node:crypto';
-import type { Pool } from '../spec/model.js';
-import type { ImageRef } from '../spec/reference.js';
+import type { Pool } from '../imagecache/model.js';
+import type { ImageRef } from '../imagecache/reference.js';
 import { GROUP, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../wellknown.js';
 
 /** Longest object name that is also a valid DNS label. */

@@ -7,8 +7,8 @@
 import { Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import type { Pool, Toleration } from '../spec/model.js';
-import type { ImageRef } from '../spec/reference.js';
+import type { Pool, Toleration } from '../imagecache/model.js';
+import type { ImageRef } from '../imagecache/reference.js';
 import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_POOL, MANAGED_BY, POOLS_MOUNT_PATH, SIDECAR_CONTAINER } from '../wellknown.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {

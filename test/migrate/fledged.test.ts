@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { migrateObjects, migrateText } from '../../src/migrate/fledged.js';
-import { buildBundle } from '../../src/spec/bundle.js';
-import { parseFiles } from '../../src/spec/parse.js';
+import { buildBundle } from '../../src/imagecache/bundle.js';
+import { parseFiles } from '../../src/imagecache/parse.js';
 
 function placement(text: string) {
   const parsed = parseFiles([{ path: 'x.yaml', text }]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configFromEnv, parsePoolsFile } from '../../src/reconciler/config.js';
-import { parseFiles } from '../../src/spec/parse.js';
+import { parseFiles } from '../../src/imagecache/parse.js';
 import { ENV, LIMITS } from '../../src/wellknown.js';
 
 const base = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkDns1123Label, checkQualifiedName } from '../../src/spec/k8s-validation.js';
-import { parseImageRef, type ImageRef } from '../../src/spec/reference.js';
+import { checkDns1123Label, checkQualifiedName } from '../../src/imagecache/k8s-validation.js';
+import { parseImageRef, type ImageRef } from '../../src/imagecache/reference.js';
 import { daemonSetName, dnsLabel, imageContainerName, nodeLabelKey, poolId } from '../../src/synth/naming.js';
 
 function ref(text: string): ImageRef {

@@ -1,6 +1,6 @@
 import { Testing } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
-import type { Pool } from '../../src/spec/model.js';
+import type { Pool } from '../../src/imagecache/model.js';
 import { PullDaemonSet } from '../../src/synth/pull-daemonset.js';
 import { only, poolOf } from '../helpers.js';
 

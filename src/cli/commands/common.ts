@@ -1,6 +1,6 @@
 /** Options shared by the commands that read specs. */
 import type { Argv } from 'yargs';
-import { DEFAULT_NAMESPACE } from '../../spec/parse.js';
+import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
 
 /** `<paths..>` plus `--namespace`, the namespace for ImageCaches whose metadata names none. */
 export function specOptions(y: Argv) {

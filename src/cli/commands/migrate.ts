@@ -2,11 +2,11 @@
 import { rename, writeFile } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import { migrateObjects, migrateText, type FledgedObject } from '../../migrate/fledged.js';
-import { buildBundle } from '../../spec/bundle.js';
-import { formatDiagnostic } from '../../spec/errors.js';
-import { readSources } from '../../spec/load.js';
-import type { Diagnostic } from '../../spec/errors.js';
-import { parseFiles, type SourceFile } from '../../spec/parse.js';
+import { buildBundle } from '../../imagecache/bundle.js';
+import { formatDiagnostic } from '../../imagecache/errors.js';
+import { readSources } from '../../imagecache/load.js';
+import type { Diagnostic } from '../../imagecache/errors.js';
+import { parseFiles, type SourceFile } from '../../imagecache/parse.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';

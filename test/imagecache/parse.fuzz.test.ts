@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { parseFiles } from '../../src/spec/parse.js';
+import { parseFiles } from '../../src/imagecache/parse.js';
 
 const valid = [
   'apiVersion: prewarm.dev/v1alpha1',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { buildBundle } from '../../src/spec/bundle.js';
-import { formatDiagnostic } from '../../src/spec/errors.js';
-import { parseFiles, type SourceFile } from '../../src/spec/parse.js';
+import { buildBundle } from '../../src/imagecache/bundle.js';
+import { formatDiagnostic } from '../../src/imagecache/errors.js';
+import { parseFiles, type SourceFile } from '../../src/imagecache/parse.js';
 
 function cache(name: string, body: string, ns = 'ml'): SourceFile {
   return {

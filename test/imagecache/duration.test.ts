@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, parseDuration } from '../../src/spec/duration.js';
+import { formatDuration, parseDuration } from '../../src/imagecache/duration.js';
 
 describe('durations', () => {
   it.each([

@@ -1,5 +1,5 @@
 /**
- * The only place in `spec/` that touches the file system: expands the paths a user named into
+ * The only place in `imagecache/` that touches the file system: expands the paths a user named into
  * YAML files, reads them, and hands the text to the pure parser.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';

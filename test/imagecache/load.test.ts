@@ -2,8 +2,8 @@ import { mkdtemp, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SpecError } from '../../src/spec/errors.js';
-import { loadBundle } from '../../src/spec/load.js';
+import { SpecError } from '../../src/imagecache/errors.js';
+import { loadBundle } from '../../src/imagecache/load.js';
 
 const doc = (name: string) =>
   `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkDns1123Label, checkLabelValue, checkQualifiedName } from '../../src/spec/k8s-validation.js';
+import { checkDns1123Label, checkLabelValue, checkQualifiedName } from '../../src/imagecache/k8s-validation.js';
 
 describe('Kubernetes name rules', () => {
   it.each(['tier', 'kubernetes.io/arch', 'node.kubernetes.io/instance-type', 'a_b.c-d', 'x'.repeat(63)])('accepts key %s', (key) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyPins, findImages, needsPin, pinnedRef } from '../../src/spec/pin.js';
+import { applyPins, findImages, needsPin, pinnedRef } from '../../src/imagecache/pin.js';
 
 const D = `sha256:${'b'.repeat(64)}`;
 const spec = `# team images

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatDiagnostic } from '../../src/spec/errors.js';
-import { parseFiles } from '../../src/spec/parse.js';
+import { formatDiagnostic } from '../../src/imagecache/errors.js';
+import { parseFiles } from '../../src/imagecache/parse.js';
 
 /** Parses one file and renders its diagnostics the way the CLI prints them. */
 function diagnose(text: string): string[] {
