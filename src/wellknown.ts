@@ -122,38 +122,3 @@ export const LIMITS = {
    */
   refreshSeconds: { min: 0, max: 30 * 86_400, warnBelow: 60 },
 } as const;
-
-/** A toleration as written into {@link POOLS_FILE}; the subset of core/v1 Toleration we emit. */
-export interface PoolToleration {
-  readonly key?: string;
-  readonly operator?: 'Exists' | 'Equal';
-  readonly value?: string;
-  readonly effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
-}
-
-/** One pool as the sidecar sees it in {@link POOLS_FILE}. */
-export interface PoolEntry {
-  /** Pool id, unique cluster-wide. */
-  readonly id: string;
-  /** Namespace of the pool's DaemonSet. */
-  readonly namespace: string;
-  /** Full key of the per-pool node label. */
-  readonly nodeLabelKey: string;
-  /** Exact-match node selector; empty selects every node. */
-  readonly nodeSelector: Readonly<Record<string, string>>;
-  /** Tolerations of the pool's pull pods, besides the gating taint. */
-  readonly tolerations: readonly PoolToleration[];
-  /** Gating taint key lifted by this pool, or empty when the pool does not gate. */
-  readonly gateTaintKey: string;
-  /**
-   * The pool's fail-open deadline; lets every sidecar on a node compute the absolute bound after
-   * which the gate opens even for pools whose pods never started.
-   * @default DEFAULTS.deadlineSeconds
-   */
-  readonly deadlineSeconds?: number;
-}
-
-/** Contents of {@link POOLS_FILE}: every pool in the synthesized bundle, sorted by id. */
-export interface PoolsFile {
-  readonly pools: readonly PoolEntry[];
-}

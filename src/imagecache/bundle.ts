@@ -3,6 +3,7 @@
  * every ImageCache entry that lands on the same pool shares one DaemonSet, and its images are
  * de-duplicated by canonical reference.
  */
+import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
 import type { Diagnostic, Location } from './errors.js';
 import type { Bundle, CacheEntry, ImageCache, Pool, PoolSettings, Toleration } from './model.js';
 import type { ImageRef } from './reference.js';
@@ -69,6 +70,7 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
         key: p.key,
         nodeSelector: sortRecord(p.nodeSelector),
         tolerations: p.tolerations,
+        placement: placementOf(p.nodeSelector, p.tolerations, p.settings.value.gate?.taintKey),
         images: [...p.images.keys()].sort(compare).map((k) => p.images.get(k) as ImageRef),
         imagePullSecrets: [...p.secrets].sort(compare),
         settings: p.settings.value,
@@ -82,15 +84,6 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
 /** Canonical pool identity; key order and toleration order never change it. */
 export function poolKey(namespace: string, entry: Pick<CacheEntry, 'nodeSelector' | 'tolerations'>): string {
   return JSON.stringify([namespace, Object.entries(sortRecord(entry.nodeSelector)), sortTolerations(entry.tolerations).map(tolerationKey)]);
-}
-
-function tolerationKey(t: Toleration): string {
-  return [t.key ?? '', t.operator, t.value ?? '', t.effect ?? '', t.tolerationSeconds ?? ''].join('\u0000');
-}
-
-function sortTolerations(tolerations: readonly Toleration[]): Toleration[] {
-  const unique = new Map(tolerations.map((t) => [tolerationKey(t), t] as const));
-  return [...unique.keys()].sort(compare).map((k) => unique.get(k) as Toleration);
 }
 
 function sortRecord(record: Readonly<Record<string, string>>): Record<string, string> {

@@ -2,6 +2,7 @@
  * The validated, frozen model that synthesis consumes. Everything here is already checked and
  * normalised; constructs never see raw YAML.
  */
+import type { Placement, Toleration } from '../contract/placement.js';
 import type { Location } from './errors.js';
 import type { ImageRef } from './reference.js';
 
@@ -15,14 +16,8 @@ export const API_VERSIONS = {
 /** An ImageCache apiVersion we accept. */
 export type ApiVersion = (typeof API_VERSIONS)[keyof typeof API_VERSIONS];
 
-/** A core/v1 Toleration, validated. */
-export interface Toleration {
-  readonly key?: string;
-  readonly operator: 'Exists' | 'Equal';
-  readonly value?: string;
-  readonly effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
-  readonly tolerationSeconds?: number;
-}
+/** A core/v1 Toleration, validated; the placement contract defines it. */
+export type { Toleration } from '../contract/placement.js';
 
 /** The gating taint a pool lifts once its images are present. */
 export interface Gate {
@@ -81,8 +76,14 @@ export interface Pool {
   readonly name?: string;
   /** Canonical identity: namespace, selector and tolerations, serialised; stable across runs. */
   readonly key: string;
+  /** The selector and tolerations the spec gave (without the gate toleration). */
   readonly nodeSelector: Readonly<Record<string, string>>;
   readonly tolerations: readonly Toleration[];
+  /**
+   * Where the pool's pods run, computed once: the DaemonSet and pools.json are both rendered from
+   * it (src/contract/placement.ts).
+   */
+  readonly placement: Placement;
   /** Every image of every entry that feeds the pool, de-duplicated and sorted by canonical form. */
   readonly images: readonly ImageRef[];
   /** Union of the pull secrets of the contributing ImageCaches, sorted. */

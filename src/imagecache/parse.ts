@@ -5,6 +5,7 @@
  * ours, and the prewarm-only fields are refused in kube-fledged documents, so a file that works
  * with kube-fledged means exactly the same thing here.
  */
+import { TOLERATE_ALL } from '../contract/placement.js';
 import { isScalar, LineCounter, parseAllDocuments, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../wellknown.js';
 import { formatDuration, parseDuration } from './duration.js';
@@ -373,7 +374,7 @@ function toEntry(ctx: DocContext, apiVersion: ApiVersion, entry: Read<RawEntry>,
   const tolerations =
     apiVersion === API_VERSIONS.kubeFledged
       ? // kube-fledged's Jobs tolerate every taint; keep placing images the same way.
-        [{ operator: 'Exists' as const }]
+        TOLERATE_ALL
       : (v.tolerations ?? []).map((t, i) => toToleration(ctx, t, [...path, 'tolerations', i]));
   return Object.freeze({
     images: v.images ?? [],

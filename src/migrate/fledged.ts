@@ -9,10 +9,9 @@
 import { App, Chart } from 'cdk8s';
 import { isMap, isSeq, parseAllDocuments, type Document } from 'yaml';
 import { ImageCache, ImageCacheSpecCacheSpecTolerationsOperator, type ImageCacheSpecCacheSpec } from '../../imports/prewarm.dev.js';
+import { TOLERATE_ALL } from '../contract/placement.js';
 import { API_VERSIONS } from '../imagecache/model.js';
 
-/** kube-fledged's Jobs tolerate every taint; so do migrated pools. */
-const TOLERATE_ALL = [{ operator: 'Exists' }] as const;
 
 /** Annotations that only mean something to kube-fledged or kubectl; never carried over. */
 const DROPPED_ANNOTATION = /^(kubefledged\.io\/|kubectl\.kubernetes\.io\/last-applied-configuration$)/;

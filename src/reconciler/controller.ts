@@ -22,7 +22,7 @@ import type { Metrics } from './metrics.js';
 import { ApiError, type Clock, type EventSink, type Logger, type NodePort, type PodSource, type Registry, type Restarter } from './ports.js';
 import { EventReason, RefreshOutcome } from './reasons.js';
 import { refreshCandidates, refreshDelayMs } from './refresh.js';
-import type { PoolsFile } from '../wellknown.js';
+import type { PoolsFile } from '../contract/pools-file.js';
 
 /** Everything the loop talks to. */
 export interface ControllerDeps {

@@ -10,9 +10,11 @@
  * annotation; the controller writes them and phase 2 decides the gate on the node returned by that
  * write.
  */
-import { DEFAULTS, NodeState, type PoolEntry, type PoolsFile } from '../wellknown.js';
+import { placementSelectsNode } from '../contract/placement.js';
+import type { PoolsFile } from '../contract/pools-file.js';
+import { DEFAULTS, NodeState } from '../wellknown.js';
 import type { ReconcilerConfig } from './config.js';
-import type { KContainerState, KContainerStatus, KNode, KPod, KTaint } from './kube-types.js';
+import type { KContainerState, KContainerStatus, KNode, KPod } from './kube-types.js';
 import { EventReason, GateOutcome, POST_PULL_REASONS, PULL_FAILURE_REASONS } from './reasons.js';
 
 /** Version of the annotation's JSON schema. */
@@ -33,17 +35,6 @@ export const MAX_EVENT_MESSAGE_CHARS = 1000;
  * cover the boot-to-Ready time that the per-pool deadlines (counted from Ready) do not.
  */
 export const ABSOLUTE_GRACE_SECONDS = 600;
-
-/** Taints the DaemonSet controller tolerates on every daemon pod; they never deselect a pool. */
-const DAEMONSET_TOLERATED = new Set([
-  'node.kubernetes.io/not-ready',
-  'node.kubernetes.io/unreachable',
-  'node.kubernetes.io/disk-pressure',
-  'node.kubernetes.io/memory-pressure',
-  'node.kubernetes.io/pid-pressure',
-  'node.kubernetes.io/unschedulable',
-  'node.kubernetes.io/network-unavailable',
-]);
 
 /** Where an image of the pool stands on this node. */
 export type ImagePhase = 'present' | 'pending' | 'failing';
@@ -398,30 +389,6 @@ export function decidePool(obs: Observed): PoolDecision {
   };
 }
 
-/** Whether a toleration tolerates a taint (core/v1 `Toleration.ToleratesTaint`). */
-export function tolerates(t: PoolEntry['tolerations'][number], taint: KTaint): boolean {
-  if (t.effect && t.effect !== taint.effect) return false;
-  if (t.key === undefined || t.key === '') return t.operator === 'Exists';
-  if (t.key !== taint.key) return false;
-  return t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '');
-}
-
-/**
- * Whether a pool's DaemonSet selects the node: its exact-match nodeSelector matches, and its pods
- * tolerate every NoSchedule/NoExecute taint except those the DaemonSet controller tolerates for
- * all daemon pods and the pool's own gate taint.
- */
-export function poolSelectsNode(pool: PoolEntry, node: KNode): boolean {
-  const labels = node.metadata.labels ?? {};
-  for (const [k, v] of Object.entries(pool.nodeSelector)) if (labels[k] !== v) return false;
-  for (const taint of node.spec?.taints ?? []) {
-    if (taint.effect === 'PreferNoSchedule') continue;
-    if (DAEMONSET_TOLERATED.has(taint.key) || (pool.gateTaintKey !== '' && taint.key === pool.gateTaintKey)) continue;
-    if (!pool.tolerations.some((t) => tolerates(t, taint))) return false;
-  }
-  return true;
-}
-
 /**
  * Phase 2: the gating taint, decided on the node as returned by our own label write.
  *
@@ -443,7 +410,7 @@ export function poolSelectsNode(pool: PoolEntry, node: KNode): boolean {
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;
   if (key === '' || !(node.spec?.taints ?? []).some((t) => t.key === key)) return { waitingFor: [] };
-  const gating = pools.pools.filter((p) => p.gateTaintKey === key && p.id !== config.poolId && poolSelectsNode(p, node));
+  const gating = pools.pools.filter((p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsNode(p.placement, node));
   const labels = node.metadata.labels ?? {};
   const ready = (v: string | undefined): boolean => v === NodeState.Warm || v === NodeState.Partial;
   const waitingFor = [

@@ -12,7 +12,8 @@
  */
 import fs from 'node:fs';
 import { POOLS_FILE, POOLS_MOUNT_PATH, PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../wellknown.js';
-import { ConfigError, configFromEnv, parsePoolsFile } from './config.js';
+import { parsePoolsFile, PoolsFileError } from '../contract/pools-file.js';
+import { ConfigError, configFromEnv } from './config.js';
 import { Controller } from './controller.js';
 import { KubeHttp, type Endpoint } from './adapters/http.js';
 import { inClusterEndpoint, KubeEventSink, KubeNodePort, KubePodSource } from './adapters/kube.js';
@@ -43,7 +44,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
     config = configFromEnv(env);
     pools = parsePoolsFile(fs.readFileSync(env.PREWARM_POOLS_PATH ?? `${POOLS_MOUNT_PATH}/${POOLS_FILE}`, 'utf8'));
   } catch (e) {
-    boot.error('invalid configuration', { err: e instanceof ConfigError ? e.message : e });
+    boot.error('invalid configuration', { err: e instanceof ConfigError || e instanceof PoolsFileError ? e.message : e });
     return 2;
   }
   const log = jsonLogger({ component: 'prewarm-reconciler', pool: config.poolId, node: config.nodeName, pod: config.podName });

@@ -16,9 +16,8 @@ import {
   MANAGED_BY,
   POOLS_CONFIGMAP,
   POOLS_FILE,
-  type PoolEntry,
-  type PoolsFile,
 } from '../wellknown.js';
+import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey, poolId, SERVICE_ACCOUNT } from './naming.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { NAMESPACE_POD_SECURITY } from './security.js';
@@ -52,7 +51,7 @@ export class NamespaceChart extends Chart {
     if (props.reconciler !== undefined) {
       new kplus.ConfigMap(this, 'pools', {
         metadata: { name: POOLS_CONFIGMAP, labels: COMMON_LABELS },
-        data: { [POOLS_FILE]: renderPoolsFile(props.allPools) },
+        data: { [POOLS_FILE]: renderPoolsFile(props.allPools.map(poolEntryOf)) },
       });
     }
     for (const pool of props.pools) {
@@ -70,24 +69,17 @@ export class NamespaceChart extends Chart {
   }
 }
 
-/** The pools file every sidecar reads to tell which pools select its node. */
-export function renderPoolsFile(pools: readonly Pool[]): string {
-  const entries: PoolEntry[] = pools
-    .map((pool) => {
-      const id = poolId(pool);
-      return {
-        id,
-        namespace: pool.namespace,
-        nodeLabelKey: nodeLabelKey(id),
-        nodeSelector: pool.nodeSelector,
-        tolerations: pool.tolerations.map(({ tolerationSeconds: _ignored, ...t }) => t),
-        gateTaintKey: pool.settings.gate?.taintKey ?? '',
-        deadlineSeconds: pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds,
-      };
-    })
-    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const file: PoolsFile = { pools: entries };
-  return `${JSON.stringify(file, null, 2)}\n`;
+/** A pool as the sidecars see it in pools.json: its placement is the one its DaemonSet renders. */
+export function poolEntryOf(pool: Pool): PoolEntry {
+  const id = poolId(pool);
+  return {
+    id,
+    namespace: pool.namespace,
+    nodeLabelKey: nodeLabelKey(id),
+    placement: pool.placement,
+    gateTaintKey: pool.settings.gate?.taintKey ?? '',
+    deadlineSeconds: pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds,
+  };
 }
 
 /** Props of {@link ClusterChart}. */

@@ -6,11 +6,18 @@
 import { ApiObject, JsonPatch } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import type { Construct } from 'constructs';
+import { renderNodeAffinity, renderTolerations, type Placement } from '../contract/placement.js';
 
 const POD = '/spec/template/spec';
 
 /** Fields of a pod template that cdk8s-plus-27 cannot set. */
 export interface PodTemplatePatches {
+  /**
+   * Where the pods run. cdk8s-plus-27's scheduling API loses both halves of it: `attract` puts
+   * each label into a node selector term of its own (terms are ORed, a nodeSelector's labels are
+   * ANDed), and `NodeTaintQuery.any()` drops the effect of a toleration without a key.
+   */
+  readonly placement: Placement;
   /** Number of init containers and containers, in the order cdk8s-plus renders them. */
   readonly initContainers: number;
   readonly containers: number;
@@ -38,6 +45,8 @@ const TOKEN_EXPIRATION_SECONDS = 3607;
 
 /**
  * Applies the patches to the ApiObject behind a cdk8s-plus DaemonSet:
+ * - the placement, exactly: one required node selector term with every selector label, and the
+ *   tolerations verbatim (see src/contract/placement.ts);
  * - `seccompProfile: RuntimeDefault` and `capabilities.drop: [ALL]`, required by Pod Security
  *   restricted; cdk8s-plus-27 has neither a seccomp field nor the `ALL` capability;
  * - the full `imagePullSecrets` list;
@@ -53,6 +62,10 @@ const TOKEN_EXPIRATION_SECONDS = 3607;
  */
 export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatches): void {
   const obj = ApiObject.of(workload);
+  const affinity = renderNodeAffinity(patches.placement);
+  if (affinity !== undefined) obj.addJsonPatch(JsonPatch.add(`${POD}/affinity`, { nodeAffinity: affinity }));
+  const tolerations = renderTolerations(patches.placement);
+  if (tolerations.length > 0) obj.addJsonPatch(JsonPatch.add(`${POD}/tolerations`, tolerations));
   obj.addJsonPatch(JsonPatch.add(`${POD}/securityContext/seccompProfile`, { type: 'RuntimeDefault' }));
   const dropAll = { drop: ['ALL'] };
   for (let i = 0; i < patches.initContainers; i++) {

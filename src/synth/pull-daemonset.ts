@@ -7,7 +7,7 @@
 import { Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import type { Pool, Toleration } from '../imagecache/model.js';
+import type { Pool } from '../imagecache/model.js';
 import type { ImageRef } from '../imagecache/reference.js';
 import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_POOL, MANAGED_BY, POOLS_MOUNT_PATH, SIDECAR_CONTAINER } from '../wellknown.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
@@ -125,8 +125,8 @@ export class PullDaemonSet extends Construct {
       });
     }
 
-    applyScheduling(this.workload, pool);
     patchPullDaemonSet(this.workload, {
+      placement: pool.placement,
       shareProcessNamespace: refreshing,
       initContainers: 1,
       containers: pool.images.length + (reconciler === undefined ? 0 : 1),
@@ -190,32 +190,3 @@ export class PullDaemonSet extends Construct {
 function pullPolicy(ref: ImageRef, refreshing: boolean): kplus.ImagePullPolicy {
   return refreshing && ref.digest === undefined ? kplus.ImagePullPolicy.ALWAYS : kplus.ImagePullPolicy.IF_NOT_PRESENT;
 }
-
-/** Node selector as required node affinity, and tolerations including the gating taint. */
-function applyScheduling(workload: kplus.DaemonSet, pool: Pool): void {
-  for (const [key, value] of Object.entries(pool.nodeSelector)) {
-    workload.scheduling.attract(kplus.Node.labeled(kplus.NodeLabelQuery.is(key, value)));
-  }
-  const tolerations: Toleration[] = [...pool.tolerations];
-  const gate = pool.settings.gate;
-  if (gate !== undefined && !tolerations.some((t) => t.operator === 'Exists' && t.key === undefined)) {
-    tolerations.push({ key: gate.taintKey, operator: 'Exists' });
-  }
-  for (const t of tolerations) workload.scheduling.tolerate(kplus.Node.tainted(toTaintQuery(t)));
-}
-
-function toTaintQuery(t: Toleration): kplus.NodeTaintQuery {
-  const effect = t.effect === undefined ? undefined : TAINT_EFFECTS[t.effect];
-  const options = {
-    ...(effect === undefined ? {} : { effect }),
-    ...(t.tolerationSeconds === undefined ? {} : { evictAfter: Duration.seconds(t.tolerationSeconds) }),
-  };
-  if (t.key === undefined) return kplus.NodeTaintQuery.any();
-  return t.operator === 'Exists' ? kplus.NodeTaintQuery.exists(t.key, options) : kplus.NodeTaintQuery.is(t.key, t.value ?? '', options);
-}
-
-const TAINT_EFFECTS: Readonly<Record<NonNullable<Toleration['effect']>, kplus.TaintEffect>> = {
-  NoSchedule: kplus.TaintEffect.NO_SCHEDULE,
-  PreferNoSchedule: kplus.TaintEffect.PREFER_NO_SCHEDULE,
-  NoExecute: kplus.TaintEffect.NO_EXECUTE,
-};

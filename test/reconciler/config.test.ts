@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { configFromEnv, parsePoolsFile } from '../../src/reconciler/config.js';
+import { configFromEnv } from '../../src/reconciler/config.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 import { ENV, LIMITS } from '../../src/wellknown.js';
 
@@ -53,22 +53,5 @@ describe('configFromEnv', () => {
     [{ [ENV.metricsPort]: '70000' }, 'environment variable PREWARM_METRICS_PORT must be an integer between 0 and 65535, got "70000"'],
   ])('rejects %j', (over, msg) => {
     expect(() => configFromEnv({ ...base, ...over })).toThrow(msg);
-  });
-});
-
-describe('parsePoolsFile', () => {
-  const good = { pools: [{ id: 'gpu', namespace: 'ns', nodeLabelKey: 'prewarm.dev/gpu', nodeSelector: { a: 'b' }, tolerations: [{ key: 'k', operator: 'Exists' }], gateTaintKey: '', deadlineSeconds: 30 }] };
-  it('parses a valid file', () => {
-    expect(parsePoolsFile(JSON.stringify(good))).toEqual(good);
-  });
-  it.each([
-    ['{', 'pools.json is not valid JSON'],
-    ['{}', 'pools.json: "pools" must be an array'],
-    [JSON.stringify({ pools: [{ ...good.pools[0], id: 1 }] }), 'pools.json: pools[0].id must be a string'],
-    [JSON.stringify({ pools: [{ ...good.pools[0], nodeSelector: { a: 1 } }] }), 'pools.json: pools[0].nodeSelector must map strings to strings'],
-    [JSON.stringify({ pools: [{ ...good.pools[0], deadlineSeconds: 0 }] }), 'pools.json: pools[0].deadlineSeconds must be a positive integer'],
-    [JSON.stringify({ pools: [{ ...good.pools[0], tolerations: [{ key: 3 }] }] }), 'pools.json: pools[0].tolerations[0]: toleration key must be a string'],
-  ])('rejects %s', (text, msg) => {
-    expect(() => parsePoolsFile(text)).toThrow(msg);
   });
 });

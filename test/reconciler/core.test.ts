@@ -9,10 +9,8 @@ import {
   metadataPatch,
   nextCheckAt,
   parseAnnotation,
-  poolSelectsNode,
   renderAnnotation,
   taintRemovalPatch,
-  tolerates,
   type Observed,
   type PoolAnnotation,
 } from '../../src/reconciler/core.js';
@@ -228,32 +226,6 @@ describe('renderAnnotation', () => {
     expect(parseAnnotation('{nope')).toBeUndefined();
     expect(parseAnnotation('{"v":99,"pod":"p"}')).toBeUndefined();
     expect(parseAnnotation(undefined)).toBeUndefined();
-  });
-});
-
-describe('tolerations and pool selection', () => {
-  const t = (key: string, effect = 'NoSchedule', value?: string): KTaint => ({ key, effect, ...(value ? { value } : {}) });
-  it.each([
-    [{ operator: 'Exists' as const }, t('x'), true],
-    [{ key: 'x', operator: 'Exists' as const }, t('x'), true],
-    [{ key: 'x', operator: 'Equal' as const, value: 'v' }, t('x', 'NoSchedule', 'v'), true],
-    [{ key: 'x', operator: 'Equal' as const, value: 'v' }, t('x', 'NoSchedule', 'w'), false],
-    [{ key: 'x', operator: 'Exists' as const, effect: 'NoExecute' as const }, t('x'), false],
-    [{ key: 'y', operator: 'Exists' as const }, t('x'), false],
-  ])('tolerates(%j, %j) = %s', (tol, taint, want) => {
-    expect(tolerates(tol, taint)).toBe(want);
-  });
-
-  const n = (labels: Record<string, string>, taints: KTaint[] = []): KNode => node({ labels, taints });
-  it('selects by exact nodeSelector', () => {
-    expect(poolSelectsNode(pool('p', { nodeSelector: { gpu: 'true' } }), n({ gpu: 'true' }))).toBe(true);
-    expect(poolSelectsNode(pool('p', { nodeSelector: { gpu: 'true' } }), n({ gpu: 'false' }))).toBe(false);
-  });
-  it('is deselected by an untolerated NoSchedule taint, not by its own gate, DaemonSet-tolerated or PreferNoSchedule taints', () => {
-    const p = pool('p');
-    expect(poolSelectsNode(p, n({}, [gate, t('node.kubernetes.io/not-ready', 'NoExecute'), t('soft', 'PreferNoSchedule')]))).toBe(true);
-    expect(poolSelectsNode(p, n({}, [t('dedicated')]))).toBe(false);
-    expect(poolSelectsNode(pool('p', { tolerations: [{ key: 'dedicated', operator: 'Exists' }] }), n({}, [t('dedicated')]))).toBe(true);
   });
 });
 

@@ -1,7 +1,9 @@
 /** Builders of pods, nodes and pools for the reconciler's unit tests. */
 import type { ReconcilerConfig } from '../../src/reconciler/config.js';
 import type { KContainerStatus, KNode, KPod, KTaint } from '../../src/reconciler/kube-types.js';
-import { DEFAULT_GATE_TAINT_KEY, type PoolEntry, type PoolsFile } from '../../src/wellknown.js';
+import { placementOf, type NodeSelector, type Toleration } from '../../src/contract/placement.js';
+import type { PoolEntry, PoolsFile } from '../../src/contract/pools-file.js';
+import { DEFAULT_GATE_TAINT_KEY } from '../../src/wellknown.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
 export const iso = (sec: number): string => new Date(T0 + sec * 1000).toISOString();
@@ -24,8 +26,14 @@ export function config(over: Partial<ReconcilerConfig> = {}): ReconcilerConfig {
   };
 }
 
-export function pool(id: string, over: Partial<PoolEntry> = {}): PoolEntry {
-  return { id, namespace: 'prewarm', nodeLabelKey: `prewarm.dev/${id}`, nodeSelector: {}, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY, ...over };
+/** A pool entry; its placement is built from `nodeSelector` and `tolerations` as synthesis does. */
+export function pool(
+  id: string,
+  over: Partial<Omit<PoolEntry, 'placement'>> & { nodeSelector?: NodeSelector; tolerations?: readonly Toleration[] } = {},
+): PoolEntry {
+  const { nodeSelector = {}, tolerations = [], ...rest } = over;
+  const gateTaintKey = rest.gateTaintKey ?? DEFAULT_GATE_TAINT_KEY;
+  return { id, namespace: 'prewarm', nodeLabelKey: `prewarm.dev/${id}`, gateTaintKey, ...rest, placement: placementOf(nodeSelector, tolerations, gateTaintKey) };
 }
 
 export const pools = (...p: PoolEntry[]): PoolsFile => ({ pools: p });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parse, parseAllDocuments } from 'yaml';
-import { renderPoolsFile } from '../../src/synth/charts.js';
+import { parseAllDocuments } from 'yaml';
+import { poolEntryOf } from '../../src/synth/charts.js';
+import { parsePoolsFile, renderPoolsFile } from '../../src/contract/pools-file.js';
 import { createApp, synthYaml } from '../../src/synth/app.js';
-import type { PoolsFile } from '../../src/wellknown.js';
 import { bundleOf } from '../helpers.js';
 
 const reconciler = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
@@ -52,9 +52,9 @@ describe('synthYaml', () => {
 
   it('writes every pool into each namespace pools file, sorted, for the sidecars', () => {
     const bundle = bundleOf(...specs);
-    const file = parse(renderPoolsFile(bundle.pools)) as PoolsFile;
+    const file = parsePoolsFile(renderPoolsFile(bundle.pools.map(poolEntryOf)));
     expect(file.pools.map((p) => p.id)).toEqual([...file.pools.map((p) => p.id)].sort());
-    expect(file.pools.find((p) => p.nodeSelector['pool'] === 'gpu')).toMatchObject({ namespace: 'ml', gateTaintKey: 'prewarm.dev/warming' });
+    expect(file.pools.find((p) => p.placement.nodeSelector['pool'] === 'gpu')).toMatchObject({ namespace: 'ml', gateTaintKey: 'prewarm.dev/warming' });
   });
 
   it('emits the sidecar access objects only with the sidecar, cluster-scoped ones without a namespace', () => {

@@ -2,6 +2,7 @@
 import { Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { describe, expect, it } from 'vitest';
+import { placementOf } from '../../src/contract/placement.js';
 import { patchPullDaemonSet, SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../../src/synth/escape-hatches.js';
 import { only } from '../helpers.js';
 
@@ -16,11 +17,45 @@ function daemonSet(patches: Partial<Parameters<typeof patchPullDaemonSet>[1]> = 
       { name: 'b', image: 'b:1', resources: {}, volumeMounts: [{ path: '/scratch', volume: scratch }] },
     ],
   });
-  patchPullDaemonSet(ds, { initContainers: 1, containers: 2, imagePullSecrets: [], maxUnavailable: 1, ...patches });
+  patchPullDaemonSet(ds, { placement: placementOf({}, []), initContainers: 1, containers: 2, imagePullSecrets: [], maxUnavailable: 1, ...patches });
   return only(Testing.synth(chart), 'DaemonSet');
 }
 
 describe('escape hatches', () => {
+  it('places pods exactly: every selector label in ONE term (ANDed), tolerations whole', () => {
+    const placement = placementOf(
+      { tier: 'backend', 'topology.kubernetes.io/zone': 'eu-west-1a' },
+      [{ operator: 'Exists', effect: 'NoExecute' }, { key: 'gpu', operator: 'Equal', value: 'a100', effect: 'NoExecute', tolerationSeconds: 30 }],
+      'prewarm.dev/warming',
+    );
+    const spec = daemonSet({ placement }).spec.template.spec;
+    expect(spec.affinity).toEqual({
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            {
+              matchExpressions: [
+                { key: 'tier', operator: 'In', values: ['backend'] },
+                { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['eu-west-1a'] },
+              ],
+            },
+          ],
+        },
+      },
+    });
+    expect(spec.tolerations).toEqual([
+      { operator: 'Exists', effect: 'NoExecute' },
+      { key: 'gpu', operator: 'Equal', value: 'a100', effect: 'NoExecute', tolerationSeconds: 30 },
+      { key: 'prewarm.dev/warming', operator: 'Exists' },
+    ]);
+  });
+
+  it('emits no affinity and no tolerations for a placement on every untainted node', () => {
+    const spec = daemonSet().spec.template.spec;
+    expect(spec.affinity).toBeUndefined();
+    expect(spec.tolerations).toBeUndefined();
+  });
+
   it('adds seccompProfile RuntimeDefault at pod level', () => {
     expect(daemonSet().spec.template.spec.securityContext.seccompProfile).toEqual({ type: 'RuntimeDefault' });
   });

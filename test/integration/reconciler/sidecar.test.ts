@@ -13,7 +13,9 @@ import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
 import { parseAnnotation } from '../../../src/reconciler/core.js';
 import { ApiError } from '../../../src/reconciler/ports.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV, type PoolsFile } from '../../../src/wellknown.js';
+import { placementOf } from '../../../src/contract/placement.js';
+import { renderPoolsFile, type PoolsFile } from '../../../src/contract/pools-file.js';
+import { DEFAULT_GATE_TAINT_KEY, ENV } from '../../../src/wellknown.js';
 import { adminEndpoint, apply, applyAccess, eventually, INT_NAMESPACES, makeNode, makePod, podToken, setContainerStatuses } from './cluster.js';
 
 const NS = INT_NAMESPACES[1] as string;
@@ -28,9 +30,9 @@ const logs = new Map<ChildProcess, string>();
 
 const pools: PoolsFile = {
   pools: [
-    { id: 'int-p1', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p1', nodeSelector: { 'kubernetes.io/hostname': 'int-node-s' }, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY },
-    { id: 'int-p2', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p2', nodeSelector: { 'kubernetes.io/hostname': 'int-node-s' }, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY },
-    { id: 'int-p3', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p3', nodeSelector: { 'kubernetes.io/hostname': 'int-node-p' }, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY, deadlineSeconds: 3 },
+    { id: 'int-p1', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p1', placement: placementOf({ 'kubernetes.io/hostname': 'int-node-s' }, [], DEFAULT_GATE_TAINT_KEY), gateTaintKey: DEFAULT_GATE_TAINT_KEY },
+    { id: 'int-p2', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p2', placement: placementOf({ 'kubernetes.io/hostname': 'int-node-s' }, [], DEFAULT_GATE_TAINT_KEY), gateTaintKey: DEFAULT_GATE_TAINT_KEY },
+    { id: 'int-p3', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p3', placement: placementOf({ 'kubernetes.io/hostname': 'int-node-p' }, [], DEFAULT_GATE_TAINT_KEY), gateTaintKey: DEFAULT_GATE_TAINT_KEY, deadlineSeconds: 3 },
   ],
 };
 
@@ -90,7 +92,7 @@ const gateOn = (n: KNode): boolean => (n.spec?.taints ?? []).some((t) => t.key =
 beforeAll(async () => {
   execFileSync('npx', ['tsc', '-p', 'src/reconciler/tsconfig.json'], { cwd: ROOT, stdio: 'inherit' });
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-int-sidecar-'));
-  fs.writeFileSync(path.join(tmp, 'pools.json'), JSON.stringify(pools));
+  fs.writeFileSync(path.join(tmp, 'pools.json'), renderPoolsFile(pools.pools));
   admin = new KubeHttp(adminEndpoint());
   await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   await applyAccess(admin, { namespaces: INT_NAMESPACES });
