@@ -30,6 +30,8 @@ export interface ControlPlaneOptions {
   auditLogPath?: string;
   /** Appended to kube-controller-manager's flags, e.g. `--feature-gates=...` for an experiment. */
   extraControllerManagerArgs?: string[];
+  /** Appended to kube-scheduler's flags. */
+  extraSchedulerArgs?: string[];
 }
 
 /**
@@ -203,6 +205,7 @@ export function startScheduler(o: ControlPlaneOptions): void {
     '--bind-address=127.0.0.1',
     '--secure-port=10259',
     '--v=1',
+    ...(o.extraSchedulerArgs ?? []),
   ];
   startDaemon({ name: `${o.prefix}-scheduler`, argv, ...(o.netns ? { netns: o.netns } : {}) });
 }

@@ -1,6 +1,8 @@
 /**
  * Harness components on free loopback ports, with fresh data dirs, for tiers that need no netns:
- * - etcd + kube-apiserver alone: the control plane of the integration and gitops tiers;
+ * - etcd + kube-apiserver alone: the control plane of the integration and gitops tiers, optionally
+ *   with kube-controller-manager running only the controllers a test names, and kube-scheduler
+ *   (both serve no port: `--secure-port=0`);
  * - the hub's two registry configurations (plain HTTP, and TLS + basic auth), e.g. for `prewarm pin`.
  * Each caller passes its own daemon prefix, so one tier never stops another's daemons when both
  * run in one vitest invocation.
@@ -9,7 +11,16 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { STATE_DIR } from './config.js';
-import { adminCert, startApiserver, startEtcd, stopControlPlane, waitApiserverReady, type ControlPlaneOptions } from './controlplane.js';
+import {
+  adminCert,
+  startApiserver,
+  startControllerManager,
+  startEtcd,
+  startScheduler,
+  stopControlPlane,
+  waitApiserverReady,
+  type ControlPlaneOptions,
+} from './controlplane.js';
 import { writeKubeconfig } from './pki.js';
 import { startRegistry, waitRegistry, type RegistryServer } from './registry.js';
 import { missingTools, stopDaemon } from './sh.js';
@@ -35,8 +46,23 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts etcd and the apiserver under `prefix` and waits until the apiserver is ready. */
-export async function startLoopbackControlPlane(prefix: string, log: (message: string) => void): Promise<LoopbackControlPlane> {
+/** What runs besides etcd and the apiserver. */
+export interface LoopbackControllers {
+  /** kube-controller-manager `--controllers`, e.g. `['daemonset', 'serviceaccount']`. */
+  readonly controllers: readonly string[];
+  /** Also run kube-scheduler. */
+  readonly scheduler: boolean;
+}
+
+/**
+ * Starts etcd and the apiserver under `prefix` and waits until the apiserver is ready; with
+ * `with`, also the named controllers and the scheduler.
+ */
+export async function startLoopbackControlPlane(
+  prefix: string,
+  log: (message: string) => void,
+  withControllers?: LoopbackControllers,
+): Promise<LoopbackControlPlane> {
   mkdirSync(STATE_DIR, { recursive: true });
   const dataDir = mkdtempSync(join(STATE_DIR, `${prefix}-`));
   await stopControlPlane(prefix); // leftovers of a crashed run
@@ -49,6 +75,9 @@ export async function startLoopbackControlPlane(prefix: string, log: (message: s
     apiserverPort: await freePort(),
     advertiseAddress: '127.0.0.1',
     endpointReconciler: 'none',
+    // Flags parse last-wins: only the named controllers, and no serving port that could collide.
+    extraControllerManagerArgs: [`--controllers=${withControllers?.controllers.join(',') ?? ''}`, '--secure-port=0'],
+    extraSchedulerArgs: ['--secure-port=0'],
   };
   const t0 = Date.now();
   await startEtcd(o);
@@ -56,13 +85,18 @@ export async function startLoopbackControlPlane(prefix: string, log: (message: s
   const url = `https://127.0.0.1:${o.apiserverPort}`;
   try {
     await waitApiserverReady(o, url);
+    if (withControllers !== undefined) {
+      if (withControllers.controllers.length > 0) startControllerManager(o);
+      if (withControllers.scheduler) startScheduler(o);
+    }
   } catch (e) {
     await stopControlPlane(prefix);
     throw e;
   }
   const kubeconfig = join(dataDir, 'admin.kubeconfig');
   writeKubeconfig(kubeconfig, url, adminCert(), 'prewarm-admin');
-  log(`etcd + kube-apiserver ready at ${url} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+  const extra = withControllers === undefined ? '' : ` (+ controllers ${withControllers.controllers.join(',')}${withControllers.scheduler ? ' + scheduler' : ''})`;
+  log(`etcd + kube-apiserver${extra} ready at ${url} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
   return {
     url,
     kubeconfig,

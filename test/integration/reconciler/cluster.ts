@@ -23,8 +23,13 @@ const read = (file?: string, data?: string): Buffer | undefined => (data ? Buffe
 
 /** The admin endpoint of the harness apiserver. */
 export function adminEndpoint(): Endpoint {
+  return endpointOf(inject('kubeconfig'));
+}
+
+/** The endpoint of a kubeconfig file's current context. */
+export function endpointOf(kubeconfig: string): Endpoint {
   const kc = new KubeConfig();
-  kc.loadFromFile(inject('kubeconfig'));
+  kc.loadFromFile(kubeconfig);
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
   if (!cluster || !user) throw new Error('kubeconfig has no current cluster/user');
