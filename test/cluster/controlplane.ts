@@ -30,6 +30,11 @@ export interface ControlPlaneOptions {
   auditLogPath?: string;
   /** Appended to kube-controller-manager's flags, e.g. `--feature-gates=...` for an experiment. */
   extraControllerManagerArgs?: string[];
+  /**
+   * kube-controller-manager `--controllers`; every controller by default. A flag, not an extra
+   * argument: the flag is a string slice, and a second `--controllers` appends to the first.
+   */
+  controllers?: readonly string[];
   /** Appended to kube-scheduler's flags. */
   extraSchedulerArgs?: string[];
 }
@@ -183,7 +188,7 @@ export function startControllerManager(o: ControlPlaneOptions): void {
     `--cluster-cidr=${NET.clusterCidr}`,
     `--service-cluster-ip-range=${NET.serviceCidr}`,
     '--allocate-node-cidrs=false',
-    '--controllers=*',
+    `--controllers=${(o.controllers ?? ['*']).join(',')}`,
     '--concurrent-daemonset-syncs=4',
     '--node-monitor-grace-period=40s',
     '--v=1',

@@ -75,8 +75,9 @@ export async function startLoopbackControlPlane(
     apiserverPort: await freePort(),
     advertiseAddress: '127.0.0.1',
     endpointReconciler: 'none',
-    // Flags parse last-wins: only the named controllers, and no serving port that could collide.
-    extraControllerManagerArgs: [`--controllers=${withControllers?.controllers.join(',') ?? ''}`, '--secure-port=0'],
+    // Only the named controllers, and no serving port that could collide with another plane's.
+    ...(withControllers === undefined ? {} : { controllers: withControllers.controllers }),
+    extraControllerManagerArgs: ['--secure-port=0'],
     extraSchedulerArgs: ['--secure-port=0'],
   };
   const t0 = Date.now();
