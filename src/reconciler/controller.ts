@@ -7,18 +7,12 @@
  * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
  */
-import {
-  decideGate,
-  decidePool,
-  mergeEvents,
-  metadataPatch,
-  nextCheckAt,
-  taintRemovalPatch,
-  type PoolDecision,
-} from './core.js';
 import type { ReconcilerConfig } from './config.js';
+import { decideGate, mergeEvents, nextCheckAt } from './gate.js';
 import type { KNode, KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
+import { metadataPatch, taintRemovalPatch } from './patches.js';
+import { decidePool, type PoolDecision } from './pool.js';
 import { ApiError, type Clock, type EventSink, type Logger, type NodePort, type PodSource, type Registry, type Restarter } from './ports.js';
 import { EventReason, RefreshOutcome } from './reasons.js';
 import { refreshCandidates, refreshDelayMs } from './refresh.js';

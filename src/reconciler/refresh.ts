@@ -15,7 +15,7 @@
  * - With `IfNotPresent` a restart would not pull (the old image still carries the tag locally),
  *   so such containers are never restarted: that would loop forever without effect.
  */
-import { digestOf } from './core.js';
+import { digestOf } from './observe.js';
 import type { KPod } from './kube-types.js';
 
 /** A container whose tag can be checked against the registry. */
