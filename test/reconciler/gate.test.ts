@@ -4,7 +4,9 @@ import { ABSOLUTE_GRACE_SECONDS, decideGate, mergeEvents, nextCheckAt } from '..
 import type { KNode } from '../../src/reconciler/kube-types.js';
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
+import { ApiError, type JsonPatchOp } from '../../src/reconciler/ports.js';
 import { EventReason, GateOutcome } from '../../src/reconciler/reasons.js';
+import { mergeNodeMetadata, patchNodeTaints } from './fake-kube.js';
 import { IMAGES, at, config, gate, node, observed as obs, pod, pool, pools, st } from './fixtures.js';
 
 describe('decideGate', () => {
@@ -63,24 +65,22 @@ describe('events and timers', () => {
  * always end with the taint removed, both labels set, and never remove a taint it should not.
  */
 describe('race: several sidecars on one node', () => {
-  type Op = { op: string; path: string; value?: unknown };
   class Store {
     constructor(public n: KNode) {}
     writes = 0;
     merge(labels: Record<string, string>): KNode {
       this.writes++;
-      this.n = { ...this.n, metadata: { ...this.n.metadata, labels: { ...(this.n.metadata.labels ?? {}), ...labels } } };
+      this.n = mergeNodeMetadata(this.n, { metadata: { labels } });
       return this.n;
     }
-    jsonPatch(ops: Op[]): KNode | 'conflict' {
-      let taints = [...(this.n.spec?.taints ?? [])];
-      for (const o of ops) {
-        const i = Number(o.path.split('/').pop());
-        if (o.op === 'test' && JSON.stringify(taints[i]) !== JSON.stringify(o.value)) return 'conflict';
-        if (o.op === 'remove') taints = taints.filter((_, j) => j !== i);
+    jsonPatch(ops: readonly JsonPatchOp[]): KNode | 'conflict' {
+      try {
+        this.n = patchNodeTaints(this.n, ops);
+      } catch (e) {
+        if (e instanceof ApiError && e.code === 422) return 'conflict';
+        throw e;
       }
       this.writes++;
-      this.n = { ...this.n, spec: { ...this.n.spec, taints } };
       return this.n;
     }
   }
