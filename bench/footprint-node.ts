@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { REGISTRY, STATE_DIR } from '../test/cluster/config.js';
 import { ensureStandIns } from '../test/cluster/images.js';
 import { normalize, parseObjects, prepareImages, synth } from '../test/e2e/helpers.js';
-import { SIDECAR_CONTAINER } from '../src/wellknown.js';
+import { SIDECAR_CONTAINER } from '../src/contract/names.js';
 import { Kube, type KubeObject } from './support/kube.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel, waitModelStatus, type Model } from './support/kubefledged.js';
 import { podMemory, sampleNodePeak, type NodePeak, type PodMem } from './support/memory.js';

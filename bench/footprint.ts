@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { reconcilerNodeFlags } from '../test/cluster/images.js';
 import { FakeApiserver } from '../test/reconciler/fake-apiserver.js';
 import { median } from './support/stats.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/contract/names.js';
 
 /** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
 export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : reconcilerNodeFlags();

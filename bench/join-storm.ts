@@ -28,7 +28,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { DEFAULT_GATE_TAINT_KEY } from '../src/wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY } from '../src/contract/names.js';
 import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../test/cluster/cluster.js';
 import { STATE_DIR } from '../test/cluster/config.js';
 import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../test/cluster/kwok.js';

@@ -7,7 +7,7 @@
  */
 import { TOLERATE_ALL } from '../contract/placement.js';
 import { isScalar, LineCounter, parseAllDocuments, type Node } from 'yaml';
-import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../contract/names.js';
 import { formatDuration, parseDuration } from './duration.js';
 import type { Diagnostic, Location } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';

@@ -1,9 +1,9 @@
 /**
- * Pure parsing of the sidecar's environment, set by synthesis (wellknown ENV); pools.json is parsed
+ * Pure parsing of the sidecar's environment, set by synthesis (ENV in src/contract/names.ts); pools.json is parsed
  * by src/contract/pools-file.ts. Errors throw with exact messages so a misconfigured pod fails at
  * start, loudly.
  */
-import { DEFAULTS, ENV, LIMITS } from '../wellknown.js';
+import { DEFAULTS, ENV, LIMITS } from '../contract/names.js';
 
 /** Everything the decision core needs to know about "who am I". */
 export interface ReconcilerConfig {

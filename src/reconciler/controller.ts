@@ -7,21 +7,15 @@
  * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
  */
-import {
-  decideGate,
-  decidePool,
-  mergeEvents,
-  metadataPatch,
-  nextCheckAt,
-  taintRemovalPatch,
-  type PoolDecision,
-} from './core.js';
 import type { ReconcilerConfig } from './config.js';
+import { decideGate, mergeEvents, nextCheckAt } from './gate.js';
 import type { KNode, KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
+import { metadataPatch, taintRemovalPatch } from './patches.js';
+import { decidePool, type PoolDecision } from './pool.js';
 import { ApiError, type Clock, type EventSink, type Logger, type NodePort, type PodSource, type Registry, type Restarter } from './ports.js';
-import { EventReason, RefreshOutcome } from './reasons.js';
-import { refreshCandidates, refreshDelayMs } from './refresh.js';
+import type { EventIntent } from './reasons.js';
+import { Refresher } from './refresh.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 
 /** Everything the loop talks to. */
@@ -110,8 +104,8 @@ export class Controller {
   private readonly resyncMs: number;
   private readonly gateResyncMs: number;
   private readonly backoff: Backoff;
+  private readonly refresher: Refresher | undefined;
   private lastDecision: PoolDecision | undefined;
-  private warnedSkipped = false;
   /** Reconciles done, for tests and the footprint bench. */
   reconciles = 0;
 
@@ -124,6 +118,23 @@ export class Controller {
     this.resyncMs = opts.resyncMs ?? 300_000;
     this.gateResyncMs = opts.gateResyncMs ?? 30_000;
     this.backoff = new Backoff(opts.backoffInitialMs ?? 1000, opts.backoffMaxMs ?? 60_000, () => deps.clock.random());
+    this.refresher =
+      config.refreshSeconds > 0 && deps.registry
+        ? new Refresher(
+            {
+              registry: deps.registry,
+              ...(deps.restarter ? { restarter: deps.restarter } : {}),
+              clock: deps.clock,
+              log: deps.log,
+              metrics: deps.metrics,
+              report: (e) => this.report(e),
+              pod: () => this.pod,
+            },
+            config.poolId,
+            config.refreshSeconds,
+            opts.sidecarName,
+          )
+        : undefined;
   }
 
   /**
@@ -135,7 +146,7 @@ export class Controller {
     const stop = new AbortController();
     signal.addEventListener('abort', () => stop.abort(), { once: true });
     const watch = this.watchPod(stop.signal);
-    const refresh = this.config.refreshSeconds > 0 ? this.refreshLoop(stop.signal) : Promise.resolve();
+    const refresh = this.refresher?.run(stop.signal) ?? Promise.resolve();
     let deleted = false;
     while (!stop.signal.aborted) {
       let wait = this.resyncMs;
@@ -212,7 +223,16 @@ export class Controller {
     throw new ApiError(409, `taint ${key} kept changing under us`, 'Conflict');
   }
 
-  private async emit(node: KNode, e: { reason: EventReason; message: string }): Promise<void> {
+  /** {@link emit} about the node as it is now: for Events outside a reconcile (the refresh). */
+  private async report(e: EventIntent): Promise<void> {
+    try {
+      await this.emit(await this.deps.nodes.get(), e);
+    } catch (err) {
+      this.apiError('event', err);
+    }
+  }
+
+  private async emit(node: KNode, e: EventIntent): Promise<void> {
     try {
       await this.deps.events.emit(node, e);
       this.deps.log.info('event', { reason: e.reason, message: e.message });
@@ -290,7 +310,7 @@ export class Controller {
   /**
    * Removes our label and annotation; retries stop after {@link CLEANUP_BUDGET_MS} because the
    * kubelet's grace period (30 s by default) ends with SIGKILL anyway. A label left behind by a
-   * killed sidecar is stale, not harmful: the next pod on the node recomputes it (see core).
+   * killed sidecar is stale, not harmful: the next pod on the node recomputes it (see pool.ts).
    */
   async cleanup(): Promise<void> {
     if (!this.pod) return;
@@ -306,58 +326,5 @@ export class Controller {
         await this.deps.clock.sleep(200 * 2 ** i, new AbortController().signal);
       }
     }
-  }
-
-  /** The moved-tag refresh: on an interval with jitter, compare digests and restart on change. */
-  private async refreshLoop(signal: AbortSignal): Promise<void> {
-    const { clock } = this.deps;
-    while (!signal.aborted) {
-      await clock.sleep(refreshDelayMs(this.config.refreshSeconds, clock.random()), signal);
-      if (signal.aborted || !this.pod) continue;
-      await this.refreshOnce();
-    }
-  }
-
-  /** One refresh pass over our pod's tagged containers. */
-  async refreshOnce(): Promise<void> {
-    const { registry, restarter, metrics, log } = this.deps;
-    const pool = this.config.poolId;
-    if (!this.pod || !registry) return;
-    const { candidates, skipped } = refreshCandidates(this.pod, this.opts.sidecarName);
-    if (skipped.length) {
-      metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Skipped }, skipped.length);
-      if (!this.warnedSkipped) log.warn('refresh skips containers: they need imagePullPolicy Always and a repo digest in imageID', { containers: skipped });
-      this.warnedSkipped = true;
-    }
-    for (const c of candidates) {
-      let current: string;
-      try {
-        current = await registry.digest(c.image);
-      } catch (e) {
-        metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Error });
-        log.warn('registry digest check failed', { image: c.image, err: e });
-        continue;
-      }
-      if (current === c.running) {
-        metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Unchanged });
-        continue;
-      }
-      metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Moved });
-      const ok = (await restarter?.restart(c.container)) ?? false;
-      log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
-      if (ok) {
-        try {
-          const node = await this.deps.nodes.get();
-          await this.emit(node, { reason: EventReason.TagMoved, message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; restarted container ${c.container} to pull it` });
-        } catch (e) {
-          this.apiError('event', e);
-        }
-      }
-    }
-  }
-
-  /** Test hook: the latest pod the watch delivered. */
-  get latestPod(): KPod | undefined {
-    return this.pod;
   }
 }

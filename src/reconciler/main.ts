@@ -3,7 +3,7 @@
  * controller, serves /metrics, and on SIGTERM removes our label and annotation before exiting.
  *
  * Run as `node --max-old-space-size=24 lib/reconciler/main.js`. Besides the contract variables
- * (wellknown ENV) a few development overrides exist, never set by synthesis:
+ * (ENV in src/contract/names.ts) a few development overrides exist, never set by synthesis:
  * - PREWARM_KUBE_SERVER / PREWARM_KUBE_TOKEN_FILE / PREWARM_KUBE_CA_FILE: an apiserver other than
  *   the in-cluster one (bench, local runs);
  * - PREWARM_POOLS_PATH: pools.json elsewhere than POOLS_MOUNT_PATH;
@@ -11,7 +11,7 @@
  * - PREWARM_PLAIN_HTTP_REGISTRIES: comma-separated registry hosts spoken to over plain HTTP.
  */
 import fs from 'node:fs';
-import { POOLS_FILE, POOLS_MOUNT_PATH, PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../wellknown.js';
+import { POOLS_FILE, POOLS_MOUNT_PATH, PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
 import { parsePoolsFile, PoolsFileError } from '../contract/pools-file.js';
 import { ConfigError, configFromEnv } from './config.js';
 import { Controller } from './controller.js';
@@ -61,7 +61,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
     {
       pods: new KubePodSource(kube, config.podNamespace, config.podName),
       nodes: new KubeNodePort(kube, config.nodeName),
-      events: new KubeEventSink(kube, config, () => Date.now()),
+      events: new KubeEventSink(kube, config, () => systemClock.now()),
       clock: systemClock,
       log,
       metrics,

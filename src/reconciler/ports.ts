@@ -2,8 +2,8 @@
  * The ports between the controller loop and the outside world. Adapters implement them over the
  * apiserver, the registry, /proc and the system clock; tests implement them with fakes.
  */
-import type { EventIntent } from './core.js';
 import type { KNode, KPod } from './kube-types.js';
+import type { EventIntent } from './reasons.js';
 
 /** An apiserver (or registry) answer other than 2xx. Branch on {@link code} (style rule 8). */
 export class ApiError extends Error {

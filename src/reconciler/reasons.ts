@@ -21,6 +21,20 @@ export const EventReason = {
 /** One of {@link EventReason}. */
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
+/** An Event the controller should post about the node. */
+export interface EventIntent {
+  readonly reason: EventReason;
+  readonly message: string;
+}
+
+/** Upper bound of an Event message (the apiserver truncates at 1 KiB in events.k8s.io). */
+export const MAX_EVENT_MESSAGE_CHARS = 1000;
+
+/** `s` cut to {@link MAX_EVENT_MESSAGE_CHARS}, so the apiserver never truncates it mid-word unseen. */
+export function eventMessage(s: string): string {
+  return s.length > MAX_EVENT_MESSAGE_CHARS ? `${s.slice(0, MAX_EVENT_MESSAGE_CHARS - 1)}…` : s;
+}
+
 /** Event type per reason: Warning for anything an operator should look at. */
 export const EVENT_TYPE: Readonly<Record<EventReason, 'Normal' | 'Warning'>> = {
   Warm: 'Normal',

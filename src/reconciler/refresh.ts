@@ -1,6 +1,6 @@
 /**
- * Pure part of the moved-tag refresh: which containers may be refreshed, and whether a registry
- * digest means the tag moved.
+ * The moved-tag refresh: a loop of its own beside the controller's reconciles ({@link Refresher}),
+ * and its pure part (which containers may be refreshed, how long to wait between passes).
  *
  * Why restarting the one container is the cheapest correct re-pull:
  * - A tag whose digest did not change costs one HEAD request and zero bytes: we compare the
@@ -15,8 +15,11 @@
  * - With `IfNotPresent` a restart would not pull (the old image still carries the tag locally),
  *   so such containers are never restarted: that would loop forever without effect.
  */
-import { digestOf } from './core.js';
 import type { KPod } from './kube-types.js';
+import type { Metrics } from './metrics.js';
+import { digestOf } from './observe.js';
+import type { Clock, Logger, Registry, Restarter } from './ports.js';
+import { EventReason, RefreshOutcome, type EventIntent } from './reasons.js';
 
 /** A container whose tag can be checked against the registry. */
 export interface RefreshCandidate {
@@ -56,4 +59,82 @@ export function refreshCandidates(pod: KPod, sidecarName: string): { candidates:
 /** Delay before the next refresh: the interval plus up to 20% jitter, so nodes do not align. */
 export function refreshDelayMs(refreshSeconds: number, random: number): number {
   return Math.round(refreshSeconds * 1000 * (1 + 0.2 * random));
+}
+
+/** What the refresh loop talks to. */
+export interface RefresherDeps {
+  readonly registry: Registry;
+  /** Absent: a moved tag is counted and logged, never restarted. */
+  readonly restarter?: Restarter;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** Posts an Event about our node; best effort, never rejects. */
+  readonly report: (e: EventIntent) => Promise<void>;
+  /** Our pod as last observed, undefined until the first GET. */
+  readonly pod: () => KPod | undefined;
+}
+
+/**
+ * The moved-tag refresh of one sidecar: every {@link refreshDelayMs}, compare each tagged
+ * container's running digest with the registry's, and restart the containers whose tag moved. It
+ * reads our pod from the controller's watch and writes nothing to the apiserver but one Event per
+ * restart.
+ */
+export class Refresher {
+  private warnedSkipped = false;
+
+  constructor(
+    private readonly deps: RefresherDeps,
+    private readonly poolId: string,
+    private readonly refreshSeconds: number,
+    private readonly sidecarName: string,
+  ) {}
+
+  /** Runs passes on the interval until `signal` aborts; the first pass comes after one interval. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { clock } = this.deps;
+    while (!signal.aborted) {
+      await clock.sleep(refreshDelayMs(this.refreshSeconds, clock.random()), signal);
+      if (signal.aborted || !this.deps.pod()) continue;
+      await this.once();
+    }
+  }
+
+  /** One pass over our pod's tagged containers. */
+  async once(): Promise<void> {
+    const { registry, restarter, metrics, log } = this.deps;
+    const pool = this.poolId;
+    const pod = this.deps.pod();
+    if (!pod) return;
+    const { candidates, skipped } = refreshCandidates(pod, this.sidecarName);
+    if (skipped.length) {
+      metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Skipped }, skipped.length);
+      if (!this.warnedSkipped) log.warn('refresh skips containers: they need imagePullPolicy Always and a repo digest in imageID', { containers: skipped });
+      this.warnedSkipped = true;
+    }
+    for (const c of candidates) {
+      let current: string;
+      try {
+        current = await registry.digest(c.image);
+      } catch (e) {
+        metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Error });
+        log.warn('registry digest check failed', { image: c.image, err: e });
+        continue;
+      }
+      if (current === c.running) {
+        metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Unchanged });
+        continue;
+      }
+      metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Moved });
+      const ok = (await restarter?.restart(c.container)) ?? false;
+      log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
+      if (ok) {
+        await this.deps.report({
+          reason: EventReason.TagMoved,
+          message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; restarted container ${c.container} to pull it`,
+        });
+      }
+    }
+  }
 }

@@ -3,10 +3,10 @@
  * pods, and the per-pool labels and annotations the sidecars write on nodes. Pure: the CLI lists
  * the objects and renders the result.
  */
-import { parseAnnotation, type PoolAnnotation } from '../reconciler/core.js';
+import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
 import { PULL_FAILURE_REASONS } from '../reconciler/reasons.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../synth/naming.js';
-import { LABEL_POOL, NodeState } from '../wellknown.js';
+import { LABEL_POOL, NodeState } from '../contract/names.js';
 
 type Opt<T> = T | undefined;
 

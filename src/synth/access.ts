@@ -23,7 +23,7 @@
 import { ApiObject, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { DEFAULT_GATE_TAINT_KEY, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY, EVENTS_NAMESPACE, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../contract/names.js';
 import { CLUSTER_ROLE, SERVICE_ACCOUNT } from './naming.js';
 
 /** Names of the objects {@link ReconcilerAccess} emits; stable, explicit, in one place. */
@@ -41,9 +41,6 @@ export const ACCESS_NAMES = {
   /** ValidatingAdmissionPolicy and its binding (DNS subdomain names). */
   policy: `reconciler.${GROUP}`,
 } as const;
-
-/** Where the sidecar posts Events about its Node (see NODE_EVENTS_NAMESPACE in the adapter). */
-export const EVENTS_NAMESPACE = 'default';
 
 /** Extra key the apiserver puts into pod-bound ServiceAccount tokens' user info. */
 export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';

@@ -16,7 +16,7 @@ import {
   MANAGED_BY,
   POOLS_CONFIGMAP,
   POOLS_FILE,
-} from '../wellknown.js';
+} from '../contract/names.js';
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey, poolId, SERVICE_ACCOUNT } from './naming.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';

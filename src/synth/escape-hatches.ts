@@ -6,6 +6,7 @@
 import { ApiObject, JsonPatch } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import type { Construct } from 'constructs';
+import { SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../contract/names.js';
 import { renderNodeAffinity, renderTolerations, type Placement } from '../contract/placement.js';
 
 const POD = '/spec/template/spec';
@@ -36,10 +37,6 @@ export interface PodTemplatePatches {
   readonly sidecarIndex?: number;
 }
 
-/** Where client libraries look for the in-cluster token, CA and namespace. */
-export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
-/** The projected token volume mounted into the sidecar only. */
-export const TOKEN_VOLUME = 'prewarm-token';
 /** Lifetime the kubelet requests for the sidecar's token; it refreshes it at 80 %. */
 const TOKEN_EXPIRATION_SECONDS = 3607;
 

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool } from '../imagecache/model.js';
 import type { ImageRef } from '../imagecache/reference.js';
-import { GROUP, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../wellknown.js';
+import { GROUP, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../contract/names.js';
 
 /** Longest object name that is also a valid DNS label. */
 const DNS_LABEL_MAX = 63;

@@ -9,7 +9,7 @@ import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import type { Pool } from '../imagecache/model.js';
 import type { ImageRef } from '../imagecache/reference.js';
-import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_POOL, MANAGED_BY, POOLS_MOUNT_PATH, SIDECAR_CONTAINER } from '../wellknown.js';
+import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_POOL, MANAGED_BY, POOLS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {
   daemonSetName,
@@ -24,7 +24,7 @@ import {
   SERVICE_ACCOUNT,
 } from './naming.js';
 import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
-import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../wellknown.js';
+import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../contract/names.js';
 
 /** Where the helper binary is mounted in every container. */
 export const HELPER_MOUNT = '/prewarm';

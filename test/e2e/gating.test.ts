@@ -24,7 +24,7 @@ import { NodeWatch, until } from '../../bench/support/nodes.js';
 import { KubeHttp } from '../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../src/reconciler/ports.js';
 import { ACCESS_NAMES, NODE_NAME_EXTRA } from '../../src/synth/access.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV, SIDECAR_CONTAINER } from '../../src/wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY, ENV, SIDECAR_CONTAINER } from '../../src/contract/names.js';
 import { addNode, apiserverUrl, CA_CRT, kubectl, removeNode } from '../cluster/cluster.js';
 import { BIN, IMAGES, VERSIONS } from '../cluster/config.js';
 import { imageInRegistry } from '../cluster/images.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { configFromEnv } from '../../src/reconciler/config.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
-import { ENV, LIMITS } from '../../src/wellknown.js';
+import { ENV, LIMITS } from '../../src/contract/names.js';
 
 const base = {
   [ENV.nodeName]: 'n1',

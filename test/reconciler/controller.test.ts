@@ -1,183 +1,275 @@
 /**
- * The controller loop with the real HTTP adapters against the loopback fake apiserver: counts the
- * API calls per transition, checks cleanup on SIGTERM and recovery from an apiserver outage.
+ * The controller loop under the fake clock, with in-memory fakes of the apiserver ports: counts the
+ * calls per transition and checks every timed behaviour (resync, deadline, absolute bound, backoff,
+ * cleanup budget) at exact instants, with no real time passing. The adapters behind the same ports
+ * are tested over HTTP in kube.test.ts and against a real apiserver in test/integration/reconciler.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Controller } from '../../src/reconciler/controller.js';
-import { KubeHttp } from '../../src/reconciler/adapters/http.js';
-import { KubeEventSink, KubeNodePort, KubePodSource } from '../../src/reconciler/adapters/kube.js';
-import { systemClock } from '../../src/reconciler/adapters/system.js';
+import { Backoff, CLEANUP_BUDGET_MS, Controller, type ControllerOptions } from '../../src/reconciler/controller.js';
+import { ABSOLUTE_GRACE_SECONDS } from '../../src/reconciler/gate.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
-import type { Logger, Registry, Restarter } from '../../src/reconciler/ports.js';
+import { ApiError, type Logger, type Registry, type Restarter } from '../../src/reconciler/ports.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
-import { FakeApiserver } from './fake-apiserver.js';
-import { SIDECAR, config, digest, gate, node, pod, pool, pools, st } from './fixtures.js';
+import { refreshDelayMs } from '../../src/reconciler/refresh.js';
+import { FakeClock } from './fake-clock.js';
+import { FakeKube } from './fake-kube.js';
+import { IMAGES, SIDECAR, at, config, digest, gate, iso, node, pod, pool, pools, st } from './fixtures.js';
 
-const quiet: Logger = process.env.DBG ? (await import('../../src/reconciler/adapters/log.js')).jsonLogger({}) : { info: () => {}, warn: () => {}, error: () => {} };
-const IMAGES = ['reg/a:1', 'reg/b:1'];
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** Records warnings, so tests can count retries; DBG=1 prints everything too. */
+function logger(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  const dbg = process.env.DBG ? (m: string, f?: object) => console.error(m, f) : () => {};
+  return { warnings, info: dbg, warn: (m, f) => (warnings.push(m), dbg(m, f)), error: dbg };
 }
 
-let cleanup: (() => Promise<void>)[] = [];
+let stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
-  const list = cleanup.reverse();
-  cleanup = [];
-  for (const c of list) await c();
+  for (const s of stops.splice(0).reverse()) await s();
 });
 
-async function setup(over: { pools?: ReturnType<typeof pools>; registry?: Registry; restarter?: Restarter; refreshSeconds?: number; readyAgoMs?: number } = {}) {
-  const now = Date.now();
-  const readyAt = new Date(now - (over.readyAgoMs ?? 20_000)).toISOString();
-  const api = await new FakeApiserver(
-    { ...pod(IMAGES, [st.creating('c1'), st.creating('c2')]), metadata: { name: 'pull-a-xyz', namespace: 'prewarm', uid: 'u', creationTimestamp: readyAt } },
-    {
-      ...node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }),
-      metadata: { name: 'node-a', uid: 'n', creationTimestamp: new Date(now - (over.readyAgoMs ?? 20_000) - 10_000).toISOString() },
-      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: readyAt }] },
-    },
-  ).start();
-  const kube = new KubeHttp({ server: api.url });
-  const cfg = config({ refreshSeconds: over.refreshSeconds ?? 0 });
+/** Pool gpu on node-a: node Ready at 10 s, the gate and another taint on it; the clock at `now`. */
+function setup(
+  over: { pools?: ReturnType<typeof pools>; registry?: Registry; restarter?: Restarter; refreshSeconds?: number; now?: number; opts?: Partial<ControllerOptions> } = {},
+) {
+  const clock = new FakeClock(over.now ?? at(60));
+  const kube = new FakeKube(pod(IMAGES, [st.creating('c1'), st.creating('c2')]), node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }));
+  const log = logger();
   const metrics = new Metrics();
   const ctl = new Controller(
     {
-      pods: new KubePodSource(kube, 'prewarm', 'pull-a-xyz'),
-      nodes: new KubeNodePort(kube, 'node-a'),
-      events: new KubeEventSink(kube, cfg, () => Date.now()),
-      clock: systemClock,
-      log: quiet,
+      pods: kube.pods,
+      nodes: kube.nodes,
+      events: kube.eventSink,
+      clock,
+      log,
       metrics,
       ...(over.registry ? { registry: over.registry } : {}),
       ...(over.restarter ? { restarter: over.restarter } : {}),
     },
-    cfg,
+    config({ refreshSeconds: over.refreshSeconds ?? 0 }),
     over.pools ?? pools(pool('gpu')),
-    { sidecarName: SIDECAR, backoffInitialMs: 5, backoffMaxMs: 20, resyncMs: 60_000, gateResyncMs: 60_000 },
+    { sidecarName: SIDECAR, resyncMs: 300_000, gateResyncMs: 30_000, ...over.opts },
   );
   const stop = new AbortController();
   const done = ctl.run(stop.signal);
-  cleanup.push(async () => {
+  /** SIGTERM: stop the loop and let cleanup run to its end under the clock. */
+  const sigterm = async (): Promise<void> => {
     stop.abort();
-    await done;
-    kube.close();
-    await api.stop();
+    await clock.runUntil(done);
+  };
+  stops.push(async () => {
+    if (!stop.signal.aborted) await sigterm();
   });
-  return { api, ctl, stop, done, metrics };
+  return { clock, kube, log, metrics, ctl, sigterm };
 }
 
-const running = (at: number) => pod(IMAGES, [st.running('c1', 'reg/a:1', at, 'a'), st.running('c2', 'reg/b:1', at, 'b')]);
+/** A second gating pool that selects node-a (it tolerates the node's other taint). */
+const base = pool('base', { tolerations: [{ key: 'other', operator: 'Exists' }] });
+const running = (): ReturnType<typeof pod> => pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 30, 'b')]);
 
-describe('Controller against the fake apiserver', () => {
+describe('Controller', () => {
   it('warms the node: one label write, one taint removal, one Event; then idles without writes', async () => {
-    const { api, metrics } = await setup();
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    expect(api.writes()).toEqual([]); // nothing to say while pulling
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    await until(() => api.events.length === 1);
-    expect(api.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
-    expect(api.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
-    const w = api.writes();
-    expect(w.map((r) => `${r.method} ${r.contentType ?? ''}`)).toEqual([
-      'PATCH application/strategic-merge-patch+json',
-      'PATCH application/json-patch+json',
-      'POST application/json',
-    ]);
-    expect(api.events[0]).toMatchObject({ reason: EventReason.Warm, type: 'Normal', involvedObject: { kind: 'Node', name: 'node-a', uid: 'n' } });
-    expect(String(api.events[0]?.message)).toContain('removed gate taint prewarm.dev/warming');
-    // Only our pod and node were ever named: no list of pods or nodes.
-    for (const r of api.requests) expect(r.path).toMatch(/^\/api\/v1\/(nodes\/node-a|namespaces\/prewarm\/(pods\/pull-a-xyz|pods\?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz.*)|namespaces\/default\/events)$/);
-    await until(() => metrics.render().includes('prewarm_pool_warm{pool="gpu"} 1'));
+    const { clock, kube, metrics } = setup();
+    await clock.settle();
+    expect(kube.calls).toEqual(['GET pod', 'WATCH pod', 'GET node']); // nothing to say while pulling
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.writes()).toEqual(['PATCH node merge', 'PATCH node json', 'POST event']);
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(kube.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
+    expect(kube.events).toEqual([{ reason: EventReason.Warm, message: expect.stringContaining('removed gate taint prewarm.dev/warming') }]);
+    expect(metrics.render()).toContain('prewarm_pool_warm{pool="gpu"} 1');
     expect(metrics.render()).toContain('prewarm_gate_opened_total{outcome="ready",pool="gpu"} 1');
-    // Another pod status change that changes nothing: a GET of the node, no write.
-    const before = api.writes().length;
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    const gets = api.requests.length;
-    await until(() => api.requests.length > gets);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(api.writes().length).toBe(before);
+    // A pod status change that changes nothing, then a resync: one GET of the node each, no write.
+    const calls = kube.calls.length;
+    kube.setPod(running());
+    await clock.settle();
+    expect(clock.pending).toEqual([clock.now() + 300_000]); // the gate is gone: the slow resync
+    await clock.advance(300_000);
+    expect(kube.calls.slice(calls)).toEqual(['GET node', 'GET node']);
+  });
+
+  it('re-reads the node every gate resync while the taint waits for another pool', async () => {
+    const { clock, kube } = setup({ pools: pools(pool('gpu'), base) });
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
+    expect(kube.node.spec?.taints?.map((t) => t.key)).toContain('prewarm.dev/warming');
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm]);
+    const calls = kube.calls.length;
+    await clock.advance(30_000 - 1);
+    expect(kube.calls.length).toBe(calls);
+    await clock.advance(1);
+    expect(kube.calls.slice(calls)).toEqual(['GET node']);
+    // The other pool turns warm: the next resync lifts the taint.
+    kube.node = { ...kube.node, metadata: { ...kube.node.metadata, labels: { ...kube.node.metadata.labels, 'prewarm.dev/base': 'warm' } } };
+    await clock.advance(30_000);
+    expect(kube.node.spec?.taints?.map((t) => t.key)).toEqual(['other']);
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm, EventReason.GateOpened]);
+  });
+
+  it('wakes at its deadline, not a millisecond earlier, and fails open', async () => {
+    // Node Ready at 10 s, deadline 600 s: the pool is partial from 610 s. The first wake-up is
+    // 1 ms later: a real timer can fire up to 1 ms early, and the core must see the deadline passed.
+    const deadlineAt = at(610);
+    const { clock, kube } = setup({ now: at(600), opts: { gateResyncMs: 3_600_000 } });
+    await clock.settle();
+    expect(clock.pending).toEqual([deadlineAt + 1]);
+    await clock.advanceTo(deadlineAt);
+    expect(kube.writes()).toEqual([]);
+    await clock.advance(1);
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('partial');
+    expect(kube.node.spec?.taints?.map((t) => t.key)).toEqual(['other']);
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Partial]);
+    expect(kube.writes()).toEqual(['PATCH node merge', 'PATCH node json', 'POST event']);
+  });
+
+  it('forces the gate open at the absolute bound when another gating pool never reports', async () => {
+    // Node created at 0 s; the longest deadline is 600 s: the bound is 600 + grace seconds after.
+    const forceAt = at(600 + ABSOLUTE_GRACE_SECONDS);
+    const { clock, kube } = setup({ pools: pools(pool('gpu'), base), opts: { gateResyncMs: 3_600_000 } });
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm]);
+    expect(clock.pending).toEqual([forceAt + 1]);
+    await clock.advanceTo(forceAt);
+    expect(kube.node.spec?.taints?.map((t) => t.key)).toContain('prewarm.dev/warming');
+    await clock.advance(1);
+    expect(kube.node.spec?.taints?.map((t) => t.key)).toEqual(['other']);
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm, EventReason.GateForcedOpen]);
   });
 
   it('removes its label and annotation on SIGTERM', async () => {
-    const { api, stop, done } = await setup();
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
-    stop.abort();
-    await done;
-    expect(api.node.metadata.labels ?? {}).toEqual({});
-    expect(api.node.metadata.annotations ?? {}).toEqual({});
+    const { clock, kube, sigterm } = setup();
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
+    await sigterm();
+    expect(kube.node.metadata.labels ?? {}).toEqual({});
+    expect(kube.node.metadata.annotations ?? {}).toEqual({});
   });
 
   it('cleans up when the watch shows its deletionTimestamp', async () => {
-    const { api } = await setup();
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
-    api.setPod({ ...api.pod, metadata: { ...api.pod.metadata, deletionTimestamp: new Date().toISOString() } });
-    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === undefined);
-    expect(api.node.metadata.annotations?.['status.prewarm.dev/gpu']).toBeUndefined();
-  });
-
-  it('rides out an apiserver outage with backoff', async () => {
-    const { api, metrics } = await setup();
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    api.failNext = 4;
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
-    expect(metrics.render()).toMatch(/prewarm_api_errors_total\{code="503",op="reconcile",pool="gpu"\} [1-9]/);
-  });
-
-  it('leaves the taint while another gating pool has not reported', async () => {
-    const { api } = await setup({ pools: pools(pool('gpu'), pool('base', { tolerations: [{ key: 'other', operator: 'Exists' }] })) });
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
-    await until(() => api.events.length === 1);
-    expect(api.node.spec?.taints?.map((t) => t.key)).toContain('prewarm.dev/warming');
-    expect(api.events[0]?.reason).toBe(EventReason.Warm);
+    const { clock, kube } = setup();
+    kube.setPod(running());
+    await clock.settle();
+    kube.setPod({ ...kube.pod, metadata: { ...kube.pod.metadata, deletionTimestamp: iso(100) } });
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+    expect(kube.node.metadata.annotations?.['status.prewarm.dev/gpu']).toBeUndefined();
   });
 
   it('re-reads its pod after the watch expires (410) and keeps following it', async () => {
-    const { api } = await setup();
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    const gets = () => api.requests.filter((r) => r.method === 'GET' && r.path === '/api/v1/namespaces/prewarm/pods/pull-a-xyz').length;
-    expect(gets()).toBe(1);
-    api.expireWatches();
-    await until(() => gets() === 2 && api.requests.filter((r) => r.path.includes('watch=true')).length === 2);
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    await until(() => api.node.metadata.labels?.['prewarm.dev/gpu'] === 'warm');
+    const { clock, kube } = setup();
+    await clock.settle();
+    kube.expireWatches();
+    await clock.settle();
+    expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual(['GET pod', 'WATCH pod', 'GET pod', 'WATCH pod']);
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
   });
 
-  it('wakes at its deadline without any pod event and fails open', async () => {
-    // Node Ready 599.7 s ago with a 600 s deadline: the deadline passes 0.3 s after start.
-    const { api } = await setup({ readyAgoMs: 599_700 });
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    await new Promise((r) => setTimeout(r, 50));
-    expect(api.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
-    // Label, taint removal and Event are three requests, in that order: wait for the last one, then
-    // check the whole end state exactly.
-    await until(() => api.events.length >= 1, 3000);
-    expect(api.node.metadata.labels?.['prewarm.dev/gpu']).toBe('partial');
-    expect(api.node.spec?.taints?.map((t) => t.key)).toEqual(['other']);
-    expect(api.events.map((e) => e.reason)).toEqual([EventReason.Partial]);
+  it('rides out an apiserver outage: retries back off exponentially up to the cap, then reset', async () => {
+    // random() = 0.5 takes each wait at 3/4 of its cap: 1000 ms, doubling, capped at 4000 ms.
+    const { clock, kube, metrics, log } = setup({ opts: { backoffInitialMs: 1000, backoffMaxMs: 4000 } });
+    await clock.settle();
+    kube.failNext = 5;
+    kube.setPod(running());
+    await clock.settle();
+    for (const wait of [750, 1500, 3000, 3000, 3000]) {
+      expect(clock.pending).toEqual([clock.now() + wait]);
+      expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+      await clock.advance(wait);
+    }
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
+    expect(log.warnings.filter((w) => w === 'reconcile failed; retrying')).toHaveLength(5);
+    expect(metrics.render()).toContain('prewarm_api_errors_total{code="503",op="reconcile",pool="gpu"} 5');
+    // Success reset the backoff: the next outage starts again from the first step.
+    kube.failNext = 1;
+    kube.setPod(running());
+    await clock.settle();
+    expect(clock.pending).toEqual([clock.now() + 750]);
   });
 
-  it('refresh: restarts only the container whose tag moved', async () => {
+  it('restarts a failing pod watch with its own backoff', async () => {
+    const { clock, kube } = setup({ opts: { backoffInitialMs: 1000, backoffMaxMs: 60_000 } });
+    await clock.settle();
+    // After a 410 the watch GETs the pod again: that GET and its first retry fail.
+    kube.failNext = 2;
+    kube.expireWatches();
+    await clock.settle();
+    for (const wait of [750, 1500]) {
+      expect(clock.pending[0]).toBe(clock.now() + wait);
+      await clock.advance(wait);
+    }
+    expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual(['GET pod', 'WATCH pod', 'GET pod', 'GET pod', 'GET pod', 'WATCH pod']);
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
+  });
+
+  it('SIGTERM cleanup retries with backoff and succeeds within the budget', async () => {
+    const { clock, kube, sigterm } = setup();
+    kube.setPod(running());
+    await clock.settle();
+    kube.failNext = 2; // the first cleanup attempt's GET and its retry's
+    const t0 = clock.now();
+    await sigterm();
+    expect(clock.now() - t0).toBe(200 + 400);
+    expect(kube.node.metadata.labels ?? {}).toEqual({});
+  });
+
+  it('SIGTERM cleanup gives up once its budget is spent, against a slow, failing apiserver', async () => {
+    const { clock, kube, log, sigterm } = setup();
+    kube.setPod(running());
+    await clock.settle();
+    // Every call now hangs 6 s and then fails: attempts start at 0, 6.2 and 12.6 s; the fourth
+    // would start at 19.4 s, past the 15 s budget.
+    kube.before = async (call) => {
+      await clock.sleep(6000, new AbortController().signal);
+      throw new ApiError(0, `${call}: timeout`);
+    };
+    const t0 = clock.now();
+    await sigterm();
+    expect(log.warnings.filter((w) => w === 'cleanup failed')).toHaveLength(3);
+    expect(clock.now() - t0).toBe(3 * 6000 + 200 + 400 + 800);
+    expect(clock.now() - t0).toBeGreaterThanOrEqual(CLEANUP_BUDGET_MS);
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm'); // stale, recomputed by the next pod
+  });
+
+  it('runs the moved-tag refresh beside the loop, on its interval', async () => {
     const restarted: string[] = [];
     const registry: Registry = { digest: async (img) => (img === 'reg/b:1' ? digest('f') : digest('a')) };
     const restarter: Restarter = { restart: async (c) => (restarted.push(c), true) };
-    const { api, ctl } = await setup({ registry, restarter });
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    api.setPod({ ...running(0), metadata: api.pod.metadata });
-    await until(() => ctl.latestPod?.status?.containerStatuses?.[0]?.state?.running !== undefined);
-    await ctl.refreshOnce();
+    const { clock, kube } = setup({ registry, restarter, refreshSeconds: 100 });
+    kube.setPod(running());
+    const interval = refreshDelayMs(100, 0.5);
+    await clock.advance(interval - 1);
+    expect(restarted).toEqual([]);
+    await clock.advance(1);
     expect(restarted).toEqual(['c2']);
-    expect(api.events.some((e) => e.reason === EventReason.TagMoved)).toBe(true);
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm, EventReason.TagMoved]);
+  });
+});
+
+describe('Backoff', () => {
+  it.each([
+    ['the top of each range', 1, [100, 200, 400, 800, 1000, 1000]],
+    ['the bottom of each range', 0, [50, 100, 200, 400, 500, 500]],
+  ])('doubles from the initial wait up to the cap, with full jitter: %s', (_name, r, want) => {
+    const b = new Backoff(100, 1000, () => r);
+    expect(want.map(() => b.next())).toEqual(want);
+  });
+
+  it('starts over after reset', () => {
+    const b = new Backoff(100, 1000, () => 1);
+    expect([b.next(), b.next(), b.next()]).toEqual([100, 200, 400]);
+    b.reset();
+    expect(b.next()).toBe(100);
+  });
+
+  it('never waits less than 1 ms, which would spin', () => {
+    expect(new Backoff(0, 10, () => 0).next()).toBe(1);
   });
 });

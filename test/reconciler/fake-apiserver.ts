@@ -8,6 +8,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KNode, KPod } from '../../src/reconciler/kube-types.js';
+import { ApiError, type JsonPatchOp } from '../../src/reconciler/ports.js';
+import { mergeNodeMetadata, patchNodeTaints } from './fake-kube.js';
 
 /** One recorded request. */
 export interface Recorded {
@@ -19,15 +21,6 @@ export interface Recorded {
 
 type Obj = Record<string, unknown>;
 
-function mergeMap(cur: Obj | undefined, patch: Obj): Obj {
-  const out: Obj = { ...(cur ?? {}) };
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete out[k];
-    else out[k] = v;
-  }
-  return out;
-}
-
 /** The fake; `start()` listens on an ephemeral loopback port. */
 export class FakeApiserver {
   pod: KPod;
@@ -38,6 +31,7 @@ export class FakeApiserver {
   failNext = 0;
   private rv = 100;
   private watchers = new Set<http.ServerResponse>();
+  private onWatch: (() => void)[] = [];
   private server: http.Server | undefined;
 
   constructor(pod: KPod, node: KNode) {
@@ -78,6 +72,12 @@ export class FakeApiserver {
     for (const w of this.watchers) w.write(line);
   }
 
+  /** Resolves once a watch is open (at once if one is), so a test never sends before it listens. */
+  watching(): Promise<void> {
+    if (this.watchers.size > 0) return Promise.resolve();
+    return new Promise((resolve) => this.onWatch.push(resolve));
+  }
+
   /** Ends every open watch with a 410 Expired ERROR event, as after etcd compaction. */
   expireWatches(): void {
     const line = `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`;
@@ -112,34 +112,23 @@ export class FakeApiserver {
       res.flushHeaders();
       this.watchers.add(res);
       res.on('close', () => this.watchers.delete(res));
+      for (const w of this.onWatch.splice(0)) w();
       return;
     }
     if (req.method === 'GET' && url.pathname === nodePath) return send(200, this.node);
     if (req.method === 'PATCH' && url.pathname === nodePath) {
       const ct = req.headers['content-type'];
       if (ct === 'application/strategic-merge-patch+json' || ct === 'application/merge-patch+json') {
-        const md = (body as { metadata?: { labels?: Obj; annotations?: Obj } }).metadata ?? {};
-        const m = this.node.metadata as Obj;
-        this.node = this.bump({
-          ...this.node,
-          metadata: {
-            ...this.node.metadata,
-            ...(md.labels ? { labels: mergeMap(m.labels as Obj, md.labels) as Record<string, string> } : {}),
-            ...(md.annotations ? { annotations: mergeMap(m.annotations as Obj, md.annotations) as Record<string, string> } : {}),
-          },
-        });
+        this.node = this.bump(mergeNodeMetadata(this.node, body));
         return send(200, this.node);
       }
       if (ct === 'application/json-patch+json') {
-        let taints = [...(this.node.spec?.taints ?? [])];
-        for (const op of body as { op: string; path: string; value?: unknown }[]) {
-          const m = /^\/spec\/taints\/(\d+)$/.exec(op.path);
-          if (!m) return send(422, { code: 422, message: `unsupported path ${op.path}` });
-          const i = Number(m[1]);
-          if (op.op === 'test' && JSON.stringify(taints[i]) !== JSON.stringify(op.value)) return send(422, { code: 422, reason: 'Invalid', message: 'test failed' });
-          if (op.op === 'remove') taints = taints.filter((_, j) => j !== i);
+        try {
+          this.node = this.bump(patchNodeTaints(this.node, body as JsonPatchOp[]));
+        } catch (e) {
+          if (!(e instanceof ApiError)) throw e;
+          return send(e.code, { code: e.code, ...(e.reason ? { reason: e.reason } : {}), message: e.message });
         }
-        this.node = this.bump({ ...this.node, spec: { ...this.node.spec, taints } });
         return send(200, this.node);
       }
       return send(415, { code: 415, message: `unsupported ${ct}` });

@@ -1,13 +1,18 @@
 /** Builders of pods, nodes and pools for the reconciler's unit tests. */
 import type { ReconcilerConfig } from '../../src/reconciler/config.js';
 import type { KContainerStatus, KNode, KPod, KTaint } from '../../src/reconciler/kube-types.js';
+import type { Observed } from '../../src/reconciler/pool.js';
 import { placementOf, type NodeSelector, type Toleration } from '../../src/contract/placement.js';
 import type { PoolEntry, PoolsFile } from '../../src/contract/pools-file.js';
-import { DEFAULT_GATE_TAINT_KEY } from '../../src/wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
 export const iso = (sec: number): string => new Date(T0 + sec * 1000).toISOString();
+/** ms since epoch of `sec` seconds after {@link T0}. */
+export const at = (sec: number): number => T0 + sec * 1000;
 export const SIDECAR = 'prewarm-reconciler';
+/** The images of the pool most tests use: containers c1 and c2. */
+export const IMAGES = ['reg/a:1', 'reg/b:1'];
 
 export function config(over: Partial<ReconcilerConfig> = {}): ReconcilerConfig {
   return {
@@ -93,5 +98,18 @@ export function pod(images: string[], statuses: KContainerStatus[], over: { crea
       ...(over.initStatuses ? { initContainerStatuses: over.initStatuses } : {}),
       containerStatuses: statuses,
     },
+  };
+}
+
+/** What a reconcile observes, 60 s after T0: pool gpu still pulling both images on a gated node. */
+export function observed(over: Partial<Observed> = {}): Observed {
+  return {
+    pod: pod(IMAGES, [st.creating('c1'), st.creating('c2')]),
+    node: node({ taints: [gate] }),
+    pools: pools(pool('gpu')),
+    config: config(),
+    now: at(60),
+    sidecarName: SIDECAR,
+    ...over,
   };
 }

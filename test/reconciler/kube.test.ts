@@ -1,6 +1,17 @@
-/** The pod projection of the sidecar's Kubernetes adapter: it keeps exactly the fields KPod declares. */
-import { describe, expect, it } from 'vitest';
-import { podOf } from '../../src/reconciler/adapters/kube.js';
+/**
+ * The sidecar's Kubernetes adapters: the pod projection keeps exactly the fields KPod declares, and
+ * over HTTP (the loopback fake apiserver) the ports name only our own pod and node, with the patch
+ * types and error codes the controller relies on.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { EVENTS_NAMESPACE } from '../../src/contract/names.js';
+import { KubeHttp } from '../../src/reconciler/adapters/http.js';
+import { KubeEventSink, KubeNodePort, KubePodSource, podOf } from '../../src/reconciler/adapters/kube.js';
+import { taintRemovalPatch } from '../../src/reconciler/patches.js';
+import type { PodWatchEvent } from '../../src/reconciler/ports.js';
+import { EventReason } from '../../src/reconciler/reasons.js';
+import { FakeApiserver } from './fake-apiserver.js';
+import { IMAGES, T0, config, gate, node, pod, st } from './fixtures.js';
 
 const running = { running: { startedAt: '2026-12-03T10:00:00Z' } };
 
@@ -59,5 +70,76 @@ describe('podOf', () => {
   it('turns what is not an object into an empty pod rather than throwing', () => {
     expect(podOf(null)).toStrictEqual({ metadata: {} });
     expect(podOf({ metadata: [], spec: { containers: 'x' } })).toStrictEqual({ metadata: {}, spec: {} });
+  });
+});
+
+describe('the apiserver adapters over HTTP', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await close?.();
+    close = undefined;
+  });
+
+  async function serve() {
+    const api = await new FakeApiserver(pod(IMAGES, [st.creating('c1'), st.creating('c2')]), node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] })).start();
+    const http = new KubeHttp({ server: api.url });
+    close = async () => {
+      http.close();
+      await api.stop();
+    };
+    return {
+      api,
+      pods: new KubePodSource(http, 'prewarm', 'pull-a-xyz'),
+      nodes: new KubeNodePort(http, 'node-a'),
+      events: new KubeEventSink(http, config(), () => T0),
+    };
+  }
+
+  it('name only our pod and node, never a list, with an explicit patch type per write', async () => {
+    const { api, pods, nodes, events } = await serve();
+    expect((await pods.get()).metadata.name).toBe('pull-a-xyz');
+    const n = await nodes.patchMerge({ metadata: { labels: { 'prewarm.dev/gpu': 'warm' } } });
+    expect(n.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    const after = await nodes.patchJson(taintRemovalPatch(await nodes.get(), gate.key) ?? []);
+    expect(after.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
+    await events.emit(after, { reason: EventReason.Warm, message: 'pool gpu: warm' });
+    expect(api.requests.map((r) => `${r.method} ${r.path} ${r.contentType ?? ''}`.trim())).toEqual([
+      'GET /api/v1/namespaces/prewarm/pods/pull-a-xyz',
+      'PATCH /api/v1/nodes/node-a application/strategic-merge-patch+json',
+      'GET /api/v1/nodes/node-a',
+      'PATCH /api/v1/nodes/node-a application/json-patch+json',
+      `POST /api/v1/namespaces/${EVENTS_NAMESPACE}/events application/json`,
+    ]);
+    expect(api.events[0]).toMatchObject({
+      metadata: { namespace: EVENTS_NAMESPACE },
+      involvedObject: { kind: 'Node', name: 'node-a', uid: 'uid-node-a' },
+      reason: EventReason.Warm,
+      type: 'Normal',
+      firstTimestamp: new Date(T0).toISOString(),
+    });
+  });
+
+  it('a failed JSON-patch test is ApiError 422 and an outage is ApiError 503', async () => {
+    const { api, nodes } = await serve();
+    const stale = taintRemovalPatch(node({ taints: [{ key: 'x', effect: 'NoSchedule' }, gate] }), gate.key) ?? [];
+    await expect(nodes.patchJson(stale)).rejects.toMatchObject({ name: 'ApiError', code: 422 });
+    api.failNext = 1;
+    await expect(nodes.get()).rejects.toMatchObject({ name: 'ApiError', code: 503 });
+  });
+
+  it('watches our pod by name, and rejects with 410 when the version expired', async () => {
+    const { api, pods } = await serve();
+    const got: PodWatchEvent[] = [];
+    let delivered: () => void = () => {};
+    const stop = new AbortController();
+    const watch = pods.watch('7', (e) => (got.push(e), delivered()), stop.signal);
+    await api.watching();
+    expect(api.requests.at(-1)?.path).toBe('/api/v1/namespaces/prewarm/pods?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=290');
+    const arrived = new Promise<void>((resolve) => (delivered = resolve));
+    api.setPod(pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]));
+    await arrived;
+    expect(got.map((e) => [e.type, e.pod.status?.containerStatuses?.[0]?.state?.running !== undefined])).toEqual([['MODIFIED', true]]);
+    api.expireWatches();
+    await expect(watch).rejects.toMatchObject({ name: 'ApiError', code: 410, reason: 'Expired' });
   });
 });

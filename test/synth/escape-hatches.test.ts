@@ -3,7 +3,8 @@ import { Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { describe, expect, it } from 'vitest';
 import { placementOf } from '../../src/contract/placement.js';
-import { patchPullDaemonSet, SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../../src/synth/escape-hatches.js';
+import { SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../../src/contract/names.js';
+import { patchPullDaemonSet } from '../../src/synth/escape-hatches.js';
 import { only } from '../helpers.js';
 
 function daemonSet(patches: Partial<Parameters<typeof patchPullDaemonSet>[1]> = {}) {

@@ -2,7 +2,7 @@
 import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
 import { buildReport, renderTable, type StatusFormat, type StatusReport } from '../../status/report.js';
-import { LABEL_MANAGED_BY, LABEL_POOL, MANAGED_BY } from '../../wellknown.js';
+import { LABEL_MANAGED_BY, LABEL_POOL, MANAGED_BY } from '../../contract/names.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';

@@ -2,20 +2,18 @@
  * Adapters of the apiserver ports. Every path names our own pod or node: the sidecar never lists.
  */
 import fs from 'node:fs';
+import { EVENTS_NAMESPACE, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
 import type { ReconcilerConfig } from '../config.js';
-import type { EventIntent } from '../core.js';
 import type { KNode, KPod } from '../kube-types.js';
 import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent } from '../ports.js';
-import { EVENT_COMPONENT, EVENT_TYPE } from '../reasons.js';
+import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../reasons.js';
 import { KubeHttp, type Endpoint } from './http.js';
-
-const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /**
  * The in-cluster endpoint: `KUBERNETES_SERVICE_HOST/PORT`, the mounted CA and the projected token,
  * re-read on every request because the kubelet rotates it. `saDir` is overridable for tests.
  */
-export function inClusterEndpoint(env: Readonly<Record<string, string | undefined>>, saDir = SA_DIR): Endpoint {
+export function inClusterEndpoint(env: Readonly<Record<string, string | undefined>>, saDir = SERVICE_ACCOUNT_MOUNT): Endpoint {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT ?? '443';
   if (!host) throw new Error('KUBERNETES_SERVICE_HOST is not set: not running in a cluster');
@@ -120,14 +118,7 @@ export class KubeNodePort implements NodePort {
 }
 
 /**
- * The namespace of Events about cluster-scoped objects: the apiserver rejects (422) a core/v1
- * Event whose involvedObject has no namespace unless the Event itself is in "default" (or none),
- * which is where the kubelet posts node events too.
- */
-export const NODE_EVENTS_NAMESPACE = 'default';
-
-/**
- * core/v1 Events about the Node, in {@link NODE_EVENTS_NAMESPACE}. Names are `<pod>.<hex ms>`
+ * core/v1 Events about the Node, in {@link EVENTS_NAMESPACE}. Names are `<pod>.<hex ms>`
  * like client-go's recorder, unique per emission, so we only ever create (no `patch` grant).
  */
 export class KubeEventSink implements EventSink {
@@ -140,10 +131,10 @@ export class KubeEventSink implements EventSink {
   async emit(node: KNode, e: EventIntent): Promise<void> {
     const t = new Date(this.now()).toISOString();
     const name = `${this.config.podName}.${this.now().toString(16)}${(this.seq++ % 16).toString(16)}`;
-    await this.http.json('POST', `/api/v1/namespaces/${NODE_EVENTS_NAMESPACE}/events`, {
+    await this.http.json('POST', `/api/v1/namespaces/${EVENTS_NAMESPACE}/events`, {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name, namespace: NODE_EVENTS_NAMESPACE },
+      metadata: { name, namespace: EVENTS_NAMESPACE },
       involvedObject: { apiVersion: 'v1', kind: 'Node', name: node.metadata.name ?? this.config.nodeName, ...(node.metadata.uid ? { uid: node.metadata.uid } : {}) },
       reason: e.reason,
       message: e.message,

@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Restarter } from '../ports.js';
-import { ENV } from '../../wellknown.js';
+import { ENV } from '../../contract/names.js';
 
 /** Restarts image containers by killing their process found in a shared PID namespace. */
 export class ProcRestarter implements Restarter {

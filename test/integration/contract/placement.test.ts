@@ -23,7 +23,7 @@ import { buildBundle } from '../../../src/imagecache/bundle.js';
 import { parseFiles } from '../../../src/imagecache/parse.js';
 import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import { synthYaml } from '../../../src/synth/app.js';
-import { LABEL_POOL, POOLS_FILE } from '../../../src/wellknown.js';
+import { LABEL_POOL, POOLS_FILE } from '../../../src/contract/names.js';
 import { startLoopbackControlPlane, type LoopbackControlPlane } from '../../cluster/loopback.js';
 import { apply, endpointOf, eventually } from '../reconciler/cluster.js';
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../../src/reconciler/ports.js';
 import type { KNode } from '../../../src/reconciler/kube-types.js';
-import { DEFAULT_GATE_TAINT_KEY } from '../../../src/wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
 import { adminEndpoint, apply, applyAccess, eventually, INT_NAMESPACES, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
 
 const NS = 'prewarm-int-access';

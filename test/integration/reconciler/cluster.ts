@@ -88,7 +88,11 @@ export async function makeNode(http: KubeHttp, name: string, taints: { key: stri
   }
   await http.json('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name } }, spec: { taints } });
   const t = readyAt.toISOString();
-  return http.json<KNode>('PATCH', `/api/v1/nodes/${name}/status`, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: t, lastTransitionTime: t }] } }, 'application/strategic-merge-patch+json');
+  await http.json<KNode>('PATCH', `/api/v1/nodes/${name}/status`, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: t, lastTransitionTime: t }] } }, 'application/strategic-merge-patch+json');
+  // The NodeTaint admission plugin taints every new node node.kubernetes.io/not-ready:NoSchedule,
+  // and the node lifecycle controller (not run here) lifts it once the node is Ready. Daemon pods
+  // do not tolerate it, so a Ready node that kept it would select no pool.
+  return http.json<KNode>('PATCH', `/api/v1/nodes/${name}`, { spec: { taints } }, 'application/merge-patch+json');
 }
 
 /** Creates a pod bound to `node` (no scheduler involved: spec.nodeName is set at creation). */

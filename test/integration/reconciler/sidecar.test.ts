@@ -11,11 +11,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
-import { parseAnnotation } from '../../../src/reconciler/core.js';
+import { parseAnnotation } from '../../../src/contract/annotation.js';
 import { ApiError } from '../../../src/reconciler/ports.js';
 import { placementOf } from '../../../src/contract/placement.js';
 import { renderPoolsFile, type PoolsFile } from '../../../src/contract/pools-file.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV } from '../../../src/wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY, ENV } from '../../../src/contract/names.js';
 import { adminEndpoint, apply, applyAccess, eventually, INT_NAMESPACES, makeNode, makePod, podToken, setContainerStatuses } from './cluster.js';
 
 const NS = INT_NAMESPACES[1] as string;

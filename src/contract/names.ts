@@ -1,7 +1,8 @@
 /**
- * The contract shared by synthesis and the sidecar reconciler: every label, annotation, taint and
- * environment variable that one side writes and the other reads is named here, and only here, so
- * the two can never disagree.
+ * The names of the synth↔sidecar contract: every label, annotation, taint, environment variable,
+ * mount path and namespace that one side writes and the other reads is named here, and only here,
+ * so the two can never disagree. The rest of the contract sits beside it in src/contract/:
+ * placement, pools.json and the node annotation's codec.
  *
  * Anything derived from a spec's identity (pool names, object names, the per-pool node label key)
  * is computed by `synth/naming.ts` and handed to the sidecar through the environment variables
@@ -99,6 +100,23 @@ export const ENV = {
  * mounts them. Only read by the optional tag refresh.
  */
 export const PULL_SECRETS_MOUNT_PATH = '/etc/prewarm-pull-secrets';
+
+/**
+ * Where the sidecar's service-account token, CA and namespace are mounted: the path client
+ * libraries look in, so synthesis mounts the projected token volume ({@link TOKEN_VOLUME}) there
+ * and the sidecar's in-cluster endpoint reads it from there.
+ */
+export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
+/** The projected token volume, mounted into the sidecar only: image containers get no credentials. */
+export const TOKEN_VOLUME = 'prewarm-token';
+
+/**
+ * The namespace of the Events the sidecar posts about its Node, and so the only namespace where
+ * synthesis grants it `create events`. The apiserver rejects (422) a core/v1 Event whose
+ * involvedObject has no namespace unless the Event itself is in "default" (or none), which is
+ * where the kubelet posts node events too.
+ */
+export const EVENTS_NAMESPACE = 'default';
 
 /** Defaults shared by the spec model and the sidecar. */
 export const DEFAULTS = {

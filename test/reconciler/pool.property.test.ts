@@ -1,15 +1,16 @@
 /**
- * Invariants of the decision core over random pods, nodes and times (fast-check):
+ * Invariants of the pool decision over random pods, nodes and times (fast-check):
  * - write only on change: applying a decision and deciding again writes nothing and emits nothing;
  * - restart idempotence: the decision depends only on observed state (same input, same output);
  * - the annotation always fits its cap and parses back;
- * - cleanup always removes what is ours and never touches other keys;
- * - the gate never stays shut past the absolute bound.
+ * - cleanup always removes what is ours and never touches other keys.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ABSOLUTE_GRACE_SECONDS, ANNOTATION_MAX_BYTES, decideGate, decidePool, metadataPatch, parseAnnotation, type Observed } from '../../src/reconciler/core.js';
+import { ANNOTATION_MAX_BYTES, parseAnnotation } from '../../src/contract/annotation.js';
 import type { KContainerStatus, KNode } from '../../src/reconciler/kube-types.js';
+import { metadataPatch } from '../../src/reconciler/patches.js';
+import { decidePool, type Observed } from '../../src/reconciler/pool.js';
 import { SIDECAR, T0, config, digest, gate, iso, node, pod, pool, pools } from './fixtures.js';
 
 const statusArb = (name: string): fc.Arbitrary<KContainerStatus> =>
@@ -48,7 +49,7 @@ function apply(n: KNode, patch: object | undefined): KNode {
   return { ...n, metadata: { ...n.metadata, labels: merge(n.metadata.labels, md.labels), annotations: merge(n.metadata.annotations, md.annotations) } };
 }
 
-describe('decision core properties', () => {
+describe('pool decision properties', () => {
   it('writes only on change, is deterministic, and keeps the annotation bounded', () => {
     fc.assert(
       fc.property(scenario, (s) => {
@@ -82,27 +83,6 @@ describe('decision core properties', () => {
         expect(gone.metadata.labels).toEqual(s.otherLabels);
       }),
       { numRuns: 300 },
-    );
-  });
-
-  it('never keeps the gate past the absolute bound, whatever the pools report', () => {
-    fc.assert(
-      fc.property(
-        fc.array(fc.record({ state: fc.constantFrom(undefined, 'warm', 'partial', 'junk'), deadline: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined }) }), { maxLength: 5 }),
-        fc.constantFrom('warming' as const, 'warm' as const, 'partial' as const),
-        fc.integer({ min: 0, max: 20_000 }),
-        (others, own, now) => {
-          const ps = pools(pool('gpu'), ...others.map((o, i) => pool(`p${i}`, o.deadline !== undefined ? { deadlineSeconds: o.deadline } : {})));
-          const labels = Object.fromEntries(others.flatMap((o, i) => (o.state ? [[`prewarm.dev/p${i}`, o.state]] : [])));
-          const n = node({ labels, taints: [gate] });
-          const g = decideGate(n, ps, config(), own, T0 + now * 1000);
-          const longest = Math.max(600, ...others.map((o) => o.deadline ?? 600));
-          if (now >= longest + ABSOLUTE_GRACE_SECONDS) expect(g.removeTaintKey).toBe(gate.key);
-          const allReady = [own, ...others.map((o) => o.state)].every((x) => x === 'warm' || x === 'partial');
-          expect(Boolean(g.removeTaintKey)).toBe(allReady || now >= longest + ABSOLUTE_GRACE_SECONDS);
-        },
-      ),
-      { numRuns: 500 },
     );
   });
 });

@@ -1,0 +1,92 @@
+/**
+ * The per-pool node annotation (`status.prewarm.dev/<pool-id>`): bounded JSON details of a pool
+ * on one node (digests, time-to-warm, failing images). The sidecar writes it and reads it back
+ * (it is the sidecar's only memory across restarts); `prewarm status` reads it. Schema, render and
+ * parse live here together, so every reader reads what the writer wrote.
+ */
+import type { NodeState } from './names.js';
+
+/** Version of the annotation's JSON schema. */
+export const ANNOTATION_VERSION = 1;
+/** Upper bound of the annotation's serialized size (the apiserver allows 256 KiB for all). */
+export const ANNOTATION_MAX_BYTES = 4096;
+/** At most this many failing images are listed by name; the rest are counted. */
+export const MAX_FAILING_LISTED = 10;
+
+/** One failing (or, past the deadline, missing) image in the annotation. */
+export interface FailingImage {
+  readonly image: string;
+  readonly reason: string;
+  readonly message?: string;
+}
+
+/** The JSON stored in the per-pool node annotation. Bounded by {@link ANNOTATION_MAX_BYTES}. */
+export interface PoolAnnotation {
+  readonly v: number;
+  /** The pod that wrote it; a different name means the data is stale (previous pod). */
+  readonly pod: string;
+  readonly state: 'warming' | NodeState;
+  readonly images: number;
+  readonly present?: number;
+  readonly warmAt?: string;
+  readonly ttwSeconds?: number;
+  /** Image reference → digest of what is running. */
+  readonly digests?: Readonly<Record<string, string>>;
+  readonly digestsOmitted?: number;
+  readonly failing?: readonly FailingImage[];
+  readonly failingOmitted?: number;
+}
+
+/** Parses our annotation; anything unreadable is treated as absent (and rewritten). */
+export function parseAnnotation(text: string | undefined): PoolAnnotation | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const v = JSON.parse(text) as PoolAnnotation;
+    return typeof v === 'object' && v !== null && v.v === ANNOTATION_VERSION && typeof v.pod === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Serializes an annotation under {@link ANNOTATION_MAX_BYTES}: failing images beyond
+ * {@link MAX_FAILING_LISTED} are counted, then digests are dropped from the end, then failing
+ * entries, until it fits. Keys are emitted in a fixed order so equal content gives equal text.
+ */
+export function renderAnnotation(a: PoolAnnotation): string {
+  let failing = [...(a.failing ?? [])];
+  let failingOmitted = a.failingOmitted ?? 0;
+  if (failing.length > MAX_FAILING_LISTED) {
+    failingOmitted += failing.length - MAX_FAILING_LISTED;
+    failing = failing.slice(0, MAX_FAILING_LISTED);
+  }
+  let digests = Object.entries(a.digests ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+  let digestsOmitted = a.digestsOmitted ?? 0;
+  const render = (): string =>
+    JSON.stringify({
+      v: a.v,
+      pod: a.pod,
+      state: a.state,
+      images: a.images,
+      ...(a.present !== undefined ? { present: a.present } : {}),
+      ...(a.warmAt !== undefined ? { warmAt: a.warmAt } : {}),
+      ...(a.ttwSeconds !== undefined ? { ttwSeconds: a.ttwSeconds } : {}),
+      ...(digests.length ? { digests: Object.fromEntries(digests) } : {}),
+      ...(digestsOmitted ? { digestsOmitted } : {}),
+      ...(failing.length ? { failing } : {}),
+      ...(failingOmitted ? { failingOmitted } : {}),
+    });
+  let text = render();
+  while (Buffer.byteLength(text) > ANNOTATION_MAX_BYTES && (digests.length || failing.length)) {
+    if (digests.length) {
+      const drop = Math.max(1, Math.ceil(digests.length / 4));
+      digests = digests.slice(0, digests.length - drop);
+      digestsOmitted += drop;
+    } else {
+      failing = failing.slice(0, failing.length - 1);
+      failingOmitted += 1;
+    }
+    text = render();
+  }
+  return text;
+}

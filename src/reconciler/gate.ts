@@ -1,0 +1,94 @@
+/**
+ * Phase 2 of a reconcile, the gate: whether to lift the gating taint, decided on the node returned
+ * by our own label write (see {@link decideGate} for the race this settles), plus the Event that
+ * reports it and the time the controller must look again. Pure, like phase 1 (pool.ts).
+ */
+import { DEFAULTS, NodeState } from '../contract/names.js';
+import { placementSelectsNode } from '../contract/placement.js';
+import type { PoolsFile } from '../contract/pools-file.js';
+import type { ReconcilerConfig } from './config.js';
+import type { KNode } from './kube-types.js';
+import { timeOf } from './observe.js';
+import type { PoolDecision, PoolState } from './pool.js';
+import { EventReason, eventMessage, GateOutcome, type EventIntent } from './reasons.js';
+
+/**
+ * Extra time, past the longest deadline of the pools gating a node, before any sidecar on that
+ * node removes the taint regardless of the other pools. It is counted from the node's
+ * creationTimestamp (immutable), not from Ready (which moves when the node flaps), and has to
+ * cover the boot-to-Ready time that the per-pool deadlines (counted from Ready) do not.
+ */
+export const ABSOLUTE_GRACE_SECONDS = 600;
+
+/** Phase 2 output: what to do with the gating taint. */
+export interface GateDecision {
+  /** Remove every taint with this key. */
+  readonly removeTaintKey?: string;
+  readonly outcome?: GateOutcome;
+  /** Pools selecting the node, with this gate key, that are neither warm nor partial. */
+  readonly waitingFor: readonly string[];
+  /** Absolute bound (ms) while the taint is still there and we wait. */
+  readonly forceAt?: number;
+}
+
+/**
+ * Phase 2: the gating taint, decided on the node as returned by our own label write.
+ *
+ * Race between sidecars of several pools on one node: each writes its own label first and reads
+ * the result of that write. Writes to one object are serialized by the apiserver, so whichever
+ * sidecar writes last sees every other pool's label in its response, and it is the one that finds
+ * all pools warm and removes the taint. Nobody can miss it: if A writes before B, B's response
+ * contains A's label. Two sidecars may both decide to remove; the removal is a JSON patch with a
+ * `test` on the taint's index, so the second one fails the test, re-reads, and sees no taint.
+ *
+ * Never left behind forever: our own pool turns partial at its deadline, and even if some other
+ * pool selecting the node never reports (its pod never starts, its image is unpullable, pools.json
+ * is stale), every sidecar on the node removes the taint at the absolute bound
+ * `node.creationTimestamp + max(deadline of the gating pools) + ABSOLUTE_GRACE_SECONDS`. The node's
+ * creationTimestamp is immutable, so that bound cannot move. The only case not covered is a node
+ * where no sidecar runs at all (e.g. the reconciler image itself cannot be pulled): then there is
+ * no process on the node to act, which the README documents with the alert to set.
+ */
+export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
+  const key = config.gateTaintKey;
+  if (key === '' || !(node.spec?.taints ?? []).some((t) => t.key === key)) return { waitingFor: [] };
+  const gating = pools.pools.filter((p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsNode(p.placement, node));
+  const labels = node.metadata.labels ?? {};
+  const ready = (v: string | undefined): boolean => v === NodeState.Warm || v === NodeState.Partial;
+  const waitingFor = [
+    ...(ready(ownState) ? [] : [config.poolId]),
+    ...gating.filter((p) => !ready(labels[p.nodeLabelKey])).map((p) => p.id),
+  ].sort();
+  if (waitingFor.length === 0) return { removeTaintKey: key, outcome: GateOutcome.Ready, waitingFor };
+  const created = timeOf(node.metadata.creationTimestamp) ?? now;
+  const longest = Math.max(config.deadlineSeconds, ...gating.map((p) => p.deadlineSeconds ?? DEFAULTS.deadlineSeconds));
+  const forceAt = created + (longest + ABSOLUTE_GRACE_SECONDS) * 1000;
+  if (now >= forceAt) return { removeTaintKey: key, outcome: GateOutcome.Forced, waitingFor };
+  return { waitingFor, forceAt };
+}
+
+/**
+ * The Event for phase 2, merged with phase 1's so one reconcile posts at most one Event (the
+ * write budget is three per transition: label+annotation, taint, Event).
+ */
+export function mergeEvents(pool: readonly EventIntent[], gate: GateDecision): EventIntent[] {
+  if (!gate.removeTaintKey) return [...pool];
+  const note =
+    gate.outcome === GateOutcome.Forced
+      ? `removed gate taint ${gate.removeTaintKey} at the absolute bound; pools not ready: ${gate.waitingFor.join(', ')}`
+      : `removed gate taint ${gate.removeTaintKey}: every pool selecting the node is warm or partial`;
+  const first = pool[0];
+  if (first) return [{ reason: first.reason, message: eventMessage(`${first.message}; ${note}`) }];
+  return [{ reason: gate.outcome === GateOutcome.Forced ? EventReason.GateForcedOpen : EventReason.GateOpened, message: eventMessage(note) }];
+}
+
+/**
+ * When the controller must look again without any pod event: our deadline while warming, the
+ * absolute bound while the taint waits. Undefined means "only on events and the resync".
+ */
+export function nextCheckAt(pool: PoolDecision, gate: GateDecision): number | undefined {
+  const t = [pool.state === 'warming' ? pool.deadlineAt : undefined, gate.removeTaintKey ? undefined : gate.forceAt].filter(
+    (x): x is number => x !== undefined,
+  );
+  return t.length ? Math.min(...t) : undefined;
+}

@@ -1,0 +1,95 @@
+/**
+ * Observation: what the sidecar sees of its pool's images, read from its own pod's container
+ * statuses. Pure: the kubelet's words (waiting reasons, imageID, start times) become one
+ * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
+ */
+import type { KContainerState, KContainerStatus, KPod } from './kube-types.js';
+import { POST_PULL_REASONS, PULL_FAILURE_REASONS } from './reasons.js';
+
+/** Kubelet messages are cut to this many characters. */
+export const MAX_MESSAGE_CHARS = 200;
+
+/** Where an image of the pool stands on this node. */
+export type ImagePhase = 'present' | 'pending' | 'failing';
+
+/** One cached image as observed through its container's status. */
+export interface ImageObservation {
+  readonly container: string;
+  readonly image: string;
+  readonly phase: ImagePhase;
+  /** Digest from the container's imageID, when the runtime reported one. */
+  readonly digest?: string;
+  /** The kubelet's waiting reason (failing or pending). */
+  readonly reason?: string;
+  readonly message?: string;
+  /** When the container first started, as far as the status still tells (ms since epoch). */
+  readonly presentSince?: number;
+}
+
+/** An RFC 3339 timestamp as ms since epoch; absent or unreadable is undefined. */
+export function timeOf(ts: string | undefined): number | undefined {
+  if (ts === undefined) return undefined;
+  const t = Date.parse(ts);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+function startedAt(s: KContainerState | undefined): number | undefined {
+  return timeOf(s?.running?.startedAt) ?? timeOf(s?.terminated?.startedAt);
+}
+
+/** `repo@sha256:…` or `sha256:…` → `sha256:…`; anything else is not a digest. */
+export function digestOf(imageID: string | undefined): string | undefined {
+  if (!imageID) return undefined;
+  const m = /(sha256:[0-9a-f]{64})$/.exec(imageID);
+  return m?.[1];
+}
+
+function cut(s: string | undefined, n: number): string | undefined {
+  if (s === undefined || s === '') return undefined;
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+/**
+ * Classifies one image container. Present means the image is on the node: the container runs, or
+ * ran (current or last state shows a start), or the runtime reported its imageID, or the kubelet
+ * stopped at a step that only comes after a successful pull (crash after pull counts).
+ */
+export function classifyContainer(image: string, st: KContainerStatus | undefined): ImageObservation {
+  const name = st?.name ?? '';
+  const digest = digestOf(st?.imageID);
+  const since = startedAt(st?.state) ?? startedAt(st?.lastState);
+  const ran = Boolean(st?.state?.running || st?.state?.terminated || st?.lastState?.running || st?.lastState?.terminated);
+  const waiting = st?.state?.waiting;
+  const base = { container: name, image, ...(digest ? { digest } : {}), ...(since !== undefined ? { presentSince: since } : {}) };
+  if (ran || digest || (st?.imageID ?? '') !== '' || (waiting?.reason && POST_PULL_REASONS.has(waiting.reason))) {
+    return { ...base, phase: 'present' };
+  }
+  const reason = waiting?.reason;
+  const message = cut(waiting?.message, MAX_MESSAGE_CHARS);
+  const detail = { ...(reason ? { reason } : {}), ...(message ? { message } : {}) };
+  if (reason && PULL_FAILURE_REASONS.has(reason)) return { ...base, phase: 'failing', ...detail };
+  return { ...base, phase: 'pending', ...detail };
+}
+
+/**
+ * The pool's images as seen in its own pod: every regular container and every restartable init
+ * container except the sidecar. Plain init containers (the busybox copy) are not cached images,
+ * but when one of them cannot be pulled nothing else ever starts, so it is reported as failing.
+ */
+export function observeImages(pod: KPod, sidecarName: string): { images: ImageObservation[]; blockers: ImageObservation[] } {
+  const statuses = new Map<string, KContainerStatus>();
+  for (const s of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) statuses.set(s.name, s);
+  const images: ImageObservation[] = [];
+  const blockers: ImageObservation[] = [];
+  for (const c of pod.spec?.initContainers ?? []) {
+    if (c.name === sidecarName) continue;
+    const o = { ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name };
+    if (c.restartPolicy === 'Always') images.push(o);
+    else if (o.phase === 'failing') blockers.push(o);
+  }
+  for (const c of pod.spec?.containers ?? []) {
+    if (c.name === sidecarName) continue;
+    images.push({ ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name });
+  }
+  return { images, blockers };
+}

@@ -1,0 +1,189 @@
+/**
+ * Phase 1 of a reconcile, the pool decision: from observed state (own pod, own node,
+ * configuration, the time) to our own label, annotation and Event. No I/O, no clock reads, no
+ * memory between calls: everything that must survive a restart is read back from the node (its
+ * labels and our annotation), so a restarted sidecar reaches the same decision as the one that
+ * died (style rule 7, "react to state, not to events").
+ *
+ * A reconcile runs in two phases because of a race between sidecars of different pools on one
+ * node (see decideGate in gate.ts): phase 1 ({@link decidePool}) decides our own label and
+ * annotation; the controller writes them and phase 2 decides the gate on the node returned by that
+ * write.
+ */
+import { ANNOTATION_VERSION, parseAnnotation, renderAnnotation, type FailingImage, type PoolAnnotation } from '../contract/annotation.js';
+import { NodeState } from '../contract/names.js';
+import type { PoolsFile } from '../contract/pools-file.js';
+import type { ReconcilerConfig } from './config.js';
+import type { KNode, KPod } from './kube-types.js';
+import { observeImages, timeOf, type ImageObservation } from './observe.js';
+import { EventReason, eventMessage, type EventIntent } from './reasons.js';
+
+/** Everything observed for one reconcile. */
+export interface Observed {
+  readonly pod: KPod;
+  readonly node: KNode;
+  readonly pools: PoolsFile;
+  readonly config: ReconcilerConfig;
+  /** ms since epoch from the Clock port. */
+  readonly now: number;
+  /** SIGTERM received or deletionTimestamp observed: remove what we own and stop. */
+  readonly terminating?: boolean;
+  /** Name of the sidecar container, never counted as an image. */
+  readonly sidecarName: string;
+}
+
+/** Our pool's state on this node, for metrics and logs. */
+export type PoolState = 'warming' | NodeState;
+
+/** Phase 1 output: our own label and annotation. */
+export interface PoolDecision {
+  readonly state: PoolState | 'terminating';
+  /** New label value (null = remove); undefined = already as desired, write nothing. */
+  readonly label?: string | null;
+  /** New annotation value (null = remove); undefined = already as desired. */
+  readonly annotation?: string | null;
+  /** Events of this phase (at most one). */
+  readonly events: readonly EventIntent[];
+  /** Set once, on the transition to warm: the time-to-warm to observe in the histogram. */
+  readonly timeToWarmSeconds?: number;
+  readonly images: readonly ImageObservation[];
+  /** When the pool's deadline passes (ms), while still warming. */
+  readonly deadlineAt: number;
+}
+
+/** When the node's Ready condition last turned True (ms), if it is True now. */
+export function nodeReadyAt(node: KNode): number | undefined {
+  const c = node.status?.conditions?.find((x) => x.type === 'Ready');
+  return c?.status === 'True' ? timeOf(c.lastTransitionTime) : undefined;
+}
+
+/**
+ * Origin of the deadline and of time-to-warm: the later of node Ready and pod creation. On a new
+ * node the DaemonSet creates the pod before the node is Ready, so this is node Ready (what the
+ * brief means by "600 s from node Ready"); for a pool that newly selects an old node it is the
+ * pod's creation, so the pool gets its full deadline instead of being partial at once.
+ */
+export function warmOrigin(pod: KPod, node: KNode, now: number): number {
+  const ready = nodeReadyAt(node) ?? timeOf(node.metadata.creationTimestamp) ?? now;
+  const created = timeOf(pod.metadata.creationTimestamp) ?? ready;
+  return Math.max(ready, created);
+}
+
+/**
+ * Failure entries, with ErrImagePull and ImagePullBackOff folded into one reason: the kubelet
+ * alternates between them and we must not rewrite the annotation on every flip. The back-off
+ * message ("Back-off pulling image …") says nothing, so the last real message is kept from the
+ * previous annotation when we have one.
+ */
+function failures(list: readonly ImageObservation[], prev: PoolAnnotation | undefined): FailingImage[] {
+  const prevMsg = new Map((prev?.failing ?? []).map((f) => [`${f.image}\u0000${f.reason}`, f.message]));
+  return list
+    .map((o): FailingImage => {
+      const reason = o.reason === 'ImagePullBackOff' ? 'ErrImagePull' : (o.reason ?? 'Pending');
+      const message = o.reason === 'ImagePullBackOff' ? (prevMsg.get(`${o.image}\u0000${reason}`) ?? o.message) : o.message;
+      return { image: o.image, reason, ...(message ? { message } : {}) };
+    })
+    .sort((a, b) => (a.image < b.image ? -1 : a.image > b.image ? 1 : 0));
+}
+
+function describeFailing(list: readonly FailingImage[]): string {
+  return list.map((f) => `${f.image}: ${f.reason}${f.message ? ` (${f.message})` : ''}`).join('; ');
+}
+
+const round1 = (x: number): number => Math.round(x * 10) / 10;
+
+/**
+ * Phase 1: our pool's label and annotation.
+ *
+ * State is monotone for one pod: warming → partial → warm, or warming → warm. "Partial" is sticky
+ * (read back from our own annotation), because the deadline's origin can move later when the node
+ * flaps NotReady→Ready and a node must not go from partial back to "no label". A label or
+ * annotation written by a previous pod (another name) is stale and recomputed from scratch.
+ */
+export function decidePool(obs: Observed): PoolDecision {
+  const { pod, node, config, now } = obs;
+  const labels = node.metadata.labels ?? {};
+  const annotations = node.metadata.annotations ?? {};
+  const curLabel = labels[config.nodeLabelKey];
+  const curAnnText = annotations[config.nodeAnnotationKey];
+  const prev = parseAnnotation(curAnnText);
+  const own = prev?.pod === config.podName ? prev : undefined;
+  const origin = warmOrigin(pod, node, now);
+  const deadlineAt = origin + config.deadlineSeconds * 1000;
+  const { images, blockers } = observeImages(pod, obs.sidecarName);
+
+  const change = (want: string | null, cur: string | undefined): string | null | undefined =>
+    (want ?? undefined) === cur ? undefined : want;
+
+  if (obs.terminating || pod.metadata.deletionTimestamp) {
+    return {
+      state: 'terminating',
+      ...(curLabel !== undefined ? { label: null } : {}),
+      ...(curAnnText !== undefined ? { annotation: null } : {}),
+      events: [],
+      images,
+      deadlineAt,
+    };
+  }
+
+  const present = images.filter((i) => i.phase === 'present');
+  const allPresent = present.length === images.length;
+  const pastDeadline = now >= deadlineAt || own?.state === NodeState.Partial || own?.state === NodeState.Warm;
+  const state: PoolState = allPresent ? NodeState.Warm : pastDeadline ? NodeState.Partial : 'warming';
+
+  let ann: PoolAnnotation | undefined;
+  let events: EventIntent[] = [];
+  let timeToWarmSeconds: number | undefined;
+  const digests = Object.fromEntries(present.flatMap((i) => (i.digest ? [[i.image, i.digest] as const] : [])));
+
+  if (state === NodeState.Warm) {
+    const reuse = own?.state === NodeState.Warm && own.warmAt !== undefined && own.ttwSeconds !== undefined;
+    const lastStart = Math.max(origin, ...present.map((i) => i.presentSince ?? origin));
+    const warmAt = reuse ? (own.warmAt as string) : new Date(Math.min(lastStart, now)).toISOString();
+    const ttw = reuse ? (own.ttwSeconds as number) : round1(Math.max(0, Date.parse(warmAt) - origin) / 1000);
+    ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, warmAt, ttwSeconds: ttw, digests };
+    if (!(own?.state === NodeState.Warm && curLabel === NodeState.Warm)) {
+      timeToWarmSeconds = ttw;
+      events = [{ reason: EventReason.Warm, message: eventMessage(`pool ${config.poolId}: all ${images.length} images present, time to warm ${ttw}s`) }];
+    }
+  } else {
+    const failing = failures([...blockers, ...images.filter((i) => i.phase === 'failing')], own);
+    if (state === NodeState.Partial) {
+      const missing = failures([...blockers, ...images.filter((i) => i.phase !== 'present')], own);
+      ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, present: present.length, digests, failing: missing };
+      if (!(own?.state === NodeState.Partial && curLabel === NodeState.Partial)) {
+        events = [
+          {
+            reason: EventReason.Partial,
+            message: eventMessage(
+              `pool ${config.poolId}: deadline of ${config.deadlineSeconds}s passed with ${images.length - present.length} of ${images.length} images missing: ${describeFailing(missing)}`,
+            ),
+          },
+        ];
+      }
+    } else if (failing.length) {
+      ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, failing };
+      // Compare what the annotation can hold (capped list + count), not the full list: the
+      // stored one is capped, and comparing against it would re-announce every reconcile.
+      const key = (a: PoolAnnotation | undefined): string =>
+        `${(a?.failing ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001')}\u0002${a?.failingOmitted ?? 0}`;
+      if (key(parseAnnotation(renderAnnotation(ann))) !== key(own?.state === 'warming' ? own : undefined)) {
+        events = [{ reason: EventReason.ImagePullFailing, message: eventMessage(`pool ${config.poolId}: ${describeFailing(failing)}`) }];
+      }
+    }
+  }
+
+  const wantLabel = state === 'warming' ? null : state;
+  const wantAnn = ann ? renderAnnotation(ann) : null;
+  const label = change(wantLabel, curLabel);
+  const annotation = change(wantAnn, curAnnText);
+  return {
+    state,
+    ...(label !== undefined ? { label } : {}),
+    ...(annotation !== undefined ? { annotation } : {}),
+    events,
+    ...(timeToWarmSeconds !== undefined ? { timeToWarmSeconds } : {}),
+    images,
+    deadlineAt,
+  };
+}

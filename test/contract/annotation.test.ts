@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { ANNOTATION_MAX_BYTES, parseAnnotation, renderAnnotation } from '../../src/contract/annotation.js';
+import { digest } from '../reconciler/fixtures.js';
+
+describe('renderAnnotation', () => {
+  it('stays under the size cap for hundreds of images, counting what it omits', () => {
+    const digests = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`registry.example/team/very/long/repository/name-${i}:v1.2.3`, digest('a')]));
+    const failing = Array.from({ length: 40 }, (_, i) => ({ image: `reg/f${i}:1`, reason: 'ErrImagePull', message: 'm'.repeat(200) }));
+    const text = renderAnnotation({ v: 1, pod: 'p', state: 'partial', images: 340, present: 300, digests, failing });
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(ANNOTATION_MAX_BYTES);
+    const a = parseAnnotation(text);
+    expect(a?.digestsOmitted).toBeGreaterThan(0);
+    expect((a?.failing?.length ?? 0) + (a?.failingOmitted ?? 0)).toBe(40);
+    expect(a?.failing?.length).toBeLessThanOrEqual(10);
+  });
+
+  it('is deterministic: equal content, equal text', () => {
+    const a = renderAnnotation({ v: 1, pod: 'p', state: 'warm', images: 2, digests: { b: 'x', a: 'y' } });
+    const b = renderAnnotation({ v: 1, pod: 'p', state: 'warm', images: 2, digests: { a: 'y', b: 'x' } });
+    expect(a).toBe(b);
+  });
+
+  it('treats unreadable annotations as absent', () => {
+    expect(parseAnnotation('{nope')).toBeUndefined();
+    expect(parseAnnotation('{"v":99,"pod":"p"}')).toBeUndefined();
+    expect(parseAnnotation(undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * In-memory fakes of the apiserver ports (our pod, our node, Events), for driving the controller
+ * under the fake clock: every call resolves in microtasks, so nothing but the clock makes it wait.
+ * The node semantics (strategic merge of label and annotation maps, JSON patch with `test` on
+ * taints) are shared with the HTTP fake apiserver, which serves them over loopback to the adapters.
+ */
+import type { KNode, KPod } from '../../src/reconciler/kube-types.js';
+import { ApiError, type EventSink, type JsonPatchOp, type NodePort, type PodSource, type PodWatchEvent } from '../../src/reconciler/ports.js';
+import type { EventIntent } from '../../src/reconciler/reasons.js';
+
+type Obj = Record<string, unknown>;
+
+function mergeMap(cur: Obj | undefined, patch: Obj): Obj {
+  const out: Obj = { ...(cur ?? {}) };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** `node` after a strategic-merge patch of its labels and annotations (null removes a key). */
+export function mergeNodeMetadata(node: KNode, body: unknown): KNode {
+  const md = (body as { metadata?: { labels?: Obj; annotations?: Obj } }).metadata ?? {};
+  const m = node.metadata as Obj;
+  return {
+    ...node,
+    metadata: {
+      ...node.metadata,
+      ...(md.labels ? { labels: mergeMap(m.labels as Obj, md.labels) as Record<string, string> } : {}),
+      ...(md.annotations ? { annotations: mergeMap(m.annotations as Obj, md.annotations) as Record<string, string> } : {}),
+    },
+  };
+}
+
+/** `node` after a JSON patch of `test`/`remove` ops on `/spec/taints/<i>`; a failed test is a 422. */
+export function patchNodeTaints(node: KNode, ops: readonly JsonPatchOp[]): KNode {
+  let taints = [...(node.spec?.taints ?? [])];
+  for (const op of ops) {
+    const m = /^\/spec\/taints\/(\d+)$/.exec(op.path);
+    if (!m) throw new ApiError(422, `unsupported path ${op.path}`);
+    const i = Number(m[1]);
+    if (op.op === 'test' && JSON.stringify(taints[i]) !== JSON.stringify(op.value)) throw new ApiError(422, 'test failed', 'Invalid');
+    if (op.op === 'remove') taints = taints.filter((_, j) => j !== i);
+  }
+  return { ...node, spec: { ...node.spec, taints } };
+}
+
+interface Watcher {
+  readonly onEvent: (e: PodWatchEvent) => void;
+  readonly end: (e?: ApiError) => void;
+}
+
+/** One pod, one node and the Events posted about it, behind the three apiserver ports. */
+export class FakeKube {
+  pod: KPod;
+  node: KNode;
+  /** Every call, as `<verb> <object>`, in order. */
+  readonly calls: string[] = [];
+  readonly events: EventIntent[] = [];
+  /** The next N calls fail with 503 (apiserver outage). */
+  failNext = 0;
+  /** Called before every call; may wait (a slow apiserver) or throw (an error) instead of answering. */
+  before: (call: string) => Promise<void> = async () => {};
+  private rv = 100;
+  private readonly watchers = new Set<Watcher>();
+
+  readonly pods: PodSource = {
+    get: () => this.call('GET pod', () => this.pod),
+    watch: async (_rv, onEvent, signal) => {
+      await this.call('WATCH pod', () => undefined);
+      // Open until aborted (resolves) or expired (rejects), like the adapter's stream.
+      return new Promise<void>((resolve, reject) => {
+        if (signal.aborted) return resolve();
+        const w: Watcher = {
+          onEvent,
+          end: (e) => {
+            this.watchers.delete(w);
+            signal.removeEventListener('abort', onAbort);
+            if (e) reject(e);
+            else resolve();
+          },
+        };
+        const onAbort = (): void => w.end();
+        this.watchers.add(w);
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+    },
+  };
+
+  readonly nodes: NodePort = {
+    get: () => this.call('GET node', () => this.node),
+    patchMerge: (body) => this.call('PATCH node merge', () => (this.node = this.bump(mergeNodeMetadata(this.node, body)))),
+    patchJson: (ops) => this.call('PATCH node json', () => (this.node = this.bump(patchNodeTaints(this.node, ops)))),
+  };
+
+  readonly eventSink: EventSink = {
+    emit: (_node, e) => this.call('POST event', () => void this.events.push(e)),
+  };
+
+  constructor(pod: KPod, node: KNode) {
+    this.pod = this.bump(pod);
+    this.node = this.bump(node);
+  }
+
+  /** The write calls, in order. */
+  writes(): string[] {
+    return this.calls.filter((c) => c.startsWith('PATCH') || c.startsWith('POST'));
+  }
+
+  /** Replaces the pod (as the kubelet would) and delivers the event to every watch at once. */
+  setPod(pod: KPod, type: 'MODIFIED' | 'DELETED' = 'MODIFIED'): void {
+    this.pod = this.bump(pod);
+    for (const w of this.watchers) w.onEvent({ type, pod: this.pod });
+  }
+
+  /** Ends every open watch with 410 Expired, as after etcd compaction. */
+  expireWatches(): void {
+    for (const w of this.watchers) w.end(new ApiError(410, 'too old resource version', 'Expired'));
+  }
+
+  private bump<T extends { metadata: object }>(o: T): T {
+    return { ...o, metadata: { ...o.metadata, resourceVersion: String(++this.rv) } };
+  }
+
+  private async call<T>(name: string, answer: () => T): Promise<T> {
+    this.calls.push(name);
+    await this.before(name);
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new ApiError(503, `${name}: outage`, 'ServiceUnavailable');
+    }
+    return answer();
+  }
+}

@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { parseAnnotation, renderAnnotation, type PoolAnnotation } from '../../src/contract/annotation.js';
+import { metadataPatch } from '../../src/reconciler/patches.js';
+import { decidePool } from '../../src/reconciler/pool.js';
+import { EventReason } from '../../src/reconciler/reasons.js';
+import { IMAGES, at, config, digest, gate, iso, node, observed as obs, pod, st } from './fixtures.js';
+
+const ownAnn = (a: Partial<PoolAnnotation>): string => renderAnnotation({ v: 1, pod: 'pull-a-xyz', state: 'warming', images: 2, ...a });
+
+describe('decidePool', () => {
+  it('writes nothing while every image is still pulling', () => {
+    const d = decidePool(obs());
+    expect(d.state).toBe('warming');
+    expect(d.label).toBeUndefined();
+    expect(d.annotation).toBeUndefined();
+    expect(d.events).toEqual([]);
+    expect(d.deadlineAt).toBe(at(10 + 600));
+  });
+
+  it('marks warm when every image runs, with digests and time-to-warm from node Ready', () => {
+    const d = decidePool(obs({ pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 70, 'b')]), now: at(75) }));
+    expect(d.state).toBe('warm');
+    expect(d.label).toBe('warm');
+    expect(d.timeToWarmSeconds).toBe(60);
+    const ann = parseAnnotation(d.annotation ?? undefined);
+    expect(ann).toMatchObject({ state: 'warm', images: 2, ttwSeconds: 60, warmAt: iso(70), pod: 'pull-a-xyz' });
+    expect(ann?.digests).toEqual({ 'reg/a:1': digest('a'), 'reg/b:1': digest('b') });
+    expect(d.events).toEqual([{ reason: EventReason.Warm, message: 'pool gpu: all 2 images present, time to warm 60s' }]);
+  });
+
+  it('counts a container that crashed after the pull as present', () => {
+    const d = decidePool(obs({ pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.crashed('c2', 'reg/b:1', 40)]) }));
+    expect(d.state).toBe('warm');
+    expect(d.label).toBe('warm');
+  });
+
+  it('is a no-op when the node already shows our warm state (restart is idempotent)', () => {
+    const first = decidePool(obs({ pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.running('c2', 'reg/b:1')]) }));
+    const n = node({ taints: [], labels: { 'prewarm.dev/gpu': 'warm' }, annotations: { 'status.prewarm.dev/gpu': first.annotation as string } });
+    const again = decidePool(obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.running('c2', 'reg/b:1')]), now: at(5000) }));
+    expect(again).toMatchObject({ state: 'warm', events: [] });
+    expect(again.label).toBeUndefined();
+    expect(again.annotation).toBeUndefined();
+    expect(again.timeToWarmSeconds).toBeUndefined();
+  });
+
+  it('reports pull failures while warming, once per failing set', () => {
+    const p = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.waiting('c2', 'ErrImagePull', 'manifest unknown')]);
+    const d = decidePool(obs({ pod: p }));
+    expect(d.state).toBe('warming');
+    expect(d.label).toBeUndefined();
+    expect(parseAnnotation(d.annotation ?? undefined)?.failing).toEqual([{ image: 'reg/b:1', reason: 'ErrImagePull', message: 'manifest unknown' }]);
+    expect(d.events).toEqual([{ reason: EventReason.ImagePullFailing, message: 'pool gpu: reg/b:1: ErrImagePull (manifest unknown)' }]);
+
+    // The kubelet flips to ImagePullBackOff: same failing set, same annotation, no Event.
+    const n = node({ taints: [gate], annotations: { 'status.prewarm.dev/gpu': d.annotation as string } });
+    const flip = decidePool(obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.waiting('c2', 'ImagePullBackOff', 'Back-off pulling image')]) }));
+    expect(flip.annotation).toBeUndefined();
+    expect(flip.events).toEqual([]);
+  });
+
+  it('fails open at the deadline: partial, naming failing and missing images with reasons', () => {
+    const p = pod(['reg/a:1', 'reg/b:1', 'reg/c:1'], [st.running('c1', 'reg/a:1'), st.waiting('c2', 'InvalidImageName', 'bad ref'), st.creating('c3')]);
+    const d = decidePool(obs({ pod: p, now: at(610) }));
+    expect(d.state).toBe('partial');
+    expect(d.label).toBe('partial');
+    const ann = parseAnnotation(d.annotation ?? undefined);
+    expect(ann).toMatchObject({ state: 'partial', images: 3, present: 1 });
+    expect(ann?.failing).toEqual([
+      { image: 'reg/b:1', reason: 'InvalidImageName', message: 'bad ref' },
+      { image: 'reg/c:1', reason: 'ContainerCreating' },
+    ]);
+    expect(d.events[0]?.reason).toBe(EventReason.Partial);
+    expect(d.events[0]?.message).toBe('pool gpu: deadline of 600s passed with 2 of 3 images missing: reg/b:1: InvalidImageName (bad ref); reg/c:1: ContainerCreating');
+  });
+
+  it('does not fail open one millisecond before the deadline', () => {
+    const p = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]);
+    expect(decidePool(obs({ pod: p, now: at(610) - 1 })).state).toBe('warming');
+  });
+
+  it('keeps partial sticky when Ready flapped and moved the deadline later', () => {
+    const p = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]);
+    const ann = ownAnn({ state: 'partial', present: 1 });
+    const n = node({ readyAt: 900, labels: { 'prewarm.dev/gpu': 'partial' }, annotations: { 'status.prewarm.dev/gpu': ann } });
+    const d = decidePool(obs({ pod: p, node: n, now: at(950) }));
+    expect(d.state).toBe('partial');
+    expect(d.events).toEqual([]);
+  });
+
+  it('goes from partial to warm when the last image arrives', () => {
+    const n = node({ labels: { 'prewarm.dev/gpu': 'partial' }, annotations: { 'status.prewarm.dev/gpu': ownAnn({ state: 'partial' }) } });
+    const d = decidePool(obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30), st.running('c2', 'reg/b:1', 900)]), now: at(901) }));
+    expect(d.label).toBe('warm');
+    expect(d.events[0]?.reason).toBe(EventReason.Warm);
+    expect(d.timeToWarmSeconds).toBe(890);
+  });
+
+  it('drops a warm label left by a previous pod until this pod has verified its images', () => {
+    const stale = renderAnnotation({ v: 1, pod: 'pull-a-old', state: 'warm', images: 2, warmAt: iso(1), ttwSeconds: 1 });
+    const n = node({ labels: { 'prewarm.dev/gpu': 'warm' }, annotations: { 'status.prewarm.dev/gpu': stale } });
+    const d = decidePool(obs({ node: n }));
+    expect(d.label).toBeNull();
+    expect(d.annotation).toBeNull();
+  });
+
+  it.each([
+    ['SIGTERM', { terminating: true }],
+    ['deletionTimestamp', { pod: pod(IMAGES, [], { deleting: true }) }],
+  ])('cleans up its label and annotation on %s', (_n, over) => {
+    const n = node({ labels: { 'prewarm.dev/gpu': 'warm', 'prewarm.dev/other': 'warm' }, annotations: { 'status.prewarm.dev/gpu': ownAnn({ state: 'warm' }) } });
+    const d = decidePool(obs({ node: n, ...over }));
+    expect(d.state).toBe('terminating');
+    expect(d.label).toBeNull();
+    expect(d.annotation).toBeNull();
+    expect(metadataPatch(config(), d)).toEqual({ metadata: { labels: { 'prewarm.dev/gpu': null }, annotations: { 'status.prewarm.dev/gpu': null } } });
+  });
+
+  it('writes nothing on cleanup when nothing of ours is on the node', () => {
+    const d = decidePool(obs({ terminating: true, node: node({ labels: { 'prewarm.dev/other': 'warm' } }) }));
+    expect(metadataPatch(config(), d)).toBeUndefined();
+  });
+
+  it('reports an unpullable init container as blocking every image', () => {
+    const p = pod(IMAGES, [st.waiting('c1', 'PodInitializing'), st.waiting('c2', 'PodInitializing')], { initStatuses: [st.waiting('prewarm-init', 'ErrImagePull', 'denied')] });
+    const d = decidePool(obs({ pod: p, now: at(700) }));
+    expect(d.state).toBe('partial');
+    expect(parseAnnotation(d.annotation ?? undefined)?.failing?.map((f) => f.image)).toEqual(['reg/a:1', 'reg/b:1', 'reg/busybox:1']);
+  });
+
+  it('is warm at once for a pool without images', () => {
+    expect(decidePool(obs({ pod: pod([], []) })).label).toBe('warm');
+  });
+
+  it('counts the deadline from pod creation when the pool is new on an old node', () => {
+    const d = decidePool(obs({ pod: pod(IMAGES, [st.creating('c1'), st.creating('c2')], { createdAt: 5000 }), now: at(5100) }));
+    expect(d.state).toBe('warming');
+    expect(d.deadlineAt).toBe(at(5600));
+  });
+});
