@@ -136,6 +136,8 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
   ];
   it.each(cases)('%s', (_name, files) => {
     checkRoundTrip(bundleOfFiles(files));
+  });
+});
 
 describe('parsePoolsFile', () => {
   const entry = {
@@ -176,3 +178,5 @@ describe('parsePoolsFile', () => {
     [file({ tolerations: [{ operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1.5 }] }), 'pools.json: pools[0].tolerations[0].tolerationSeconds must be an integer'],
   ])('rejects %s', (text, msg) => {
     expect(() => parsePoolsFile(text)).toThrow(msg);
+  });
+});
