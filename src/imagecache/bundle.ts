@@ -4,6 +4,7 @@
  * de-duplicated by canonical reference.
  */
 import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
+import { poolId } from '../synth/naming.js';
 import type { Diagnostic, Location } from './errors.js';
 import type { Bundle, CacheEntry, ImageCache, Pool, PoolSettings, Toleration } from './model.js';
 import type { ImageRef } from './reference.js';
@@ -63,20 +64,20 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
 
   const out: Pool[] = [...pools.values()]
     .sort((a, b) => compare(a.namespace, b.namespace) || compare(a.key, b.key))
-    .map((p) =>
-      Object.freeze({
+    .map((p) => {
+      const identity = { ...(p.name === undefined ? {} : { name: p.name.value }), key: p.key, nodeSelector: sortRecord(p.nodeSelector) };
+      return Object.freeze({
+        id: poolId(identity),
         namespace: p.namespace,
-        ...(p.name === undefined ? {} : { name: p.name.value }),
-        key: p.key,
-        nodeSelector: sortRecord(p.nodeSelector),
+        ...identity,
         tolerations: p.tolerations,
         placement: placementOf(p.nodeSelector, p.tolerations, p.settings.value.gate?.taintKey),
         images: [...p.images.keys()].sort(compare).map((k) => p.images.get(k) as ImageRef),
         imagePullSecrets: [...p.secrets].sort(compare),
         settings: p.settings.value,
         sources: [...p.sources].sort(compare),
-      }),
-    );
+      });
+    });
   const namespaces = [...new Set(out.map((p) => p.namespace))].sort(compare);
   return { bundle: Object.freeze({ pools: out, namespaces }), diagnostics };
 }

@@ -79,4 +79,12 @@ describe('buildBundle', () => {
       'pool is named "accel" here but "gpu" at a.yaml:6:5; one pool has one name',
     ]);
   });
+
+  it('computes each pool id once: the explicit name, or selector values in key order plus a hash', () => {
+    const { bundle: b } = bundle([
+      cache('a', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {zone: a, pool: gpu}\n'),
+      cache('b', '  cacheSpec:\n  - pool: cpu\n    images: [redis:7]\n    nodeSelector: {pool: cpu}\n'),
+    ]);
+    expect(b.pools.map((p) => p.id)).toEqual(['cpu', expect.stringMatching(/^gpu-a-[0-9a-f]{8}$/)]);
+  });
 });
