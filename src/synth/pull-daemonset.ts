@@ -127,12 +127,10 @@ export class PullDaemonSet extends Construct {
     patchPullDaemonSet(this.workload, {
       placement: pool.placement,
       shareProcessNamespace: refreshing,
-      initContainers: 1,
-      containers: pool.images.length + (reconciler === undefined ? 0 : 1),
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
       maxUnavailable: pool.settings.maxUnavailable,
-      ...(reconciler === undefined ? {} : { sidecarIndex: 0 }),
+      ...(reconciler === undefined ? {} : { sidecar: SIDECAR_CONTAINER }),
     });
   }
 
