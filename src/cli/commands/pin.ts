@@ -56,10 +56,9 @@ export function pinCommand(io: Io) {
         io.stderr(unpinned.length === 0 ? 'nothing to pin: every image reference has a digest\n' : 'nothing to pin in place; see the warnings above\n');
         return;
       }
-      const credentials = await loadRegistryCredentials(
-        args.dockerConfig,
-        wanted.map((r) => registryRef(r).domain),
-      ).catch((err: unknown) => {
+      const hosts = wanted.map((r) => registryRef(r).domain);
+      const credentials = await loadRegistryCredentials(args.dockerConfig, hosts).catch((err: unknown) => {
+        // The user's docker setup is wrong, not a registry: the command line must change.
         throw err instanceof DockerConfigError ? new CliError(err.message, ExitCode.Usage) : err;
       });
       const registry = new OciRegistry({ keyring: credentials.keyring, userAgent: `prewarm-cli/${VERSION}`, plainHttp: new Set(args.plainHttp ?? []) });
