@@ -4,6 +4,7 @@
  * de-duplicated by canonical reference.
  */
 import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
+import { poolId } from '../synth/naming.js';
 import type { Diagnostic, Location } from './errors.js';
 import type { Bundle, CacheEntry, ImageCache, Pool, PoolSettings, Toleration } from './model.js';
 import type { ImageRef } from './reference.js';
@@ -63,20 +64,20 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
 
   const out: Pool[] = [...pools.values()]
     .sort((a, b) => compare(a.namespace, b.namespace) || compare(a.key, b.key))
-    .map((p) =>
-      Object.freeze({
+    .map((p) => {
+      const identity = { ...(p.name === undefined ? {} : { name: p.name.value }), key: p.key, nodeSelector: sortRecord(p.nodeSelector) };
+      return Object.freeze({
+        id: poolId(identity),
         namespace: p.namespace,
-        ...(p.name === undefined ? {} : { name: p.name.value }),
-        key: p.key,
-        nodeSelector: sortRecord(p.nodeSelector),
+        ...identity,
         tolerations: p.tolerations,
         placement: placementOf(p.nodeSelector, p.tolerations, p.settings.value.gate?.taintKey),
         images: [...p.images.keys()].sort(compare).map((k) => p.images.get(k) as ImageRef),
         imagePullSecrets: [...p.secrets].sort(compare),
         settings: p.settings.value,
         sources: [...p.sources].sort(compare),
-      }),
-    );
+      });
+    });
   const namespaces = [...new Set(out.map((p) => p.namespace))].sort(compare);
   return { bundle: Object.freeze({ pools: out, namespaces }), diagnostics };
 }
@@ -90,31 +91,53 @@ function sortRecord(record: Readonly<Record<string, string>>): Record<string, st
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compare(a, b)));
 }
 
+/**
+ * One merge rule per pool-wide setting: the form in which two ImageCaches' values must be equal to
+ * agree, which is also how a conflict shows them. Mapped over every key of the settings, optional
+ * ones included, so a setting added without a rule fails to compile instead of merging silently.
+ */
+export type SettingRules<S> = { readonly [K in keyof S]-?: (value: NonNullable<S[K]>) => string };
+
+const asJson = (value: unknown): string => JSON.stringify(value);
+
+/** How each of {@link PoolSettings} merges: every ImageCache feeding a pool must agree on it. */
+export const SETTING_RULES: SettingRules<PoolSettings> = {
+  // By canonical reference: `busybox:1.36` and `docker.io/library/busybox:1.36` are one image.
+  helperImage: (image) => image.canonical,
+  priorityClassName: asJson,
+  maxUnavailable: asJson,
+  gate: asJson,
+  refreshSeconds: asJson,
+};
+
 /** Pool-wide settings must agree; a mismatch is reported where the later ImageCache sets it. */
 function mergeSettings(pool: Accumulator, cache: ImageCache, diagnostics: Diagnostic[]): void {
   const mine = pool.settings.value;
   const theirs = cache.settings;
-  const fields: (keyof PoolSettings)[] = ['helperImage', 'priorityClassName', 'maxUnavailable', 'gate', 'refreshSeconds'];
-  for (const field of fields) {
-    if (settingKey(mine[field]) === settingKey(theirs[field])) continue;
+  for (const field of Object.keys(SETTING_RULES) as (keyof PoolSettings)[]) {
+    const ours = settingKey(field, mine);
+    const other = settingKey(field, theirs);
+    if (ours === other) continue;
     const from = pool.settings.from;
     const location = cache.settingLocations[field] ?? cache.location;
-    const other = from.settingLocations[field] ?? from.location;
+    const first = from.settingLocations[field] ?? from.location;
     diagnostics.push({
       ...location,
       severity: 'error',
       message:
         `ImageCache ${cache.namespace}/${cache.name} shares a pool with ${from.namespace}/${from.name} ` +
-        `(${other.file}:${other.line}:${other.column}) but sets ${field} differently: ` +
-        `${settingKey(theirs[field])} vs ${settingKey(mine[field])}; pool-wide settings must agree`,
+        `(${first.file}:${first.line}:${first.column}) but sets ${field} differently: ` +
+        `${other} vs ${ours}; pool-wide settings must agree`,
     });
   }
 }
 
-function settingKey(value: unknown): string {
-  if (value === undefined) return 'unset';
-  if (typeof value === 'object' && value !== null && 'canonical' in value) return String((value as ImageRef).canonical);
-  return JSON.stringify(value);
+/** One setting's value in the form its rule compares; `unset` when the ImageCache leaves it out. */
+function settingKey<K extends keyof PoolSettings>(field: K, settings: PoolSettings): string {
+  const value = settings[field];
+  // TypeScript does not correlate a rule with its value across a union of keys (TypeScript#30581).
+  const rule = SETTING_RULES[field] as (value: NonNullable<PoolSettings[K]>) => string;
+  return value === undefined ? 'unset' : rule(value);
 }
 
 function mergeName(pool: Accumulator, entry: CacheEntry, diagnostics: Diagnostic[]): void {

@@ -71,8 +71,14 @@ export interface ImageCache {
 
 /** A node pool: the unit that becomes one pull DaemonSet. */
 export interface Pool {
+  /**
+   * The pool's identity as objects name it, computed once when the bundle is built
+   * (src/synth/naming.ts `poolId`): the DaemonSet's selector value, the node label's name part and
+   * the id the sidecars know the pool by in pools.json.
+   */
+  readonly id: string;
   readonly namespace: string;
-  /** Explicit pool name from the spec; otherwise naming derives one from the selector. */
+  /** Explicit pool name from the spec; otherwise naming derives {@link id} from the selector. */
   readonly name?: string;
   /** Canonical identity: namespace, selector and tolerations, serialised; stable across runs. */
   readonly key: string;

@@ -90,12 +90,14 @@ export interface FledgedObject {
 
 /**
  * Renders ImageCaches read from a cluster as prewarm.dev documents, through the construct
- * generated from our CRD (imports/), sorted by namespace and name.
+ * generated from our CRD (imports/), sorted by namespace and name in code-point order, whatever the
+ * locale.
  */
 export function migrateObjects(objects: readonly FledgedObject[]): string {
   const app = new App({ outdir: 'unused', recordConstructMetadata: false });
   const chart = new Chart(app, 'migrated', { disableResourceNameHashes: true });
-  const sorted = [...objects].sort((a, b) => key(a).localeCompare(key(b)));
+  // Code-point order: localeCompare would make the output depend on the user's locale.
+  const sorted = [...objects].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   for (const obj of sorted) {
     const name = obj.metadata?.name ?? '';
     const annotations = Object.fromEntries(Object.entries(obj.metadata?.annotations ?? {}).filter(([k]) => !DROPPED_ANNOTATION.test(k)));

@@ -15,11 +15,12 @@ import { POOLS_FILE, POOLS_MOUNT_PATH, PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINE
 import { parsePoolsFile, PoolsFileError } from '../contract/pools-file.js';
 import { ConfigError, configFromEnv } from './config.js';
 import { Controller } from './controller.js';
-import { KubeHttp, type Endpoint } from './adapters/http.js';
+import { KubeHttp, USER_AGENT, type Endpoint } from './adapters/http.js';
 import { inClusterEndpoint, KubeEventSink, KubeNodePort, KubePodSource } from './adapters/kube.js';
 import { jsonLogger } from './adapters/log.js';
 import { ProcRestarter } from './adapters/proc.js';
-import { loadKeyring, OciRegistry } from './adapters/registry.js';
+import { OciRegistry } from '../registry/client.js';
+import { loadKeyring } from '../registry/keyring.js';
 import { serveMetrics, systemClock } from './adapters/system.js';
 import { Metrics } from './metrics.js';
 
@@ -54,6 +55,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
     config.refreshSeconds > 0
       ? new OciRegistry({
           keyring: loadKeyring(env.PREWARM_PULL_SECRETS_DIR ?? PULL_SECRETS_MOUNT_PATH),
+          userAgent: USER_AGENT,
           plainHttp: new Set((env.PREWARM_PLAIN_HTTP_REGISTRIES ?? '').split(',').filter(Boolean)),
         })
       : undefined;

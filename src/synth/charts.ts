@@ -18,7 +18,7 @@ import {
   POOLS_FILE,
 } from '../contract/names.js';
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
-import { nodeLabelKey, poolId, SERVICE_ACCOUNT } from './naming.js';
+import { nodeLabelKey, SERVICE_ACCOUNT } from './naming.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { NAMESPACE_POD_SECURITY } from './security.js';
 
@@ -71,11 +71,10 @@ export class NamespaceChart extends Chart {
 
 /** A pool as the sidecars see it in pools.json: its placement is the one its DaemonSet renders. */
 export function poolEntryOf(pool: Pool): PoolEntry {
-  const id = poolId(pool);
   return {
-    id,
+    id: pool.id,
     namespace: pool.namespace,
-    nodeLabelKey: nodeLabelKey(id),
+    nodeLabelKey: nodeLabelKey(pool.id),
     placement: pool.placement,
     gateTaintKey: pool.settings.gate?.taintKey ?? '',
     deadlineSeconds: pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds,

@@ -4,8 +4,7 @@
  * When cdk8s-plus grows the field, the patch should be deleted in favour of the L2 API.
  */
 import { ApiObject, JsonPatch } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-27';
-import type { Construct } from 'constructs';
+import { k8s, type DaemonSet } from 'cdk8s-plus-27';
 import { SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../contract/names.js';
 import { renderNodeAffinity, renderTolerations, type Placement } from '../contract/placement.js';
 
@@ -19,9 +18,6 @@ export interface PodTemplatePatches {
    * ANDed), and `NodeTaintQuery.any()` drops the effect of a toleration without a key.
    */
   readonly placement: Placement;
-  /** Number of init containers and containers, in the order cdk8s-plus renders them. */
-  readonly initContainers: number;
-  readonly containers: number;
   /** Every pull secret; cdk8s-plus takes only one (`dockerRegistryAuth`). */
   readonly imagePullSecrets: readonly string[];
   /** PriorityClass of the pods, when set. */
@@ -33,15 +29,27 @@ export interface PodTemplatePatches {
    * image container whose tag moved (cdk8s-plus-27 has no such field).
    */
   readonly shareProcessNamespace?: boolean;
-  /** Index of the sidecar among the containers, when there is one: only it gets an API token. */
-  readonly sidecarIndex?: number;
+  /** Name of the sidecar container, when there is one: only it gets an API token. */
+  readonly sidecar?: string;
 }
 
 /** Lifetime the kubelet requests for the sidecar's token; it refreshes it at 80 %. */
 const TOKEN_EXPIRATION_SECONDS = 3607;
 
 /**
- * Applies the patches to the ApiObject behind a cdk8s-plus DaemonSet:
+ * JSON pointer to one container of the pod template, found by name in the containers the workload
+ * has now, which cdk8s-plus renders in that order: a patch names its container, and never depends
+ * on where another construct put it.
+ */
+function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers', name: string): string {
+  const index = (list === 'containers' ? workload.containers : workload.initContainers).findIndex((c) => c.name === name);
+  if (index < 0) throw new Error(`the pod template has no ${list === 'containers' ? 'container' : 'init container'} named "${name}"`);
+  return `${POD}/${list}/${index}`;
+}
+
+/**
+ * Applies the patches to the ApiObject behind a cdk8s-plus DaemonSet, once all its containers are
+ * added:
  * - the placement, exactly: one required node selector term with every selector label, and the
  *   tolerations verbatim (see src/contract/placement.ts);
  * - `seccompProfile: RuntimeDefault` and `capabilities.drop: [ALL]`, required by Pod Security
@@ -57,7 +65,7 @@ const TOKEN_EXPIRATION_SECONDS = 3607;
  * - a projected service-account token mounted into the sidecar alone, the same volume the kubelet
  *   would automount into every container: the cached images' containers get no credentials.
  */
-export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatches): void {
+export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatches): void {
   const obj = ApiObject.of(workload);
   const affinity = renderNodeAffinity(patches.placement);
   if (affinity !== undefined) obj.addJsonPatch(JsonPatch.add(`${POD}/affinity`, { nodeAffinity: affinity }));
@@ -65,11 +73,11 @@ export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatc
   if (tolerations.length > 0) obj.addJsonPatch(JsonPatch.add(`${POD}/tolerations`, tolerations));
   obj.addJsonPatch(JsonPatch.add(`${POD}/securityContext/seccompProfile`, { type: 'RuntimeDefault' }));
   const dropAll = { drop: ['ALL'] };
-  for (let i = 0; i < patches.initContainers; i++) {
-    obj.addJsonPatch(JsonPatch.add(`${POD}/initContainers/${i}/securityContext/capabilities`, dropAll));
+  for (const { name } of workload.initContainers) {
+    obj.addJsonPatch(JsonPatch.add(`${containerPath(workload, 'initContainers', name)}/securityContext/capabilities`, dropAll));
   }
-  for (let i = 0; i < patches.containers; i++) {
-    obj.addJsonPatch(JsonPatch.add(`${POD}/containers/${i}/securityContext/capabilities`, dropAll));
+  for (const { name } of workload.containers) {
+    obj.addJsonPatch(JsonPatch.add(`${containerPath(workload, 'containers', name)}/securityContext/capabilities`, dropAll));
   }
   if (patches.imagePullSecrets.length > 0) {
     obj.addJsonPatch(JsonPatch.add(`${POD}/imagePullSecrets`, patches.imagePullSecrets.map((name) => ({ name }))));
@@ -80,7 +88,7 @@ export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatc
   obj.addJsonPatch(JsonPatch.add(`${POD}/enableServiceLinks`, false));
   if (patches.shareProcessNamespace === true) obj.addJsonPatch(JsonPatch.add(`${POD}/shareProcessNamespace`, true));
   obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
-  if (patches.sidecarIndex !== undefined) {
+  if (patches.sidecar !== undefined) {
     // Appends: the pod already has volumes (the helper emptyDir) and the sidecar already has a
     // mount (the pools file).
     obj.addJsonPatch(
@@ -95,7 +103,7 @@ export function patchPullDaemonSet(workload: Construct, patches: PodTemplatePatc
           ],
         },
       }),
-      JsonPatch.add(`${POD}/containers/${patches.sidecarIndex}/volumeMounts/-`, {
+      JsonPatch.add(`${containerPath(workload, 'containers', patches.sidecar)}/volumeMounts/-`, {
         name: TOKEN_VOLUME,
         mountPath: SERVICE_ACCOUNT_MOUNT,
         readOnly: true,

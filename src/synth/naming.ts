@@ -44,7 +44,8 @@ export function dnsLabel(text: string, max = DNS_LABEL_MAX): string {
 
 /**
  * The pool id: the explicit pool name, or a slug of the selector values plus a hash of the pool's
- * full identity (namespace, selector, tolerations), e.g. `gpu-a100-3f2a1c9e`.
+ * full identity (namespace, selector, tolerations), e.g. `gpu-a100-3f2a1c9e`. The bundle calls it
+ * once per pool and keeps the result as `Pool.id`; everything else reads that.
  */
 export function poolId(pool: Pick<Pool, 'name' | 'key' | 'nodeSelector'>): string {
   if (pool.name !== undefined) return pool.name;

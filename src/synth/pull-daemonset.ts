@@ -19,7 +19,6 @@ import {
   imageContainerName,
   nodeAnnotationKey,
   nodeLabelKey,
-  poolId,
   POOLS_VOLUME,
   SERVICE_ACCOUNT,
 } from './naming.js';
@@ -59,7 +58,7 @@ export interface PullDaemonSetProps {
 
 /** One pool's pull DaemonSet. */
 export class PullDaemonSet extends Construct {
-  /** The pool id: the DaemonSet's selector value and the node label's name part. */
+  /** The pool id ({@link Pool.id}): the DaemonSet's selector value and the node label's name part. */
   readonly poolId: string;
   /** The underlying cdk8s-plus workload. */
   readonly workload: kplus.DaemonSet;
@@ -68,7 +67,7 @@ export class PullDaemonSet extends Construct {
     super(scope, id);
     const { pool, reconciler } = props;
     if (pool.images.length === 0) throw new Error(`pool ${pool.namespace}/${pool.key} has no images`);
-    this.poolId = poolId(pool);
+    this.poolId = pool.id;
 
     const labels = {
       [LABEL_MANAGED_BY]: MANAGED_BY,
@@ -128,12 +127,10 @@ export class PullDaemonSet extends Construct {
     patchPullDaemonSet(this.workload, {
       placement: pool.placement,
       shareProcessNamespace: refreshing,
-      initContainers: 1,
-      containers: pool.images.length + (reconciler === undefined ? 0 : 1),
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
       maxUnavailable: pool.settings.maxUnavailable,
-      ...(reconciler === undefined ? {} : { sidecarIndex: 0 }),
+      ...(reconciler === undefined ? {} : { sidecar: SIDECAR_CONTAINER }),
     });
   }
 

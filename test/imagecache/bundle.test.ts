@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { buildBundle } from '../../src/imagecache/bundle.js';
+import { buildBundle, SETTING_RULES, type SettingRules } from '../../src/imagecache/bundle.js';
 import { formatDiagnostic } from '../../src/imagecache/errors.js';
+import type { PoolSettings } from '../../src/imagecache/model.js';
 import { parseFiles, type SourceFile } from '../../src/imagecache/parse.js';
 
 function cache(name: string, body: string, ns = 'ml'): SourceFile {
@@ -78,5 +79,37 @@ describe('buildBundle', () => {
     expect(buildBundle(parsed.caches).diagnostics.map((d) => d.message)).toEqual([
       'pool is named "accel" here but "gpu" at a.yaml:6:5; one pool has one name',
     ]);
+  });
+
+  it('computes each pool id once: the explicit name, or selector values in key order plus a hash', () => {
+    const { bundle: b } = bundle([
+      cache('a', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {zone: a, pool: gpu}\n'),
+      cache('b', '  cacheSpec:\n  - pool: cpu\n    images: [redis:7]\n    nodeSelector: {pool: cpu}\n'),
+    ]);
+    expect(b.pools.map((p) => p.id)).toEqual(['cpu', expect.stringMatching(/^gpu-a-[0-9a-f]{8}$/)]);
+  });
+
+  // One row per setting: the table is keyed by PoolSettings, so a new setting needs a row too.
+  const conflicts: Record<keyof PoolSettings, readonly [first: string, second: string, shown: string]> = {
+    helperImage: ['  helperImage: busybox:1.36\n', '  helperImage: docker.io/library/busybox:1.37\n', 'docker.io/library/busybox:1.37 vs docker.io/library/busybox:1.36'],
+    priorityClassName: ['  priorityClassName: high\n', '', 'unset vs "high"'],
+    maxUnavailable: ['  rollout: {maxUnavailable: 1}\n', '  rollout: {maxUnavailable: "10%"}\n', '"10%" vs 1'],
+    gate: ['  gate: {taintKey: example.com/warming, deadline: 5m}\n', '  gate: {enabled: false}\n', 'unset vs {"taintKey":"example.com/warming","deadlineSeconds":300}'],
+    refreshSeconds: ['  refresh: {interval: 1h}\n', '  refresh: {interval: 1h30m}\n', '5400 vs 3600'],
+  };
+  it.each(Object.entries(conflicts))('reports a conflict on %s, and only that one', (field, [first, second, shown]) => {
+    const parsed = parseFiles([cache('a', `  cacheSpec:\n  - images: [redis:7]\n${first}`), cache('b', `  cacheSpec:\n  - images: [redis:6]\n${second}`)]);
+    expect(parsed.diagnostics).toEqual([]);
+    const messages = buildBundle(parsed.caches).diagnostics.map((d) => d.message);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatch(/^ImageCache ml\/b shares a pool with ml\/a \(a\.yaml:\d+:\d+\) but sets /);
+    expect(messages[0]).toContain(` sets ${field} differently: ${shown}; pool-wide settings must agree`);
+  });
+
+  it('has a merge rule for every setting, and a setting without one does not compile', () => {
+    expect(Object.keys(SETTING_RULES).sort()).toEqual(Object.keys(conflicts).sort());
+    // @ts-expect-error a setting added to PoolSettings without a rule in SETTING_RULES fails typecheck
+    const incomplete: SettingRules<PoolSettings & { readonly newSetting?: number }> = SETTING_RULES;
+    expect(incomplete).toBe(SETTING_RULES);
   });
 });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -78,4 +79,13 @@ describe('migrateObjects', () => {
       spec: { cacheSpec: [{ images: ['nginx:1'], nodeSelector: { tier: 'web' }, tolerations: [{ operator: 'Exists' }] }], imagePullSecrets: [{ name: 's' }] },
     });
   });
+
+  it('sorts in code-point order whatever the locale (Estonian collation puts z before t)', () => {
+    const script =
+      "import { migrateObjects } from './src/migrate/fledged.ts';" +
+      "const yaml = migrateObjects(['t', 'z', 's'].map((name) => ({ metadata: { name, namespace: 'ns' }, spec: { cacheSpec: [{ images: ['redis:7'] }] } })));" +
+      'console.log(JSON.stringify([...yaml.matchAll(/^  name: (\\w+)$/gm)].map((m) => m[1])));';
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, LC_ALL: 'et_EE.UTF-8' }, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual(['s', 't', 'z']);
+  }, 60_000);
 });

@@ -18,7 +18,7 @@ function daemonSet(patches: Partial<Parameters<typeof patchPullDaemonSet>[1]> = 
       { name: 'b', image: 'b:1', resources: {}, volumeMounts: [{ path: '/scratch', volume: scratch }] },
     ],
   });
-  patchPullDaemonSet(ds, { placement: placementOf({}, []), initContainers: 1, containers: 2, imagePullSecrets: [], maxUnavailable: 1, ...patches });
+  patchPullDaemonSet(ds, { placement: placementOf({}, []), imagePullSecrets: [], maxUnavailable: 1, ...patches });
   return only(Testing.synth(chart), 'DaemonSet');
 }
 
@@ -89,12 +89,16 @@ describe('escape hatches', () => {
     expect(daemonSet().spec.template.metadata.labels ?? {}).not.toHaveProperty('cdk8s.io/metadata.addr');
   });
 
-  it('mounts a projected token into the sidecar only', () => {
-    const spec = daemonSet({ sidecarIndex: 1 }).spec.template.spec;
+  it('mounts a projected token into the sidecar only, found by its name', () => {
+    const spec = daemonSet({ sidecar: 'b' }).spec.template.spec;
     expect(spec.volumes.find((v: { name: string }) => v.name === TOKEN_VOLUME).projected.sources[0]).toEqual({
       serviceAccountToken: { path: 'token', expirationSeconds: 3607 },
     });
     expect(spec.containers[1].volumeMounts.at(-1)).toEqual({ name: TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT, readOnly: true });
     expect(spec.containers[0].volumeMounts).toBeUndefined();
+  });
+
+  it('refuses to patch a sidecar the pod template does not have', () => {
+    expect(() => daemonSet({ sidecar: 'prewarm-reconciler' })).toThrow('the pod template has no container named "prewarm-reconciler"');
   });
 });

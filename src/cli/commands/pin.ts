@@ -1,14 +1,13 @@
 /** `prewarm pin`: resolve tags to digests against the registries and rewrite the spec files in place. */
 import { chmod, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { Argv } from 'yargs';
-import { OciRegistry } from '../../reconciler/adapters/registry.js';
-import { parseImageRef } from '../../reconciler/oci.js';
+import { OciRegistry, registryRef } from '../../registry/client.js';
+import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../registry/docker-config.js';
 import { ApiError } from '../../reconciler/ports.js';
 import { formatDiagnostic, type Diagnostic } from '../../imagecache/errors.js';
 import { readSources } from '../../imagecache/load.js';
 import { parseFiles } from '../../imagecache/parse.js';
 import { applyPins, findImages, needsPin, pinnedRef } from '../../imagecache/pin.js';
-import { loadRegistryCredentials, type RegistryCredentials } from '../docker-config.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { VERSION } from '../../version.js';
@@ -57,8 +56,12 @@ export function pinCommand(io: Io) {
         io.stderr(unpinned.length === 0 ? 'nothing to pin: every image reference has a digest\n' : 'nothing to pin in place; see the warnings above\n');
         return;
       }
-      const credentials = await loadRegistryCredentials(args.dockerConfig, wanted.map((r) => parseImageRef(r).registry));
-      const registry = new OciRegistry({ keyring: credentials.keyring, plainHttp: new Set(args.plainHttp ?? []), userAgent: `prewarm-cli/${VERSION}` });
+      const hosts = wanted.map((r) => registryRef(r).domain);
+      const credentials = await loadRegistryCredentials(args.dockerConfig, hosts).catch((err: unknown) => {
+        // The user's docker setup is wrong, not a registry: the command line must change.
+        throw err instanceof DockerConfigError ? new CliError(err.message, ExitCode.Usage) : err;
+      });
+      const registry = new OciRegistry({ keyring: credentials.keyring, userAgent: `prewarm-cli/${VERSION}`, plainHttp: new Set(args.plainHttp ?? []) });
       const digests = new Map<string, string>();
       const failures = new Map<string, string>();
       // Sequential on purpose: a handful of HEAD requests, and registries rate-limit bursts.
@@ -101,7 +104,7 @@ export function pinCommand(io: Io) {
 
 /** One line on why `ref` has no digest, with the fix when there is an obvious one. */
 function explain(ref: string, err: unknown, credentials: RegistryCredentials): string {
-  const { registry, repository, tag } = parseImageRef(ref);
+  const { domain: registry, path: repository, tag } = registryRef(ref);
   if (!(err instanceof ApiError)) return (err as Error).message;
   switch (err.code) {
     case 404:

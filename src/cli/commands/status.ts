@@ -1,6 +1,7 @@
 /** `prewarm status`: pools and nodes, warm or not, read from the cluster; exit 0 only when all warm. */
 import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
+import { parseDuration } from '../../imagecache/duration.js';
 import { buildReport, renderTable, type StatusFormat, type StatusReport } from '../../status/report.js';
 import { LABEL_MANAGED_BY, LABEL_POOL, MANAGED_BY } from '../../contract/names.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
@@ -30,7 +31,7 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
       y
         .option('output', { alias: 'o', choices: ['table', 'wide', 'json', 'yaml'] as const, default: 'table' as StatusFormat, describe: 'Output format' })
         .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
-        .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m' })
+        .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m or 1h30m' })
         .option('interval', { type: 'number', default: 2, describe: 'With --watch: seconds between reads' })
         .option('context', { type: 'string', describe: 'kubeconfig context' })
         .option('namespace', { alias: 'n', type: 'string', describe: 'Only pools in this namespace' })
@@ -46,10 +47,11 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
   };
 }
 
-function parseTimeout(text: string): number {
-  const m = /^(\d+)(s|m|h)$/.exec(text);
-  if (m === null) throw new UsageError(`--timeout "${text}" must look like 90s, 15m or 1h`);
-  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 's' | 'm' | 'h'];
+/** `--timeout` in milliseconds, written as the specs write durations (`90s`, `15m`, `1h30m`). */
+export function parseTimeout(text: string): number {
+  const parsed = parseDuration(text);
+  if ('error' in parsed) throw new UsageError(`--timeout: ${parsed.error}`);
+  return parsed.seconds * 1000;
 }
 
 /** Renders in the chosen format. JSON and YAML carry the whole report. */

@@ -11,6 +11,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { ApiError } from '../ports.js';
 
+/** The sidecar's User-Agent towards the apiserver and registries, so their logs name it. */
+export const USER_AGENT = 'prewarm-reconciler';
+
 /** Where and how to reach a server. */
 export interface Endpoint {
   /** `https://host:port` (or `http://` for loopback fakes). */
@@ -132,7 +135,7 @@ export class KubeHttp {
 
   private headers(extra: Record<string, string>): Record<string, string> {
     const token = this.endpoint.token?.();
-    return { accept: 'application/json', 'user-agent': 'prewarm-reconciler', ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+    return { accept: 'application/json', 'user-agent': USER_AGENT, ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
   }
 
   /** A JSON request; non-2xx rejects with the apiserver's Status code and reason. */

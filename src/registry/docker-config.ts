@@ -10,8 +10,12 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { DOCKER_HUB, Keyring } from '../reconciler/oci.js';
-import { CliError, ExitCode } from './exit-codes.js';
+import { DOCKER_HUB, DOCKER_HUB_API, DOCKER_HUB_SERVER, Keyring, type Credential } from './keyring.js';
+
+/** A docker config that was named but cannot be read, or a credential helper that failed. */
+export class DockerConfigError extends Error {
+  override readonly name = 'DockerConfigError';
+}
 
 /** Credentials for the registries a command talks to, and where they came from (for messages). */
 export interface RegistryCredentials {
@@ -28,16 +32,15 @@ interface DockerConfig {
   readonly credsStore?: string;
 }
 
-/** How docker spells Docker Hub to credential helpers (and in `auths`). */
-const DOCKER_HUB_SERVER = 'https://index.docker.io/v1/';
-
 /** Helper answers longer than this are not a credential. */
 const HELPER_TIMEOUT_MS = 30_000;
 
 /**
  * Loads credentials for `registries` (hosts as written in image references; docker.io for Docker
  * Hub). Helpers run once per host, before any request. A helper's credential wins over an `auths`
- * entry for the same host, as in docker. No config file at the default path means anonymous access.
+ * entry for the same host, as in docker. No config file at the default path means anonymous access;
+ * a named file that is missing, a file that is not JSON, or a failing helper rejects with a
+ * {@link DockerConfigError} (the user's setup is wrong, not the registry).
  */
 export async function loadRegistryCredentials(explicit: string | undefined, registries: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<RegistryCredentials> {
   const file = explicit ?? join(env['DOCKER_CONFIG'] ?? join(homedir(), '.docker'), 'config.json');
@@ -47,13 +50,13 @@ export async function loadRegistryCredentials(explicit: string | undefined, regi
     text = await readFile(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' && explicit === undefined) return { keyring, file, found: false };
-    throw new CliError(`cannot read docker config ${file}: ${(err as Error).message}`, ExitCode.Usage);
+    throw new DockerConfigError(`cannot read docker config ${file}: ${(err as Error).message}`);
   }
   let config: DockerConfig;
   try {
     config = JSON.parse(text) as DockerConfig;
   } catch (err) {
-    throw new CliError(`docker config ${file} is not JSON: ${(err as Error).message}`, ExitCode.Usage);
+    throw new DockerConfigError(`docker config ${file} is not JSON: ${(err as Error).message}`);
   }
   for (const registry of [...new Set(registries)].sort()) {
     const helper = helperFor(config, registry);
@@ -67,7 +70,7 @@ export async function loadRegistryCredentials(explicit: string | undefined, regi
 }
 
 function helperFor(config: DockerConfig, registry: string): string | undefined {
-  const aliases = registry === DOCKER_HUB ? [DOCKER_HUB, 'index.docker.io', DOCKER_HUB_SERVER, 'registry-1.docker.io'] : [registry];
+  const aliases = registry === DOCKER_HUB ? [DOCKER_HUB, 'index.docker.io', DOCKER_HUB_SERVER, DOCKER_HUB_API] : [registry];
   for (const a of aliases) {
     const h = config.credHelpers?.[a];
     if (typeof h === 'string' && h !== '') return h;
@@ -80,21 +83,21 @@ function helperFor(config: DockerConfig, registry: string): string | undefined {
  * "credentials not found" (no credential: anonymous). Identity tokens (Username `<token>`) are
  * OAuth refresh tokens that only docker's own token exchange uses; they are skipped.
  */
-function runHelper(helper: string, server: string, env: NodeJS.ProcessEnv): Promise<{ username: string; password: string } | undefined> {
+function runHelper(helper: string, server: string, env: NodeJS.ProcessEnv): Promise<Credential | undefined> {
   const bin = `docker-credential-${helper}`;
   return new Promise((resolve, reject) => {
     const child = execFile(bin, ['get'], { env, timeout: HELPER_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout) => {
       if (err) {
         if (/credentials not found/i.test(String(stdout))) return resolve(undefined);
         const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${bin} is not on PATH` : `${bin} get failed: ${String(stdout).trim() || err.message}`;
-        return reject(new CliError(`credential helper for ${server}: ${why}`, ExitCode.Usage));
+        return reject(new DockerConfigError(`credential helper for ${server}: ${why}`));
       }
       try {
         const out = JSON.parse(stdout) as { Username?: unknown; Secret?: unknown };
         if (typeof out.Username !== 'string' || typeof out.Secret !== 'string') throw new Error('no Username/Secret');
         resolve(out.Username === '<token>' ? undefined : { username: out.Username, password: out.Secret });
       } catch (e) {
-        reject(new CliError(`credential helper for ${server}: ${bin} get printed no credential (${(e as Error).message})`, ExitCode.Usage));
+        reject(new DockerConfigError(`credential helper for ${server}: ${bin} get printed no credential (${(e as Error).message})`));
       }
     });
     child.stdin?.end(server);

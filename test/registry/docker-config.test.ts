@@ -2,8 +2,7 @@ import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadRegistryCredentials } from '../../src/cli/docker-config.js';
-import { CliError, ExitCode } from '../../src/cli/exit-codes.js';
+import { DockerConfigError, loadRegistryCredentials } from '../../src/registry/docker-config.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
@@ -36,16 +35,16 @@ describe('loadRegistryCredentials', () => {
     expect(c.keyring.lookup('third.example', 'x')).toBeUndefined();
   });
 
-  it('without a config at the default path is anonymous; a named one that is missing or not JSON is a usage error', async () => {
+  it('without a config at the default path is anonymous; a named one that is missing or not JSON is a DockerConfigError', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'prewarm-docker-'));
     const c = await loadRegistryCredentials(undefined, ['r.example'], { DOCKER_CONFIG: empty });
     expect(c).toMatchObject({ found: false, file: join(empty, 'config.json') });
     expect(c.keyring.size).toBe(0);
-    await expect(loadRegistryCredentials(join(empty, 'nope.json'), [], {})).rejects.toMatchObject({ exitCode: ExitCode.Usage });
+    await expect(loadRegistryCredentials(join(empty, 'nope.json'), [], {})).rejects.toBeInstanceOf(DockerConfigError);
     const bad = await configDir('{not json');
     const err = await loadRegistryCredentials(undefined, [], { DOCKER_CONFIG: bad }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(CliError);
-    expect((err as CliError).message).toMatch(/^docker config .*config\.json is not JSON/);
+    expect(err).toBeInstanceOf(DockerConfigError);
+    expect((err as DockerConfigError).message).toMatch(/^docker config .*config\.json is not JSON/);
   });
 
   it('asks credHelpers for their host, credsStore for the others, and a helper wins over auths', async () => {

@@ -2,33 +2,31 @@
  * The OCI digest client against a tiny registry on 127.0.0.1 speaking the distribution API's
  * manifest HEAD with anonymous, basic and bearer-token auth.
  */
-import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadKeyring, OciRegistry } from '../../src/reconciler/adapters/registry.js';
-import { Keyring, parseChallenge, parseImageRef } from '../../src/reconciler/oci.js';
+import { OciRegistry, parseChallenge, registryRef } from '../../src/registry/client.js';
+import { Keyring } from '../../src/registry/keyring.js';
 import { ApiError } from '../../src/reconciler/ports.js';
 
 const D1 = `sha256:${'1'.repeat(64)}`;
 const D2 = `sha256:${'2'.repeat(64)}`;
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
-describe('parseImageRef', () => {
+describe('registryRef', () => {
   it.each([
-    ['nginx', { registry: 'docker.io', repository: 'library/nginx', tag: 'latest' }],
-    ['nginx:1.27', { registry: 'docker.io', repository: 'library/nginx', tag: '1.27' }],
-    ['team/app:v1', { registry: 'docker.io', repository: 'team/app', tag: 'v1' }],
-    ['127.0.0.1:5000/a/b:t', { registry: '127.0.0.1:5000', repository: 'a/b', tag: 't' }],
-    ['localhost/x', { registry: 'localhost', repository: 'x', tag: 'latest' }],
-    [`reg.io/a@${D1}`, { registry: 'reg.io', repository: 'a', digest: D1 }],
+    ['nginx', { domain: 'docker.io', path: 'library/nginx', tag: 'latest' }],
+    ['nginx:1.27', { domain: 'docker.io', path: 'library/nginx', tag: '1.27' }],
+    ['team/app:v1', { domain: 'docker.io', path: 'team/app', tag: 'v1' }],
+    ['127.0.0.1:5000/a/b:t', { domain: '127.0.0.1:5000', path: 'a/b', tag: 't' }],
+    ['localhost/x', { domain: 'localhost', path: 'x', tag: 'latest' }],
+    [`reg.io/a@${D1}`, { domain: 'reg.io', path: 'a', digest: D1 }],
   ])('%s', (ref, want) => {
-    expect(parseImageRef(ref)).toEqual(want);
+    expect(registryRef(ref)).toMatchObject(want);
   });
-  it('rejects garbage', () => {
-    expect(() => parseImageRef('UPPER/case')).toThrow('invalid image reference "UPPER/case"');
+  it('rejects garbage, and a capitalised first component rather than take it for a host', () => {
+    expect(() => registryRef('UPPER/case')).toThrow('invalid image reference "UPPER/case"');
+    expect(() => registryRef('Example.com/app:1')).toThrow('invalid image reference "Example.com/app:1"');
   });
 });
 
@@ -39,35 +37,6 @@ describe('parseChallenge', () => {
       params: { realm: 'https://auth.example/token', service: 'reg', scope: 'repository:a:pull' },
     });
     expect(parseChallenge('Basic realm=x')).toEqual({ scheme: 'basic', params: { realm: 'x' } });
-  });
-});
-
-describe('Keyring', () => {
-  it('matches the most specific key, folding Docker Hub aliases and schemes', () => {
-    const k = new Keyring();
-    k.add(JSON.stringify({ auths: { 'https://index.docker.io/v1/': { auth: b64('hub:pw') }, 'reg.io': { username: 'u1', password: 'p1' }, 'reg.io/team': { auth: b64('u2:p2') } } }));
-    expect(k.lookup('docker.io', 'library/nginx')).toEqual({ username: 'hub', password: 'pw' });
-    expect(k.lookup('reg.io', 'team/app')).toEqual({ username: 'u2', password: 'p2' });
-    expect(k.lookup('reg.io', 'other/app')).toEqual({ username: 'u1', password: 'p1' });
-    expect(k.lookup('reg.io:5000', 'team/app')).toBeUndefined();
-    expect(k.lookup('reg.iox', 'a')).toBeUndefined();
-  });
-  it('loads mounted dockerconfigjson and legacy dockercfg secrets, ignoring junk', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-secrets-'));
-    try {
-      fs.mkdirSync(path.join(dir, 'a'));
-      fs.writeFileSync(path.join(dir, 'a', '.dockerconfigjson'), JSON.stringify({ auths: { 'r1.io': { auth: b64('a:1') } } }));
-      fs.mkdirSync(path.join(dir, 'b'));
-      fs.writeFileSync(path.join(dir, 'b', '.dockercfg'), JSON.stringify({ 'r2.io': { auth: b64('b:2') } }));
-      fs.mkdirSync(path.join(dir, 'c'));
-      fs.writeFileSync(path.join(dir, 'c', '.dockerconfigjson'), 'not json');
-      const k = loadKeyring(dir);
-      expect(k.size).toBe(2);
-      expect(k.lookup('r2.io', 'x')).toEqual({ username: 'b', password: '2' });
-      expect(loadKeyring(path.join(dir, 'missing')).size).toBe(0);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
   });
 });
 
@@ -107,7 +76,7 @@ describe('OciRegistry against a loopback registry', () => {
   const client = (): OciRegistry => {
     const k = new Keyring();
     k.add(JSON.stringify({ auths: { [`${host}/basic`]: { auth: b64('bob:secret') }, [`${host}/bearer`]: { auth: b64('tok:en') } } }));
-    return new OciRegistry({ keyring: k, plainHttp: new Set([host]) });
+    return new OciRegistry({ keyring: k, userAgent: 'prewarm-reconciler', plainHttp: new Set([host]) });
   };
 
   it('HEADs the manifest anonymously, asking for indexes and manifest lists first', async () => {
@@ -120,7 +89,7 @@ describe('OciRegistry against a loopback registry', () => {
   });
 
   it('names its caller in the User-Agent when told to (the CLI is not the sidecar)', async () => {
-    const cli = new OciRegistry({ keyring: new Keyring(), plainHttp: new Set([host]), userAgent: 'prewarm-cli/9.9.9' });
+    const cli = new OciRegistry({ keyring: new Keyring(), userAgent: 'prewarm-cli/9.9.9', plainHttp: new Set([host]) });
     expect(await cli.digest(`${host}/open/app:v1`)).toBe(D1);
     expect(seen.at(-1)?.agent).toBe('prewarm-cli/9.9.9');
   });
@@ -151,7 +120,7 @@ describe('OciRegistry against a loopback registry', () => {
 
   it('fails with the status code on unknown tags and missing credentials', async () => {
     await expect(client().digest(`${host}/open/app:nope`)).rejects.toMatchObject({ code: 404 });
-    const anon = new OciRegistry({ keyring: new Keyring(), plainHttp: new Set([host]) });
+    const anon = new OciRegistry({ keyring: new Keyring(), userAgent: 'prewarm-reconciler', plainHttp: new Set([host]) });
     await expect(anon.digest(`${host}/basic/app:v1`)).rejects.toBeInstanceOf(ApiError);
     await expect(anon.digest(`${host}/basic/app:v1`)).rejects.toThrow('registry wants basic auth and no pull secret matches');
   });

@@ -1,0 +1,116 @@
+/**
+ * Registry credentials, looked up the way the kubelet looks them up: by registry host, or host
+ * and path prefix, the most specific key winning. The sidecar fills a {@link Keyring} from the pull
+ * secrets mounted into it ({@link loadKeyring}); `prewarm pin` fills one from the user's docker
+ * config (docker-config.ts).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Docker Hub as users write it in image references (and as the keyring keys it). */
+export const DOCKER_HUB = 'docker.io';
+/** The host Docker Hub's registry API is served on. */
+export const DOCKER_HUB_API = 'registry-1.docker.io';
+/** How docker spells Docker Hub to credential helpers and in `auths`. */
+export const DOCKER_HUB_SERVER = 'https://index.docker.io/v1/';
+
+/** Username and password for one registry. */
+export interface Credential {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** One entry of a docker config, keyed as written. */
+interface AuthEntry {
+  readonly auth?: string;
+  readonly username?: string;
+  readonly password?: string;
+}
+
+/** Normalizes a docker config key: no scheme, no trailing slash, Hub aliases folded. */
+function normalizeKey(k: string): string {
+  let s = k.replace(/^[a-z]+:\/\//i, '').replace(/\/+$/, '');
+  if (s === 'index.docker.io/v1' || s === 'index.docker.io' || s === DOCKER_HUB_API) s = DOCKER_HUB;
+  return s;
+}
+
+function credentialOf(e: AuthEntry): Credential | undefined {
+  if (e.username !== undefined && e.password !== undefined) return { username: e.username, password: e.password };
+  if (e.auth) {
+    const dec = Buffer.from(e.auth, 'base64').toString('utf8');
+    const i = dec.indexOf(':');
+    if (i > 0) return { username: dec.slice(0, i), password: dec.slice(i + 1) };
+  }
+  return undefined;
+}
+
+/**
+ * Credentials from the contents of docker configs and mounted pull secrets (`.dockerconfigjson`,
+ * `{"auths":{…}}`, or the legacy `.dockercfg`, a bare map). Like the kubelet, a key may name a
+ * host or a host with a path prefix; the most specific matching key wins; entries added earlier
+ * win ties.
+ */
+export class Keyring {
+  private readonly entries: { key: string; cred: Credential }[] = [];
+
+  /** Adds one file's contents; malformed files are ignored (the kubelet does the same). */
+  add(text: string): void {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      return;
+    }
+    const auths = (raw as { auths?: unknown })?.auths ?? raw;
+    if (typeof auths !== 'object' || auths === null) return;
+    for (const [k, v] of Object.entries(auths as Record<string, AuthEntry>)) {
+      const cred = typeof v === 'object' && v !== null ? credentialOf(v) : undefined;
+      if (cred) this.entries.push({ key: normalizeKey(k), cred });
+    }
+  }
+
+  /** Adds one credential for a registry host (or host/path prefix), e.g. from a credential helper. */
+  addCredential(key: string, cred: Credential): void {
+    this.entries.push({ key: normalizeKey(key), cred });
+  }
+
+  /** The credential for `registry/repository` (an image reference's domain and path), if any. */
+  lookup(registry: string, repository: string): Credential | undefined {
+    const full = `${normalizeKey(registry)}/${repository}`;
+    let best: { key: string; cred: Credential } | undefined;
+    for (const e of this.entries) {
+      const match = full === e.key || full.startsWith(`${e.key}/`);
+      if (match && (!best || e.key.length > best.key.length)) best = e;
+    }
+    return best?.cred;
+  }
+
+  /** Number of credentials held. */
+  get size(): number {
+    return this.entries.length;
+  }
+}
+
+/**
+ * Loads every `<dir>/<secret>/.dockerconfigjson` (and legacy `.dockercfg`), in sorted order so
+ * matching is deterministic. A missing directory means no credentials (anonymous pulls only).
+ */
+export function loadKeyring(dir: string): Keyring {
+  const k = new Keyring();
+  let secrets: string[];
+  try {
+    secrets = fs.readdirSync(dir).sort();
+  } catch {
+    return k;
+  }
+  for (const s of secrets) {
+    for (const f of ['.dockerconfigjson', '.dockercfg']) {
+      try {
+        k.add(fs.readFileSync(path.join(dir, s, f), 'utf8'));
+      } catch {
+        // this secret does not have this key
+      }
+    }
+  }
+  return k;
+}
