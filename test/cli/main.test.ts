@@ -1,12 +1,14 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, writeFile, mkdir, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { run } from '../../src/cli/main.js';
+import { OUTPUT_MARKER } from '../../src/cli/output-marker.js';
 
 const exec = promisify(execFile);
 
@@ -21,6 +23,16 @@ async function specDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'prewarm-cli-'));
   for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
   return dir;
+}
+
+/** Every path under `root` with its kind and content, to prove a refused run changed nothing. */
+async function tree(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const e of await readdir(root, { withFileTypes: true, recursive: true })) {
+    const path = join(e.parentPath, e.name);
+    out[path] = e.isSymbolicLink() ? 'link' : e.isDirectory() ? 'dir' : await readFile(path, 'utf8');
+  }
+  return out;
 }
 
 const good = `apiVersion: kubefledged.io/v1alpha2
@@ -62,19 +74,79 @@ describe('prewarm CLI', () => {
     const dir = await specDir({ 'a.yaml': good });
     const out = join(dir, 'out');
     expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.Success);
-    await writeFile(join(out, 'stale.k8s.yaml'), 'kind: Stale\n');
+    expect((await readdir(out)).sort()).toEqual([OUTPUT_MARKER, 'prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml']);
     const before = await readFile(join(out, 'prewarm-ns-ns.k8s.yaml'), 'utf8');
 
     await writeFile(join(dir, 'a.yaml'), bad);
     expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.InvalidInput);
     expect(await readFile(join(out, 'prewarm-ns-ns.k8s.yaml'), 'utf8')).toBe(before);
-    expect((await readdir(out)).sort()).toEqual(['prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml', 'stale.k8s.yaml']);
 
-    await writeFile(join(dir, 'a.yaml'), good);
+    await writeFile(join(dir, 'a.yaml'), good.replace('namespace: ns', 'namespace: other'));
     expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.Success);
-    expect((await readdir(out)).sort()).toEqual(['prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml']);
+    expect((await readdir(out)).sort()).toEqual([OUTPUT_MARKER, 'prewarm-cluster.k8s.yaml', 'prewarm-ns-other.k8s.yaml']);
     expect((await readdir(dir)).sort()).toEqual(['a.yaml', 'out']);
   });
+
+  /** A folder `root` holding `specs/a.yaml` (the input) and whatever `setup` adds; returns the target. */
+  type Layout = (root: string) => Promise<string>;
+  const mkfile = async (path: string, text = 'mine\n') => {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, text);
+  };
+  it.each<[string, Layout, string[], string]>([
+    ['-o DIR holding a README (as -o . would)', async (r) => (await mkfile(join(r, 'here', 'README.md')), join(r, 'here')), [], 'it holds README.md, which prewarm did not write'],
+    ['-o deploy holding a kustomization.yaml', async (r) => (await mkfile(join(r, 'deploy', 'kustomization.yaml')), join(r, 'deploy')), [], 'it holds kustomization.yaml, which prewarm did not write'],
+    ['an earlier output with a file added by hand', async (r) => (await mkfile(join(r, 'out', 'prewarm-cluster.k8s.yaml')), await mkfile(join(r, 'out', 'stale.k8s.yaml')), join(r, 'out')), [], 'it holds stale.k8s.yaml'],
+    ['many files, listed in part', async (r) => { for (const n of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await mkfile(join(r, 'many', n)); return join(r, 'many'); }, [], 'it holds a, b, c, d, e and 2 more'],
+    ['-o notes.txt, a file', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), [], 'it is a file, not a folder'],
+    ['-o notes.txt, a file, even with --force', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), ['--force'], 'it is a file, not a folder'],
+    ['-o specs, the input', async (r) => join(r, 'specs'), [], 'it is the input'],
+    ['-o specs, the input, even with --force', async (r) => join(r, 'specs'), ['--force'], 'it is the input'],
+    ['-o a link to the input', async (r) => (await symlink(join(r, 'specs'), join(r, 'link')), join(r, 'link')), ['--force'], 'it is the input'],
+    ['-o ROOT, which holds the input', async (r) => r, ['--force'], 'it holds the input'],
+  ])('refuses %s with exit 1, naming what is in the way, and changes nothing', async (_name, layout, flags, message) => {
+    const root = await specDir({});
+    await mkfile(join(root, 'specs', 'a.yaml'), good);
+    const target = await layout(root);
+    const before = await tree(root);
+    const r = await cli('synth', join(root, 'specs'), '-o', target, ...flags);
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`refusing to write ${target}: ${message}`);
+    expect(await tree(root)).toEqual(before);
+  });
+
+  it('refuses a target that holds an input file, even with --force', async () => {
+    const root = await specDir({});
+    await mkdir(join(root, 'out'));
+    await writeFile(join(root, 'out', 'a.yaml'), good);
+    const r = await cli('synth', join(root, 'out', 'a.yaml'), '-o', join(root, 'out'), '--force');
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`it holds the input ${join(root, 'out', 'a.yaml')}`);
+    expect(await readdir(join(root, 'out'))).toEqual(['a.yaml']);
+  });
+
+  it('--force replaces a folder whatever it holds; an empty folder needs no --force', async () => {
+    const root = await specDir({ 'a.yaml': good });
+    await mkdir(join(root, 'deploy'));
+    await writeFile(join(root, 'deploy', 'kustomization.yaml'), 'resources: []\n');
+    await mkdir(join(root, 'empty'));
+    expect((await cli('synth', join(root, 'a.yaml'), '-o', join(root, 'empty'))).code).toBe(ExitCode.Success);
+    expect((await cli('synth', join(root, 'a.yaml'), '-o', join(root, 'deploy'))).code).toBe(ExitCode.InvalidInput);
+    const r = await cli('synth', join(root, 'a.yaml'), '-o', join(root, 'deploy'), '--force');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect((await readdir(join(root, 'deploy'))).sort()).toEqual([OUTPUT_MARKER, 'prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml']);
+  });
+
+  it('the real executable refuses -o . in a folder with a README', async () => {
+    const dir = await specDir({ 'README.md': 'mine\n' });
+    const specs = await specDir({ 'a.yaml': good });
+    const bin = join(process.cwd(), 'src/cli/bin.ts');
+    const tsx = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
+    const err = await exec(process.execPath, ['--import', tsx, bin, 'synth', specs, '-o', '.'], { cwd: dir }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 1, stdout: '' });
+    expect((err as { stderr: string }).stderr).toContain('refusing to write .: it holds README.md, which prewarm did not write');
+    expect(await readdir(dir)).toEqual(['README.md']);
+  }, 60_000);
 
   it('exits 1 when there is no ImageCache at all, rather than printing nothing', async () => {
     const dir = await specDir({ 'empty.yaml': '# nothing here\n' });
