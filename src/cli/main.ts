@@ -9,7 +9,7 @@ import { validateCommand } from './commands/validate.js';
 import { migrateCommand } from './commands/migrate.js';
 import { statusCommand } from './commands/status.js';
 import { pinCommand } from './commands/pin.js';
-import { CliError, ExitCode, UsageError } from './exit-codes.js';
+import { asIoError, CliError, ExitCode, isSystemError, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
@@ -46,15 +46,30 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     if (helpOutput !== '') io.stdout(`${helpOutput}\n`);
     return ExitCode.Success;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`error: ${err.message}\nrun "prewarm --help" for usage\n`);
-      return ExitCode.Usage;
-    }
-    if (err instanceof CliError) {
-      io.stderr(`error: ${err.message}\n`);
-      return err.exitCode;
-    }
-    io.stderr(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    return ExitCode.Internal;
+    return reportFailure(err, io, process.env['PREWARM_DEBUG'] === '1');
   }
+}
+
+/** Calls whose failure means prewarm could not read; any other failed call is a write. */
+const READ_CALLS = new Set(['open', 'read', 'readdir', 'scandir', 'stat', 'lstat', 'readlink', 'realpath', 'access']);
+
+/**
+ * The one place a failed command is reported: one line on stderr, `prewarm: …`, and its exit
+ * code. Plain I/O failures name the path and the system's reason (exit 70). Anything else is a
+ * bug: exit 70 with its message, and the stack trace only when `debug` (PREWARM_DEBUG=1) asks.
+ */
+export function reportFailure(failure: unknown, io: Io, debug: boolean): ExitCode {
+  const err = isSystemError(failure) ? asIoError(READ_CALLS.has(failure.syscall ?? '') ? 'read' : 'write', failure.path ?? 'a file', failure) : failure;
+  if (err instanceof UsageError) {
+    io.stderr(`prewarm: ${err.message}\nrun "prewarm --help" for usage\n`);
+    return ExitCode.Usage;
+  }
+  if (err instanceof CliError) {
+    io.stderr(`prewarm: ${err.message}\n`);
+    return err.exitCode;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const stack = err instanceof Error && err.stack !== undefined ? err.stack : message;
+  io.stderr(debug ? `prewarm: internal error: ${stack}\n` : `prewarm: internal error: ${message} (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n`);
+  return ExitCode.Internal;
 }

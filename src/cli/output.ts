@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, lstat, mkdir, readlink, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { CliError, ExitCode } from './exit-codes.js';
+import { asIoError, CliError, ExitCode } from './exit-codes.js';
 import { inspectOutput, writeOutputMarker } from './output-marker.js';
 
 /** Options of {@link replaceDirectory}. */
@@ -38,7 +38,23 @@ export interface ReplaceOptions {
  * is in the way, before anything is written.
  */
 export async function replaceDirectory(target: string, write: (dir: string) => Promise<void> | void, options: ReplaceOptions = {}): Promise<void> {
-  await checkOutput(target, options);
+  await writing(target, () => replace(target, write, options));
+}
+
+/**
+ * Runs `step`, reporting a failed system call as `cannot write <target>: …`: the folder asked
+ * for, not the temporary one beside it that the call named.
+ */
+async function writing(target: string, step: () => Promise<void>): Promise<void> {
+  try {
+    await step();
+  } catch (err) {
+    throw asIoError('write', target, err);
+  }
+}
+
+async function replace(target: string, write: (dir: string) => Promise<void> | void, options: ReplaceOptions): Promise<void> {
+  await check(target, options);
   const real = await followLinks(resolve(target));
   const parent = dirname(real);
   await mkdir(parent, { recursive: true });
@@ -51,7 +67,7 @@ export async function replaceDirectory(target: string, write: (dir: string) => P
     await write(tmp);
     await writeOutputMarker(tmp);
     // Checked again just before the swap: something may have been put there while we wrote.
-    await checkOutput(target, options);
+    await check(target, options);
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
     throw err;
@@ -74,6 +90,10 @@ export async function replaceDirectory(target: string, write: (dir: string) => P
  * is reported as such and not as whatever the input looks like without it.
  */
 export async function checkOutput(target: string, options: ReplaceOptions = {}): Promise<void> {
+  await writing(target, () => check(target, options));
+}
+
+async function check(target: string, options: ReplaceOptions): Promise<void> {
   const refuse = (why: string) => new CliError(`refusing to write ${target}: ${why}; nothing was written`, ExitCode.InvalidInput);
   const real = await followLinks(resolve(target));
   for (const input of options.inputs ?? []) {

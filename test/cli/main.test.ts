@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, writeFile, mkdir, symlink } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, writeFile, mkdir, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { ExitCode } from '../../src/cli/exit-codes.js';
-import { run } from '../../src/cli/main.js';
+import { CliError, ExitCode, UsageError } from '../../src/cli/exit-codes.js';
+import { reportFailure, run } from '../../src/cli/main.js';
 import { OUTPUT_MARKER } from '../../src/cli/output-marker.js';
 
 const exec = promisify(execFile);
@@ -43,6 +43,8 @@ spec:
   - images: [redis:7, busybox]
 `;
 const bad = good.replace('redis:7', 'Redis:7');
+/** Valid and without warnings, so stderr holds only what a test looks for. */
+const quiet = good.replace('busybox', 'busybox:1');
 
 describe('prewarm CLI', () => {
   it('--stdout prints one YAML stream of manifests and nothing else; warnings go to stderr', async () => {
@@ -196,6 +198,58 @@ describe('prewarm CLI', () => {
     await writeFile(join(dir, 'ok', 'a.yaml'), good);
     const ok = await exec(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'synth', join(dir, 'ok'), '--stdout']);
     expect(ok.stdout.startsWith('apiVersion: v1\nkind: Namespace\n')).toBe(true);
+  }, 60_000);
+});
+
+describe('failure reports', () => {
+  const sysError = (code: string, errno: number, syscall: string, path: string) => Object.assign(new Error(`${code}: ..., ${syscall} '${path}'`), { code, errno, syscall, path });
+  const bug = new TypeError("Cannot read properties of undefined (reading 'x')");
+  it.each<[string, unknown, boolean, ExitCode, string]>([
+    ['a usage error', new UsageError('name a command'), false, ExitCode.Usage, 'prewarm: name a command\nrun "prewarm --help" for usage\n'],
+    ['a CLI error', new CliError('1 error found; nothing was written', ExitCode.InvalidInput), false, ExitCode.InvalidInput, 'prewarm: 1 error found; nothing was written\n'],
+    ['EACCES on mkdir', sysError('EACCES', -13, 'mkdir', '/srv/out'), false, ExitCode.Internal, 'prewarm: cannot write /srv/out: permission denied (EACCES)\n'],
+    ['EACCES on open', sysError('EACCES', -13, 'open', '/srv/a.yaml'), false, ExitCode.Internal, 'prewarm: cannot read /srv/a.yaml: permission denied (EACCES)\n'],
+    ['ENOSPC on write', sysError('ENOSPC', -28, 'write', '/srv/out/x'), false, ExitCode.Internal, 'prewarm: cannot write /srv/out/x: no space left on device (ENOSPC)\n'],
+    ['EROFS on rename', sysError('EROFS', -30, 'rename', '/ro/out'), false, ExitCode.Internal, 'prewarm: cannot write /ro/out: read-only file system (EROFS)\n'],
+    ['an error code without errno', Object.assign(new Error('x'), { code: 'EWHATEVER', syscall: 'open', path: '/x' }), false, ExitCode.Internal, 'prewarm: cannot read /x: EWHATEVER\n'],
+    ['a bug', bug, false, ExitCode.Internal, "prewarm: internal error: Cannot read properties of undefined (reading 'x') (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n"],
+    ['a thrown string', 'boom', false, ExitCode.Internal, 'prewarm: internal error: boom (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n'],
+  ])('%s: one line and its exit code', (_name, err, debug, code, line) => {
+    let stderr = '';
+    expect(reportFailure(err, { stdout: () => undefined, stderr: (t) => (stderr += t) }, debug)).toBe(code);
+    expect(stderr).toBe(line);
+  });
+
+  it('prints the stack trace of a bug only with the debug switch', () => {
+    let stderr = '';
+    expect(reportFailure(bug, { stdout: () => undefined, stderr: (t) => (stderr += t) }, true)).toBe(ExitCode.Internal);
+    expect(stderr).toContain("prewarm: internal error: TypeError: Cannot read properties of undefined (reading 'x')\n    at ");
+  });
+
+  it.each<[string, (root: string) => Promise<string>, string]>([
+    ['-o /proc/x', async () => '/proc/x', 'prewarm: cannot write /proc/x: no such file or directory (ENOENT)\n'],
+    ['-o /sys/x', async () => '/sys/x', 'prewarm: cannot write /sys/x: operation not permitted (EPERM)\n'],
+    ['-o below a file', async (root) => (await writeFile(join(root, 'notes.txt'), 'x'), join(root, 'notes.txt', 'out')), 'prewarm: cannot write ROOT/notes.txt/out: not a directory (ENOTDIR)\n'],
+  ])('%s: one line, exit 70, no stack', async (_name, target, line) => {
+    const root = await specDir({ 'a.yaml': quiet });
+    const out = await target(root);
+    const r = await cli('synth', join(root, 'a.yaml'), '-o', out);
+    expect(r.code).toBe(ExitCode.Internal);
+    expect(r.stderr).toBe(line.replace('ROOT', root));
+  });
+
+  it('EACCES on the output folder\'s parent: one line, exit 70 (the real executable, as an unprivileged user)', async () => {
+    const root = await specDir({ 'a.yaml': quiet });
+    await mkdir(join(root, 'locked'));
+    await chmod(join(root, 'locked'), 0o555);
+    await chmod(root, 0o755);
+    await chmod(join(root, 'a.yaml'), 0o644);
+    const tsx = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
+    // root ignores permissions: drop to nobody for the run.
+    const user = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const err = await exec(process.execPath, ['--import', tsx, join(process.cwd(), 'src/cli/bin.ts'), 'synth', join(root, 'a.yaml'), '-o', join(root, 'locked', 'out')], { ...user, env: { ...process.env, HOME: root } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: ExitCode.Internal, stdout: '', stderr: `prewarm: cannot write ${join(root, 'locked', 'out')}: permission denied (EACCES)\n` });
+    expect(await readdir(join(root, 'locked'))).toEqual([]);
   }, 60_000);
 });
 

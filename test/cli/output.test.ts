@@ -2,6 +2,7 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../src/cli/exit-codes.js';
 import { replaceDirectory } from '../../src/cli/output.js';
 import { OUTPUT_MARKER } from '../../src/cli/output-marker.js';
 
@@ -62,11 +63,11 @@ describe('replaceDirectory', () => {
     expect(await readdir(root)).toEqual(['out']);
   });
 
-  it('refuses a loop of links', async () => {
+  it('reports a loop of links as an I/O failure on the target (exit 70)', async () => {
     const root = await workdir();
     await symlink('b', join(root, 'a'));
     await symlink('a', join(root, 'b'));
-    await expect(replaceDirectory(join(root, 'a'), writeOne('x'))).rejects.toMatchObject({ code: 'ELOOP' });
+    await expect(replaceDirectory(join(root, 'a'), writeOne('x'))).rejects.toMatchObject({ exitCode: ExitCode.Internal, message: `cannot write ${join(root, 'a')}: too many symbolic links encountered (ELOOP)` });
     await rm(root, { recursive: true });
   });
 });
