@@ -171,6 +171,40 @@ describe('prewarm CLI', () => {
     expect(r.stderr).toContain(message);
   });
 
+  const label = "it must be a lowercase RFC 1123 label";
+  it.each<[string[], string]>([
+    [['synth', 'DIR', '-n', 'Bad NS', '--stdout'], `--namespace "Bad NS" is not a valid namespace: ${label}`],
+    [['synth', 'DIR', '-n', 'Bad NS', '--no-reconciler', '--stdout'], `--namespace "Bad NS" is not a valid namespace: ${label}`],
+    [['synth', 'DIR', '--namespace', '', '-o', 'OUT'], `--namespace "" is not a valid namespace: ${label}`],
+    [['synth', 'DIR', '-n', 'x'.repeat(64), '--stdout'], `--namespace "${'x'.repeat(64)}" is not a valid namespace: it must be no more than 63 characters`],
+    [['synth', 'DIR', '-n', 'a', '-n', 'b', '--stdout'], '--namespace is given more than once'],
+    [['validate', 'DIR', '-n', 'UPPER'], '--namespace "UPPER" is not a valid namespace'],
+    [['status', '-n', 'a_b'], '--namespace "a_b" is not a valid namespace'],
+    [['synth', 'DIR', '--reconciler-image', '', '--stdout'], '--reconciler-image "" is not a valid image reference: image reference is empty'],
+    [['synth', 'DIR', '--reconciler-image', 'ghcr.io/Me/x:1', '--stdout'], '--reconciler-image "ghcr.io/Me/x:1" is not a valid image reference: repository name "Me/x" must be lowercase'],
+    [['synth', 'DIR', '--reconciler-image', 'r/x:', '--no-reconciler', '--stdout'], '--reconciler-image "r/x:" is not a valid image reference: tag is empty'],
+    [['synth', 'DIR', '-o', ''], '--output "" is empty: name a path'],
+    [['pin', 'DIR', '--plain-http', 'not a host'], '--plain-http "not a host" is not a registry host[:port]'],
+    [['pin', 'DIR', '--plain-http', 'ok:5000', '--plain-http', 'x:port'], '--plain-http "x:port" is not a registry host[:port]'],
+    [['pin', 'DIR', '--docker-config', ''], '--docker-config "" is empty: name a path'],
+  ])('validates option values like spec values: %j exits 2 and writes nothing', async (argv, message) => {
+    const dir = await specDir({ 'a.yaml': good });
+    const out = join(dir, 'out');
+    const r = await cli(...argv.map((a) => (a === 'DIR' ? dir : a === 'OUT' ? out : a)));
+    expect(r.code, r.stderr).toBe(ExitCode.Usage);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`prewarm: ${message}`);
+    expect(await readdir(dir)).toEqual(['a.yaml']);
+  });
+
+  it('takes valid option values', async () => {
+    const dir = await specDir({ 'a.yaml': good.replace(', namespace: ns', '') });
+    const r = await cli('synth', dir, '-n', 'team-a', '--reconciler-image', 'reg.example:5000/me/reconciler:1', '--stdout');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.stdout).toContain('namespace: team-a');
+    expect(r.stdout).toContain('image: reg.example:5000/me/reconciler:1');
+  });
+
   it('validate reports a summary on stderr and exits 0', async () => {
     const dir = await specDir({ 'a.yaml': good });
     const r = await cli('validate', dir);

@@ -12,6 +12,7 @@ import { loadRegistryCredentials, type RegistryCredentials } from '../docker-con
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { VERSION } from '../../version.js';
+import { checkOptions, isPath, isRegistry } from './common.js';
 
 interface PinArgs {
   readonly paths: readonly string[];
@@ -26,7 +27,7 @@ export function pinCommand(io: Io) {
     command: 'pin <paths..>',
     describe: 'Resolve image tags to digests (tag@sha256:…) and rewrite the spec files, keeping their formatting',
     builder: (y: Argv) =>
-      y
+      checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http'])
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
         // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.

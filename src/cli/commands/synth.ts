@@ -5,7 +5,7 @@ import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { checkOutput, replaceDirectory } from '../output.js';
 import type { Io } from '../io.js';
 import { loadSpecs, type SpecArgs } from '../specs.js';
-import { specOptions } from './common.js';
+import { checkOptions, isImage, isPath, specOptions } from './common.js';
 
 interface SynthArgs extends SpecArgs {
   readonly output?: string | undefined;
@@ -21,7 +21,7 @@ export function synthCommand(io: Io) {
     command: 'synth <paths..>',
     describe: 'Synthesize ImageCache specs into pull DaemonSets',
     builder: (y: Argv) =>
-      specOptions(y)
+      checkOptions(specOptions(y), { output: isPath, 'reconciler-image': isImage })
         .option('output', { alias: 'o', type: 'string', describe: 'Folder to write, replaced only on success, and only if it is empty or a previous prewarm output [default: dist]' })
         .option('force', { type: 'boolean', describe: 'Replace the output folder even if it holds files prewarm did not write (never an input)' })
         .option('stdout', { type: 'boolean', describe: 'Print one YAML stream to stdout instead' })
