@@ -14,14 +14,16 @@ import { processIo, type Io } from './io.js';
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function run(argv: readonly string[], io: Io = processIo): Promise<ExitCode> {
+  const [synth, validate, migrate, status, pin] = [synthCommand(io), validateCommand(io), migrateCommand(io), statusCommand(io), pinCommand(io)] as const;
+  const names = [synth, validate, migrate, status, pin].map((c) => c.command.split(' ')[0] as string);
   const parser = yargs([...argv])
+    .command(synth)
+    .command(validate)
+    .command(migrate)
+    .command(status)
+    .command(pin)
     .scriptName('prewarm')
     .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
-    .command(synthCommand(io))
-    .command(validateCommand(io))
-    .command(migrateCommand(io))
-    .command(statusCommand(io))
-    .command(pinCommand(io))
     .demandCommand(1, 'name a command')
     .strict()
     .version(VERSION)
@@ -38,6 +40,10 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     })
     .exitProcess(false);
   try {
+    // The command comes first (prewarm has no option that takes a value before it). Checked here,
+    // because yargs answers `prewarm doctr --help` with the general help and exit 0.
+    const given = argv.find((a) => !a.startsWith('-'));
+    if (given !== undefined && !names.includes(given)) throw new UsageError(`unknown command ${JSON.stringify(given)}; the commands are ${names.join(', ')}`);
     let helpOutput = '';
     await parser.parseAsync([...argv], {}, (_err, _argv, output) => {
       helpOutput = output;

@@ -163,7 +163,11 @@ describe('prewarm CLI', () => {
     [['synth'], 'Not enough non-option arguments'],
     [['synth', 'x', '--stdout', '-o', 'y'], 'mutually exclusive'],
     [['synth', 'x', '--frobnicate'], 'Unknown argument: frobnicate'],
-    [['frobnicate'], 'Unknown argument: frobnicate'],
+    [['frobnicate'], 'unknown command "frobnicate"; the commands are synth, validate, migrate, status, pin'],
+    [['doctr', '--help'], 'unknown command "doctr"'],
+    [['--help', 'doctr'], 'unknown command "doctr"'],
+    [['-h', 'doctr', 'x'], 'unknown command "doctr"'],
+    [['doctr', '--version'], 'unknown command "doctr"'],
   ])('exits 2 on usage errors: %j', async (argv, message) => {
     const r = await cli(...argv);
     expect(r.code).toBe(ExitCode.Usage);
@@ -218,10 +222,16 @@ describe('prewarm CLI', () => {
     expect(r.stdout).not.toContain('prewarm-reconciler');
   });
 
-  it('prints help on stdout with exit 0', async () => {
-    const r = await cli('--help');
+  it.each<[string[], string]>([
+    [['--help'], 'prewarm synth <paths..>'],
+    [['-h'], 'prewarm synth <paths..>'],
+    [['synth', '--help'], '--reconciler-image'],
+    [['pin', '-h'], '--plain-http'],
+  ])('prints help on stdout with exit 0: %j', async (argv, text) => {
+    const r = await cli(...argv);
     expect(r.code).toBe(ExitCode.Success);
-    expect(r.stdout).toContain('prewarm synth <paths..>');
+    expect(r.stdout).toContain(text);
+    expect(r.stderr).toBe('');
   });
 
   it('the real executable sets its exit code and keeps stdout pure', async () => {
