@@ -114,8 +114,11 @@ async function check(target: string, options: ReplaceOptions): Promise<void> {
   throw refuse(`it holds ${shown}${more}, which prewarm did not write; choose another folder, or pass --force to replace it`);
 }
 
-/** A hidden, unused name beside `path`, on the same file system, so a rename can swap them. */
-function sibling(path: string, tag: string): string {
+/**
+ * A hidden, unused name beside `path`, on the same file system, so that a rename can swap them
+ * atomically; hidden, so no spec walk reads it meanwhile.
+ */
+export function sibling(path: string, tag: string): string {
   return join(dirname(path), `.${basename(path)}.${tag}-${randomBytes(6).toString('hex')}`);
 }
 

@@ -4,7 +4,8 @@
  * scalar, so comments, quoting, key order and every other byte of the file stay as they were, and
  * Renovate or Dependabot can keep updating the lines afterwards.
  */
-import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, Scalar, type Node } from 'yaml';
+import { isMap, isSeq, LineCounter, parseAllDocuments, type Node, type Scalar } from 'yaml';
+import { applyEdits, scalarSpan } from './edit.js';
 import type { Location } from './errors.js';
 import { API_VERSIONS } from './model.js';
 import { DocContext, type Path } from './read.js';
@@ -52,14 +53,8 @@ export function findImages(text: string, file = ''): ImageSite[] {
 }
 
 function addSite(text: string, ctx: DocContext, node: Node, path: Path, sites: ImageSite[]): void {
-  if (!isScalar(node) || typeof node.value !== 'string' || node.range === undefined || node.range === null) return;
-  // Plain and quoted scalars span their value, minus the quotes; block scalars never do.
-  const [start, valueEnd] = node.range;
-  const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
-  const from = quoted ? start + 1 : start;
-  const to = quoted ? valueEnd - 1 : valueEnd;
-  const literal = (node.type === Scalar.PLAIN || quoted) && text.slice(from, to) === node.value;
-  sites.push({ text: node.value, start: from, end: to, literal, location: ctx.locate(node, path) });
+  const span = scalarSpan(text, node);
+  if (span !== undefined) sites.push({ text: String((node as Scalar).value), ...span, location: ctx.locate(node, path) });
 }
 
 /** References that want pinning: valid, and without a digest. */
@@ -83,13 +78,11 @@ export function pinnedRef(reference: string, digest: string): string {
  * new text.
  */
 export function applyPins(text: string, sites: readonly ImageSite[], digests: ReadonlyMap<string, string>): string {
-  let out = '';
-  let at = 0;
-  for (const site of sites) {
-    const digest = digests.get(site.text);
-    if (digest === undefined || !site.literal) continue;
-    out += text.slice(at, site.start) + pinnedRef(site.text, digest);
-    at = site.end;
-  }
-  return out + text.slice(at);
+  return applyEdits(
+    text,
+    sites.flatMap((site) => {
+      const digest = digests.get(site.text);
+      return digest === undefined || !site.literal ? [] : [{ start: site.start, end: site.end, text: pinnedRef(site.text, digest) }];
+    }),
+  );
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readdir, readFile, writeFile, mkdir, symlink } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readdir, readFile, stat, writeFile, mkdir, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -322,6 +322,56 @@ spec:
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toContain('apiVersion: prewarm.dev/v1alpha1');
     expect(await readdir(dir)).toEqual(['a.yaml']);
     expect((await cli('validate', dir)).code).toBe(ExitCode.Success);
+  });
+
+  it('--write changes only the bytes that convert: CRLF, BOM, Latin-1 and untouched files kept', async () => {
+    const crlf = (...l: string[]) => l.map((x) => `${x}\r\n`).join('');
+    const source = Buffer.from(`\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]')}`, 'latin1');
+    const expected = Buffer.from(`\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations:', '    - operator: Exists')}`, 'latin1');
+    const untouched = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: pw, namespace: ns}      # spacing kept\nspec:\n    cacheSpec:\n        - {images: [busybox:1], tolerations: []}\n';
+    const dir = await specDir({ 'b.yaml': untouched });
+    // Latin-1 bytes and a UTF-8 BOM in one file: it is not UTF-8, so it is kept byte for byte.
+    await writeFile(join(dir, 'a.yaml'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), source.subarray(1)]));
+    const before = await stat(join(dir, 'b.yaml'));
+    const r = await cli('migrate', dir, '--write');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.stderr).toBe('converted 1 ImageCaches in place, in 1 file(s)\n');
+    expect((await readFile(join(dir, 'a.yaml'))).equals(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), expected.subarray(1)]))).toBe(true);
+    const after = await stat(join(dir, 'b.yaml'));
+    expect([after.ino, after.mtimeMs, await readFile(join(dir, 'b.yaml'), 'utf8')]).toEqual([before.ino, before.mtimeMs, untouched]);
+    expect((await readdir(dir)).sort()).toEqual(['a.yaml', 'b.yaml']);
+  });
+
+  it('--write keeps JSON formatting, file modes and links', async () => {
+    const json = '{\n  "apiVersion": "kubefledged.io/v1alpha2",\n  "kind": "ImageCache",\n  "metadata": {"name": "j", "namespace": "ns"},\n  "spec": {\n    "cacheSpec": [\n      {"images": ["redis:7"]}\n    ]\n  }\n}\n';
+    const dir = await specDir({ 'j.yaml': json, 'target.txt': fledged });
+    await chmod(join(dir, 'j.yaml'), 0o600);
+    await chmod(join(dir, 'target.txt'), 0o640);
+    await symlink('target.txt', join(dir, 'link.yaml'));
+    const r = await cli('migrate', dir, '--write');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(await readFile(join(dir, 'j.yaml'), 'utf8')).toBe(json.replace('kubefledged.io/v1alpha2', 'prewarm.dev/v1alpha1').replace('{"images": ["redis:7"]}', '{"images": ["redis:7"], "tolerations": [{"operator":"Exists"}]}'));
+    expect((await stat(join(dir, 'j.yaml'))).mode & 0o777).toBe(0o600);
+    expect((await lstat(join(dir, 'link.yaml'))).isSymbolicLink()).toBe(true);
+    expect(await readFile(join(dir, 'target.txt'), 'utf8')).toContain('apiVersion: prewarm.dev/v1alpha1');
+    expect((await stat(join(dir, 'target.txt'))).mode & 0o777).toBe(0o640);
+  });
+
+  it('--write changes no file when one cannot be written (exit 70, one line)', async () => {
+    const dir = await specDir({ 'a.yaml': fledged });
+    await mkdir(join(dir, 'z'));
+    await writeFile(join(dir, 'z', 'b.yaml'), fledged.replace('name: c', 'name: d'));
+    // Immutable: even root cannot create the staged file beside it.
+    await exec('chattr', ['+i', join(dir, 'z')]);
+    try {
+      const r = await cli('migrate', dir, '--write');
+      expect(r.code).toBe(ExitCode.Internal);
+      expect(r.stderr).toBe(`prewarm: cannot write ${join(dir, 'z', 'b.yaml')}: operation not permitted (EPERM); no file was changed\n`);
+    } finally {
+      await exec('chattr', ['-i', join(dir, 'z')]);
+    }
+    expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(fledged);
+    expect((await readdir(dir)).sort()).toEqual(['a.yaml', 'z']);
   });
 
   it('refuses invalid input with exit 1 and converts nothing', async () => {
