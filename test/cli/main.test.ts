@@ -402,6 +402,20 @@ describe('prewarm pin (no registry needed)', () => {
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
   });
 
+  it('reports an image given through an alias as one it cannot pin, naming the place, and changes nothing', async () => {
+    const text = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - *img\n';
+    const dir = await specDir({ 'a.yaml': text });
+    const r = await cli('pin', dir);
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    const file = join(dir, 'a.yaml');
+    expect(r.stderr).toBe(
+      `${file}:10:7: warning: document 1: spec.cacheSpec[0].images[0]: cannot pin redis:7: given through an alias at ${file}:10 (*img, whose value is written at line 6, outside the image fields); write the reference in place of the alias\n` +
+        'nothing to pin in place; see the warnings above\n',
+    );
+    expect(r.stdout).toBe('');
+    expect(await readFile(file, 'utf8')).toBe(text);
+  });
+
   it('takes --plain-http before or after the paths, once per registry', async () => {
     const pinned = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images: [busybox@sha256:${'a'.repeat(64)}]\n`;
     const dir = await specDir({ 'a.yaml': pinned });

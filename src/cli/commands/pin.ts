@@ -51,7 +51,10 @@ export function pinCommand(io: Io) {
       const sites = editable.map((f) => ({ file: f, sites: findImages(f.text, f.path) }));
       const unpinned = sites.flatMap((s) => s.sites).filter((s) => needsPin(s.text));
       for (const s of unpinned.filter((u) => !u.literal)) {
-        const message = `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`;
+        const message =
+          s.alias === undefined
+            ? `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`
+            : `cannot pin ${s.text}: given through an alias at ${s.location.file}:${s.location.line} (*${s.alias.anchor}, whose value is written at line ${s.alias.anchorLine}, outside the image fields); write the reference in place of the alias`;
         io.stderr(`${formatDiagnostic({ ...s.location, severity: 'warning', message })}\n`);
       }
       const pending = unpinned.filter((s) => s.literal);
