@@ -1,20 +1,10 @@
 /**
- * The cdk8s app entry used by cdk8s.yaml: `node lib/src/main.js <spec folder>...`. cdk8s sets
- * CDK8S_OUTDIR; the charts are the same ones `prewarm synth` writes.
+ * The cdk8s app entry used by cdk8s.yaml: `node lib/src/main.js <spec folder>...`. It is
+ * `prewarm synth <spec folder>... -o $CDK8S_OUTDIR`, run in-process: the same charts, the same
+ * output marker, the same checks and exit codes.
  */
-import { createApp } from './synth/app.js';
-import { formatDiagnostic, SpecError } from './imagecache/errors.js';
-import { loadBundle } from './imagecache/load.js';
-import { DEFAULT_RECONCILER_IMAGE } from './version.js';
+import { run } from './cli/main.js';
 
-const paths = process.argv.slice(2);
-try {
-  if (paths.length === 0) throw new Error('usage: node lib/src/main.js <spec folder>...');
-  const { bundle, warnings } = await loadBundle(paths);
-  for (const w of warnings) process.stderr.write(`${formatDiagnostic(w)}\n`);
-  createApp(bundle, { reconciler: { image: DEFAULT_RECONCILER_IMAGE } }, process.env['CDK8S_OUTDIR'] ?? 'dist').synth();
-} catch (err) {
-  if (err instanceof SpecError) for (const d of err.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
-  else process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
-}
+// `./` keeps a spec path that starts with a dash from being read as an option.
+const paths = process.argv.slice(2).map((p) => (p.startsWith('-') ? `./${p}` : p));
+process.exitCode = await run(['synth', ...paths, '--output', process.env['CDK8S_OUTDIR'] ?? 'dist']);

@@ -1,3 +1,5 @@
+import { getSystemErrorMap } from 'node:util';
+
 /** Process exit codes; each means one thing, so scripts and CI can branch on them. */
 export enum ExitCode {
   /** Everything worked. */
@@ -34,4 +36,24 @@ export class UsageError extends Error {
     super(message);
     this.name = 'UsageError';
   }
+}
+
+/** A failed system call (EACCES, ENOSPC, EROFS, ...) as Node reports it: a code and a syscall. */
+export function isSystemError(err: unknown): err is NodeJS.ErrnoException & { code: string } {
+  const e = err as NodeJS.ErrnoException | null;
+  return err instanceof Error && typeof e?.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && typeof e.syscall === 'string';
+}
+
+/** The system's own words for a failed call, e.g. `permission denied (EACCES)`. */
+export function systemReason(err: NodeJS.ErrnoException & { code: string }): string {
+  const words = err.errno === undefined ? undefined : getSystemErrorMap().get(err.errno)?.[1];
+  return words === undefined ? err.code : `${words} (${err.code})`;
+}
+
+/**
+ * The one-line report of a plain I/O failure on `path` (exit 70): `cannot write dist: no space
+ * left on device (ENOSPC)`. Any other error is returned as it is, so callers can wrap a whole step.
+ */
+export function asIoError(action: 'read' | 'write', path: string, err: unknown, after = ''): unknown {
+  return isSystemError(err) ? new CliError(`cannot ${action} ${path}: ${systemReason(err)}${after}`, ExitCode.Internal) : err;
 }

@@ -9,19 +9,21 @@ import { validateCommand } from './commands/validate.js';
 import { migrateCommand } from './commands/migrate.js';
 import { statusCommand } from './commands/status.js';
 import { pinCommand } from './commands/pin.js';
-import { CliError, ExitCode, UsageError } from './exit-codes.js';
+import { asIoError, CliError, ExitCode, isSystemError, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function run(argv: readonly string[], io: Io = processIo): Promise<ExitCode> {
+  const [synth, validate, migrate, status, pin] = [synthCommand(io), validateCommand(io), migrateCommand(io), statusCommand(io), pinCommand(io)] as const;
+  const names = [synth, validate, migrate, status, pin].map((c) => c.command.split(' ')[0] as string);
   const parser = yargs([...argv])
+    .command(synth)
+    .command(validate)
+    .command(migrate)
+    .command(status)
+    .command(pin)
     .scriptName('prewarm')
     .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
-    .command(synthCommand(io))
-    .command(validateCommand(io))
-    .command(migrateCommand(io))
-    .command(statusCommand(io))
-    .command(pinCommand(io))
     .demandCommand(1, 'name a command')
     .strict()
     .version(VERSION)
@@ -38,6 +40,10 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     })
     .exitProcess(false);
   try {
+    // The command comes first (prewarm has no option that takes a value before it). Checked here,
+    // because yargs answers `prewarm doctr --help` with the general help and exit 0.
+    const given = argv.find((a) => !a.startsWith('-'));
+    if (given !== undefined && !names.includes(given)) throw new UsageError(`unknown command ${JSON.stringify(given)}; the commands are ${names.join(', ')}`);
     let helpOutput = '';
     await parser.parseAsync([...argv], {}, (_err, _argv, output) => {
       helpOutput = output;
@@ -46,15 +52,30 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     if (helpOutput !== '') io.stdout(`${helpOutput}\n`);
     return ExitCode.Success;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`error: ${err.message}\nrun "prewarm --help" for usage\n`);
-      return ExitCode.Usage;
-    }
-    if (err instanceof CliError) {
-      io.stderr(`error: ${err.message}\n`);
-      return err.exitCode;
-    }
-    io.stderr(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    return ExitCode.Internal;
+    return reportFailure(err, io, process.env['PREWARM_DEBUG'] === '1');
   }
+}
+
+/** Calls whose failure means prewarm could not read; any other failed call is a write. */
+const READ_CALLS = new Set(['open', 'read', 'readdir', 'scandir', 'stat', 'lstat', 'readlink', 'realpath', 'access']);
+
+/**
+ * The one place a failed command is reported: one line on stderr, `prewarm: …`, and its exit
+ * code. Plain I/O failures name the path and the system's reason (exit 70). Anything else is a
+ * bug: exit 70 with its message, and the stack trace only when `debug` (PREWARM_DEBUG=1) asks.
+ */
+export function reportFailure(failure: unknown, io: Io, debug: boolean): ExitCode {
+  const err = isSystemError(failure) ? asIoError(READ_CALLS.has(failure.syscall ?? '') ? 'read' : 'write', failure.path ?? 'a file', failure) : failure;
+  if (err instanceof UsageError) {
+    io.stderr(`prewarm: ${err.message}\nrun "prewarm --help" for usage\n`);
+    return ExitCode.Usage;
+  }
+  if (err instanceof CliError) {
+    io.stderr(`prewarm: ${err.message}\n`);
+    return err.exitCode;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const stack = err instanceof Error && err.stack !== undefined ? err.stack : message;
+  io.stderr(debug ? `prewarm: internal error: ${stack}\n` : `prewarm: internal error: ${message} (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n`);
+  return ExitCode.Internal;
 }

@@ -4,7 +4,8 @@
  * scalar, so comments, quoting, key order and every other byte of the file stay as they were, and
  * Renovate or Dependabot can keep updating the lines afterwards.
  */
-import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, Scalar, type Node } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Alias, type Node, type Scalar } from 'yaml';
+import { applyEdits, scalarSpan } from './edit.js';
 import type { Location } from './errors.js';
 import { API_VERSIONS } from './model.js';
 import { DocContext, type Path } from './read.js';
@@ -19,16 +20,29 @@ export interface ImageSite {
   readonly end: number;
   /**
    * True when the span holds the reference character for character, so it can be rewritten in
-   * place: false for block scalars and quoted strings with escape sequences.
+   * place: false for block scalars, quoted strings with escape sequences, and aliases.
    */
   readonly literal: boolean;
   /** Where it is, as diagnostics name it (file, document, line:column, field path). */
   readonly location: Location;
+  /**
+   * Set when the image field holds a YAML alias (`*name`) whose anchored value is written
+   * outside the image fields: `location` is the alias, `anchorLine` the line of the value.
+   */
+  readonly alias?: { readonly anchor: string; readonly anchorLine: number };
+}
+
+/** A node with the alias that led to it, if any. */
+interface Reached {
+  readonly node: unknown;
+  readonly via?: Alias;
 }
 
 /**
  * Every image reference of every ImageCache document in `text` (images and helperImage), in file
- * order. `file` only labels the locations.
+ * order. `file` only labels the locations. An image given through an alias is found where its
+ * anchored value is written when that is an image field too (rewriting it there pins both);
+ * otherwise it is a site with {@link ImageSite.alias} set, which nothing rewrites.
  */
 export function findImages(text: string, file = ''): ImageSite[] {
   const lines = new LineCounter();
@@ -38,28 +52,50 @@ export function findImages(text: string, file = ''): ImageSite[] {
     const apiVersion = doc.get('apiVersion');
     if (doc.get('kind') !== 'ImageCache' || !(Object.values(API_VERSIONS) as unknown[]).includes(apiVersion)) return;
     const ctx = new DocContext(file, i + 1, doc, lines, []);
-    const entries = doc.getIn(['spec', 'cacheSpec']);
-    if (isSeq(entries)) {
-      entries.items.forEach((entry, e) => {
-        const images = isMap(entry) ? entry.get('images', true) : undefined;
-        if (isSeq(images)) images.items.forEach((item, j) => addSite(text, ctx, item as Node, ['spec', 'cacheSpec', e, 'images', j], sites));
+    // Follows aliases, remembering the first one: the place the user wrote instead of a value.
+    const at = (node: unknown, via?: Alias): Reached => {
+      let current = node;
+      let first = via;
+      for (let hops = 0; isAlias(current) && hops <= 64; hops++) {
+        first ??= current;
+        current = current.resolve(doc);
+      }
+      return first === undefined ? { node: current } : { node: current, via: first };
+    };
+    const aliased: { readonly node: Scalar; readonly via: Alias; readonly path: Path }[] = [];
+    const visit = (reached: Reached, path: Path): void => {
+      const { node, via } = at(reached.node, reached.via);
+      if (via === undefined) addSite(text, ctx, node as Node, path, sites);
+      else if (isScalar(node) && typeof node.value === 'string') aliased.push({ node, via, path });
+    };
+    const spec = at(doc.get('spec', true));
+    if (!isMap(spec.node)) return;
+    const entries = at(spec.node.get('cacheSpec', true), spec.via);
+    if (isSeq(entries.node)) {
+      entries.node.items.forEach((item, e) => {
+        const entry = at(item, entries.via);
+        const images = isMap(entry.node) ? at(entry.node.get('images', true), entry.via) : undefined;
+        if (images !== undefined && isSeq(images.node)) images.node.items.forEach((image, j) => visit(at(image, images.via), ['spec', 'cacheSpec', e, 'images', j]));
       });
     }
-    const helper = doc.getIn(['spec', 'helperImage'], true);
-    if (helper !== undefined) addSite(text, ctx, helper as Node, ['spec', 'helperImage'], sites);
+    const helper = spec.node.get('helperImage', true);
+    if (helper !== undefined) visit(at(helper, spec.via), ['spec', 'helperImage']);
+    // An alias of a value that is itself an image field is pinned with it; any other cannot be.
+    const direct = new Set(sites.map((s) => s.start));
+    for (const { node, via, path } of aliased) {
+      const span = scalarSpan(text, node);
+      if (span === undefined || direct.has(span.start) || via.range === undefined || via.range === null) continue;
+      const anchorLine = lines.linePos(node.range?.[0] ?? 0).line;
+      // The span is the alias as written (`*name`); it is never rewritten.
+      sites.push({ text: node.value as string, start: via.range[0], end: via.range[1], literal: false, location: ctx.locate(via, path), alias: { anchor: via.source, anchorLine } });
+    }
   });
   return sites.sort((a, b) => a.start - b.start);
 }
 
 function addSite(text: string, ctx: DocContext, node: Node, path: Path, sites: ImageSite[]): void {
-  if (!isScalar(node) || typeof node.value !== 'string' || node.range === undefined || node.range === null) return;
-  // Plain and quoted scalars span their value, minus the quotes; block scalars never do.
-  const [start, valueEnd] = node.range;
-  const quoted = node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE;
-  const from = quoted ? start + 1 : start;
-  const to = quoted ? valueEnd - 1 : valueEnd;
-  const literal = (node.type === Scalar.PLAIN || quoted) && text.slice(from, to) === node.value;
-  sites.push({ text: node.value, start: from, end: to, literal, location: ctx.locate(node, path) });
+  const span = scalarSpan(text, node);
+  if (span !== undefined) sites.push({ text: String((node as Scalar).value), ...span, location: ctx.locate(node, path) });
 }
 
 /** References that want pinning: valid, and without a digest. */
@@ -83,13 +119,11 @@ export function pinnedRef(reference: string, digest: string): string {
  * new text.
  */
 export function applyPins(text: string, sites: readonly ImageSite[], digests: ReadonlyMap<string, string>): string {
-  let out = '';
-  let at = 0;
-  for (const site of sites) {
-    const digest = digests.get(site.text);
-    if (digest === undefined || !site.literal) continue;
-    out += text.slice(at, site.start) + pinnedRef(site.text, digest);
-    at = site.end;
-  }
-  return out + text.slice(at);
+  return applyEdits(
+    text,
+    sites.flatMap((site) => {
+      const digest = digests.get(site.text);
+      return digest === undefined || !site.literal ? [] : [{ start: site.start, end: site.end, text: pinnedRef(site.text, digest) }];
+    }),
+  );
 }

@@ -3,24 +3,29 @@
  *
  * A converted ImageCache places every image exactly where kube-fledged did: same selectors, same
  * pull secrets, and a toleration of every taint, which is what kube-fledged's per-node Jobs carry.
- * File conversion edits the YAML syntax tree in place, so comments, key order and quoting survive
- * and the diff a reviewer sees is only the lines that had to change.
+ * File conversion rewrites only the spans that change (imagecache/edit.ts, as `pin` does), so
+ * comments, key order, quoting, indentation, line endings and encoding survive and the diff a
+ * reviewer sees is only the lines that had to change.
  */
 import { App, Chart } from 'cdk8s';
-import { isMap, isSeq, parseAllDocuments, type Document } from 'yaml';
+import { isDeepStrictEqual } from 'node:util';
+import { isMap, isScalar, isSeq, parseAllDocuments, Scalar, type Document, type Node, type Pair, type YAMLMap } from 'yaml';
 import { ImageCache, ImageCacheSpecCacheSpecTolerationsOperator, type ImageCacheSpecCacheSpec } from '../../imports/prewarm.dev.js';
 import { TOLERATE_ALL } from '../contract/placement.js';
+import { applyEdits, lineEnding, scalarSpan, type TextEdit } from '../imagecache/edit.js';
 import { API_VERSIONS } from '../imagecache/model.js';
-
 
 /** Annotations that only mean something to kube-fledged or kubectl; never carried over. */
 const DROPPED_ANNOTATION = /^(kubefledged\.io\/|kubectl\.kubernetes\.io\/last-applied-configuration$)/;
 
 /**
  * A block sequence written at its key's own indentation (`images:` then `- x` directly below),
- * kube-fledged's sample style; kept as found so a converted file's diff stays minimal.
+ * kube-fledged's sample style; added sequences follow the file's style.
  */
-const SEQUENCE_AT_KEY_INDENT = /^( *)[^\s#-][^\n]*:[ \t]*\n\1- /m;
+const SEQUENCE_AT_KEY_INDENT = /^( *)[^\s#-][^\n]*:[ \t]*\r?\n\1- /m;
+
+/** Fields the apiserver sets; meaningless in a spec file. */
+const CLUSTER_FIELDS = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields', 'selfLink'];
 
 /** Outcome of converting one file. */
 export interface MigratedText {
@@ -29,54 +34,223 @@ export interface MigratedText {
   readonly converted: number;
 }
 
+/** A document whose layout the conversion cannot edit in place; it names the document (1-based). */
+export class InPlaceError extends Error {
+  constructor(
+    readonly document: number,
+    message: string,
+  ) {
+    super(`document ${document}: ${message}; convert it by hand`);
+    this.name = 'InPlaceError';
+  }
+}
+
+type Key = string | number;
+
 /**
- * Converts every `kubefledged.io/v1alpha2` ImageCache in `text`; other documents pass through
- * untouched. The caller validates the input first: this assumes well-formed kube-fledged
- * documents.
+ * One change the conversion makes to a document. The list is made once, then rendered as text
+ * edits and, to check those edits, replayed on the syntax tree.
+ */
+type Change =
+  | { readonly op: 'set'; readonly path: readonly Key[]; readonly value: string }
+  | { readonly op: 'delete'; readonly path: readonly Key[] }
+  | { readonly op: 'add'; readonly path: readonly Key[]; readonly value: unknown };
+
+/**
+ * Converts every `kubefledged.io/v1alpha2` ImageCache in `text`. Only the spans that change are
+ * rewritten: the apiVersion value, the cluster-only fields and kube-fledged annotations removed,
+ * and a toleration of every taint added to each cacheSpec entry without tolerations. Every other
+ * byte stays, so a file without kube-fledged documents comes back identical. The caller validates
+ * the input first: this assumes well-formed kube-fledged documents. Throws {@link InPlaceError}
+ * for a layout it cannot edit in place.
  */
 export function migrateText(text: string): MigratedText {
-  const docs = parseAllDocuments(text, { version: '1.2' });
+  const docs = parseAllDocuments(text, { version: '1.2', keepSourceTokens: true });
   const list = Array.isArray(docs) ? docs : [];
-  let converted = 0;
-  const out: string[] = [];
-  const indentSeq = !SEQUENCE_AT_KEY_INDENT.test(text);
-  for (const doc of list) {
-    if (isFledged(doc)) {
-      convertDocument(doc);
-      converted++;
-    }
-    out.push(doc.toString({ lineWidth: 0, indentSeq }).replace(/\n*$/, '\n'));
-  }
-  // Re-join with explicit separators: each document's toString() carries its own `---` only when
-  // the source had one, and a missing separator would merge two documents.
-  const joined = out.map((d, i) => (i === 0 || d.startsWith('---') ? d : `---\n${d}`)).join('');
-  return { text: joined, converted };
+  const style: Style = { eol: lineEnding(text), seqAtKeyIndent: SEQUENCE_AT_KEY_INDENT.test(text) };
+  const edits: TextEdit[] = [];
+  const planned = list.map((doc, i) => {
+    if (!isFledged(doc)) return [];
+    const changes = plan(doc);
+    edits.push(...render(text, doc, changes, style, i + 1));
+    return changes;
+  });
+  const converted = planned.filter((c) => c.length > 0).length;
+  if (converted === 0) return { text, converted };
+  const out = applyEdits(text, edits);
+  checkEdits(list, planned, out);
+  return { text: out, converted };
 }
 
 function isFledged(doc: Document.Parsed): boolean {
   return doc.get('apiVersion') === API_VERSIONS.kubeFledged && doc.get('kind') === 'ImageCache';
 }
 
-function convertDocument(doc: Document.Parsed): void {
-  doc.set('apiVersion', API_VERSIONS.prewarm);
-  doc.delete('status');
+function plan(doc: Document.Parsed): Change[] {
+  const changes: Change[] = [{ op: 'set', path: ['apiVersion'], value: API_VERSIONS.prewarm }];
+  if (doc.has('status')) changes.push({ op: 'delete', path: ['status'] });
   const metadata = doc.get('metadata');
   if (isMap(metadata)) {
-    for (const key of ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields', 'selfLink']) metadata.delete(key);
+    for (const key of CLUSTER_FIELDS) if (metadata.has(key)) changes.push({ op: 'delete', path: ['metadata', key] });
     const annotations = metadata.get('annotations');
     if (isMap(annotations)) {
-      for (const pair of [...annotations.items]) {
-        const key = String((pair.key as { value?: unknown } | null)?.value ?? pair.key);
-        if (DROPPED_ANNOTATION.test(key)) annotations.delete(key);
-      }
-      if (annotations.items.length === 0) metadata.delete('annotations');
+      const dropped = annotations.items.map(keyOf).filter((k) => DROPPED_ANNOTATION.test(k));
+      if (dropped.length === annotations.items.length) changes.push({ op: 'delete', path: ['metadata', 'annotations'] });
+      else for (const key of dropped) changes.push({ op: 'delete', path: ['metadata', 'annotations', key] });
     }
   }
   const entries = doc.getIn(['spec', 'cacheSpec']);
-  if (!isSeq(entries)) return;
-  for (const entry of entries.items) {
-    if (isMap(entry) && !entry.has('tolerations')) entry.set('tolerations', doc.createNode(TOLERATE_ALL.map((t) => ({ ...t }))));
+  if (isSeq(entries)) {
+    entries.items.forEach((entry, i) => {
+      if (isMap(entry) && !entry.has('tolerations')) changes.push({ op: 'add', path: ['spec', 'cacheSpec', i, 'tolerations'], value: TOLERATE_ALL });
+    });
   }
+  return changes;
+}
+
+interface Style {
+  readonly eol: string;
+  /** Block sequences sit at their key's indentation (`key:` then `- x` below it). */
+  readonly seqAtKeyIndent: boolean;
+}
+
+function render(text: string, doc: Document.Parsed, changes: readonly Change[], style: Style, document: number): TextEdit[] {
+  const fail = (message: string) => new InPlaceError(document, message);
+  const mapAt = (path: readonly Key[]): YAMLMap => {
+    const node = path.length === 0 ? doc.contents : doc.getIn(path, true);
+    if (!isMap(node)) throw fail(`${path.join('.')} is not a map`);
+    return node;
+  };
+  const edits: TextEdit[] = [];
+  // Deletions are rendered per map, since removing neighbours of a flow map shares their commas.
+  const deletions = new Map<YAMLMap, number[]>();
+  for (const change of changes) {
+    const parent = mapAt(change.path.slice(0, -1));
+    const key = String(change.path[change.path.length - 1]);
+    const index = parent.items.findIndex((p) => keyOf(p) === key);
+    if (change.op === 'add') {
+      edits.push(insertion(text, parent, key, change.value, style));
+      continue;
+    }
+    const pair = parent.items[index];
+    if (pair === undefined) throw fail(`no field ${change.path.join('.')}`);
+    if (change.op === 'set') edits.push(replacement(text, pair, change.value, fail));
+    else deletions.set(parent, [...(deletions.get(parent) ?? []), index]);
+  }
+  for (const [map, indexes] of deletions) edits.push(...removal(text, map, indexes, fail));
+  return edits;
+}
+
+/** The value of `pair` replaced by the plain scalar `value`, keeping its quotes. */
+function replacement(text: string, pair: Pair, value: string, fail: (m: string) => Error): TextEdit {
+  const node = pair.value as Node | null;
+  const span = node === null ? undefined : scalarSpan(text, node);
+  if (span === undefined || node?.range === undefined || node.range === null) throw fail(`${keyOf(pair)} is not a string`);
+  if (span.literal) return { start: span.start, end: span.end, text: value };
+  // A block scalar or escaped string: the whole scalar, written plain, keeping the line break after it.
+  const [from, to] = node.range;
+  return { start: from, end: to, text: value + (/\s*$/.exec(text.slice(from, to))?.[0] ?? '') };
+}
+
+/** Edits that remove the pairs at `indexes` of `map`. */
+function removal(text: string, map: YAMLMap, indexes: readonly number[], fail: (m: string) => Error): TextEdit[] {
+  const items = map.items;
+  const removed = new Set(indexes);
+  if (!map.flow) {
+    return indexes.map((i) => {
+      const pair = items[i] as Pair;
+      const keyStart = start(pair);
+      const lineStart = text.lastIndexOf('\n', keyStart - 1) + 1;
+      if (text.slice(lineStart, keyStart).trim() === '') return { start: lineStart, end: lineEnd(text, end(pair)), text: '' };
+      // `- uid: 1` or `--- uid: 1`: the key shares its line; the next key takes its place.
+      const next = items[i + 1];
+      if (next === undefined || removed.has(i + 1)) throw fail(`cannot remove ${keyOf(pair)}: it shares its line with other syntax`);
+      return { start: keyStart, end: start(next), text: '' };
+    });
+  }
+  const firstKept = items.findIndex((_p, i) => !removed.has(i));
+  if (firstKept < 0) return [{ start: start(items[0] as Pair), end: valueEnd(items[items.length - 1] as Pair), text: '' }];
+  // Leading pairs go with the separator after them; any other pair with the separator before it.
+  const edits: TextEdit[] = firstKept > 0 ? [{ start: start(items[0] as Pair), end: start(items[firstKept] as Pair), text: '' }] : [];
+  for (const i of indexes) if (i > firstKept) edits.push({ start: valueEnd(items[i - 1] as Pair), end: valueEnd(items[i] as Pair), text: '' });
+  return edits;
+}
+
+/** An edit that adds `key: value` as the last pair of `map`, in the map's own style. */
+function insertion(text: string, map: YAMLMap, key: string, value: unknown, style: Style): TextEdit {
+  const last = map.items[map.items.length - 1];
+  if (map.flow) {
+    // JSON stays JSON: a map whose keys are double-quoted gets a JSON pair.
+    const json = isScalar(map.items[0]?.key) && map.items[0].key.type === Scalar.QUOTE_DOUBLE;
+    const pair = json ? `${JSON.stringify(key)}: ${JSON.stringify(value)}` : `${key}: ${flowYaml(value)}`;
+    if (last === undefined) return { start: (map.range?.[0] ?? 0) + 1, end: (map.range?.[0] ?? 0) + 1, text: pair };
+    const at = valueEnd(last);
+    return { start: at, end: at, text: `, ${pair}` };
+  }
+  const first = map.items[0] as Pair;
+  const indent = ' '.repeat(start(first) - (text.lastIndexOf('\n', start(first) - 1) + 1));
+  const itemIndent = style.seqAtKeyIndent ? indent : `${indent}  `;
+  const lines = [
+    `${indent}${key}:`,
+    ...(value as readonly object[]).flatMap((item) => Object.entries(item).map(([k, v], j) => `${itemIndent}${j === 0 ? '- ' : '  '}${k}: ${flowYaml(v)}`)),
+  ];
+  const at = lineEnd(text, end(last as Pair));
+  // At the end of a file without a final newline, the new lines go after one.
+  const block = at === text.length && !text.endsWith('\n') ? `${style.eol}${lines.join(style.eol)}` : `${lines.join(style.eol)}${style.eol}`;
+  return { start: at, end: at, text: block };
+}
+
+/** `[{operator: Exists}]`: YAML flow style for the small values migration adds. */
+function flowYaml(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(flowYaml).join(', ')}]`;
+  if (typeof value === 'object' && value !== null) return `{${Object.entries(value).map(([k, v]) => `${k}: ${flowYaml(v)}`).join(', ')}}`;
+  return String(value);
+}
+
+/**
+ * The edits must mean exactly the planned changes: the edited text, parsed, equals every document
+ * with its changes applied to the syntax tree. Anything else is a layout the edits got wrong.
+ */
+function checkEdits(before: readonly Document.Parsed[], planned: readonly (readonly Change[])[], after: string): void {
+  const parsed = parseAllDocuments(after, { version: '1.2' });
+  const docs = Array.isArray(parsed) ? parsed : [];
+  before.forEach((doc, i) => {
+    const expected = doc.clone();
+    for (const change of planned[i] ?? []) {
+      if (change.op === 'delete') expected.deleteIn(change.path);
+      else expected.setIn(change.path, change.op === 'set' ? change.value : expected.createNode(change.value));
+    }
+    const got = docs[i];
+    if (got === undefined || got.errors.length > 0 || !isDeepStrictEqual(got.toJS(), expected.toJS())) {
+      throw new InPlaceError(i + 1, 'its layout cannot be edited in place');
+    }
+  });
+  if (docs.length !== before.length) throw new InPlaceError(before.length, 'its layout cannot be edited in place');
+}
+
+function keyOf(pair: Pair): string {
+  return String(isScalar(pair.key) ? pair.key.value : pair.key);
+}
+
+function start(pair: Pair): number {
+  return (pair.key as Node).range?.[0] ?? 0;
+}
+
+/** Where the pair's value ends, trailing comments and line break excluded. */
+function valueEnd(pair: Pair): number {
+  return ((pair.value ?? pair.key) as Node).range?.[1] ?? 0;
+}
+
+/** Where the pair ends, with a trailing comment. */
+function end(pair: Pair): number {
+  return Math.max(((pair.value ?? pair.key) as Node).range?.[2] ?? 0, valueEnd(pair));
+}
+
+/** `at`, or just past the line break of the line it is on when it is not already at a line start. */
+function lineEnd(text: string, at: number): number {
+  if (at === 0 || text[at - 1] === '\n') return at;
+  const nl = text.indexOf('\n', at);
+  return nl < 0 ? text.length : nl + 1;
 }
 
 /** A kube-fledged ImageCache as read from a cluster (the fields we carry over). */

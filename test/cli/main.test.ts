@@ -1,12 +1,14 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, writeFile, mkdir } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readdir, readFile, stat, writeFile, mkdir, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { ExitCode } from '../../src/cli/exit-codes.js';
-import { run } from '../../src/cli/main.js';
+import { CliError, ExitCode, UsageError } from '../../src/cli/exit-codes.js';
+import { reportFailure, run } from '../../src/cli/main.js';
+import { OUTPUT_MARKER } from '../../src/cli/output-marker.js';
 
 const exec = promisify(execFile);
 
@@ -23,6 +25,16 @@ async function specDir(files: Record<string, string>): Promise<string> {
   return dir;
 }
 
+/** Every path under `root` with its kind and content, to prove a refused run changed nothing. */
+async function tree(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const e of await readdir(root, { withFileTypes: true, recursive: true })) {
+    const path = join(e.parentPath, e.name);
+    out[path] = e.isSymbolicLink() ? 'link' : e.isDirectory() ? 'dir' : await readFile(path, 'utf8');
+  }
+  return out;
+}
+
 const good = `apiVersion: kubefledged.io/v1alpha2
 kind: ImageCache
 metadata: {name: c, namespace: ns}
@@ -31,6 +43,8 @@ spec:
   - images: [redis:7, busybox]
 `;
 const bad = good.replace('redis:7', 'Redis:7');
+/** Valid and without warnings, so stderr holds only what a test looks for. */
+const quiet = good.replace('busybox', 'busybox:1');
 
 describe('prewarm CLI', () => {
   it('--stdout prints one YAML stream of manifests and nothing else; warnings go to stderr', async () => {
@@ -62,19 +76,79 @@ describe('prewarm CLI', () => {
     const dir = await specDir({ 'a.yaml': good });
     const out = join(dir, 'out');
     expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.Success);
-    await writeFile(join(out, 'stale.k8s.yaml'), 'kind: Stale\n');
+    expect((await readdir(out)).sort()).toEqual([OUTPUT_MARKER, 'prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml']);
     const before = await readFile(join(out, 'prewarm-ns-ns.k8s.yaml'), 'utf8');
 
     await writeFile(join(dir, 'a.yaml'), bad);
     expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.InvalidInput);
     expect(await readFile(join(out, 'prewarm-ns-ns.k8s.yaml'), 'utf8')).toBe(before);
-    expect((await readdir(out)).sort()).toEqual(['prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml', 'stale.k8s.yaml']);
 
-    await writeFile(join(dir, 'a.yaml'), good);
+    await writeFile(join(dir, 'a.yaml'), good.replace('namespace: ns', 'namespace: other'));
     expect((await cli('synth', dir, '-o', out)).code).toBe(ExitCode.Success);
-    expect((await readdir(out)).sort()).toEqual(['prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml']);
+    expect((await readdir(out)).sort()).toEqual([OUTPUT_MARKER, 'prewarm-cluster.k8s.yaml', 'prewarm-ns-other.k8s.yaml']);
     expect((await readdir(dir)).sort()).toEqual(['a.yaml', 'out']);
   });
+
+  /** A folder `root` holding `specs/a.yaml` (the input) and whatever `setup` adds; returns the target. */
+  type Layout = (root: string) => Promise<string>;
+  const mkfile = async (path: string, text = 'mine\n') => {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, text);
+  };
+  it.each<[string, Layout, string[], string]>([
+    ['-o DIR holding a README (as -o . would)', async (r) => (await mkfile(join(r, 'here', 'README.md')), join(r, 'here')), [], 'it holds README.md, which prewarm did not write'],
+    ['-o deploy holding a kustomization.yaml', async (r) => (await mkfile(join(r, 'deploy', 'kustomization.yaml')), join(r, 'deploy')), [], 'it holds kustomization.yaml, which prewarm did not write'],
+    ['an earlier output with a file added by hand', async (r) => (await mkfile(join(r, 'out', 'prewarm-cluster.k8s.yaml')), await mkfile(join(r, 'out', 'stale.k8s.yaml')), join(r, 'out')), [], 'it holds stale.k8s.yaml'],
+    ['many files, listed in part', async (r) => { for (const n of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await mkfile(join(r, 'many', n)); return join(r, 'many'); }, [], 'it holds a, b, c, d, e and 2 more'],
+    ['-o notes.txt, a file', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), [], 'it is a file, not a folder'],
+    ['-o notes.txt, a file, even with --force', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), ['--force'], 'it is a file, not a folder'],
+    ['-o specs, the input', async (r) => join(r, 'specs'), [], 'it is the input'],
+    ['-o specs, the input, even with --force', async (r) => join(r, 'specs'), ['--force'], 'it is the input'],
+    ['-o a link to the input', async (r) => (await symlink(join(r, 'specs'), join(r, 'link')), join(r, 'link')), ['--force'], 'it is the input'],
+    ['-o ROOT, which holds the input', async (r) => r, ['--force'], 'it holds the input'],
+  ])('refuses %s with exit 1, naming what is in the way, and changes nothing', async (_name, layout, flags, message) => {
+    const root = await specDir({});
+    await mkfile(join(root, 'specs', 'a.yaml'), good);
+    const target = await layout(root);
+    const before = await tree(root);
+    const r = await cli('synth', join(root, 'specs'), '-o', target, ...flags);
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`refusing to write ${target}: ${message}`);
+    expect(await tree(root)).toEqual(before);
+  });
+
+  it('refuses a target that holds an input file, even with --force', async () => {
+    const root = await specDir({});
+    await mkdir(join(root, 'out'));
+    await writeFile(join(root, 'out', 'a.yaml'), good);
+    const r = await cli('synth', join(root, 'out', 'a.yaml'), '-o', join(root, 'out'), '--force');
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`it holds the input ${join(root, 'out', 'a.yaml')}`);
+    expect(await readdir(join(root, 'out'))).toEqual(['a.yaml']);
+  });
+
+  it('--force replaces a folder whatever it holds; an empty folder needs no --force', async () => {
+    const root = await specDir({ 'a.yaml': good });
+    await mkdir(join(root, 'deploy'));
+    await writeFile(join(root, 'deploy', 'kustomization.yaml'), 'resources: []\n');
+    await mkdir(join(root, 'empty'));
+    expect((await cli('synth', join(root, 'a.yaml'), '-o', join(root, 'empty'))).code).toBe(ExitCode.Success);
+    expect((await cli('synth', join(root, 'a.yaml'), '-o', join(root, 'deploy'))).code).toBe(ExitCode.InvalidInput);
+    const r = await cli('synth', join(root, 'a.yaml'), '-o', join(root, 'deploy'), '--force');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect((await readdir(join(root, 'deploy'))).sort()).toEqual([OUTPUT_MARKER, 'prewarm-cluster.k8s.yaml', 'prewarm-ns-ns.k8s.yaml']);
+  });
+
+  it('the real executable refuses -o . in a folder with a README', async () => {
+    const dir = await specDir({ 'README.md': 'mine\n' });
+    const specs = await specDir({ 'a.yaml': good });
+    const bin = join(process.cwd(), 'src/cli/bin.ts');
+    const tsx = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
+    const err = await exec(process.execPath, ['--import', tsx, bin, 'synth', specs, '-o', '.'], { cwd: dir }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 1, stdout: '' });
+    expect((err as { stderr: string }).stderr).toContain('refusing to write .: it holds README.md, which prewarm did not write');
+    expect(await readdir(dir)).toEqual(['README.md']);
+  }, 60_000);
 
   it('exits 1 when there is no ImageCache at all, rather than printing nothing', async () => {
     const dir = await specDir({ 'empty.yaml': '# nothing here\n' });
@@ -89,12 +163,50 @@ describe('prewarm CLI', () => {
     [['synth'], 'Not enough non-option arguments'],
     [['synth', 'x', '--stdout', '-o', 'y'], 'mutually exclusive'],
     [['synth', 'x', '--frobnicate'], 'Unknown argument: frobnicate'],
-    [['frobnicate'], 'Unknown argument: frobnicate'],
+    [['frobnicate'], 'unknown command "frobnicate"; the commands are synth, validate, migrate, status, pin'],
+    [['doctr', '--help'], 'unknown command "doctr"'],
+    [['--help', 'doctr'], 'unknown command "doctr"'],
+    [['-h', 'doctr', 'x'], 'unknown command "doctr"'],
+    [['doctr', '--version'], 'unknown command "doctr"'],
   ])('exits 2 on usage errors: %j', async (argv, message) => {
     const r = await cli(...argv);
     expect(r.code).toBe(ExitCode.Usage);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain(message);
+  });
+
+  const label = "it must be a lowercase RFC 1123 label";
+  it.each<[string[], string]>([
+    [['synth', 'DIR', '-n', 'Bad NS', '--stdout'], `--namespace "Bad NS" is not a valid namespace: ${label}`],
+    [['synth', 'DIR', '-n', 'Bad NS', '--no-reconciler', '--stdout'], `--namespace "Bad NS" is not a valid namespace: ${label}`],
+    [['synth', 'DIR', '--namespace', '', '-o', 'OUT'], `--namespace "" is not a valid namespace: ${label}`],
+    [['synth', 'DIR', '-n', 'x'.repeat(64), '--stdout'], `--namespace "${'x'.repeat(64)}" is not a valid namespace: it must be no more than 63 characters`],
+    [['synth', 'DIR', '-n', 'a', '-n', 'b', '--stdout'], '--namespace is given more than once'],
+    [['validate', 'DIR', '-n', 'UPPER'], '--namespace "UPPER" is not a valid namespace'],
+    [['status', '-n', 'a_b'], '--namespace "a_b" is not a valid namespace'],
+    [['synth', 'DIR', '--reconciler-image', '', '--stdout'], '--reconciler-image "" is not a valid image reference: image reference is empty'],
+    [['synth', 'DIR', '--reconciler-image', 'ghcr.io/Me/x:1', '--stdout'], '--reconciler-image "ghcr.io/Me/x:1" is not a valid image reference: repository name "Me/x" must be lowercase'],
+    [['synth', 'DIR', '--reconciler-image', 'r/x:', '--no-reconciler', '--stdout'], '--reconciler-image "r/x:" is not a valid image reference: tag is empty'],
+    [['synth', 'DIR', '-o', ''], '--output "" is empty: name a path'],
+    [['pin', 'DIR', '--plain-http', 'not a host'], '--plain-http "not a host" is not a registry host[:port]'],
+    [['pin', 'DIR', '--plain-http', 'ok:5000', '--plain-http', 'x:port'], '--plain-http "x:port" is not a registry host[:port]'],
+    [['pin', 'DIR', '--docker-config', ''], '--docker-config "" is empty: name a path'],
+  ])('validates option values like spec values: %j exits 2 and writes nothing', async (argv, message) => {
+    const dir = await specDir({ 'a.yaml': good });
+    const out = join(dir, 'out');
+    const r = await cli(...argv.map((a) => (a === 'DIR' ? dir : a === 'OUT' ? out : a)));
+    expect(r.code, r.stderr).toBe(ExitCode.Usage);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`prewarm: ${message}`);
+    expect(await readdir(dir)).toEqual(['a.yaml']);
+  });
+
+  it('takes valid option values', async () => {
+    const dir = await specDir({ 'a.yaml': good.replace(', namespace: ns', '') });
+    const r = await cli('synth', dir, '-n', 'team-a', '--reconciler-image', 'reg.example:5000/me/reconciler:1', '--stdout');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.stdout).toContain('namespace: team-a');
+    expect(r.stdout).toContain('image: reg.example:5000/me/reconciler:1');
   });
 
   it('validate reports a summary on stderr and exits 0', async () => {
@@ -110,10 +222,16 @@ describe('prewarm CLI', () => {
     expect(r.stdout).not.toContain('prewarm-reconciler');
   });
 
-  it('prints help on stdout with exit 0', async () => {
-    const r = await cli('--help');
+  it.each<[string[], string]>([
+    [['--help'], 'prewarm synth <paths..>'],
+    [['-h'], 'prewarm synth <paths..>'],
+    [['synth', '--help'], '--reconciler-image'],
+    [['pin', '-h'], '--plain-http'],
+  ])('prints help on stdout with exit 0: %j', async (argv, text) => {
+    const r = await cli(...argv);
     expect(r.code).toBe(ExitCode.Success);
-    expect(r.stdout).toContain('prewarm synth <paths..>');
+    expect(r.stdout).toContain(text);
+    expect(r.stderr).toBe('');
   });
 
   it('the real executable sets its exit code and keeps stdout pure', async () => {
@@ -124,6 +242,58 @@ describe('prewarm CLI', () => {
     await writeFile(join(dir, 'ok', 'a.yaml'), good);
     const ok = await exec(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'synth', join(dir, 'ok'), '--stdout']);
     expect(ok.stdout.startsWith('apiVersion: v1\nkind: Namespace\n')).toBe(true);
+  }, 60_000);
+});
+
+describe('failure reports', () => {
+  const sysError = (code: string, errno: number, syscall: string, path: string) => Object.assign(new Error(`${code}: ..., ${syscall} '${path}'`), { code, errno, syscall, path });
+  const bug = new TypeError("Cannot read properties of undefined (reading 'x')");
+  it.each<[string, unknown, boolean, ExitCode, string]>([
+    ['a usage error', new UsageError('name a command'), false, ExitCode.Usage, 'prewarm: name a command\nrun "prewarm --help" for usage\n'],
+    ['a CLI error', new CliError('1 error found; nothing was written', ExitCode.InvalidInput), false, ExitCode.InvalidInput, 'prewarm: 1 error found; nothing was written\n'],
+    ['EACCES on mkdir', sysError('EACCES', -13, 'mkdir', '/srv/out'), false, ExitCode.Internal, 'prewarm: cannot write /srv/out: permission denied (EACCES)\n'],
+    ['EACCES on open', sysError('EACCES', -13, 'open', '/srv/a.yaml'), false, ExitCode.Internal, 'prewarm: cannot read /srv/a.yaml: permission denied (EACCES)\n'],
+    ['ENOSPC on write', sysError('ENOSPC', -28, 'write', '/srv/out/x'), false, ExitCode.Internal, 'prewarm: cannot write /srv/out/x: no space left on device (ENOSPC)\n'],
+    ['EROFS on rename', sysError('EROFS', -30, 'rename', '/ro/out'), false, ExitCode.Internal, 'prewarm: cannot write /ro/out: read-only file system (EROFS)\n'],
+    ['an error code without errno', Object.assign(new Error('x'), { code: 'EWHATEVER', syscall: 'open', path: '/x' }), false, ExitCode.Internal, 'prewarm: cannot read /x: EWHATEVER\n'],
+    ['a bug', bug, false, ExitCode.Internal, "prewarm: internal error: Cannot read properties of undefined (reading 'x') (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n"],
+    ['a thrown string', 'boom', false, ExitCode.Internal, 'prewarm: internal error: boom (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n'],
+  ])('%s: one line and its exit code', (_name, err, debug, code, line) => {
+    let stderr = '';
+    expect(reportFailure(err, { stdout: () => undefined, stderr: (t) => (stderr += t) }, debug)).toBe(code);
+    expect(stderr).toBe(line);
+  });
+
+  it('prints the stack trace of a bug only with the debug switch', () => {
+    let stderr = '';
+    expect(reportFailure(bug, { stdout: () => undefined, stderr: (t) => (stderr += t) }, true)).toBe(ExitCode.Internal);
+    expect(stderr).toContain("prewarm: internal error: TypeError: Cannot read properties of undefined (reading 'x')\n    at ");
+  });
+
+  it.each<[string, (root: string) => Promise<string>, string]>([
+    ['-o /proc/x', async () => '/proc/x', 'prewarm: cannot write /proc/x: no such file or directory (ENOENT)\n'],
+    ['-o /sys/x', async () => '/sys/x', 'prewarm: cannot write /sys/x: operation not permitted (EPERM)\n'],
+    ['-o below a file', async (root) => (await writeFile(join(root, 'notes.txt'), 'x'), join(root, 'notes.txt', 'out')), 'prewarm: cannot write ROOT/notes.txt/out: not a directory (ENOTDIR)\n'],
+  ])('%s: one line, exit 70, no stack', async (_name, target, line) => {
+    const root = await specDir({ 'a.yaml': quiet });
+    const out = await target(root);
+    const r = await cli('synth', join(root, 'a.yaml'), '-o', out);
+    expect(r.code).toBe(ExitCode.Internal);
+    expect(r.stderr).toBe(line.replace('ROOT', root));
+  });
+
+  it('EACCES on the output folder\'s parent: one line, exit 70 (the real executable, as an unprivileged user)', async () => {
+    const root = await specDir({ 'a.yaml': quiet });
+    await mkdir(join(root, 'locked'));
+    await chmod(join(root, 'locked'), 0o555);
+    await chmod(root, 0o755);
+    await chmod(join(root, 'a.yaml'), 0o644);
+    const tsx = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
+    // root ignores permissions: drop to nobody for the run.
+    const user = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const err = await exec(process.execPath, ['--import', tsx, join(process.cwd(), 'src/cli/bin.ts'), 'synth', join(root, 'a.yaml'), '-o', join(root, 'locked', 'out')], { ...user, env: { ...process.env, HOME: root } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: ExitCode.Internal, stdout: '', stderr: `prewarm: cannot write ${join(root, 'locked', 'out')}: permission denied (EACCES)\n` });
+    expect(await readdir(join(root, 'locked'))).toEqual([]);
   }, 60_000);
 });
 
@@ -154,6 +324,56 @@ spec:
     expect((await cli('validate', dir)).code).toBe(ExitCode.Success);
   });
 
+  it('--write changes only the bytes that convert: CRLF, BOM, Latin-1 and untouched files kept', async () => {
+    const crlf = (...l: string[]) => l.map((x) => `${x}\r\n`).join('');
+    const source = Buffer.from(`\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]')}`, 'latin1');
+    const expected = Buffer.from(`\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations:', '    - operator: Exists')}`, 'latin1');
+    const untouched = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: pw, namespace: ns}      # spacing kept\nspec:\n    cacheSpec:\n        - {images: [busybox:1], tolerations: []}\n';
+    const dir = await specDir({ 'b.yaml': untouched });
+    // Latin-1 bytes and a UTF-8 BOM in one file: it is not UTF-8, so it is kept byte for byte.
+    await writeFile(join(dir, 'a.yaml'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), source.subarray(1)]));
+    const before = await stat(join(dir, 'b.yaml'));
+    const r = await cli('migrate', dir, '--write');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.stderr).toBe('converted 1 ImageCaches in place, in 1 file(s)\n');
+    expect((await readFile(join(dir, 'a.yaml'))).equals(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), expected.subarray(1)]))).toBe(true);
+    const after = await stat(join(dir, 'b.yaml'));
+    expect([after.ino, after.mtimeMs, await readFile(join(dir, 'b.yaml'), 'utf8')]).toEqual([before.ino, before.mtimeMs, untouched]);
+    expect((await readdir(dir)).sort()).toEqual(['a.yaml', 'b.yaml']);
+  });
+
+  it('--write keeps JSON formatting, file modes and links', async () => {
+    const json = '{\n  "apiVersion": "kubefledged.io/v1alpha2",\n  "kind": "ImageCache",\n  "metadata": {"name": "j", "namespace": "ns"},\n  "spec": {\n    "cacheSpec": [\n      {"images": ["redis:7"]}\n    ]\n  }\n}\n';
+    const dir = await specDir({ 'j.yaml': json, 'target.txt': fledged });
+    await chmod(join(dir, 'j.yaml'), 0o600);
+    await chmod(join(dir, 'target.txt'), 0o640);
+    await symlink('target.txt', join(dir, 'link.yaml'));
+    const r = await cli('migrate', dir, '--write');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(await readFile(join(dir, 'j.yaml'), 'utf8')).toBe(json.replace('kubefledged.io/v1alpha2', 'prewarm.dev/v1alpha1').replace('{"images": ["redis:7"]}', '{"images": ["redis:7"], "tolerations": [{"operator":"Exists"}]}'));
+    expect((await stat(join(dir, 'j.yaml'))).mode & 0o777).toBe(0o600);
+    expect((await lstat(join(dir, 'link.yaml'))).isSymbolicLink()).toBe(true);
+    expect(await readFile(join(dir, 'target.txt'), 'utf8')).toContain('apiVersion: prewarm.dev/v1alpha1');
+    expect((await stat(join(dir, 'target.txt'))).mode & 0o777).toBe(0o640);
+  });
+
+  it('--write changes no file when one cannot be written (exit 70, one line)', async () => {
+    const dir = await specDir({ 'a.yaml': fledged });
+    await mkdir(join(dir, 'z'));
+    await writeFile(join(dir, 'z', 'b.yaml'), fledged.replace('name: c', 'name: d'));
+    // Immutable: even root cannot create the staged file beside it.
+    await exec('chattr', ['+i', join(dir, 'z')]);
+    try {
+      const r = await cli('migrate', dir, '--write');
+      expect(r.code).toBe(ExitCode.Internal);
+      expect(r.stderr).toBe(`prewarm: cannot write ${join(dir, 'z', 'b.yaml')}: operation not permitted (EPERM); no file was changed\n`);
+    } finally {
+      await exec('chattr', ['-i', join(dir, 'z')]);
+    }
+    expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(fledged);
+    expect((await readdir(dir)).sort()).toEqual(['a.yaml', 'z']);
+  });
+
   it('refuses invalid input with exit 1 and converts nothing', async () => {
     const dir = await specDir({ 'a.yaml': fledged.replace('redis:7', 'Redis:7') });
     const r = await cli('migrate', dir, '--write');
@@ -180,6 +400,20 @@ describe('prewarm pin (no registry needed)', () => {
     expect(r.stderr).toContain('nothing to pin in place; see the warnings above');
     expect(r.stdout).toBe('');
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
+  });
+
+  it('reports an image given through an alias as one it cannot pin, naming the place, and changes nothing', async () => {
+    const text = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - *img\n';
+    const dir = await specDir({ 'a.yaml': text });
+    const r = await cli('pin', dir);
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    const file = join(dir, 'a.yaml');
+    expect(r.stderr).toBe(
+      `${file}:10:7: warning: document 1: spec.cacheSpec[0].images[0]: cannot pin redis:7: given through an alias at ${file}:10 (*img, whose value is written at line 6, outside the image fields); write the reference in place of the alias\n` +
+        'nothing to pin in place; see the warnings above\n',
+    );
+    expect(r.stdout).toBe('');
+    expect(await readFile(file, 'utf8')).toBe(text);
   });
 
   it('takes --plain-http before or after the paths, once per registry', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyPins, findImages, needsPin, pinnedRef } from '../../src/imagecache/pin.js';
+import { applyPins, findImages, needsPin, pinnedRef, type ImageSite } from '../../src/imagecache/pin.js';
 
 const D = `sha256:${'b'.repeat(64)}`;
 const spec = `# team images
@@ -84,5 +84,28 @@ describe('pin', () => {
     const digests = new Map([['redis:7', D]]);
     const once = applyPins(spec, findImages(spec), digests);
     expect(findImages(once).filter((s) => needsPin(s.text)).map((s) => s.text)).toEqual(['ghcr.io/me/busybox:1.36', 'python:3.12-slim']);
+  });
+
+  const head = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\n';
+  it.each<[string, string, [string, boolean, number, string, ImageSite['alias']][]]>([
+    ['an alias of an image field is pinned with it', `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - images: [&img redis:7, *img]\n`, [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]]],
+    ['a shared images list is found once', `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - images: &common [redis:7]\n  - images: *common\n    nodeSelector: {a: b}\n`, [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]]],
+    [
+      'an alias of an annotation cannot be pinned',
+      `${head}metadata:\n  name: c\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - busybox:1\n    - *img\n`,
+      [['busybox:1', true, 9, 'spec.cacheSpec[0].images[0]', undefined], ['redis:7', false, 10, 'spec.cacheSpec[0].images[1]', { anchor: 'img', anchorLine: 5 }]],
+    ],
+    ['helperImage through an alias', `${head}metadata: {name: c, annotations: {h: &h "busybox:1"}}\nspec:\n  helperImage: *h\n  cacheSpec:\n  - images: [redis@${D}]\n`, [['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3 }], [`redis@${D}`, true, 7, 'spec.cacheSpec[0].images[0]', undefined]]],
+  ])('%s', (_name, text, expected) => {
+    const sites = findImages(text, 'a.yaml');
+    expect(sites.map((s) => [s.text, s.literal, s.location.line, s.location.path, s.alias])).toEqual(expected);
+    for (const s of sites.filter((x) => x.alias !== undefined)) expect(text.slice(s.start, s.end)).toMatch(/^\*/);
+    // Nothing given through an alias is ever rewritten.
+    expect(applyPins(text, sites.filter((x) => x.alias !== undefined), new Map(sites.map((x) => [x.text, D])))).toBe(text);
+  });
+
+  it('keeps Latin-1 characters (read one per byte) around the references it rewrites', () => {
+    const text = `# caf\xe9 \xfcber\r\n${head}metadata: {name: c}   # \xe9\r\nspec:\r\n  cacheSpec:\r\n  - images: [redis:7]   # \xa9\r\n`;
+    expect(applyPins(text, findImages(text), new Map([['redis:7', D]]))).toBe(text.replace('[redis:7]', `[redis:7@${D}]`));
   });
 });

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { migrateObjects, migrateText } from '../../src/migrate/fledged.js';
+import { InPlaceError, migrateObjects, migrateText } from '../../src/migrate/fledged.js';
 import { buildBundle } from '../../src/imagecache/bundle.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 
@@ -58,6 +58,80 @@ describe('migrateText', () => {
       metadata: { name: 'b', annotations: { team: 'ml' } },
       spec: { cacheSpec: [{ images: ['redis:7'], nodeSelector: { a: 'b' }, tolerations: [{ operator: 'Exists' }] }] },
     });
+  });
+});
+
+/** Lines joined with `eol`, ending with one. */
+const lines = (eol: string, ...l: string[]) => l.map((x) => x + eol).join('');
+const pw = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: pw}   # team cache\nspec:\n  cacheSpec:\n    - images: [redis:7]\n      tolerations: []\n';
+
+describe('migrateText: only the spans that change', () => {
+  it.each<[string, string, string]>([
+    ['a prewarm.dev file: nothing to convert, every byte kept', pw, pw],
+    [
+      'kube-fledged block style: apiVersion, and tolerations at the sequence style of the file',
+      lines('\n', 'apiVersion: kubefledged.io/v1alpha2   # was', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images:', '    - redis:7   # cache', '    nodeSelector: {tier: backend}'),
+      lines('\n', 'apiVersion: prewarm.dev/v1alpha1   # was', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images:', '    - redis:7   # cache', '    nodeSelector: {tier: backend}', '    tolerations:', '    - operator: Exists'),
+    ],
+    [
+      'indented sequences get indented tolerations',
+      lines('\n', 'apiVersion: "kubefledged.io/v1alpha2"', 'kind: ImageCache', 'metadata:', '    name: a', 'spec:', '    cacheSpec:', '        -   images:', '                - redis:7'),
+      lines('\n', 'apiVersion: "prewarm.dev/v1alpha1"', 'kind: ImageCache', 'metadata:', '    name: a', 'spec:', '    cacheSpec:', '        -   images:', '                - redis:7', '            tolerations:', '              - operator: Exists'),
+    ],
+    [
+      'CRLF lines stay CRLF, added ones too; a BOM stays',
+      '\uFEFF' + lines('\r\n', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images: [redis:7]   # caf\u00e9'),
+      '\uFEFF' + lines('\r\n', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images: [redis:7]   # caf\u00e9', '    tolerations:', '    - operator: Exists'),
+    ],
+    [
+      'no final newline',
+      'apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: a}\nspec:\n  cacheSpec:\n  - images: [redis:7]',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: a}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n    tolerations:\n    - operator: Exists',
+    ],
+    [
+      'flow entries get a flow pair',
+      'apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7]}, {images: [b:1], nodeSelector: {a: b}, tolerations: []}]}\n',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: [{operator: Exists}]}, {images: [b:1], nodeSelector: {a: b}, tolerations: []}]}\n',
+    ],
+    [
+      'JSON on one line stays JSON on one line',
+      '{"apiVersion": "kubefledged.io/v1alpha2", "kind": "ImageCache", "metadata": {"name": "a", "uid": "u-1"}, "spec": {"cacheSpec": [{"images": ["redis:7"]}]}, "status": {"status": "Succeeded"}}\n',
+      '{"apiVersion": "prewarm.dev/v1alpha1", "kind": "ImageCache", "metadata": {"name": "a"}, "spec": {"cacheSpec": [{"images": ["redis:7"], "tolerations": [{"operator":"Exists"}]}]}}\n',
+    ],
+    [
+      'indented JSON keeps its indentation',
+      lines('\n', '{', '  "apiVersion": "kubefledged.io/v1alpha2",', '  "kind": "ImageCache",', '  "metadata": {', '    "uid": "u-1",', '    "resourceVersion": "9",', '    "name": "a"', '  },', '  "spec": {', '    "cacheSpec": [', '      {', '        "images": ["redis:7"]', '      }', '    ]', '  }', '}'),
+      lines('\n', '{', '  "apiVersion": "prewarm.dev/v1alpha1",', '  "kind": "ImageCache",', '  "metadata": {', '    "name": "a"', '  },', '  "spec": {', '    "cacheSpec": [', '      {', '        "images": ["redis:7"], "tolerations": [{"operator":"Exists"}]', '      }', '    ]', '  }', '}'),
+    ],
+    [
+      'cluster-only fields and kube-fledged annotations go, with their lines and comments; other annotations stay',
+      lines('\n', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata:', '  name: a', '  uid: 1234   # from kubectl get', '  creationTimestamp: "2024-01-01T00:00:00Z"', '  managedFields:', '  - manager: kubectl', '    operation: Update', '  annotations:', '    kubefledged.io/refresh-imagecache: refresh', '    team: ml   # kept', '  labels: {app: x}', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations: [{operator: Exists}]', 'status:', '  status: Succeeded', '  failures:', '    x: [1]', '---', 'kind: ConfigMap   # untouched', 'metadata: {name: c, uid: 1}'),
+      lines('\n', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata:', '  name: a', '  annotations:', '    team: ml   # kept', '  labels: {app: x}', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations: [{operator: Exists}]', '---', 'kind: ConfigMap   # untouched', 'metadata: {name: c, uid: 1}'),
+    ],
+    [
+      'annotations left empty go, in flow style; leading flow pairs go with their commas',
+      'apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {uid: 1, resourceVersion: "2", name: a, annotations: {kubectl.kubernetes.io/last-applied-configuration: "{}"}, generation: 3}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n',
+    ],
+    [
+      'an apiVersion written as a block scalar becomes a plain one',
+      'apiVersion: >-\n  kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n',
+    ],
+    [
+      'an anchored metadata map is edited where it is written',
+      'apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: &m {name: a, uid: 1}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: &m {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n',
+    ],
+  ])('%s', (_name, source, expected) => {
+    const { text, converted } = migrateText(source);
+    expect(text).toBe(expected);
+    expect(converted).toBe(source === expected ? 0 : 1);
+  });
+
+  it('refuses a layout it cannot edit in place, naming the document', () => {
+    const source = 'kind: ConfigMap\n---\napiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n? status\n: {status: x}\n';
+    expect(() => migrateText(source)).toThrow(new InPlaceError(2, 'cannot remove status: it shares its line with other syntax'));
   });
 });
 

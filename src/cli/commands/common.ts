@@ -1,10 +1,57 @@
-/** Options shared by the commands that read specs. */
+/** Options shared by the commands, and the checks that hold option values to the rules of spec values. */
 import type { Argv } from 'yargs';
+import { checkDns1123Label } from '../../imagecache/k8s-validation.js';
 import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
+import { parseImageRef } from '../../imagecache/reference.js';
+import { UsageError } from '../exit-codes.js';
+
+/** Why an option value is wrong, or undefined when it is fine. */
+export type OptionCheck = (value: string) => string | undefined;
+
+/** A namespace: a DNS-1123 label, as `metadata.namespace` must be. */
+export const isNamespace: OptionCheck = (value) => {
+  const why = checkDns1123Label(value);
+  return why === undefined ? undefined : `is not a valid namespace: it ${why}`;
+};
+
+/** An image reference, parsed like every image of a spec. */
+export const isImage: OptionCheck = (value) => {
+  const parsed = parseImageRef(value);
+  return parsed.ok ? undefined : `is not a valid image reference: ${parsed.error}`;
+};
+
+/** A registry as an image reference names it: `host[:port]`. */
+export const isRegistry: OptionCheck = (value) => {
+  const parsed = parseImageRef(`${value}/x`);
+  return parsed.ok && parsed.ref.domain === value ? undefined : 'is not a registry host[:port], e.g. localhost:5000';
+};
+
+/** A path: anything but the empty string, which would silently mean the current folder. */
+export const isPath: OptionCheck = (value) => (value === '' ? 'is empty: name a path' : undefined);
+
+/**
+ * Adds a check of each named option's value, run before the handler: a value that fails is a
+ * usage error (exit 2) that quotes it. An option given twice is one too, unless `repeatable`
+ * (yargs would otherwise hand the handler an array where it expects one string).
+ */
+export function checkOptions<T>(y: Argv<T>, checks: Readonly<Record<string, OptionCheck>>, repeatable: readonly string[] = []): Argv<T> {
+  return y.check((argv) => {
+    for (const [name, check] of Object.entries(checks)) {
+      const value: unknown = argv[name];
+      if (value === undefined) continue;
+      if (Array.isArray(value) && !repeatable.includes(name)) throw new UsageError(`--${name} is given more than once`);
+      for (const v of [value].flat()) {
+        const why = check(String(v));
+        if (why !== undefined) throw new UsageError(`--${name} ${JSON.stringify(String(v))} ${why}`);
+      }
+    }
+    return true;
+  });
+}
 
 /** `<paths..>` plus `--namespace`, the namespace for ImageCaches whose metadata names none. */
 export function specOptions(y: Argv) {
-  return y
+  const options = y
     .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders (searched for *.yaml, *.yml)' })
     .option('namespace', {
       alias: 'n',
@@ -12,4 +59,5 @@ export function specOptions(y: Argv) {
       default: DEFAULT_NAMESPACE,
       describe: 'Namespace for ImageCaches that name none',
     });
+  return checkOptions(options, { namespace: isNamespace });
 }

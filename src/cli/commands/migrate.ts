@@ -1,7 +1,6 @@
 /** `prewarm migrate`: kube-fledged ImageCaches → prewarm.dev files that place images the same way. */
-import { rename, writeFile } from 'node:fs/promises';
 import type { Argv } from 'yargs';
-import { migrateObjects, migrateText, type FledgedObject } from '../../migrate/fledged.js';
+import { InPlaceError, migrateObjects, migrateText, type FledgedObject, type MigratedText } from '../../migrate/fledged.js';
 import { buildBundle } from '../../imagecache/bundle.js';
 import { formatDiagnostic } from '../../imagecache/errors.js';
 import { readSources } from '../../imagecache/load.js';
@@ -10,6 +9,7 @@ import { parseFiles, type SourceFile } from '../../imagecache/parse.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
+import { readEditable, writeAll, type EditableFile } from '../rewrite.js';
 
 interface MigrateArgs {
   readonly paths?: readonly string[] | undefined;
@@ -52,23 +52,30 @@ async function fromFiles(paths: readonly string[], write: boolean, io: Io): Prom
   const before = parseFiles(files);
   diagnostics.push(...before.diagnostics);
   report(diagnostics, io);
-  const migrated = files.map((f) => migrateText(f.text));
-  const converted: SourceFile[] = files.map((f, i) => ({ path: f.path, text: migrated[i]?.text ?? f.text }));
-  const count = migrated.reduce((n, m) => n + m.converted, 0);
+  // Read again as bytes to be kept (see rewrite.ts): the loader's text has U+FFFD for non-UTF-8 bytes.
+  const editable = await Promise.all(files.map((f) => readEditable(f.path)));
+  const changes = editable.map((file) => ({ file, ...convert(file) }));
+  const count = changes.reduce((n, c) => n + c.converted, 0);
   if (count === 0) throw new CliError(`no kubefledged.io/v1alpha2 ImageCache found in ${paths.join(', ')}`, ExitCode.InvalidInput);
-  checkSamePlacement(files, converted);
+  checkSamePlacement(
+    editable,
+    changes.map((c) => ({ path: c.file.path, text: c.text })),
+  );
   if (write) {
-    for (const [i, file] of converted.entries()) {
-      if (file.text === files[i]?.text) continue;
-      // Write beside, then rename: a file is either the old one or the whole new one.
-      const tmp = `${file.path}.prewarm-migrate.tmp`;
-      await writeFile(tmp, file.text);
-      await rename(tmp, file.path);
-    }
-    io.stderr(`converted ${count} ImageCaches in place\n`);
+    const written = await writeAll(changes);
+    io.stderr(`converted ${count} ImageCaches in place, in ${written} file(s)\n`);
   } else {
-    io.stdout(converted.map((f) => f.text.replace(/\n*$/, '\n')).join('---\n'));
+    io.stdout(changes.map((c) => c.text.replace(/\n*$/, '\n')).join('---\n'));
     io.stderr(`converted ${count} ImageCaches\n`);
+  }
+}
+
+function convert(file: EditableFile): MigratedText {
+  try {
+    return migrateText(file.text);
+  } catch (err) {
+    if (err instanceof InPlaceError) throw new CliError(`cannot convert ${file.path}: ${err.message}; nothing was converted`, ExitCode.Internal);
+    throw err;
   }
 }
 

@@ -1,5 +1,4 @@
 /** `prewarm pin`: resolve tags to digests against the registries and rewrite the spec files in place. */
-import { chmod, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import { OciRegistry, registryRef } from '../../registry/client.js';
 import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../registry/docker-config.js';
@@ -10,7 +9,9 @@ import { parseFiles } from '../../imagecache/parse.js';
 import { applyPins, findImages, needsPin, pinnedRef } from '../../imagecache/pin.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
+import { readEditable, writeAll } from '../rewrite.js';
 import { VERSION } from '../../version.js';
+import { checkOptions, isPath, isRegistry } from './common.js';
 
 interface PinArgs {
   readonly paths: readonly string[];
@@ -25,7 +26,7 @@ export function pinCommand(io: Io) {
     command: 'pin <paths..>',
     describe: 'Resolve image tags to digests (tag@sha256:…) and rewrite the spec files, keeping their formatting',
     builder: (y: Argv) =>
-      y
+      checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http'])
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
         // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.
@@ -44,10 +45,15 @@ export function pinCommand(io: Io) {
       // Like synth: a path that holds no spec at all is a mistake, not a success.
       if (parsed.caches.length === 0) throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; nothing was pinned`, ExitCode.InvalidInput);
 
-      const sites = files.map((f) => ({ file: f, sites: findImages(f.text, f.path) }));
+      // Read again as bytes to be kept (see rewrite.ts): the loader's text has U+FFFD for non-UTF-8 bytes.
+      const editable = await Promise.all(files.map((f) => readEditable(f.path)));
+      const sites = editable.map((f) => ({ file: f, sites: findImages(f.text, f.path) }));
       const unpinned = sites.flatMap((s) => s.sites).filter((s) => needsPin(s.text));
       for (const s of unpinned.filter((u) => !u.literal)) {
-        const message = `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`;
+        const message =
+          s.alias === undefined
+            ? `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`
+            : `cannot pin ${s.text}: given through an alias at ${s.location.file}:${s.location.line} (*${s.alias.anchor}, whose value is written at line ${s.alias.anchorLine}, outside the image fields); write the reference in place of the alias`;
         io.stderr(`${formatDiagnostic({ ...s.location, severity: 'warning', message })}\n`);
       }
       const pending = unpinned.filter((s) => s.literal);
@@ -81,11 +87,8 @@ export function pinCommand(io: Io) {
         throw new CliError(`${failures.size} image(s) could not be resolved; nothing was written`, ExitCode.Unresolved);
       }
 
-      const changed = sites.flatMap(({ file, sites: found }) => {
-        const text = applyPins(file.text, found, digests);
-        return text === file.text ? [] : [{ path: file.path, text }];
-      });
-      const after = parseFiles(changed.map((c) => ({ path: c.path, text: c.text })));
+      const changed = sites.map(({ file, sites: found }) => ({ file, text: applyPins(file.text, found, digests) })).filter((c) => c.text !== c.file.text);
+      const after = parseFiles(changed.map((c) => ({ path: c.file.path, text: c.text })));
       const broken = after.diagnostics.filter((d) => d.severity === 'error');
       if (broken.length > 0) throw new CliError(`pinned specs would be invalid:\n${broken.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
 
@@ -124,26 +127,3 @@ function explain(ref: string, err: unknown, credentials: RegistryCredentials): s
       return err.message;
   }
 }
-
-/**
- * Rewrites the files all or nothing, as far as a file system allows: every new file is written
- * beside its target first, and only when all of them are written are they renamed into place
- * (each rename is atomic). Symlinks are followed, and each file keeps its permission bits.
- */
-async function writeAll(changed: readonly { path: string; text: string }[]): Promise<void> {
-  const staged: { tmp: string; target: string }[] = [];
-  try {
-    for (const c of changed) {
-      const target = await realpath(c.path);
-      const tmp = `${target}.prewarm-pin.tmp`;
-      await writeFile(tmp, c.text);
-      staged.push({ tmp, target });
-      await chmod(tmp, (await stat(target)).mode & 0o7777);
-    }
-  } catch (err) {
-    await Promise.all(staged.map((s) => rm(s.tmp, { force: true })));
-    throw new CliError(`cannot write the pinned specs: ${(err as Error).message}; nothing was written`, ExitCode.Internal);
-  }
-  for (const s of staged) await rename(s.tmp, s.target);
-}
-

@@ -7,6 +7,7 @@ import { LABEL_MANAGED_BY, LABEL_POOL, MANAGED_BY } from '../../contract/names.j
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
+import { checkOptions, isNamespace } from './common.js';
 
 interface StatusArgs {
   readonly output: StatusFormat;
@@ -28,7 +29,7 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
     command: 'status',
     describe: 'Show desired and warm nodes per pool, and failing images per node; exit 3 unless all are warm',
     builder: (y: Argv) =>
-      y
+      checkOptions(y, { namespace: isNamespace })
         .option('output', { alias: 'o', choices: ['table', 'wide', 'json', 'yaml'] as const, default: 'table' as StatusFormat, describe: 'Output format' })
         .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
         .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m or 1h30m' })

@@ -2,16 +2,17 @@
 import type { Argv } from 'yargs';
 import { createApp, synthYaml, type SynthOptions } from '../../synth/app.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
-import { replaceDirectory } from '../output.js';
+import { checkOutput, replaceDirectory } from '../output.js';
 import type { Io } from '../io.js';
 import { loadSpecs, type SpecArgs } from '../specs.js';
-import { specOptions } from './common.js';
+import { checkOptions, isImage, isPath, specOptions } from './common.js';
 
 interface SynthArgs extends SpecArgs {
   readonly output?: string | undefined;
   readonly stdout?: boolean | undefined;
   readonly reconciler: boolean;
   readonly reconcilerImage: string;
+  readonly force?: boolean | undefined;
 }
 
 /** Registers the command. */
@@ -20,16 +21,19 @@ export function synthCommand(io: Io) {
     command: 'synth <paths..>',
     describe: 'Synthesize ImageCache specs into pull DaemonSets',
     builder: (y: Argv) =>
-      specOptions(y)
-        .option('output', { alias: 'o', type: 'string', describe: 'Folder to write, replaced only on success [default: dist]' })
+      checkOptions(specOptions(y), { output: isPath, 'reconciler-image': isImage })
+        .option('output', { alias: 'o', type: 'string', describe: 'Folder to write, replaced only on success, and only if it is empty or a previous prewarm output [default: dist]' })
+        .option('force', { type: 'boolean', describe: 'Replace the output folder even if it holds files prewarm did not write (never an input)' })
         .option('stdout', { type: 'boolean', describe: 'Print one YAML stream to stdout instead' })
         .option('reconciler', { type: 'boolean', default: true, describe: 'Add the sidecar reconciler (--no-reconciler to omit)' })
         .option('reconciler-image', { type: 'string', default: DEFAULT_RECONCILER_IMAGE, describe: 'Image of the sidecar reconciler' })
-        .conflicts('stdout', 'output')
+        .conflicts('stdout', ['output', 'force'])
         .example('$0 synth specs/ -o dist', 'write one file per namespace into dist/')
         .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly'),
     handler: async (args: SynthArgs) => {
       const output = args.output ?? 'dist';
+      const replace = { force: args.force === true, inputs: args.paths };
+      if (args.stdout !== true) await checkOutput(output, replace);
       // The output folder may sit inside a spec folder (`prewarm synth . -o dist`): never read it.
       const { bundle } = await loadSpecs(args, io, args.stdout === true ? {} : { exclude: [output] });
       const options: SynthOptions = args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {};
@@ -37,7 +41,7 @@ export function synthCommand(io: Io) {
         io.stdout(synthYaml(bundle, options));
         return;
       }
-      await replaceDirectory(output, (dir) => createApp(bundle, options, dir).synth());
+      await replaceDirectory(output, (dir) => createApp(bundle, options, dir).synth(), replace);
       const images = bundle.pools.reduce((n, p) => n + p.images.length, 0);
       io.stderr(`wrote ${bundle.pools.length} pools (${images} images) in ${bundle.namespaces.length} namespaces to ${output}\n`);
     },

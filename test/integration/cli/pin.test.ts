@@ -318,14 +318,20 @@ describe('prewarm pin against real registries', () => {
     );
     expect(snapshot(dir)).toEqual(before);
 
-    // Resolved, but the second file cannot be written (its temporary path is taken by a folder):
-    // the first file, already written beside its target, is not moved into place either.
+    // Resolved, but the second file cannot be written (its folder is immutable: not even root can
+    // create a file there): the first file, already staged beside its target, is not moved into
+    // place either, and its staged copy is removed.
     const unwritable = specDir('unwritable');
-    mkdirSync(join(unwritable, 'team.yaml.prewarm-pin.tmp'));
     const frozen = snapshot(unwritable);
-    const w = pin(unwritable);
+    run(['chattr', '+i', unwritable]);
+    let w: ReturnType<typeof pin>;
+    try {
+      w = pin(unwritable);
+    } finally {
+      run(['chattr', '-i', unwritable]);
+    }
     expect(w.code).toBe(ExitCode.Internal);
-    expect(w.stderr).toMatch(/cannot write the pinned specs: .*team\.yaml\.prewarm-pin\.tmp.*; nothing was written/);
+    expect(w.stderr).toContain(`prewarm: cannot write ${join(unwritable, 'team.yaml')}: operation not permitted (EPERM); no file was changed\n`);
     expect(snapshot(unwritable)).toEqual(frozen);
     expect(readdirSync(join(unwritable, 'nested'))).toEqual(['cpu.yaml']);
   });
