@@ -1,9 +1,15 @@
 /**
  * The only place in `imagecache/` that touches the file system: expands the paths a user named into
  * YAML files, reads them, and hands the text to the pure parser.
+ *
+ * A spec repository is untrusted input: CI and Argo CD's repo-server run prewarm on whatever a pull
+ * request holds. So links are followed only while they stay inside the spec roots (the paths named
+ * on the command line), only regular files are read, and nothing is ever opened in a way that could
+ * block. A link that leaves the roots is an error that never shows what it points to.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative, resolve, sep } from 'node:path';
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { buildBundle } from './bundle.js';
 import { SpecError, type Diagnostic } from './errors.js';
 import type { Bundle } from './model.js';
@@ -45,59 +51,173 @@ export async function loadBundle(paths: readonly string[], options: LoadOptions 
   return { bundle: grouped.bundle, warnings: diagnostics, imageCaches: parsed.caches.length };
 }
 
-/** Reads the named files and folders; unreadable paths become diagnostics. */
+/**
+ * Reads the named files and folders; every path that cannot or must not be read becomes a
+ * diagnostic. A file reached twice (named twice, by a relative and an absolute path, or through a
+ * folder and directly) is read once.
+ */
 export async function readSources(paths: readonly string[], diagnostics: Diagnostic[], exclude: readonly string[] = []): Promise<SourceFile[]> {
-  const found = new Set<string>();
   const excluded = exclude.map((e) => resolve(e));
-  const isExcluded = (file: string) => excluded.some((e) => resolve(file) === e || resolve(file).startsWith(e + sep));
+  const isExcluded = (path: string) => excluded.some((e) => within(resolve(path), e));
+  const roots: string[] = [];
+  const candidates: string[] = [];
   for (const path of paths) {
     try {
-      const info = await stat(path);
-      if (info.isDirectory()) {
-        for (const file of await walk(path)) if (!isExcluded(file)) found.add(file);
+      if ((await stat(path)).isDirectory()) {
+        roots.push(await realpath(path));
+        for (const file of await walk(path, isExcluded, diagnostics)) candidates.push(file);
       } else {
-        found.add(path);
+        // A named file is a root as named: a link given on the command line is still checked.
+        roots.push(join(await realpath(dirname(path)), basename(path)));
+        candidates.push(path);
       }
     } catch (err) {
-      diagnostics.push(fileError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));
+      // A path named on the command line is a root itself: it cannot leave the roots.
+      diagnostics.push(fileError(path, await cannotRead(path, err, [])));
     }
   }
-  // Sorted, so diagnostics and first-definition wins never depend on the order paths were given.
+  // One entry per real file, shown by its own name rather than a link's, then by the smallest
+  // name, so the result never depends on the order or spelling of the paths given.
+  const byReal = new Map<string, string>();
+  const rank = (path: string, real: string) => `${resolve(path) === real ? 0 : 1}${path}`;
+  for (const path of candidates) {
+    const real = await locate(path, roots, diagnostics);
+    if (real === undefined) continue;
+    const shown = byReal.get(real);
+    if (shown === undefined || rank(path, real) < rank(shown, real)) byReal.set(real, path);
+  }
   const out: SourceFile[] = [];
-  for (const path of [...found].sort()) {
-    try {
-      out.push({ path, text: await readFile(path, 'utf8') });
-    } catch (err) {
-      diagnostics.push(fileError(path, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));
-    }
-  }
-  return out;
-}
-
-async function walk(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-  for (const entry of entries) {
-    const full = join(entry.parentPath, entry.name);
-    const rel = relative(dir, full);
-    if (rel.split(sep).some((part) => part.startsWith('.'))) continue;
-    if (!YAML_FILE.test(entry.name)) continue;
-    if (entry.isFile() || (entry.isSymbolicLink() && !(await isDirectory(full)))) out.push(full);
+  for (const [real, path] of [...byReal].sort(([, a], [, b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const read = await readRegularFile(real);
+    if (typeof read === 'string') out.push({ path, text: read });
+    else diagnostics.push(fileError(path, read.problem));
   }
   return out;
 }
 
 /**
- * Whether a link leads to a folder. Links to files are read like files (GitOps repos share specs
- * that way); links to folders are not walked, so a loop can never make the walk endless. A dangling
- * link counts as a file, so reading it reports the error instead of dropping it silently.
+ * YAML files below `dir`, as paths under `dir`. Hidden entries are skipped before they are
+ * entered, and links are never walked: a link with a YAML name is returned so that reading it
+ * checks where it leads; any other link is left alone, so a loop cannot make the walk endless.
  */
-async function isDirectory(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch {
-    return false;
+async function walk(dir: string, isExcluded: (path: string) => boolean, diagnostics: Diagnostic[]): Promise<string[]> {
+  const out: string[] = [];
+  const pending = [dir];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    let entries;
+    try {
+      entries = await readdir(next, { withFileTypes: true });
+    } catch (err) {
+      diagnostics.push(fileError(next, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));
+      continue;
+    }
+    for (const entry of entries) {
+      if (entry.name.startsWith('.')) continue;
+      const full = join(next, entry.name);
+      if (isExcluded(full)) continue;
+      if (entry.isDirectory()) pending.push(full);
+      else if (YAML_FILE.test(entry.name)) out.push(full);
+    }
   }
+  return out;
+}
+
+/** The real path of `path` when it lies inside the roots; otherwise a diagnostic, and undefined. */
+async function locate(path: string, roots: readonly string[], diagnostics: Diagnostic[]): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch (err) {
+    diagnostics.push(fileError(path, await cannotRead(path, err, roots)));
+    return undefined;
+  }
+  if (!roots.some((root) => within(real, root))) {
+    diagnostics.push(fileError(path, OUTSIDE_ROOTS));
+    return undefined;
+  }
+  return real;
+}
+
+const OUTSIDE_ROOTS =
+  'is a link whose target is outside the spec roots; not read (links are followed only within the files and folders named on the command line)';
+
+/**
+ * Why `path` cannot be read. A dangling link whose first step already leaves the roots is
+ * reported as leaving them, so the answer never tells whether a file outside exists.
+ */
+async function cannotRead(path: string, err: unknown, roots: readonly string[]): Promise<string> {
+  const code = (err as NodeJS.ErrnoException).code ?? String(err);
+  const link = await linkTarget(path);
+  if (link !== undefined && roots.length > 0 && !roots.some((root) => within(link, root))) return OUTSIDE_ROOTS;
+  if (code === 'ELOOP') return 'cannot read: ELOOP (a loop of links)';
+  if (code === 'ENOENT' && link !== undefined) return 'cannot read: ENOENT (a link whose target does not exist)';
+  return `cannot read: ${code}`;
+}
+
+/** Where a link points, resolved against its folder's real path; undefined when `path` is not a link. */
+async function linkTarget(path: string): Promise<string | undefined> {
+  try {
+    if (!(await lstat(path)).isSymbolicLink()) return undefined;
+    return resolve(await realpath(dirname(path)), await readlink(path));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `path` is `root` or lies below it. */
+function within(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+/**
+ * Reads a regular file without ever blocking: the kind is checked before opening (opening a device
+ * can have effects of its own), the file is opened non-blocking and without following a final link,
+ * and the kind is checked again on the opened descriptor, which is what is read, so a file swapped
+ * in between is caught. A file whose content does not match the size it reports is refused:
+ * `/proc` and `/sys` files report sizes that are not their content.
+ */
+async function readRegularFile(real: string): Promise<string | { problem: string }> {
+  try {
+    const before = await stat(real);
+    if (!before.isFile()) return { problem: notRegular(before) };
+    const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    try {
+      const info = await handle.stat();
+      if (!info.isFile()) return { problem: notRegular(info) };
+      // One byte more than the size, to notice content beyond it.
+      const buffer = Buffer.alloc(info.size + 1);
+      let length = 0;
+      for (;;) {
+        const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+        if (bytesRead === 0) break;
+        length += bytesRead;
+        if (length === buffer.length) break;
+      }
+      if (length !== info.size) {
+        return { problem: 'is not a plain file on disk (its content does not match its size, as with /proc and /sys files, or it changed while being read); not read' };
+      }
+      return buffer.toString('utf8', 0, length);
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    return { problem: code === 'ELOOP' ? 'changed into a link while being read; not read' : `cannot read: ${code}` };
+  }
+}
+
+function notRegular(info: Stats): string {
+  if (info.isDirectory()) return 'is a link to a folder; links to folders are not followed (name the folder itself)';
+  const kind = info.isFIFO()
+    ? 'a FIFO (named pipe)'
+    : info.isSocket()
+      ? 'a socket'
+      : info.isCharacterDevice()
+        ? 'a character device'
+        : info.isBlockDevice()
+          ? 'a block device'
+          : 'not a regular file';
+  return `is ${kind}, not a regular file; only regular files are read`;
 }
 
 function fileError(file: string, message: string): Diagnostic {

@@ -1,12 +1,57 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { SpecError } from '../../src/imagecache/errors.js';
-import { loadBundle } from '../../src/imagecache/load.js';
+import { join, relative } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SpecError, type Diagnostic } from '../../src/imagecache/errors.js';
+import { loadBundle, readSources } from '../../src/imagecache/load.js';
 
 const doc = (name: string) =>
   `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
+
+/** What a file outside the roots holds: it would be quoted in full by an error if it were ever read. */
+const SECRET = 'SECRET-TOKEN-do-not-print';
+const OUTSIDE =
+  'is a link whose target is outside the spec roots; not read (links are followed only within the files and folders named on the command line)';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+/** A spec root with one valid file, and a folder beside it (outside the root) holding a secret. */
+async function layout() {
+  const base = await mkdtemp(join(tmpdir(), 'prewarm-load-'));
+  const root = join(base, 'specs');
+  const outside = join(base, 'outside');
+  await mkdir(join(root, 'sub'), { recursive: true });
+  await mkdir(outside);
+  await writeFile(join(root, 'a.yaml'), doc('a'));
+  await writeFile(join(root, 'sub', 'shared.yaml'), doc('shared'));
+  await writeFile(join(outside, 'secret.yaml'), `apiVersion: ${SECRET}\n`);
+  await writeFile(join(outside, 'valid.yaml'), doc('outside'));
+  return { base, root, outside };
+}
+
+async function listen(path: string): Promise<void> {
+  const server = createServer();
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(path, r));
+}
+
+/** Reads `paths`, timing it; each problem as [file relative to the root, message]. */
+async function readAll(root: string, paths: readonly string[]) {
+  const diagnostics: Diagnostic[] = [];
+  const started = Date.now();
+  const files = await readSources(paths, diagnostics);
+  return {
+    ms: Date.now() - started,
+    files: files.map((f) => relative(root, f.path)),
+    texts: files.map((f) => f.text).join('\n'),
+    problems: diagnostics.map((d) => [relative(root, d.file), d.message] as const),
+  };
+}
 
 describe('loadBundle', () => {
   it('walks folders recursively for .yaml and .yml, skipping hidden entries and other files', async () => {
@@ -23,25 +68,13 @@ describe('loadBundle', () => {
     expect(result.bundle.pools[0]?.sources).toEqual(['ns/a', 'ns/b']);
   });
 
-  it('reads links to files, never walks links to folders, and reports dangling links', async () => {
-    const shared = await mkdtemp(join(tmpdir(), 'prewarm-load-shared-'));
-    await writeFile(join(shared, 'common.yaml'), doc('common'));
-    const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-'));
-    await writeFile(join(dir, 'a.yaml'), doc('a'));
-    await symlink(join(shared, 'common.yaml'), join(dir, 'common.yaml'));
-    await symlink(dir, join(dir, 'loop.yaml')); // a folder link with a YAML name: not followed
-    expect((await loadBundle([dir])).bundle.pools[0]?.sources).toEqual(['ns/a', 'ns/common']);
-    await symlink(join(shared, 'gone.yaml'), join(dir, 'dangling.yaml'));
-    await expect(loadBundle([dir])).rejects.toThrow(/dangling\.yaml.*cannot read: ENOENT/s);
-  });
-
   it('never reads excluded folders, such as the output folder inside a spec folder', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-'));
     await mkdir(join(dir, 'dist'));
     await writeFile(join(dir, 'a.yaml'), doc('a'));
-    await writeFile(join(dir, 'dist', 'out.k8s.yaml'), 'apiVersion: apps/v1\nkind: DaemonSet\n');
+    await writeFile(join(dir, 'dist', 'out.k8s.yaml'), 'apiVersion: prewarm.dev/v1\nkind: DaemonSet\n');
     expect((await loadBundle([dir], { exclude: [join(dir, 'dist')] })).imageCaches).toBe(1);
-    await expect(loadBundle([dir])).rejects.toThrow('unsupported apiVersion "apps/v1"');
+    await expect(loadBundle([dir])).rejects.toThrow('unsupported apiVersion "prewarm.dev/v1"');
   });
 
   it('throws one SpecError listing every problem, including unreadable paths', async () => {
@@ -54,5 +87,107 @@ describe('loadBundle', () => {
       [join(dir, 'bad.yaml'), 'invalid image reference "Redis:7": repository name "Redis" must be lowercase'],
       [missing, 'cannot read: ENOENT'],
     ]);
+  });
+});
+
+describe('readSources: links stay inside the spec roots, only regular files are read', () => {
+  type Case = [name: string, setup: (l: Awaited<ReturnType<typeof layout>>) => Promise<void>, problems: [string, string | RegExp][]];
+  const cases: Case[] = [
+    ['a link to a file inside the root is read', async ({ root }) => symlink(join(root, 'sub', 'shared.yaml'), join(root, 'link.yaml')), []],
+    ['a relative link inside the root is read', async ({ root }) => symlink('../a.yaml', join(root, 'sub', 'up.yaml')), []],
+    ['a link to a file outside the root is refused', async ({ root, outside }) => symlink(join(outside, 'secret.yaml'), join(root, 'env.yaml')), [['env.yaml', OUTSIDE]]],
+    ['a relative link out of the root is refused', async ({ root }) => symlink('../../outside/valid.yaml', join(root, 'sub', 'out.yaml')), [['sub/out.yaml', OUTSIDE]]],
+    ['a link to /etc/passwd is refused', async ({ root }) => symlink('/etc/passwd', join(root, 'passwd.yaml')), [['passwd.yaml', OUTSIDE]]],
+    ['a link to /proc/self/environ is refused', async ({ root }) => symlink('/proc/self/environ', join(root, 'env.yaml')), [['env.yaml', OUTSIDE]]],
+    ['a link to /dev/zero is refused', async ({ root }) => symlink('/dev/zero', join(root, 'zero.yaml')), [['zero.yaml', OUTSIDE]]],
+    [
+      'a link inside the root that leads on to a file outside is refused',
+      async ({ root, outside }) => {
+        await symlink(join(outside, 'valid.yaml'), join(root, 'hop1'));
+        await symlink(join(root, 'hop1'), join(root, 'hop2.yaml'));
+      },
+      [['hop2.yaml', OUTSIDE]],
+    ],
+    ['a dangling link inside the root', async ({ root }) => symlink(join(root, 'gone.yaml'), join(root, 'dangling.yaml')), [['dangling.yaml', 'cannot read: ENOENT (a link whose target does not exist)']]],
+    ['a dangling link out of the root says only that it leaves the root', async ({ root, outside }) => symlink(join(outside, 'gone.yaml'), join(root, 'd.yaml')), [['d.yaml', OUTSIDE]]],
+    [
+      'a loop of links',
+      async ({ root }) => {
+        await symlink(join(root, 'l2.yaml'), join(root, 'l1.yaml'));
+        await symlink(join(root, 'l1.yaml'), join(root, 'l2.yaml'));
+      },
+      [
+        ['l1.yaml', 'cannot read: ELOOP (a loop of links)'],
+        ['l2.yaml', 'cannot read: ELOOP (a loop of links)'],
+      ],
+    ],
+    ['a link with a YAML name to a folder', async ({ root }) => symlink(root, join(root, 'loop.yaml')), [['loop.yaml', /^is a link to a folder; links to folders are not followed/]]],
+    ['a link to a folder without a YAML name is not walked', async ({ root, outside }) => symlink(outside, join(root, 'vendor')), []],
+    ['a FIFO', async ({ root }) => void execFileSync('mkfifo', [join(root, 'pipe.yaml')]), [['pipe.yaml', 'is a FIFO (named pipe), not a regular file; only regular files are read']]],
+    [
+      'a link to a FIFO inside the root',
+      async ({ root }) => {
+        execFileSync('mkfifo', [join(root, 'sub', 'pipe')]);
+        await symlink(join(root, 'sub', 'pipe'), join(root, 'p.yaml'));
+      },
+      [['p.yaml', 'is a FIFO (named pipe), not a regular file; only regular files are read']],
+    ],
+    ['a socket', async ({ root }) => listen(join(root, 'sock.yaml')), [['sock.yaml', 'is a socket, not a regular file; only regular files are read']]],
+  ];
+
+  it.each(cases)('%s', async (_name, setup, problems) => {
+    const l = await layout();
+    await setup(l);
+    const r = await readAll(l.root, [l.root]);
+    expect(r.problems).toEqual(problems.map(([file, message]) => [file, typeof message === 'string' ? message : expect.stringMatching(message)]));
+    expect(r.files).toEqual(expect.arrayContaining(['a.yaml', 'sub/shared.yaml']));
+    expect(r.texts.match(/name: (a|shared),/g)?.length).toBe(2);
+    expect(r.texts).not.toContain(SECRET);
+    expect(r.texts).not.toContain('name: outside');
+    for (const [, message] of r.problems) expect(message).not.toContain(l.outside);
+    expect(r.ms).toBeLessThan(5_000);
+  });
+
+  type Named = [name: string, path: (l: Awaited<ReturnType<typeof layout>>) => Promise<string>, problem: string];
+  const named: Named[] = [
+    ['/dev/zero named directly fails at once', async () => '/dev/zero', 'is a character device, not a regular file; only regular files are read'],
+    ['/proc/self/environ named directly is not read', async () => '/proc/self/environ', 'is not a plain file on disk (its content does not match its size, as with /proc and /sys files, or it changed while being read); not read'],
+    [
+      'a FIFO named directly does not block',
+      async ({ root }) => {
+        execFileSync('mkfifo', [join(root, 'p.yaml')]);
+        return join(root, 'p.yaml');
+      },
+      'is a FIFO (named pipe), not a regular file; only regular files are read',
+    ],
+    [
+      'a link named directly is checked against its own place, not its target',
+      async ({ base, outside }) => {
+        await symlink(join(outside, 'secret.yaml'), join(base, 'env.yaml'));
+        return join(base, 'env.yaml');
+      },
+      OUTSIDE,
+    ],
+  ];
+
+  it.each(named)('%s', async (_name, path, problem) => {
+    const l = await layout();
+    const target = await path(l);
+    const r = await readAll(l.base, [target]);
+    expect(r.files).toEqual([]);
+    expect(r.problems.map(([, m]) => m)).toEqual([problem]);
+    expect(r.ms).toBeLessThan(2_000);
+  });
+
+  it('follows links between files that are all named, and links inside a root given through a link', async () => {
+    const l = await layout();
+    await symlink(join(l.root, 'a.yaml'), join(l.root, 'sub', 'to-a.yaml'));
+    await symlink(l.root, join(l.base, 'specs-link'));
+    const r = await readAll(l.base, [join(l.base, 'specs-link')]);
+    expect(r.problems).toEqual([]);
+    // to-a.yaml and a.yaml are one file: read once.
+    expect(r.files).toEqual(['specs-link/a.yaml', 'specs-link/sub/shared.yaml']);
+    const named = await readAll(l.root, [join(l.root, 'sub', 'to-a.yaml'), join(l.root, 'a.yaml')]);
+    expect(named).toMatchObject({ problems: [], files: ['a.yaml'] });
   });
 });

@@ -1,0 +1,66 @@
+/**
+ * The CLI on untrusted spec folders (issue 13): what it reads, what it refuses, and what it says.
+ * Driven through `run`, like a user at a shell or a CI step.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../src/cli/exit-codes.js';
+import { run } from '../../src/cli/main.js';
+
+async function cli(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const started = Date.now();
+  const code = await run(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr, ms: Date.now() - started };
+}
+
+const good = `apiVersion: kubefledged.io/v1alpha2
+kind: ImageCache
+metadata: {name: c, namespace: ns}
+spec:
+  cacheSpec:
+  - images: [redis:7]
+`;
+
+/** A spec folder with one valid file, beside a folder that holds a secret. */
+async function repo() {
+  const base = await mkdtemp(join(tmpdir(), 'prewarm-cli-specs-'));
+  const specs = join(base, 'specs');
+  await mkdir(specs);
+  await mkdir(join(base, 'private'));
+  await writeFile(join(specs, 'a.yaml'), good);
+  await writeFile(join(base, 'private', 'token.yaml'), 'apiVersion: hunter2-SECRET\nkind: ImageCache\n');
+  return { base, specs };
+}
+
+describe('validate and synth on hostile spec folders', () => {
+  it.each([
+    ['a link out of the specs', async (base: string, specs: string) => symlink(join(base, 'private', 'token.yaml'), join(specs, 'env.yaml')), 'env.yaml: error: is a link whose target is outside the spec roots'],
+    ['a link to /proc/self/environ', async (_: string, specs: string) => symlink('/proc/self/environ', join(specs, 'env.yaml')), 'env.yaml: error: is a link whose target is outside the spec roots'],
+    ['a link to /dev/zero', async (_: string, specs: string) => symlink('/dev/zero', join(specs, 'zero.yaml')), 'zero.yaml: error: is a link whose target is outside the spec roots'],
+    ['a FIFO', async (_: string, specs: string) => void execFileSync('mkfifo', [join(specs, 'x.yaml')]), 'x.yaml: error: is a FIFO (named pipe), not a regular file'],
+  ])('%s: exit 1 at once, naming the entry, printing nothing of the target', async (_name, setup, message) => {
+    const { base, specs } = await repo();
+    await setup(base, specs);
+    for (const argv of [['validate', specs], ['synth', specs, '--stdout']]) {
+      const r = await cli(...argv);
+      expect(r.code).toBe(ExitCode.InvalidInput);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(message);
+      expect(r.stderr).not.toMatch(/hunter2|SECRET|private/);
+      expect(r.ms).toBeLessThan(5_000);
+    }
+  });
+
+  it('a FIFO named on the command line does not hang', async () => {
+    const { specs } = await repo();
+    execFileSync('mkfifo', [join(specs, 'p.yaml')]);
+    const r = await cli('validate', join(specs, 'p.yaml'), join(specs, 'a.yaml'));
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`${join(specs, 'p.yaml')}: error: is a FIFO (named pipe), not a regular file; only regular files are read`);
+  });
+});
