@@ -17,6 +17,13 @@ import { parseFiles, type ParseOptions, type SourceFile } from './parse.js';
 
 const YAML_FILE = /\.ya?ml$/i;
 
+/**
+ * The largest spec file read, in bytes. The apiserver refuses objects over about 1.5 MiB, so a
+ * file of ImageCaches larger than this is a mistake or an attack; the limit keeps a run's memory
+ * and time bounded (a 70 MB document took 32 s and 2 GB before).
+ */
+export const MAX_SPEC_FILE_BYTES = 4 * 1024 * 1024;
+
 /** Options of {@link loadBundle}. */
 export interface LoadOptions extends ParseOptions {
   /**
@@ -184,7 +191,10 @@ async function readRegularFile(real: string): Promise<string | { problem: string
     try {
       const info = await handle.stat();
       if (!info.isFile()) return { problem: notRegular(info) };
-      // One byte more than the size, to notice content beyond it.
+      if (info.size > MAX_SPEC_FILE_BYTES) {
+        return { problem: `is ${size(info.size)}, over the limit of ${size(MAX_SPEC_FILE_BYTES)} per spec file; not read` };
+      }
+      // One byte more than the size, to notice content beyond it; never more than the limit + 1.
       const buffer = Buffer.alloc(info.size + 1);
       let length = 0;
       for (;;) {
@@ -204,6 +214,10 @@ async function readRegularFile(real: string): Promise<string | { problem: string
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     return { problem: code === 'ELOOP' ? 'changed into a link while being read; not read' : `cannot read: ${code}` };
   }
+}
+
+function size(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB (${bytes} bytes)`;
 }
 
 function notRegular(info: Stats): string {

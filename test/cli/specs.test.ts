@@ -3,7 +3,7 @@
  * Driven through `run`, like a user at a shell or a CI step.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -62,5 +62,18 @@ describe('validate and synth on hostile spec folders', () => {
     const r = await cli('validate', join(specs, 'p.yaml'), join(specs, 'a.yaml'));
     expect(r.code).toBe(ExitCode.InvalidInput);
     expect(r.stderr).toContain(`${join(specs, 'p.yaml')}: error: is a FIFO (named pipe), not a regular file; only regular files are read`);
+  });
+});
+
+describe('the size limit per spec file', () => {
+  it('refuses a 70 MB file at once, naming it and the limit', async () => {
+    const { specs } = await repo();
+    const big = join(specs, 'big.yaml');
+    await writeFile(big, good);
+    await truncate(big, 70 * 1024 * 1024);
+    const r = await cli('validate', specs);
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`${big}: error: is 70.0 MiB (73400320 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read`);
+    expect(r.ms).toBeLessThan(2_000);
   });
 });

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, symlink, truncate, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpecError, type Diagnostic } from '../../src/imagecache/errors.js';
-import { loadBundle, readSources } from '../../src/imagecache/load.js';
+import { loadBundle, MAX_SPEC_FILE_BYTES, readSources } from '../../src/imagecache/load.js';
 
 const doc = (name: string) =>
   `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
@@ -189,5 +189,34 @@ describe('readSources: links stay inside the spec roots, only regular files are 
     expect(r.files).toEqual(['specs-link/a.yaml', 'specs-link/sub/shared.yaml']);
     const named = await readAll(l.root, [join(l.root, 'sub', 'to-a.yaml'), join(l.root, 'a.yaml')]);
     expect(named).toMatchObject({ problems: [], files: ['a.yaml'] });
+  });
+});
+
+describe('readSources: the size limit per file', () => {
+  it('states the limit: 4 MiB, well above the 1.5 MiB the apiserver takes per object', () => {
+    expect(MAX_SPEC_FILE_BYTES).toBe(4 * 1024 * 1024);
+  });
+
+  it.each([
+    ['exactly the limit is read', MAX_SPEC_FILE_BYTES, undefined],
+    ['one byte over is refused', MAX_SPEC_FILE_BYTES + 1, 'is 4.0 MiB (4194305 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read'],
+    ['70 MB is refused without reading it', 70 * 1024 * 1024, 'is 70.0 MiB (73400320 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read'],
+  ])('%s', async (_name, bytes, problem) => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-size-'));
+    const file = join(dir, 'big.yaml');
+    if (bytes > MAX_SPEC_FILE_BYTES) {
+      // Sparse: the size is real, but nothing needs writing; a bounded reader never notices.
+      await writeFile(file, doc('big'));
+      await truncate(file, bytes);
+    } else {
+      const head = doc('big');
+      await writeFile(file, head + '#'.repeat(bytes - head.length - 1) + '\n');
+    }
+    const diagnostics: Diagnostic[] = [];
+    const started = Date.now();
+    const files = await readSources([dir], diagnostics);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(diagnostics.map((d) => [d.file, d.message])).toEqual(problem === undefined ? [] : [[file, problem]]);
+    expect(files.map((f) => f.text.length)).toEqual(problem === undefined ? [bytes] : []);
   });
 });
