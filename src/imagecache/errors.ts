@@ -34,6 +34,32 @@ export function formatDiagnostic(d: Diagnostic): string {
   return `${pos}: ${d.severity}:${doc}${path} ${d.message}`;
 }
 
+/** How many diagnostics are shown; the rest are only counted, so a flood never fills a CI log. */
+export const MAX_SHOWN_DIAGNOSTICS = 100;
+
+/**
+ * Renders diagnostics one per line, in location order, at most `limit` of them plus one line that
+ * counts the rest. Errors are chosen before warnings, so a flood of warnings never hides an error.
+ */
+export function formatDiagnostics(diagnostics: readonly Diagnostic[], limit: number = MAX_SHOWN_DIAGNOSTICS): string[] {
+  const errors = diagnostics.filter((d) => d.severity === 'error');
+  const warnings = diagnostics.filter((d) => d.severity !== 'error');
+  const shown = errors.slice(0, limit).concat(warnings.slice(0, Math.max(0, limit - errors.length))).sort(compareDiagnostics);
+  const lines = shown.map(formatDiagnostic);
+  const moreErrors = errors.length - Math.min(errors.length, limit);
+  const moreWarnings = warnings.length - (shown.length - (errors.length - moreErrors));
+  if (moreErrors + moreWarnings > 0) {
+    const parts = [plural(moreErrors, 'more error'), plural(moreWarnings, 'more warning')].filter((p) => !p.startsWith('0 '));
+    lines.push(`... and ${parts.join(' and ')}, not shown (only the first ${limit} are)`);
+  }
+  return lines;
+}
+
+/** `1 error`, `2 errors`. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 /** Orders diagnostics by file, then position, so output never depends on discovery order. */
 export function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
   return (
@@ -58,12 +84,7 @@ export class SpecError extends Error {
   constructor(diagnostics: readonly Diagnostic[]) {
     const sorted = [...diagnostics].sort(compareDiagnostics);
     const errors = sorted.filter((d) => d.severity === 'error');
-    super(
-      errors.length === 0
-        ? 'invalid input'
-        : `${errors.length} error${errors.length === 1 ? '' : 's'} in input:\n` +
-            errors.map(formatDiagnostic).join('\n'),
-    );
+    super(errors.length === 0 ? 'invalid input' : `${plural(errors.length, 'error')} in input:\n${formatDiagnostics(errors).join('\n')}`);
     this.name = 'SpecError';
     this.diagnostics = sorted;
   }

@@ -262,7 +262,7 @@ export function parseFiles(files: readonly SourceFile[], options: ParseOptions =
   const diagnostics: Diagnostic[] = [];
   const caches: ImageCache[] = [];
   for (const file of files) {
-    caches.push(...parseFile(file, defaultNamespace, diagnostics));
+    for (const cache of parseFile(file, defaultNamespace, diagnostics)) caches.push(cache);
   }
   checkDuplicates(caches, diagnostics);
   return { caches, diagnostics };

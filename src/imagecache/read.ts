@@ -63,7 +63,7 @@ export class DocContext {
 
   /** Takes over diagnostics recorded by a fork. */
   adopt(diagnostics: readonly Diagnostic[]): void {
-    this.diagnostics.push(...diagnostics);
+    for (const d of diagnostics) this.diagnostics.push(d);
   }
 
   error(node: Node | null | undefined, path: Path, message: string): void {

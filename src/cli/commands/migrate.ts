@@ -50,7 +50,7 @@ async function fromFiles(paths: readonly string[], write: boolean, io: Io): Prom
   const diagnostics: Diagnostic[] = [];
   const files = await readSources(paths, diagnostics);
   const before = parseFiles(files);
-  diagnostics.push(...before.diagnostics);
+  for (const d of before.diagnostics) diagnostics.push(d);
   report(diagnostics, io);
   const migrated = files.map((f) => migrateText(f.text));
   const converted: SourceFile[] = files.map((f, i) => ({ path: f.path, text: migrated[i]?.text ?? f.text }));
