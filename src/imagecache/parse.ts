@@ -8,7 +8,7 @@
 import { isScalar, LineCounter, parseAllDocuments, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../wellknown.js';
 import { formatDuration, parseDuration } from './duration.js';
-import type { Diagnostic, Location } from './errors.js';
+import { excerpt, MAX_QUOTED_CHARS, quote, type Diagnostic, type Location } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion, type CacheEntry, type ImageCache, type PoolSettings, type Toleration } from './model.js';
 import {
@@ -123,11 +123,13 @@ const image: Reader<ImageRef> = (ctx, node, path) => {
   if (text === undefined) return undefined;
   const parsed = parseImageRef(text);
   if (!parsed.ok) {
-    ctx.error(node, path, `invalid image reference ${JSON.stringify(text)}: ${parsed.error}`);
+    // reference.ts quotes parts of the input as they are: it is shared with the sidecar's image,
+    // which ships without errors.ts, so its message is bounded and escaped here.
+    ctx.error(node, path, `invalid image reference ${quote(text)}: ${excerpt(parsed.error, 3 * MAX_QUOTED_CHARS)}`);
     return undefined;
   }
   if (parsed.ref.defaultedTag) {
-    ctx.warn(node, path, `image ${JSON.stringify(text)} has no tag; using ${parsed.ref.canonical} (pin a tag or digest)`);
+    ctx.warn(node, path, `image ${quote(text)} has no tag; using ${parsed.ref.canonical} (pin a tag or digest)`);
   }
   return parsed.ref;
 };
@@ -168,7 +170,7 @@ const maxUnavailable: Reader<number | string> = (ctx, node, path) => {
   const m = /^(\d{1,3})%$/.exec(text);
   const percent = m === null ? NaN : Number(m[1]);
   if (!(percent >= 1 && percent <= 100)) {
-    ctx.error(node, path, `must be a positive integer or a percentage from 1% to 100%, got ${JSON.stringify(text)}`);
+    ctx.error(node, path, `must be a positive integer or a percentage from 1% to 100%, got ${quote(text)}`);
     return undefined;
   }
   return text;
@@ -286,7 +288,7 @@ function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diag
           line: pos.line,
           column: pos.col,
           path: '',
-          message: `YAML syntax error: ${firstLine(e.message)}`,
+          message: `YAML syntax error: ${excerpt(firstLine(e.message), 200)}`,
         });
       }
       return;
@@ -358,11 +360,11 @@ function peekHeader(ctx: DocContext, root: Node): ApiVersion | undefined {
   const { apiVersion, kind } = header.value;
   const versions = Object.values(API_VERSIONS) as string[];
   if (!versions.includes(apiVersion)) {
-    ctx.error(header.fieldNodes.apiVersion, ['apiVersion'], `unsupported apiVersion "${apiVersion}": expected ${versions.map((v) => `"${v}"`).join(' or ')}`);
+    ctx.error(header.fieldNodes.apiVersion, ['apiVersion'], `unsupported apiVersion ${quote(apiVersion)}: expected ${versions.map((v) => `"${v}"`).join(' or ')}`);
     return undefined;
   }
   if (kind !== KIND) {
-    ctx.error(header.fieldNodes.kind, ['kind'], `unsupported kind "${kind}": expected "${KIND}"`);
+    ctx.error(header.fieldNodes.kind, ['kind'], `unsupported kind ${quote(kind)}: expected "${KIND}"`);
     return undefined;
   }
   return apiVersion as ApiVersion;
@@ -446,7 +448,7 @@ function checkDuplicates(caches: readonly ImageCache[], diagnostics: Diagnostic[
       ...cache.location,
       path: 'metadata.name',
       severity: 'error',
-      message: `duplicate ImageCache "${key}": already defined at ${first.location.file}:${first.location.line}:${first.location.column} (document ${first.location.document})`,
+      message: `duplicate ImageCache ${quote(key)}: already defined at ${first.location.file}:${first.location.line}:${first.location.column} (document ${first.location.document})`,
     });
   }
 }

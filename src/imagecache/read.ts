@@ -4,7 +4,7 @@
  * us tell an unquoted number from a string.
  */
 import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node } from 'yaml';
-import type { Diagnostic, Location, Severity } from './errors.js';
+import { excerpt, quote, type Diagnostic, type Location, type Severity } from './errors.js';
 
 /** A field path, rendered like `spec.cacheSpec[0].nodeSelector["kubernetes.io/arch"]`. */
 export type Path = readonly (string | number)[];
@@ -15,7 +15,7 @@ export function formatPath(path: Path): string {
   for (const part of path) {
     if (typeof part === 'number') out += `[${part}]`;
     else if (/^[A-Za-z_$][\w$]*$/.test(part)) out += out === '' ? part : `.${part}`;
-    else out += `[${JSON.stringify(part)}]`;
+    else out += `[${quote(part)}]`;
   }
   return out;
 }
@@ -99,8 +99,8 @@ export function describe(node: Node | null | undefined): string {
   if (isScalar(node)) {
     const v = node.value;
     if (v === null) return 'null';
-    if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
-    if (typeof v === 'number' || typeof v === 'bigint') return `the number ${String(node.source ?? v)}`;
+    if (typeof v === 'string') return `the string ${quote(v)}`;
+    if (typeof v === 'number' || typeof v === 'bigint') return `the number ${excerpt(String(node.source ?? v))}`;
     if (typeof v === 'boolean') return `the boolean ${String(v)}`;
   }
   return 'an unsupported value';
@@ -115,7 +115,7 @@ export const str: Reader<string> = (ctx, node, path) => {
   let hint = isScalar(node) && node.value !== null && typeof node.value !== 'object' ? ' (quote it)' : '';
   // `- redis:` is YAML for the mapping {redis: null}: almost always an image with an empty tag.
   if (isMap(node) && node.items.length === 1 && isScalar(node.items[0]?.key) && isScalar(node.items[0]?.value) && node.items[0]?.value.value === null) {
-    hint = ` (YAML reads an unquoted "${String(node.items[0]?.key.value)}:" as a mapping: the tag after the colon is empty)`;
+    hint = ` (YAML reads an unquoted ${quote(`${String(node.items[0]?.key.value)}:`)} as a mapping: the tag after the colon is empty)`;
   }
   ctx.error(node, path, `must be a string, got ${describe(node)}${hint}`);
   return undefined;
@@ -128,7 +128,7 @@ export function checked(check: (value: string) => string | undefined, what: stri
     if (value === undefined) return undefined;
     const problem = check(value);
     if (problem !== undefined) {
-      ctx.error(node, path, `${what} ${JSON.stringify(value)} ${problem}`);
+      ctx.error(node, path, `${what} ${quote(value)} ${problem}`);
       return undefined;
     }
     return value;
@@ -208,7 +208,7 @@ export function stringMap(
       }
       const keyProblem = checkKey(key);
       if (keyProblem !== undefined) {
-        ctx.error(keyNode, [...path, key], `${what.key} ${JSON.stringify(key)} is invalid: ${keyProblem}`);
+        ctx.error(keyNode, [...path, key], `${what.key} ${quote(key)} is invalid: ${keyProblem}`);
         ok = false;
         continue;
       }
@@ -221,7 +221,7 @@ export function stringMap(
       }
       const valueProblem = checkValue(value);
       if (valueProblem !== undefined) {
-        ctx.error(valueNode, [...path, key], `${what.value} ${JSON.stringify(value)} is invalid: ${valueProblem}`);
+        ctx.error(valueNode, [...path, key], `${what.value} ${quote(value)} is invalid: ${valueProblem}`);
         ok = false;
         continue;
       }
@@ -274,7 +274,7 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
       // Own properties only: `constructor` or `__proto__` must be unknown fields, not Object's.
       const field = Object.hasOwn(shape, key) ? (shape as Record<string, Field<unknown>>)[key] : undefined;
       if (field === undefined) {
-        ctx.error(keyNode, [...path, key], `unknown field "${key}"${suggest(key, known)}`);
+        ctx.error(keyNode, [...path, key], `unknown field ${quote(key)}${suggest(key, known)}`);
         ok = false;
         continue;
       }

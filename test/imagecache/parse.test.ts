@@ -282,3 +282,41 @@ describe('parseFiles: valid input', () => {
     expect(out.some((l) => l.includes('document is too large to read') || l.includes('unknown field "x-anchors"'))).toBe(true);
   });
 });
+
+describe('parseFiles: hostile values are quoted as short, escaped excerpts', () => {
+  // A YAML double-quoted scalar: \e is ESC and \0 is NUL once parsed.
+  const evil = `"\\e[31m${'Z'.repeat(100_000)}\\0"`;
+  // YAML allows at most 1024 characters in an implicit key.
+  const evilKey = `"\\e[31m${'Z'.repeat(1_000)}\\0"`;
+  it.each([
+    ['an image', fledged(`  cacheSpec:\n  - images: [${evil}]\n`)],
+    ['an image that is a mapping', fledged(`  cacheSpec:\n  - images:\n    - ${'Z'.repeat(1_000)}:\n`)],
+    ['an unknown field', fledged(`  cacheSpec:\n  - images: [redis:7]\n  ${evilKey}: 1\n`)],
+    ['a label key', fledged(`  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {${evil}: x}\n`)],
+    ['a label value', fledged(`  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: ${evil}}\n`)],
+    ['a namespace', fledged('  cacheSpec:\n  - images: [redis:7]\n', `name: c\n  namespace: ${evil}`)],
+    ['an apiVersion', `apiVersion: ${evil.replace('"\\e', '"prewarm.dev/\\e')}\nkind: ImageCache\n`],
+    ['a kind', `apiVersion: prewarm.dev/v1alpha1\nkind: ${evil}\n`],
+    ['a duration', prewarm(`  cacheSpec:\n  - images: [redis:7]\n  gate: {deadline: ${evil}}\n`)],
+    ['maxUnavailable', prewarm(`  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: ${evil}}\n`)],
+    ['a string where a boolean belongs', prewarm(`  cacheSpec:\n  - images: [redis:7]\n  gate: {enabled: ${evil}}\n`)],
+    ['a long number', prewarm(`  cacheSpec:\n  - images: [${'9'.repeat(100_000)}]\n`)],
+  ])('%s', (_name, text) => {
+    const lines = diagnose(text);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) {
+      expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+      expect(line).not.toContain('Z'.repeat(61));
+      expect(line).not.toContain('9'.repeat(61));
+      expect(line.length).toBeLessThan(700);
+    }
+    expect(lines.join('\n')).toMatch(/\\x1b|ZZZ…" \(\d+ chars\)|9… \(\d+ chars\)/);
+  });
+
+  it('bounds and escapes the parts of a reference that the image parser quotes', () => {
+    // reference.ts ships alone in the sidecar's image, so its own quotes are bounded by parse.ts.
+    const [line] = diagnose(fledged(`  cacheSpec:\n  - images: ["redis:\\e${'Z'.repeat(100_000)}"]\n`));
+    expect(line).toMatch(/invalid image reference "redis:\\x1bZ{53}…" \(100007 chars\): tag "\\x1bZ+… \(\d+ chars\)$/);
+    expect(line).not.toMatch(/[\u0000-\u001f]|Z{181}/);
+  });
+});
