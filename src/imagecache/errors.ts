@@ -86,6 +86,27 @@ export function formatDiagnostic(d: Diagnostic): string {
   return `${pos}: ${d.severity}:${doc}${path} ${excerpt(d.message, MAX_RENDERED_CHARS)}`;
 }
 
+/** Input passed over on purpose, counted so the user can see it was seen. */
+export interface Skipped {
+  /** Documents of other API groups, or without apiVersion and kind (plain YAML). */
+  readonly documents: number;
+  /** Files that hold at least one of those documents. */
+  readonly files: number;
+  /** Files inside a Helm chart's `templates/` folder: Go templates, not YAML. */
+  readonly helmTemplates: number;
+}
+
+/** Nothing skipped. */
+export const NOTHING_SKIPPED: Skipped = Object.freeze({ documents: 0, files: 0, helmTemplates: 0 });
+
+/** One line saying what was skipped, e.g. `skipped 12 documents of other kinds in 5 files`; undefined when nothing was. */
+export function formatSkipped(s: Skipped): string | undefined {
+  const parts: string[] = [];
+  if (s.documents > 0) parts.push(`${plural(s.documents, 'document')} of other kinds in ${plural(s.files, 'file')}`);
+  if (s.helmTemplates > 0) parts.push(`${plural(s.helmTemplates, 'Helm chart template')}`);
+  return parts.length === 0 ? undefined : `skipped ${parts.join(', ')}`;
+}
+
 /** How many diagnostics are shown; the rest are only counted, so a flood never fills a CI log. */
 export const MAX_SHOWN_DIAGNOSTICS = 100;
 
@@ -132,12 +153,15 @@ function cmp(a: string, b: string): number {
 export class SpecError extends Error {
   /** Every diagnostic, errors and warnings, sorted by location. */
   readonly diagnostics: readonly Diagnostic[];
+  /** Input passed over on purpose. */
+  readonly skipped: Skipped;
 
-  constructor(diagnostics: readonly Diagnostic[]) {
+  constructor(diagnostics: readonly Diagnostic[], skipped: Skipped = NOTHING_SKIPPED) {
     const sorted = [...diagnostics].sort(compareDiagnostics);
     const errors = sorted.filter((d) => d.severity === 'error');
     super(errors.length === 0 ? 'invalid input' : `${plural(errors.length, 'error')} in input:\n${formatDiagnostics(errors).join('\n')}`);
     this.name = 'SpecError';
     this.diagnostics = sorted;
+    this.skipped = skipped;
   }
 }

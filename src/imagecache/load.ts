@@ -11,7 +11,7 @@ import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { buildBundle } from './bundle.js';
-import { SpecError, type Diagnostic } from './errors.js';
+import { SpecError, type Diagnostic, type Skipped } from './errors.js';
 import type { Bundle } from './model.js';
 import { parseFiles, type ParseOptions, type SourceFile } from './parse.js';
 
@@ -40,6 +40,8 @@ export interface LoadResult {
   readonly warnings: readonly Diagnostic[];
   /** Number of ImageCache documents read. */
   readonly imageCaches: number;
+  /** Input passed over on purpose: other manifests, plain YAML, Helm templates. */
+  readonly skipped: Skipped;
 }
 
 /**
@@ -49,15 +51,16 @@ export interface LoadResult {
  */
 export async function loadBundle(paths: readonly string[], options: LoadOptions = {}): Promise<LoadResult> {
   const diagnostics: Diagnostic[] = [];
-  const files = await readSources(paths, diagnostics, options.exclude ?? []);
+  const { files, helmTemplates } = await readTree(paths, diagnostics, options.exclude ?? []);
   const parsed = parseFiles(files, options);
+  const skipped = { ...parsed.skipped, helmTemplates };
   // Loops, not push(...list): spreading passes every item as an argument, and past about 125,000
   // of them the call overflows the stack.
   for (const d of parsed.diagnostics) diagnostics.push(d);
   const grouped = buildBundle(parsed.caches);
   for (const d of grouped.diagnostics) diagnostics.push(d);
-  if (diagnostics.some((d) => d.severity === 'error')) throw new SpecError(diagnostics);
-  return { bundle: grouped.bundle, warnings: diagnostics, imageCaches: parsed.caches.length };
+  if (diagnostics.some((d) => d.severity === 'error')) throw new SpecError(diagnostics, skipped);
+  return { bundle: grouped.bundle, warnings: diagnostics, imageCaches: parsed.caches.length, skipped };
 }
 
 /**
@@ -66,15 +69,23 @@ export async function loadBundle(paths: readonly string[], options: LoadOptions 
  * folder and directly) is read once.
  */
 export async function readSources(paths: readonly string[], diagnostics: Diagnostic[], exclude: readonly string[] = []): Promise<SourceFile[]> {
+  return (await readTree(paths, diagnostics, exclude)).files;
+}
+
+/** {@link readSources}, plus how many Helm templates the walk passed over. */
+async function readTree(paths: readonly string[], diagnostics: Diagnostic[], exclude: readonly string[]): Promise<{ files: SourceFile[]; helmTemplates: number }> {
   const excluded = exclude.map((e) => resolve(e));
   const isExcluded = (path: string) => excluded.some((e) => within(resolve(path), e));
   const roots: string[] = [];
   const candidates: string[] = [];
+  let helmTemplates = 0;
   for (const path of paths) {
     try {
       if ((await stat(path)).isDirectory()) {
         roots.push(await realpath(path));
-        for (const file of await walk(path, isExcluded, diagnostics)) candidates.push(file);
+        const found = await walk(path, isExcluded, diagnostics);
+        for (const file of found.files) candidates.push(file);
+        helmTemplates += found.helmTemplates;
       } else {
         // A named file is a root as named: a link given on the command line is still checked.
         roots.push(join(await realpath(dirname(path)), basename(path)));
@@ -101,16 +112,19 @@ export async function readSources(paths: readonly string[], diagnostics: Diagnos
     if (typeof read === 'string') out.push({ path, text: read });
     else diagnostics.push(fileError(path, read.problem));
   }
-  return out;
+  return { files: out, helmTemplates };
 }
 
 /**
  * YAML files below `dir`, as paths under `dir`. Hidden entries are skipped before they are
  * entered, and links are never walked: a link with a YAML name is returned so that reading it
  * checks where it leads; any other link is left alone, so a loop cannot make the walk endless.
+ * The `templates/` folder of a Helm chart (a folder with a `Chart.yaml`) holds Go templates that
+ * are not YAML until rendered: its files are counted, not read.
  */
-async function walk(dir: string, isExcluded: (path: string) => boolean, diagnostics: Diagnostic[]): Promise<string[]> {
+async function walk(dir: string, isExcluded: (path: string) => boolean, diagnostics: Diagnostic[]): Promise<{ files: string[]; helmTemplates: number }> {
   const out: string[] = [];
+  let helmTemplates = 0;
   const pending = [dir];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     let entries;
@@ -120,15 +134,29 @@ async function walk(dir: string, isExcluded: (path: string) => boolean, diagnost
       diagnostics.push(fileError(next, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));
       continue;
     }
+    const chart = entries.some((e) => e.name === HELM_CHART && !e.isDirectory());
     for (const entry of entries) {
       if (entry.name.startsWith('.')) continue;
       const full = join(next, entry.name);
       if (isExcluded(full)) continue;
-      if (entry.isDirectory()) pending.push(full);
+      if (chart && entry.name === HELM_TEMPLATES && entry.isDirectory()) helmTemplates += await countFiles(full);
+      else if (entry.isDirectory()) pending.push(full);
       else if (YAML_FILE.test(entry.name)) out.push(full);
     }
   }
-  return out;
+  return { files: out, helmTemplates };
+}
+
+const HELM_CHART = 'Chart.yaml';
+const HELM_TEMPLATES = 'templates';
+
+/** Files below `dir` with a YAML name, links not followed; 0 when it cannot be read. */
+async function countFiles(dir: string): Promise<number> {
+  try {
+    return (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => !e.isDirectory() && YAML_FILE.test(e.name)).length;
+  } catch {
+    return 0;
+  }
 }
 
 /** The real path of `path` when it lies inside the roots; otherwise a diagnostic, and undefined. */

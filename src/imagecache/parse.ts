@@ -5,16 +5,17 @@
  * ours, and the prewarm-only fields are refused in kube-fledged documents, so a file that works
  * with kube-fledged means exactly the same thing here.
  */
-import { isScalar, LineCounter, parseAllDocuments, type Node } from 'yaml';
+import { isAlias, isMap, isScalar, LineCounter, parseAllDocuments, YAMLMap, type Document, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../wellknown.js';
 import { formatDuration, parseDuration } from './duration.js';
-import { excerpt, MAX_QUOTED_CHARS, quote, type Diagnostic, type Location } from './errors.js';
+import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion, type CacheEntry, type ImageCache, type PoolSettings, type Toleration } from './model.js';
 import {
   bool,
   checked,
   DocContext,
+  editDistance,
   ignored,
   int,
   list,
@@ -43,10 +44,12 @@ export interface ParseOptions {
   readonly defaultNamespace?: string;
 }
 
-/** Result of parsing: the ImageCaches that are valid, and every diagnostic. */
+/** Result of parsing: the ImageCaches that are valid, every diagnostic, and what was passed over. */
 export interface ParseResult {
   readonly caches: readonly ImageCache[];
   readonly diagnostics: readonly Diagnostic[];
+  /** Documents that are not ImageCaches: other manifests and plain YAML. */
+  readonly skipped: Skipped;
 }
 
 /** The namespace used when a document names none and no option overrides it. */
@@ -263,14 +266,17 @@ export function parseFiles(files: readonly SourceFile[], options: ParseOptions =
   const defaultNamespace = options.defaultNamespace ?? DEFAULT_NAMESPACE;
   const diagnostics: Diagnostic[] = [];
   const caches: ImageCache[] = [];
+  let skipped = NOTHING_SKIPPED;
   for (const file of files) {
-    for (const cache of parseFile(file, defaultNamespace, diagnostics)) caches.push(cache);
+    const others = { documents: 0 };
+    for (const cache of parseFile(file, defaultNamespace, diagnostics, others)) caches.push(cache);
+    if (others.documents > 0) skipped = { ...skipped, documents: skipped.documents + others.documents, files: skipped.files + 1 };
   }
   checkDuplicates(caches, diagnostics);
-  return { caches, diagnostics };
+  return { caches, diagnostics, skipped };
 }
 
-function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[]): ImageCache[] {
+function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[], others: { documents: number }): ImageCache[] {
   const lines = new LineCounter();
   // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted.
   const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', prettyErrors: true, uniqueKeys: true });
@@ -278,6 +284,12 @@ function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diag
   const list = Array.isArray(docs) ? docs : [];
   list.forEach((doc, i) => {
     const ctx = new DocContext(file.path, i + 1, doc, lines, diagnostics);
+    const kind = kindOf(doc);
+    if (kind === 'empty') return;
+    if (kind === 'other') {
+      others.documents++;
+      return;
+    }
     if (doc.errors.length > 0) {
       for (const e of doc.errors) {
         const pos = lines.linePos(e.pos[0]);
@@ -293,13 +305,52 @@ function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diag
       }
       return;
     }
-    // An empty document (only comments, or nothing after a trailing `---`) holds no ImageCache.
-    const contents = doc.contents;
-    if (contents === null || (isScalar(contents) && contents.value === null && contents.source === '')) return;
-    const cache = readDocument(ctx, contents, defaultNamespace);
+    const cache = readDocument(ctx, doc.contents as Node, defaultNamespace);
     if (cache !== undefined) out.push(cache);
   });
   return out;
+}
+
+/** The API groups read as ImageCaches; documents of every other group are passed over. */
+const OWN_GROUPS: readonly string[] = Object.values(API_VERSIONS).map(groupOf);
+/** kube-fledged's group before v0.8: refused with the versions we read, never passed over. */
+const FORMER_GROUPS: readonly string[] = ['fledged.k8s.io'];
+
+/**
+ * What a document is, judged by its header alone, so that other manifests (Deployments, CRDs,
+ * kustomization.yaml, plain configuration) cost nothing and are never reported on. Within our
+ * groups, and for groups one or two typos away from them, every document is read in full, so an
+ * unknown kind or version is still an error.
+ */
+function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' {
+  const root = doc.contents;
+  // An empty document (only comments, or nothing after a trailing `---`) holds nothing at all.
+  if (root === null || (isScalar(root) && root.value === null && (root.source ?? '') === '')) return 'empty';
+  const apiVersion = headerField(doc, 'apiVersion');
+  if (typeof apiVersion === 'string') return isOwnGroup(groupOf(apiVersion)) ? 'imagecache' : 'other';
+  // A document that does not parse and names no group may be an ImageCache: report its errors.
+  if (doc.errors.length > 0) return 'imagecache';
+  return headerField(doc, 'kind') === KIND ? 'imagecache' : 'other';
+}
+
+/** A top-level scalar of a document, or undefined. */
+function headerField(doc: Document.Parsed, key: string): unknown {
+  if (!isMap(doc.contents)) return undefined;
+  const pair = doc.contents.items.find((p) => isScalar(p.key) && p.key.value === key);
+  const value = isAlias(pair?.value) ? pair.value.resolve(doc) : pair?.value;
+  return isScalar(value) ? value.value : undefined;
+}
+
+/** The API group of an apiVersion: `apps/v1` → `apps`, `v1` → `` (core); a bare `prewarm.dev` is a group missing its version. */
+function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf('/');
+  if (slash >= 0) return apiVersion.slice(0, slash);
+  return apiVersion.includes('.') ? apiVersion : '';
+}
+
+function isOwnGroup(group: string): boolean {
+  if (FORMER_GROUPS.includes(group)) return true;
+  return OWN_GROUPS.some((own) => editDistance(group.toLowerCase(), own) <= 2);
 }
 
 function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): ImageCache | undefined {
@@ -464,15 +515,16 @@ function assignDefined<K extends string, V>(target: Partial<Record<K, V>>, key: 
   if (value !== undefined) target[key] = value;
 }
 
-/** A shallow view of a mapping that keeps only the named keys. */
+/**
+ * A view of a mapping that keeps only the named keys. Shallow: a deep clone of a document with
+ * 150,000 images took most of the time spent reading it.
+ */
 function filterKeys(root: Node, keys: readonly string[]): Node {
-  if (!('items' in root) || !Array.isArray(root.items) || !('clone' in root)) return root;
-  const copy = (root as unknown as { clone(): Node & { items: unknown[] } }).clone();
-  copy.items = copy.items.filter((pair) => {
-    const key = (pair as { key?: { value?: unknown } }).key?.value;
-    return typeof key === 'string' && keys.includes(key);
-  });
-  return copy;
+  if (!isMap(root)) return root;
+  const view = new YAMLMap();
+  view.items = root.items.filter((pair) => isScalar(pair.key) && typeof pair.key.value === 'string' && keys.includes(pair.key.value));
+  if (root.range) view.range = root.range;
+  return view;
 }
 
 /** Collects a probe's diagnostics aside, to be kept only if the probe fails. */

@@ -315,7 +315,8 @@ function suggest(key: string, known: readonly string[]): string {
   return best === undefined ? ` (known fields: ${list})` : ` (did you mean "${best}"?)`;
 }
 
-function editDistance(a: string, b: string): number {
+/** Levenshtein distance, for near-miss hints. */
+export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     let diagonal = row[0] ?? 0;

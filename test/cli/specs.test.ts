@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { run } from '../../src/cli/main.js';
@@ -91,4 +92,47 @@ describe('floods of ImageCaches and diagnostics', () => {
     expect(lines.filter((l) => l.includes(': error: '))).toEqual([expect.stringContaining('images[150000]: invalid image reference "Bad:1"')]);
     expect(lines.slice(-2)).toEqual(['... and 149901 more warnings, not shown (only the first 100 are)', 'error: 1 error found; nothing was written']);
   }, 120_000);
+});
+
+describe('folders that hold other manifests', () => {
+  const deploy = fileURLToPath(new URL('../fixtures/kube-fledged-deploy', import.meta.url));
+
+  it.each([
+    ['kube-fledged\'s sample ImageCache', [join(deploy, 'kubefledged-imagecache.yaml')], undefined],
+    [
+      'a folder laid out like kube-fledged\'s deploy/ (CRD, Deployments, RBAC, webhook, operator, Helm chart)',
+      [deploy],
+      'skipped 21 documents of other kinds in 21 files, 4 Helm chart templates',
+    ],
+  ])('%s: validate passes with 0 errors and says what it skipped', async (_name, paths, skipped) => {
+    const r = await cli('validate', ...paths);
+    expect(r.stderr).not.toContain('error');
+    expect(r.code).toBe(ExitCode.Success);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines).toEqual([...(skipped === undefined ? [] : [skipped]), 'ok: 1 ImageCaches, 2 pools, 3 images']);
+    const synth = await cli('synth', ...paths, '--stdout');
+    expect(synth.code).toBe(ExitCode.Success);
+    expect(synth.stdout).toContain('image: us.gcr.io/k8s-artifacts-prod/cassandra:v7');
+  });
+
+  it('skips a Deployment, a Kustomization and a KEDA object beside an ImageCache, in one file or many', async () => {
+    const { specs } = await repo();
+    await writeFile(join(specs, 'kustomization.yaml'), 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n');
+    await writeFile(join(specs, 'app.yaml'), 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: web}\n');
+    const r = await cli('validate', specs);
+    expect(r.code).toBe(ExitCode.Success);
+    expect(r.stderr).toBe('skipped 3 documents of other kinds in 2 files\nok: 1 ImageCaches, 1 pools, 1 images\n');
+  });
+
+  it('keeps typos within kubefledged.io and prewarm.dev as errors, and still says what it skipped', async () => {
+    const { specs } = await repo();
+    await writeFile(join(specs, 'b.yaml'), 'apiVersion: apps/v1\nkind: Deployment\n---\n' + good.replace('kubefledged.io/v1alpha2', 'kubefledged.io/v1alpha1'));
+    const r = await cli('validate', specs);
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toBe(
+      `${join(specs, 'b.yaml')}:4:13: error: document 2: apiVersion: unsupported apiVersion "kubefledged.io/v1alpha1": expected "kubefledged.io/v1alpha2" or "prewarm.dev/v1alpha1"\n` +
+        'skipped 1 document of other kinds in 1 file\n' +
+        'error: 1 error found; nothing was written\n',
+    );
+  });
 });

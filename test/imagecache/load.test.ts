@@ -220,3 +220,26 @@ describe('readSources: the size limit per file', () => {
     expect(files.map((f) => f.text.length)).toEqual(problem === undefined ? [bytes] : []);
   });
 });
+
+describe('loadBundle: Helm charts', () => {
+  it('counts the templates of a chart (a folder with Chart.yaml) without reading them; a templates/ folder elsewhere is read', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-helm-'));
+    await mkdir(join(dir, 'chart', 'templates', 'tests'), { recursive: true });
+    await writeFile(join(dir, 'a.yaml'), doc('a'));
+    await writeFile(join(dir, 'chart', 'Chart.yaml'), 'apiVersion: v2\nname: c\nversion: 1.0.0\n');
+    await writeFile(join(dir, 'chart', 'values.yaml'), 'replicaCount: 1\n');
+    const template = '{{- if .Values.x }}\napiVersion: v1\nkind: ServiceAccount\n{{- end }}\n';
+    await writeFile(join(dir, 'chart', 'templates', 'sa.yaml'), template);
+    await writeFile(join(dir, 'chart', 'templates', 'tests', 't.yaml'), template);
+    await writeFile(join(dir, 'chart', 'templates', 'NOTES.txt'), 'not yaml');
+    const result = await loadBundle([dir]);
+    expect(result.skipped).toEqual({ documents: 2, files: 2, helmTemplates: 2 });
+
+    await mkdir(join(dir, 'templates'));
+    await writeFile(join(dir, 'templates', 'x.yaml'), template);
+    const err = await loadBundle([dir]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SpecError);
+    expect((err as SpecError).diagnostics.every((d) => d.file === join(dir, 'templates', 'x.yaml'))).toBe(true);
+    expect((err as SpecError).skipped).toEqual({ documents: 2, files: 2, helmTemplates: 2 });
+  });
+});

@@ -105,7 +105,8 @@ describe('parseFiles: invalid input', () => {
       'apiVersion: prewarm.dev/v1alpha1\nkind: ConfigMap\n',
       'in.yaml:2:7: error: document 1: kind: unsupported kind "ConfigMap": expected "ImageCache"',
     ],
-    ['not a mapping', '- a\n- b\n', 'in.yaml:1:1: error: document 1: must be a mapping, got a list'],
+    ['spec not a mapping', fledged('- a\n'), 'in.yaml:7:1: error: document 1: spec: must be a mapping, got a list'],
+    ['an ImageCache without apiVersion', 'kind: ImageCache\nmetadata: {name: c}\n', 'in.yaml:1:1: error: document 1: apiVersion: required field "apiVersion" is missing'],
     [
       'bad maxUnavailable',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: 0}\n'),
@@ -318,5 +319,55 @@ describe('parseFiles: hostile values are quoted as short, escaped excerpts', () 
     const [line] = diagnose(fledged(`  cacheSpec:\n  - images: ["redis:\\e${'Z'.repeat(100_000)}"]\n`));
     expect(line).toMatch(/invalid image reference "redis:\\x1bZ{53}…" \(100007 chars\): tag "\\x1bZ+… \(\d+ chars\)$/);
     expect(line).not.toMatch(/[\u0000-\u001f]|Z{181}/);
+  });
+});
+
+describe('parseFiles: documents that are not ImageCaches', () => {
+  const cache = fledged('  cacheSpec:\n  - images: [redis:7]\n');
+  it.each([
+    ['a Deployment', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kubefledged-controller}\nspec: {replicas: 1}\n'],
+    ['a Namespace (core group)', 'apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-fledged}\n'],
+    ['the ImageCache CRD itself', 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: imagecaches.kubefledged.io}\nspec: {group: kubefledged.io}\n'],
+    ['a kustomization.yaml', 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [imagecache.yaml]\n'],
+    ['a KEDA ScaledObject', 'apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: s}\nspec: {scaleTargetRef: {name: d}}\n'],
+    ['an operator CR in a subdomain of kubefledged.io', 'apiVersion: charts.helm.kubefledged.io/v1alpha2\nkind: KubeFledged\nmetadata: {name: k}\n'],
+    ['another vendor\'s ImageCache', 'apiVersion: images.example.com/v1\nkind: ImageCache\nspec: {anything: [1, 2]}\n'],
+    ['plain configuration, no apiVersion or kind', 'replicaCount: 1\nimage: {repository: nginx}\n'],
+    ['a list', '- group: charts.helm.k8s.io\n  kind: KubeFledged\n'],
+    ['a scalar', 'just text\n'],
+    ['an explicit null', '~\n'],
+    ['another group\'s document that YAML refuses (a repeated key)', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, name: b}\n'],
+  ])('%s is skipped, counted and never reported on', (_name, text) => {
+    const result = parseFiles([{ path: 'in.yaml', text: `${text}---\n${cache}` }]);
+    expect(result.diagnostics).toEqual([]);
+    expect(result.caches).toHaveLength(1);
+    expect(result.skipped).toEqual({ documents: 1, files: 1, helmTemplates: 0 });
+  });
+
+  it.each([
+    ['an unknown version of kubefledged.io', 'apiVersion: kubefledged.io/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "kubefledged.io/v1alpha1"'],
+    ['an unknown version of prewarm.dev', 'apiVersion: prewarm.dev/v2\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "prewarm.dev/v2"'],
+    ['an unknown kind of prewarm.dev', 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCacheList\n', 'kind: unsupported kind "ImageCacheList"'],
+    ['a typo in the group', 'apiVersion: kubefleged.io/v1alpha2\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "kubefleged.io/v1alpha2"'],
+    ['a group in capitals', 'apiVersion: Prewarm.dev/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "Prewarm.dev/v1alpha1"'],
+    ['a group without its version', 'apiVersion: prewarm.dev\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "prewarm.dev"'],
+    ['kube-fledged\'s former group', 'apiVersion: fledged.k8s.io/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "fledged.k8s.io/v1alpha1"'],
+    ['a document that YAML refuses and that names no group', 'kind: ImageCache\nmetadata: {name: a, name: b}\n', 'YAML syntax error: Map keys must be unique'],
+  ])('%s stays an error (typo protection)', (_name, text, message) => {
+    const result = parseFiles([{ path: 'in.yaml', text }]);
+    expect(result.diagnostics.map((d) => `${d.path}: ${d.message}`)).toEqual([expect.stringContaining(message)]);
+    expect(result.skipped.documents).toBe(0);
+  });
+
+  it('counts documents and the files they are in; empty documents are not counted', () => {
+    const deployment = 'apiVersion: apps/v1\nkind: Deployment\n';
+    const result = parseFiles([
+      { path: 'a.yaml', text: `${deployment}---\n${deployment}---\n# only a comment\n---\n` },
+      { path: 'b.yaml', text: `${cache}---\n${deployment}` },
+      { path: 'c.yaml', text: cache.replace('name: c', 'name: d') },
+    ]);
+    expect(result.diagnostics).toEqual([]);
+    expect(result.caches.map((c) => c.name)).toEqual(['c', 'd']);
+    expect(result.skipped).toEqual({ documents: 3, files: 2, helmTemplates: 0 });
   });
 });
