@@ -92,17 +92,22 @@ export interface Skipped {
   readonly documents: number;
   /** Files that hold at least one of those documents. */
   readonly files: number;
+  /** Documents prewarm itself wrote (a synth output folder inside a spec folder). */
+  readonly outputDocuments: number;
+  /** Files that hold at least one of those. */
+  readonly outputFiles: number;
   /** Files inside a Helm chart's `templates/` folder: Go templates, not YAML. */
   readonly helmTemplates: number;
 }
 
 /** Nothing skipped. */
-export const NOTHING_SKIPPED: Skipped = Object.freeze({ documents: 0, files: 0, helmTemplates: 0 });
+export const NOTHING_SKIPPED: Skipped = Object.freeze({ documents: 0, files: 0, outputDocuments: 0, outputFiles: 0, helmTemplates: 0 });
 
 /** One line saying what was skipped, e.g. `skipped 12 documents of other kinds in 5 files`; undefined when nothing was. */
 export function formatSkipped(s: Skipped): string | undefined {
   const parts: string[] = [];
   if (s.documents > 0) parts.push(`${plural(s.documents, 'document')} of other kinds in ${plural(s.files, 'file')}`);
+  if (s.outputDocuments > 0) parts.push(`${plural(s.outputDocuments, 'document')} of prewarm's own output in ${plural(s.outputFiles, 'file')}`);
   if (s.helmTemplates > 0) parts.push(`${plural(s.helmTemplates, 'Helm chart template')}`);
   return parts.length === 0 ? undefined : `skipped ${parts.join(', ')}`;
 }

@@ -6,7 +6,7 @@
  * with kube-fledged means exactly the same thing here.
  */
 import { isAlias, isMap, isScalar, LineCounter, parseAllDocuments, YAMLMap, type Document, type Node } from 'yaml';
-import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../wellknown.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_MANAGED_BY, LIMITS, MANAGED_BY } from '../wellknown.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
@@ -268,15 +268,21 @@ export function parseFiles(files: readonly SourceFile[], options: ParseOptions =
   const caches: ImageCache[] = [];
   let skipped = NOTHING_SKIPPED;
   for (const file of files) {
-    const others = { documents: 0 };
-    for (const cache of parseFile(file, defaultNamespace, diagnostics, others)) caches.push(cache);
-    if (others.documents > 0) skipped = { ...skipped, documents: skipped.documents + others.documents, files: skipped.files + 1 };
+    const passed = { other: 0, output: 0 };
+    for (const cache of parseFile(file, defaultNamespace, diagnostics, passed)) caches.push(cache);
+    skipped = {
+      ...skipped,
+      documents: skipped.documents + passed.other,
+      files: skipped.files + (passed.other > 0 ? 1 : 0),
+      outputDocuments: skipped.outputDocuments + passed.output,
+      outputFiles: skipped.outputFiles + (passed.output > 0 ? 1 : 0),
+    };
   }
   checkDuplicates(caches, diagnostics);
   return { caches, diagnostics, skipped };
 }
 
-function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[], others: { documents: number }): ImageCache[] {
+function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[], passed: { other: number; output: number }): ImageCache[] {
   const lines = new LineCounter();
   // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted.
   const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', prettyErrors: true, uniqueKeys: true });
@@ -286,8 +292,8 @@ function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diag
     const ctx = new DocContext(file.path, i + 1, doc, lines, diagnostics);
     const kind = kindOf(doc);
     if (kind === 'empty') return;
-    if (kind === 'other') {
-      others.documents++;
+    if (kind === 'other' || kind === 'output') {
+      passed[kind]++;
       return;
     }
     if (doc.errors.length > 0) {
@@ -322,23 +328,40 @@ const FORMER_GROUPS: readonly string[] = ['fledged.k8s.io'];
  * groups, and for groups one or two typos away from them, every document is read in full, so an
  * unknown kind or version is still an error.
  */
-function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' {
+function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' | 'output' {
   const root = doc.contents;
   // An empty document (only comments, or nothing after a trailing `---`) holds nothing at all.
   if (root === null || (isScalar(root) && root.value === null && (root.source ?? '') === '')) return 'empty';
-  const apiVersion = headerField(doc, 'apiVersion');
-  if (typeof apiVersion === 'string') return isOwnGroup(groupOf(apiVersion)) ? 'imagecache' : 'other';
+  const apiVersion = scalarAt(doc, ['apiVersion']);
+  if (typeof apiVersion === 'string') {
+    if (isOwnGroup(groupOf(apiVersion))) return 'imagecache';
+    return scalarAt(doc, ['metadata', 'labels', LABEL_MANAGED_BY]) === MANAGED_BY ? 'output' : 'other';
+  }
   // A document that does not parse and names no group may be an ImageCache: report its errors.
   if (doc.errors.length > 0) return 'imagecache';
-  return headerField(doc, 'kind') === KIND ? 'imagecache' : 'other';
+  return scalarAt(doc, ['kind']) === KIND ? 'imagecache' : 'other';
 }
 
-/** A top-level scalar of a document, or undefined. */
-function headerField(doc: Document.Parsed, key: string): unknown {
-  if (!isMap(doc.contents)) return undefined;
-  const pair = doc.contents.items.find((p) => isScalar(p.key) && p.key.value === key);
-  const value = isAlias(pair?.value) ? pair.value.resolve(doc) : pair?.value;
-  return isScalar(value) ? value.value : undefined;
+/**
+ * Whether `text` is wholly prewarm's own output: at least one document, and every one carries
+ * prewarm's managed-by label and is not an ImageCache (prewarm never writes one). The one test of
+ * "prewarm wrote this", so the loader, which skips such files, and anything that must tell
+ * prewarm's files from a user's, such as the output folder's owner check, can never disagree.
+ */
+export function isPrewarmOutput(text: string): boolean {
+  const kinds = parseAllDocuments(text, { version: '1.2' }).map((doc) => kindOf(doc)).filter((k) => k !== 'empty');
+  return kinds.length > 0 && kinds.every((k) => k === 'output');
+}
+
+/** The scalar at a path of mapping keys from a document's root (aliases followed), or undefined. */
+function scalarAt(doc: Document.Parsed, keys: readonly string[]): unknown {
+  let node: unknown = doc.contents;
+  for (const key of keys) {
+    if (!isMap(node)) return undefined;
+    const pair = node.items.find((p) => isScalar(p.key) && p.key.value === key);
+    node = isAlias(pair?.value) ? pair.value.resolve(doc) : pair?.value;
+  }
+  return isScalar(node) ? node.value : undefined;
 }
 
 /** The API group of an apiVersion: `apps/v1` → `apps`, `v1` → `` (core); a bare `prewarm.dev` is a group missing its version. */

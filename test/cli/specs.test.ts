@@ -3,11 +3,12 @@
  * Driven through `run`, like a user at a shell or a CI step.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, symlink, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { run } from '../../src/cli/main.js';
 
@@ -134,5 +135,21 @@ describe('folders that hold other manifests', () => {
         'skipped 1 document of other kinds in 1 file\n' +
         'error: 1 error found; nothing was written\n',
     );
+  });
+});
+
+describe("prewarm's own output inside a spec folder", () => {
+  it('after synth specs -o specs/out, validate specs passes and counts the output it skipped', async () => {
+    const { specs } = await repo();
+    const out = join(specs, 'out');
+    expect((await cli('synth', specs, '-o', out)).code).toBe(ExitCode.Success);
+    const files = await readdir(out);
+    let documents = 0;
+    for (const f of files) documents += parseAllDocuments(await readFile(join(out, f), 'utf8')).length;
+    for (const command of ['validate', 'synth']) {
+      const r = await cli(command, specs, ...(command === 'synth' ? ['--stdout'] : []));
+      expect(r.code).toBe(ExitCode.Success);
+      expect(r.stderr).toContain(`skipped ${documents} documents of prewarm's own output in ${files.length} files\n`);
+    }
   });
 });

@@ -233,13 +233,13 @@ describe('loadBundle: Helm charts', () => {
     await writeFile(join(dir, 'chart', 'templates', 'tests', 't.yaml'), template);
     await writeFile(join(dir, 'chart', 'templates', 'NOTES.txt'), 'not yaml');
     const result = await loadBundle([dir]);
-    expect(result.skipped).toEqual({ documents: 2, files: 2, helmTemplates: 2 });
+    expect(result.skipped).toEqual({ documents: 2, files: 2, outputDocuments: 0, outputFiles: 0, helmTemplates: 2 });
 
     await mkdir(join(dir, 'templates'));
     await writeFile(join(dir, 'templates', 'x.yaml'), template);
     const err = await loadBundle([dir]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SpecError);
     expect((err as SpecError).diagnostics.every((d) => d.file === join(dir, 'templates', 'x.yaml'))).toBe(true);
-    expect((err as SpecError).skipped).toEqual({ documents: 2, files: 2, helmTemplates: 2 });
+    expect((err as SpecError).skipped).toEqual({ documents: 2, files: 2, outputDocuments: 0, outputFiles: 0, helmTemplates: 2 });
   });
 });

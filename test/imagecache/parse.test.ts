@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { formatDiagnostic } from '../../src/imagecache/errors.js';
-import { parseFiles } from '../../src/imagecache/parse.js';
+import { parseAllDocuments } from 'yaml';
+import { isPrewarmOutput, parseFiles } from '../../src/imagecache/parse.js';
+import { synthYaml } from '../../src/synth/app.js';
+import { bundleOf } from '../helpers.js';
 
 /** Parses one file and renders its diagnostics the way the CLI prints them. */
 function diagnose(text: string): string[] {
@@ -341,7 +344,7 @@ describe('parseFiles: documents that are not ImageCaches', () => {
     const result = parseFiles([{ path: 'in.yaml', text: `${text}---\n${cache}` }]);
     expect(result.diagnostics).toEqual([]);
     expect(result.caches).toHaveLength(1);
-    expect(result.skipped).toEqual({ documents: 1, files: 1, helmTemplates: 0 });
+    expect(result.skipped).toEqual({ documents: 1, files: 1, outputDocuments: 0, outputFiles: 0, helmTemplates: 0 });
   });
 
   it.each([
@@ -368,6 +371,36 @@ describe('parseFiles: documents that are not ImageCaches', () => {
     ]);
     expect(result.diagnostics).toEqual([]);
     expect(result.caches.map((c) => c.name)).toEqual(['c', 'd']);
-    expect(result.skipped).toEqual({ documents: 3, files: 2, helmTemplates: 0 });
+    expect(result.skipped).toEqual({ documents: 3, files: 2, outputDocuments: 0, outputFiles: 0, helmTemplates: 0 });
+  });
+});
+
+describe("prewarm's own output", () => {
+  const cacheText = fledged('  cacheSpec:\n  - images: [redis:7]\n');
+  const output = synthYaml(bundleOf('  cacheSpec:\n  - images: [redis:7]\n'));
+  const labelled = (apiVersion: string, managedBy: string) =>
+    `apiVersion: ${apiVersion}\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {app.kubernetes.io/managed-by: ${managedBy}}\n`;
+
+  it.each([
+    ['a whole synth output', output, true],
+    ['one labelled document', labelled('v1', 'prewarm'), true],
+    ['an output file a user appended a Deployment to', `${output}---\napiVersion: apps/v1\nkind: Deployment\n`, false],
+    ['another tool\'s output', labelled('v1', 'Helm'), false],
+    ['an ImageCache carrying the label (prewarm never writes one)', cacheText.replace('metadata:\n', 'metadata:\n  labels: {app.kubernetes.io/managed-by: prewarm}\n'), false],
+    ['an empty file', '# nothing\n', false],
+  ])('isPrewarmOutput: %s → %s', (_name, text, expected) => {
+    expect(isPrewarmOutput(text)).toBe(expected);
+  });
+
+  it('parseFiles skips and counts it apart from other kinds, and still reads a labelled ImageCache', () => {
+    const result = parseFiles([
+      { path: 'out/a.k8s.yaml', text: output },
+      { path: 'mixed.yaml', text: `${labelled('v1', 'prewarm')}---\n${labelled('v1', 'Helm')}` },
+      { path: 'c.yaml', text: cacheText.replace('metadata:\n', 'metadata:\n  labels: {app.kubernetes.io/managed-by: prewarm}\n') },
+    ]);
+    expect(result.diagnostics).toEqual([]);
+    expect(result.caches).toHaveLength(1);
+    const documents = parseAllDocuments(output).length;
+    expect(result.skipped).toEqual({ documents: 1, files: 1, outputDocuments: documents + 1, outputFiles: 2, helmTemplates: 0 });
   });
 });
