@@ -329,6 +329,8 @@ const FORMER_GROUPS: readonly string[] = ['fledged.k8s.io'];
  * unknown kind or version is still an error.
  */
 function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' | 'output' {
+  // prewarm's own output is told by the managed-by label on every object it writes: a synth output
+  // folder inside a spec folder (`synth specs -o specs/out`), with or without its marker file.
   const root = doc.contents;
   // An empty document (only comments, or nothing after a trailing `---`) holds nothing at all.
   if (root === null || (isScalar(root) && root.value === null && (root.source ?? '') === '')) return 'empty';
@@ -340,17 +342,6 @@ function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' | 'outpu
   // A document that does not parse and names no group may be an ImageCache: report its errors.
   if (doc.errors.length > 0) return 'imagecache';
   return scalarAt(doc, ['kind']) === KIND ? 'imagecache' : 'other';
-}
-
-/**
- * Whether `text` is wholly prewarm's own output: at least one document, and every one carries
- * prewarm's managed-by label and is not an ImageCache (prewarm never writes one). The one test of
- * "prewarm wrote this", so the loader, which skips such files, and anything that must tell
- * prewarm's files from a user's, such as the output folder's owner check, can never disagree.
- */
-export function isPrewarmOutput(text: string): boolean {
-  const kinds = parseAllDocuments(text, { version: '1.2' }).map((doc) => kindOf(doc)).filter((k) => k !== 'empty');
-  return kinds.length > 0 && kinds.every((k) => k === 'output');
 }
 
 /** The scalar at a path of mapping keys from a document's root (aliases followed), or undefined. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatDiagnostic } from '../../src/imagecache/errors.js';
 import { parseAllDocuments } from 'yaml';
-import { isPrewarmOutput, parseFiles } from '../../src/imagecache/parse.js';
+import { parseFiles } from '../../src/imagecache/parse.js';
 import { synthYaml } from '../../src/synth/app.js';
 import { bundleOf } from '../helpers.js';
 
@@ -378,19 +378,8 @@ describe('parseFiles: documents that are not ImageCaches', () => {
 describe("prewarm's own output", () => {
   const cacheText = fledged('  cacheSpec:\n  - images: [redis:7]\n');
   const output = synthYaml(bundleOf('  cacheSpec:\n  - images: [redis:7]\n'));
-  const labelled = (apiVersion: string, managedBy: string) =>
+  const labelled = (apiVersion: string, managedBy: string): string =>
     `apiVersion: ${apiVersion}\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {app.kubernetes.io/managed-by: ${managedBy}}\n`;
-
-  it.each([
-    ['a whole synth output', output, true],
-    ['one labelled document', labelled('v1', 'prewarm'), true],
-    ['an output file a user appended a Deployment to', `${output}---\napiVersion: apps/v1\nkind: Deployment\n`, false],
-    ['another tool\'s output', labelled('v1', 'Helm'), false],
-    ['an ImageCache carrying the label (prewarm never writes one)', cacheText.replace('metadata:\n', 'metadata:\n  labels: {app.kubernetes.io/managed-by: prewarm}\n'), false],
-    ['an empty file', '# nothing\n', false],
-  ])('isPrewarmOutput: %s → %s', (_name, text, expected) => {
-    expect(isPrewarmOutput(text)).toBe(expected);
-  });
 
   it('parseFiles skips and counts it apart from other kinds, and still reads a labelled ImageCache', () => {
     const result = parseFiles([
