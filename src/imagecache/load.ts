@@ -236,7 +236,7 @@ async function readRegularFile(real: string): Promise<string | { problem: string
       if (length !== info.size) {
         return { problem: 'is not a plain file on disk (its content does not match its size, as with /proc and /sys files, or it changed while being read); not read' };
       }
-      return buffer.toString('utf8', 0, length);
+      return decode(buffer.subarray(0, length));
     } finally {
       await handle.close();
     }
@@ -244,6 +244,34 @@ async function readRegularFile(real: string): Promise<string | { problem: string
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     return { problem: code === 'ELOOP' ? 'changed into a link while being read; not read' : `cannot read: ${code}` };
   }
+}
+
+/**
+ * The text of a spec file, which must be UTF-8 (a byte order mark is fine: YAML allows it). Editors
+ * on Windows save UTF-16 by default; read as UTF-8 it is a stream of NULs that YAML reports as
+ * nonsense, so it gets a hint instead.
+ */
+function decode(bytes: Buffer): string | { problem: string } {
+  const at = (i: number) => bytes[i] ?? -1;
+  if ((at(0) === 0xff && at(1) === 0xfe && at(2) === 0 && at(3) === 0) || (at(0) === 0 && at(1) === 0 && at(2) === 0xfe && at(3) === 0xff)) {
+    return { problem: 'file is UTF-32; save it as UTF-8' };
+  }
+  if ((at(0) === 0xff && at(1) === 0xfe) || (at(0) === 0xfe && at(1) === 0xff) || nulInterleaved(bytes)) {
+    return { problem: 'file is UTF-16; save it as UTF-8' };
+  }
+  return bytes.toString('utf8');
+}
+
+/** UTF-16 without a byte order mark: ASCII text with a NUL before or after every byte. */
+function nulInterleaved(bytes: Buffer): boolean {
+  const head = bytes.subarray(0, 64);
+  if (head.length < 4) return false;
+  for (const parity of [0, 1]) {
+    let nuls = 0;
+    for (let i = parity; i < head.length; i += 2) if (head[i] === 0) nuls++;
+    if (nuls === Math.ceil((head.length - parity) / 2) && !head.every((b) => b === 0)) return true;
+  }
+  return false;
 }
 
 function size(bytes: number): string {

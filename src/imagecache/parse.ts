@@ -5,7 +5,7 @@
  * ours, and the prewarm-only fields are refused in kube-fledged documents, so a file that works
  * with kube-fledged means exactly the same thing here.
  */
-import { isAlias, isMap, isScalar, LineCounter, parseAllDocuments, YAMLMap, type Document, type Node } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, Pair, parseAllDocuments, YAMLMap, type Document, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_MANAGED_BY, LIMITS, MANAGED_BY } from '../wellknown.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
@@ -16,7 +16,9 @@ import {
   checked,
   DocContext,
   editDistance,
+  entries,
   ignored,
+  isMergeKey,
   int,
   list,
   object,
@@ -265,11 +267,11 @@ function documentShape(apiVersion: ApiVersion): Shape<RawDocument> {
 export function parseFiles(files: readonly SourceFile[], options: ParseOptions = {}): ParseResult {
   const defaultNamespace = options.defaultNamespace ?? DEFAULT_NAMESPACE;
   const diagnostics: Diagnostic[] = [];
-  const caches: ImageCache[] = [];
+  const read: ReadCache[] = [];
   let skipped = NOTHING_SKIPPED;
   for (const file of files) {
     const passed = { other: 0, output: 0 };
-    for (const cache of parseFile(file, defaultNamespace, diagnostics, passed)) caches.push(cache);
+    for (const cache of parseFile(file, defaultNamespace, diagnostics, passed)) read.push(cache);
     skipped = {
       ...skipped,
       documents: skipped.documents + passed.other,
@@ -278,15 +280,22 @@ export function parseFiles(files: readonly SourceFile[], options: ParseOptions =
       outputFiles: skipped.outputFiles + (passed.output > 0 ? 1 : 0),
     };
   }
-  checkDuplicates(caches, diagnostics);
-  return { caches, diagnostics, skipped };
+  checkDuplicates(read, diagnostics);
+  return { caches: read.map((r) => r.cache), diagnostics, skipped };
 }
 
-function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[], passed: { other: number; output: number }): ImageCache[] {
+/** An ImageCache as read, with where its name is, for duplicate-name errors. */
+interface ReadCache {
+  readonly cache: ImageCache;
+  readonly nameAt: Location;
+}
+
+function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[], passed: { other: number; output: number }): ReadCache[] {
   const lines = new LineCounter();
-  // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted.
-  const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', prettyErrors: true, uniqueKeys: true });
-  const out: ImageCache[] = [];
+  // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted. Merge keys
+  // (`<<`) are YAML 1.1, but kubectl accepts them, so they are read too.
+  const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', merge: true, prettyErrors: true, uniqueKeys: true });
+  const out: ReadCache[] = [];
   const list = Array.isArray(docs) ? docs : [];
   list.forEach((doc, i) => {
     const ctx = new DocContext(file.path, i + 1, doc, lines, diagnostics);
@@ -344,15 +353,26 @@ function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' | 'outpu
   return scalarAt(doc, ['kind']) === KIND ? 'imagecache' : 'other';
 }
 
-/** The scalar at a path of mapping keys from a document's root (aliases followed), or undefined. */
+/** The scalar at a path of mapping keys from a document's root (aliases and merge keys followed), or undefined. */
 function scalarAt(doc: Document.Parsed, keys: readonly string[]): unknown {
   let node: unknown = doc.contents;
-  for (const key of keys) {
-    if (!isMap(node)) return undefined;
-    const pair = node.items.find((p) => isScalar(p.key) && p.key.value === key);
-    node = isAlias(pair?.value) ? pair.value.resolve(doc) : pair?.value;
-  }
+  for (const key of keys) node = valueAt(doc, node, key, 0);
   return isScalar(node) ? node.value : undefined;
+}
+
+function valueAt(doc: Document.Parsed, node: unknown, key: string, depth: number): unknown {
+  const map = isAlias(node) ? node.resolve(doc) : node;
+  if (!isMap(map) || depth > 8) return undefined;
+  const pair = map.items.find((p) => isScalar(p.key) && p.key.value === key);
+  if (pair !== undefined) return isAlias(pair.value) ? pair.value.resolve(doc) : pair.value;
+  for (const merge of map.items.filter((p) => isMergeKey(p.key))) {
+    const sources = isAlias(merge.value) ? merge.value.resolve(doc) : merge.value;
+    for (const source of isSeq(sources) ? sources.items : [sources]) {
+      const found = valueAt(doc, source, key, depth + 1);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }
 
 /** The API group of an apiVersion: `apps/v1` → `apps`, `v1` → `` (core); a bare `prewarm.dev` is a group missing its version. */
@@ -367,7 +387,7 @@ function isOwnGroup(group: string): boolean {
   return OWN_GROUPS.some((own) => editDistance(group.toLowerCase(), own) <= 2);
 }
 
-function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): ImageCache | undefined {
+function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): ReadCache | undefined {
   const header = peekHeader(ctx, root);
   if (header === undefined) return undefined;
   const errorsBefore = ctx.errorCount();
@@ -397,7 +417,8 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Im
 
   if (ctx.errorCount() > errorsBefore) return undefined;
   const secrets = [...new Set((spec.value.imagePullSecrets ?? []).map((s) => s.value.name))].sort();
-  return Object.freeze({
+  const nameAt = ctx.locate(metadata.fieldNodes.name, ['metadata', 'name']);
+  const cache = Object.freeze({
     apiVersion: header,
     name,
     namespace,
@@ -407,6 +428,7 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Im
     settingLocations,
     location,
   });
+  return { cache, nameAt };
 }
 
 /** Reads apiVersion and kind first, so the right field set applies to the rest. */
@@ -417,7 +439,7 @@ function peekHeader(ctx: DocContext, root: Node): ApiVersion | undefined {
   });
   // Read only the two header fields: unknown-field errors are left to the full read.
   const scratch = new DocContextProbe(ctx);
-  const header = probe(scratch.ctx, filterKeys(root, ['apiVersion', 'kind']), []);
+  const header = probe(scratch.ctx, filterKeys(scratch.ctx, root, ['apiVersion', 'kind']), []);
   if (header === undefined) {
     scratch.flush();
     return undefined;
@@ -500,20 +522,19 @@ export const HELPER_IMAGE_DEFAULT = DEFAULT_HELPER_IMAGE;
 export const MAX_UNAVAILABLE_DEFAULT = DEFAULT_MAX_UNAVAILABLE;
 
 /** Two ImageCaches with one name in one namespace would overwrite each other in a cluster. */
-function checkDuplicates(caches: readonly ImageCache[], diagnostics: Diagnostic[]): void {
-  const seen = new Map<string, ImageCache>();
-  for (const cache of caches) {
+function checkDuplicates(caches: readonly ReadCache[], diagnostics: Diagnostic[]): void {
+  const seen = new Map<string, Location>();
+  for (const { cache, nameAt } of caches) {
     const key = `${cache.namespace}/${cache.name}`;
     const first = seen.get(key);
     if (first === undefined) {
-      seen.set(key, cache);
+      seen.set(key, nameAt);
       continue;
     }
     diagnostics.push({
-      ...cache.location,
-      path: 'metadata.name',
+      ...nameAt,
       severity: 'error',
-      message: `duplicate ImageCache ${quote(key)}: already defined at ${first.location.file}:${first.location.line}:${first.location.column} (document ${first.location.document})`,
+      message: `duplicate ImageCache ${quote(key)}: already defined at ${first.file}:${first.line}:${first.column} (document ${first.document})`,
     });
   }
 }
@@ -533,10 +554,12 @@ function assignDefined<K extends string, V>(target: Partial<Record<K, V>>, key: 
  * A view of a mapping that keeps only the named keys. Shallow: a deep clone of a document with
  * 150,000 images took most of the time spent reading it.
  */
-function filterKeys(root: Node, keys: readonly string[]): Node {
+function filterKeys(ctx: DocContext, root: Node, keys: readonly string[]): Node {
   if (!isMap(root)) return root;
   const view = new YAMLMap();
-  view.items = root.items.filter((pair) => isScalar(pair.key) && typeof pair.key.value === 'string' && keys.includes(pair.key.value));
+  for (const entry of entries(ctx, root, []) ?? []) {
+    if (isScalar(entry.key) && typeof entry.key.value === 'string' && keys.includes(entry.key.value)) view.items.push(new Pair(entry.key, entry.value));
+  }
   if (root.range) view.range = root.range;
   return view;
 }

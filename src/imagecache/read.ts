@@ -3,7 +3,7 @@
  * the position of every value, so each diagnostic can point at the exact line and column, and lets
  * us tell an unquoted number from a string.
  */
-import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type YAMLMap } from 'yaml';
 import { excerpt, quote, type Diagnostic, type Location, type Severity } from './errors.js';
 
 /** A field path, rendered like `spec.cacheSpec[0].nodeSelector["kubernetes.io/arch"]`. */
@@ -85,10 +85,76 @@ export class DocContext {
     let current = node as Node | null | undefined;
     for (let hops = 0; isAlias(current); hops++) {
       if (hops > 64) return undefined;
-      current = current.resolve(this.doc) as Node | undefined;
+      const target = current.resolve(this.doc) as Node | undefined;
+      if (target === undefined) {
+        // The YAML parser leaves an alias without an anchor for later; report it where it is.
+        this.error(current, path, `undefined alias *${excerpt(current.source)}: no anchor &${excerpt(current.source)} comes before it in this document`);
+        return undefined;
+      }
+      current = target;
     }
     return current ?? null;
   }
+}
+
+/** One key and value of a mapping, as written or merged in by a `<<` key. */
+export interface MapEntry {
+  readonly key: unknown;
+  readonly value: unknown;
+}
+
+/**
+ * The entries of a mapping with YAML merge keys applied (`<<: *base`, `<<: [*a, *b]`; YAML 1.1's
+ * merge, which kubectl accepts): keys written in the mapping win over merged ones, and an earlier
+ * merged mapping wins over a later one. Undefined after an invalid merge (reported) or when the
+ * node budget is spent.
+ */
+export function entries(ctx: DocContext, map: YAMLMap, path: Path, merging: Set<YAMLMap> = new Set()): MapEntry[] | undefined {
+  const own: MapEntry[] = [];
+  const merged: MapEntry[] = [];
+  for (const pair of map.items) {
+    if (!isMergeKey(pair.key)) {
+      own.push(pair);
+      continue;
+    }
+    const value = ctx.resolve(pair.value, path);
+    if (value === undefined) return undefined;
+    for (const raw of isSeq(value) ? value.items : [value]) {
+      const source = raw === value ? value : ctx.resolve(raw, path);
+      if (source === undefined) return undefined;
+      if (!isMap(source)) {
+        ctx.error(source ?? (pair.key as Node), path, `a merge key (<<) takes a mapping or a list of mappings, got ${describe(source)}`);
+        return undefined;
+      }
+      if (merging.has(source) || source === map) {
+        ctx.error(pair.key as Node, path, 'a merge key (<<) includes a mapping that includes this one');
+        return undefined;
+      }
+      merging.add(map);
+      const inner = entries(ctx, source, path, merging);
+      merging.delete(map);
+      if (inner === undefined) return undefined;
+      for (const entry of inner) merged.push(entry);
+    }
+  }
+  if (merged.length === 0) return own;
+  const seen = new Set(own.map((e) => keyName(e.key)));
+  for (const entry of merged) {
+    const name = keyName(entry.key);
+    if (name !== undefined && seen.has(name)) continue;
+    seen.add(name);
+    own.push(entry);
+  }
+  return own;
+}
+
+/** With the parser's `merge` option, a plain `<<` key is a scalar holding a symbol; a quoted one stays a string. */
+export function isMergeKey(key: unknown): boolean {
+  return isScalar(key) && typeof key.value === 'symbol' && key.value.description === '<<';
+}
+
+function keyName(key: unknown): string | undefined {
+  return isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
 }
 
 /** Describes the YAML type of a node, for "expected X, got Y" messages. */
@@ -198,7 +264,9 @@ export function stringMap(
     }
     const out = new Map<string, string>();
     let ok = true;
-    for (const pair of node.items) {
+    const pairs = entries(ctx, node, path);
+    if (pairs === undefined) return undefined;
+    for (const pair of pairs) {
       const keyNode = ctx.resolve(pair.key, path);
       if (keyNode === undefined) return undefined;
       const key = str(ctx, keyNode, path);
@@ -262,7 +330,9 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
     const value = new Map<string, unknown>();
     const fieldNodes = new Map<string, Node>();
     let ok = true;
-    for (const pair of node.items) {
+    const pairs = entries(ctx, node, path);
+    if (pairs === undefined) return undefined;
+    for (const pair of pairs) {
       const keyNode = ctx.resolve(pair.key, path);
       if (keyNode === undefined) return undefined;
       if (!isScalar(keyNode) || typeof keyNode.value !== 'string') {
@@ -280,6 +350,9 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
       }
       const valueNode = ctx.resolve(pair.value, [...path, key]);
       if (valueNode === undefined) return undefined;
+      // An optional field set to null (`nodeSelector:` with every entry commented out) is unset:
+      // the apiserver prunes nulls of fields that are not nullable.
+      if (field.required !== true && (valueNode === null || (isScalar(valueNode) && valueNode.value === null))) continue;
       fieldNodes.set(key, valueNode ?? keyNode);
       const read = field.read(ctx, valueNode, [...path, key]);
       if (read === undefined) ok = false;

@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -151,5 +151,35 @@ describe("prewarm's own output inside a spec folder", () => {
       expect(r.code).toBe(ExitCode.Success);
       expect(r.stderr).toContain(`skipped ${documents} documents of prewarm's own output in ${files.length} files\n`);
     }
+  });
+});
+
+describe('smaller items', () => {
+  const merged = `apiVersion: prewarm.dev/v1alpha1
+kind: ImageCache
+metadata: {name: m, namespace: ns}
+spec:
+  cacheSpec:
+  - &base
+    images: [redis:7]
+    nodeSelector:
+      # tier: backend
+  - <<: *base
+    images: [nginx:1]
+  imagePullSecrets:
+  # - name: regcred
+`;
+  it.each([
+    ['merge keys and commented-out nodeSelector and imagePullSecrets', { 'm.yaml': merged }, (d: string) => [d], 0, 'ok: 1 ImageCaches, 1 pools, 2 images\n'],
+    ['one file by a relative and an absolute path', { 'a.yaml': good }, (d: string) => [join(d, 'a.yaml'), relative(process.cwd(), join(d, 'a.yaml'))], 0, 'ok: 1 ImageCaches, 1 pools, 1 images\n'],
+    ['one file through its folder and directly', { 'a.yaml': good }, (d: string) => [d, join(d, 'a.yaml')], 0, 'ok: 1 ImageCaches, 1 pools, 1 images\n'],
+    ['a UTF-16 file', { 'a.yaml': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(good, 'utf16le')]) }, (d: string) => [d], 1, 'a.yaml: error: file is UTF-16; save it as UTF-8\nerror: 1 error found; nothing was written\n'],
+    ['a duplicate name', { 'a.yaml': good, 'b.yaml': `# copy\n${good}` }, (d: string) => [d], 1, 'b.yaml:4:18: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:3:18 (document 1)\n'],
+  ])('%s', async (_name, files, paths, code, stderr) => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-cli-small-'));
+    for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+    const r = await cli('validate', ...paths(dir));
+    expect(r.code).toBe(code);
+    expect(r.stderr.replaceAll(`${dir}/`, '')).toContain(stderr);
   });
 });

@@ -243,3 +243,36 @@ describe('loadBundle: Helm charts', () => {
     expect((err as SpecError).skipped).toEqual({ documents: 2, files: 2, outputDocuments: 0, outputFiles: 0, helmTemplates: 2 });
   });
 });
+
+describe('loadBundle: encodings and files named twice', () => {
+  const text = doc('a').replace('redis:7', 'Redis:7');
+  const utf16be = (s: string) => Buffer.from(s, 'utf16le').swap16();
+  it.each([
+    ['UTF-16 LE with a byte order mark', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]), 'file is UTF-16; save it as UTF-8'],
+    ['UTF-16 BE with a byte order mark', Buffer.concat([Buffer.from([0xfe, 0xff]), utf16be(text)]), 'file is UTF-16; save it as UTF-8'],
+    ['UTF-16 LE without one (NULs between the bytes)', Buffer.from(text, 'utf16le'), 'file is UTF-16; save it as UTF-8'],
+    ['UTF-16 BE without one', utf16be(text), 'file is UTF-16; save it as UTF-8'],
+    ['UTF-32 LE', Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.from([...Buffer.from(text)].flatMap((b) => [b, 0, 0, 0]))]), 'file is UTF-32; save it as UTF-8'],
+    ['UTF-8 with a byte order mark: read, positions as without it', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]), 'f.yaml:6:14: invalid image reference "Redis:7": repository name "Redis" must be lowercase'],
+    ['UTF-8 without one', Buffer.from(text), 'f.yaml:6:14: invalid image reference "Redis:7": repository name "Redis" must be lowercase'],
+  ])('%s', async (_name, bytes, message) => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-enc-'));
+    await writeFile(join(dir, 'f.yaml'), bytes);
+    const err = await loadBundle([dir]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SpecError);
+    expect((err as SpecError).diagnostics.map((d) => (d.line > 0 ? `${relative(dir, d.file)}:${d.line}:${d.column}: ${d.message}` : d.message))).toEqual([message]);
+  });
+
+  it.each([
+    ['by a relative and an absolute path', (dir: string) => [relative(process.cwd(), join(dir, 'a.yaml')), join(dir, 'a.yaml')]],
+    ['twice', (dir: string) => [join(dir, 'a.yaml'), join(dir, 'a.yaml')]],
+    ['through its folder and directly', (dir: string) => [join(dir, 'a.yaml'), dir]],
+    ['through a folder spelled two ways', (dir: string) => [dir, `${dir}/./`, relative(process.cwd(), dir)]],
+  ])('a file named %s is read once, not reported as a duplicate ImageCache', async (_name, paths) => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-twice-'));
+    await writeFile(join(dir, 'a.yaml'), doc('a'));
+    const result = await loadBundle(paths(dir));
+    expect(result.imageCaches).toBe(1);
+    expect(result.warnings).toEqual([]);
+  });
+});

@@ -172,14 +172,14 @@ describe('parseFiles: invalid input', () => {
     expect(lines).toHaveLength(4);
   });
 
-  it('rejects a duplicate name and namespace across files, pointing at the first definition', () => {
+  it('rejects a duplicate name and namespace across files, at metadata.name, pointing at the first one', () => {
     const text = fledged('  cacheSpec:\n  - images: [redis:7]\n');
     const r = parseFiles([
       { path: 'a.yaml', text },
-      { path: 'b.yaml', text },
+      { path: 'b.yaml', text: `# a comment first\n${text}` },
     ]);
     expect(r.diagnostics.map(formatDiagnostic)).toEqual([
-      'b.yaml:1:1: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:1:1 (document 1)',
+      'b.yaml:5:9: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:4:9 (document 1)',
     ]);
   });
 
@@ -391,5 +391,62 @@ describe("prewarm's own output", () => {
     expect(result.caches).toHaveLength(1);
     const documents = parseAllDocuments(output).length;
     expect(result.skipped).toEqual({ documents: 1, files: 1, outputDocuments: documents + 1, outputFiles: 2, helmTemplates: 0 });
+  });
+});
+
+describe('parseFiles: smaller items of issue 13', () => {
+  const read = (text: string) => {
+    const r = parseFiles([{ path: 'in.yaml', text }]);
+    return { errors: r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), caches: r.caches };
+  };
+
+  it.each([
+    [
+      'a merge key in a cacheSpec entry; keys written beside it win',
+      prewarm('  cacheSpec:\n  - &gpu\n    images: [a:1]\n    nodeSelector: {tier: gpu}\n    tolerations: [{key: g, operator: Exists}]\n  - <<: *gpu\n    images: [b:1]\n'),
+      [
+        { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'gpu' } },
+        { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'gpu' } },
+      ],
+    ],
+    [
+      'a merge key in a nodeSelector',
+      prewarm('  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &sel {tier: gpu}\n  - images: [b:1]\n    nodeSelector: {<<: *sel, zone: a}\n'),
+      [
+        { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'gpu' } },
+        { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'gpu', zone: 'a' } },
+      ],
+    ],
+    [
+      'a list of merged mappings: the earlier one wins',
+      prewarm('  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &x {tier: x, zone: x}\n  - images: [b:1]\n    nodeSelector: &y {tier: y, rack: y}\n  - images: [c:1]\n    nodeSelector: {<<: [*y, *x]}\n'),
+      [
+        { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'x', zone: 'x' } },
+        { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'y', rack: 'y' } },
+        { images: ['docker.io/library/c:1'], nodeSelector: { tier: 'y', rack: 'y', zone: 'x' } },
+      ],
+    ],
+    [
+      'nodeSelector and imagePullSecrets whose entries are all commented out (null) are empty',
+      fledged('  cacheSpec:\n  - images: [a:1]\n    nodeSelector:\n      # tier: gpu\n  imagePullSecrets:\n  # - name: regcred\n'),
+      [{ images: ['docker.io/library/a:1'], nodeSelector: {} }],
+    ],
+    ['an explicit null for optional prewarm fields', prewarm('  cacheSpec:\n  - images: [a:1]\n    tolerations: ~\n    pool: null\n  gate: ~\n'), [{ images: ['docker.io/library/a:1'], nodeSelector: {} }]],
+  ])('accepts %s', (_name, text, expected) => {
+    const r = read(text);
+    expect(r.errors).toEqual([]);
+    expect(r.caches[0]?.entries.map((e) => ({ images: e.images.map((i) => i.canonical), nodeSelector: e.nodeSelector }))).toEqual(expected);
+    expect(r.caches[0]?.imagePullSecrets).toEqual([]);
+  });
+
+  it.each([
+    ['a merge key whose value is not a mapping', fledged('  cacheSpec:\n  - <<: 1\n    images: [a:1]\n'), 'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) takes a mapping or a list of mappings, got the number 1'],
+    ['a mapping that merges itself', fledged('  cacheSpec:\n  - &e {<<: *e, images: [a:1]}\n'), 'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) includes a mapping that includes this one'],
+    ['a quoted "<<" is a plain key', fledged('  cacheSpec:\n  - "<<": {}\n    images: [a:1]\n'), 'in.yaml:8:5: error: document 1: spec.cacheSpec[0]["<<"]: unknown field "<<" (known fields: "images", "nodeSelector")'],
+    ['a null for a required field', fledged('  cacheSpec:\n'), 'in.yaml:7:13: error: document 1: spec.cacheSpec: must be a list, got null'],
+    ['an undefined alias, at the alias', fledged('  cacheSpec:\n  - images:\n    - *nope\n'), 'in.yaml:9:7: error: document 1: spec.cacheSpec[0].images[0]: undefined alias *nope: no anchor &nope comes before it in this document'],
+    ['an undefined alias as a key', fledged('  cacheSpec:\n  - images: [a:1]\n    *k : x\n'), 'in.yaml:9:5: error: document 1: spec.cacheSpec[0]: undefined alias *k: no anchor &k comes before it in this document'],
+  ])('refuses %s', (_name, text, expected) => {
+    expect(read(text).errors).toEqual([expected]);
   });
 });
