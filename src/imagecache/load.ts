@@ -96,23 +96,29 @@ async function readTree(paths: readonly string[], diagnostics: Diagnostic[], exc
       diagnostics.push(fileError(path, await cannotRead(path, err, [])));
     }
   }
-  // One entry per real file, shown by its own name rather than a link's, then by the smallest
-  // name, so the result never depends on the order or spelling of the paths given.
-  const byReal = new Map<string, string>();
-  const rank = (path: string, real: string) => `${resolve(path) === real ? 0 : 1}${path}`;
+  // Each real file is read once, and shown by its own name rather than a link's, then by the
+  // smallest name, so the result never depends on the order or spelling of the paths given. A file
+  // that cannot be read is reported under every name that leads to it.
+  const byReal = new Map<string, string[]>();
   for (const path of candidates) {
     const real = await locate(path, roots, diagnostics);
     if (real === undefined) continue;
-    const shown = byReal.get(real);
-    if (shown === undefined || rank(path, real) < rank(shown, real)) byReal.set(real, path);
+    const names = byReal.get(real);
+    if (names === undefined) byReal.set(real, [path]);
+    else if (!names.includes(path)) names.push(path);
   }
+  const rank = (path: string, real: string) => `${resolve(path) === real ? 0 : 1}${path}`;
   const out: SourceFile[] = [];
-  for (const [real, path] of [...byReal].sort(([, a], [, b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [real, names] of byReal) {
     const read = await readRegularFile(real);
-    if (typeof read === 'string') out.push({ path, text: read });
-    else diagnostics.push(fileError(path, read.problem));
+    if (typeof read !== 'string') {
+      for (const path of names) diagnostics.push(fileError(path, read.problem));
+      continue;
+    }
+    const shown = names.reduce((best, path) => (rank(path, real) < rank(best, real) ? path : best));
+    out.push({ path: shown, text: read });
   }
-  return { files: out, helmTemplates };
+  return { files: out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), helmTemplates };
 }
 
 /**
