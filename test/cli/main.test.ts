@@ -1,3 +1,4 @@
+import { cli } from '../helpers.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,16 +7,8 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../src/cli/exit-codes.js';
-import { run } from '../../src/cli/main.js';
 
 const exec = promisify(execFile);
-
-async function cli(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
-  return { code, stdout, stderr };
-}
 
 async function specDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'prewarm-cli-'));

@@ -10,15 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../src/cli/exit-codes.js';
-import { run } from '../../src/cli/main.js';
-
-async function cli(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const started = Date.now();
-  const code = await run(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
-  return { code, stdout, stderr, ms: Date.now() - started };
-}
+import { cli } from '../helpers.js';
 
 const good = `apiVersion: kubefledged.io/v1alpha2
 kind: ImageCache
