@@ -100,7 +100,8 @@ async function readTree(paths: readonly string[], diagnostics: Diagnostic[], exc
   // smallest name, so the result never depends on the order or spelling of the paths given. A file
   // that cannot be read is reported under every name that leads to it.
   const byReal = new Map<string, string[]>();
-  for (const path of candidates) {
+  // Sorted first: a folder listing's order is the file system's, and diagnostics must not be.
+  for (const path of candidates.sort()) {
     const real = await locate(path, roots, diagnostics);
     if (real === undefined) continue;
     const names = byReal.get(real);
