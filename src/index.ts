@@ -5,10 +5,10 @@
 export { addPrewarmCharts, createApp, synthYaml, type SynthOptions } from './synth/app.js';
 export { ClusterChart, NamespaceChart, type ClusterChartProps, type NamespaceChartProps } from './synth/charts.js';
 export { PullDaemonSet, type PullDaemonSetProps, type ReconcilerProps } from './synth/pull-daemonset.js';
-export { loadBundle, type LoadOptions, type LoadResult } from './imagecache/load.js';
+export { loadBundle, MAX_SPEC_FILE_BYTES, type LoadOptions, type LoadResult } from './imagecache/load.js';
 export { parseFiles, type ParseOptions, type ParseResult, type SourceFile } from './imagecache/parse.js';
 export { buildBundle, type BundleResult } from './imagecache/bundle.js';
-export { formatDiagnostic, SpecError, type Diagnostic, type Location } from './imagecache/errors.js';
+export { formatDiagnostic, formatDiagnostics, SpecError, type Diagnostic, type Location, type Skipped } from './imagecache/errors.js';
 export type { Bundle, CacheEntry, Gate, ImageCache, Pool, PoolSettings, Toleration } from './imagecache/model.js';
 export { parseImageRef, type ImageRef } from './imagecache/reference.js';
 export { VERSION, DEFAULT_RECONCILER_IMAGE } from './version.js';

@@ -1,5 +1,7 @@
 /** Test helpers: build models from short YAML snippets, and synthesize them. */
 import { Testing } from 'cdk8s';
+import type { ExitCode } from '../src/cli/exit-codes.js';
+import { run } from '../src/cli/main.js';
 import { buildBundle } from '../src/imagecache/bundle.js';
 import type { Bundle, Pool } from '../src/imagecache/model.js';
 import { parseFiles } from '../src/imagecache/parse.js';
@@ -36,4 +38,13 @@ export function only(manifests: any[], kind: string): any {
   const found = manifests.filter((m) => m.kind === kind);
   if (found.length !== 1) throw new Error(`expected one ${kind}, found ${found.length}`);
   return found[0];
+}
+
+/** Runs the CLI in-process, as a shell would, with both streams captured and the time it took. */
+export async function cli(...argv: string[]): Promise<{ code: ExitCode; stdout: string; stderr: string; ms: number }> {
+  let stdout = '';
+  let stderr = '';
+  const started = Date.now();
+  const code = await run(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr, ms: Date.now() - started };
 }

@@ -1,5 +1,5 @@
 /** Loading specs for a command: diagnostics to stderr, and the right exit code on failure. */
-import { formatDiagnostic, SpecError } from '../imagecache/errors.js';
+import { formatDiagnostics, formatSkipped, plural, SpecError, type Skipped } from '../imagecache/errors.js';
 import { loadBundle, type LoadResult } from '../imagecache/load.js';
 import { CliError, ExitCode } from './exit-codes.js';
 import type { Io } from './io.js';
@@ -26,13 +26,21 @@ export async function loadSpecs(args: SpecArgs, io: Io, extras: LoadExtras = {})
     result = await loadBundle(args.paths, { defaultNamespace: args.namespace, ...extras });
   } catch (err) {
     if (!(err instanceof SpecError)) throw err;
-    for (const d of err.diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
+    for (const line of formatDiagnostics(err.diagnostics)) io.stderr(`${line}\n`);
+    reportSkipped(err.skipped, io);
     const errors = err.diagnostics.filter((d) => d.severity === 'error').length;
-    throw new CliError(`${errors} error${errors === 1 ? '' : 's'} found; nothing was written`, ExitCode.InvalidInput);
+    throw new CliError(`${plural(errors, 'error')} found; nothing was written`, ExitCode.InvalidInput);
   }
-  for (const d of result.warnings) io.stderr(`${formatDiagnostic(d)}\n`);
+  for (const line of formatDiagnostics(result.warnings)) io.stderr(`${line}\n`);
+  reportSkipped(result.skipped, io);
   if (result.imageCaches === 0) {
     throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; refusing to produce empty output`, ExitCode.InvalidInput);
   }
   return result;
+}
+
+/** One line on stderr when anything was passed over, so a user can tell it was seen. */
+function reportSkipped(skipped: Skipped, io: Io): void {
+  const line = formatSkipped(skipped);
+  if (line !== undefined) io.stderr(`${line}\n`);
 }

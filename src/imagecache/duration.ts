@@ -3,6 +3,8 @@
  * and controller flags. Whole seconds only: sub-second precision means nothing for image pulls.
  */
 
+import { quote } from './errors.js';
+
 const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600 };
 const DURATION = /^(?:\d+[hms])+$/;
 const PART = /(\d+)([hms])/g;
@@ -10,13 +12,13 @@ const PART = /(\d+)([hms])/g;
 /** Parses a duration into whole seconds, or returns an error message. */
 export function parseDuration(text: string): { seconds: number } | { error: string } {
   if (!DURATION.test(text)) {
-    return { error: `duration "${text}" is invalid: use whole numbers with h, m or s, e.g. 90s, 10m, 1h30m` };
+    return { error: `duration ${quote(text)} is invalid: use whole numbers with h, m or s, e.g. 90s, 10m, 1h30m` };
   }
   let seconds = 0;
   for (const [, amount, unit] of text.matchAll(PART)) {
     seconds += Number(amount) * (UNIT_SECONDS[unit ?? 's'] ?? 1);
   }
-  if (!Number.isSafeInteger(seconds)) return { error: `duration "${text}" is too large` };
+  if (!Number.isSafeInteger(seconds)) return { error: `duration ${quote(text)} is too large` };
   return { seconds };
 }
 

@@ -26,12 +26,116 @@ export interface Diagnostic extends Location {
   readonly message: string;
 }
 
+/** The longest excerpt of an input value that a message quotes, in characters. */
+export const MAX_QUOTED_CHARS = 60;
+
+/**
+ * An input value as every message quotes it: in double quotes, cut to `max` characters with `…`
+ * and the full length, and escaped (quotes, backslashes, `\n`, `\t`, `\x00`, and `\u202e` for
+ * invisible or direction-changing characters). Spec files are untrusted: a quoted value must never
+ * put a terminal escape sequence, a NUL byte or a megabyte into a CI log.
+ */
+export function quote(value: string, max: number = MAX_QUOTED_CHARS): string {
+  return excerpt(value, max, true);
+}
+
+/**
+ * Like {@link quote} without the quotes, and leaving `"` and `\` alone: for text that is not a
+ * single value, such as a number's source or a message from the YAML parser.
+ */
+export function excerpt(text: string, max: number = MAX_QUOTED_CHARS, quoted = false): string {
+  let head = '';
+  let count = 0;
+  let cut = false;
+  // By code point, so a cut never splits a surrogate pair.
+  for (const char of text) {
+    if (count === max) {
+      cut = true;
+      break;
+    }
+    head += char;
+    count++;
+  }
+  const escaped = head.replace(quoted ? QUOTED_ESCAPES : ESCAPES, escapeChar) + (cut ? '…' : '');
+  const body = quoted ? `"${escaped}"` : escaped;
+  return cut ? `${body} (${text.length} chars)` : body;
+}
+
+// C0 and C1 controls, DEL, line and paragraph separators, bidirectional controls, the BOM, and
+// (with the u flag, only unpaired) surrogates.
+const ESCAPES = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]/gu;
+const QUOTED_ESCAPES = new RegExp(`["\\\\]|${ESCAPES.source}`, 'gu');
+const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '"': '\\"', '\\': '\\\\' };
+
+function escapeChar(char: string): string {
+  const named = NAMED[char];
+  if (named !== undefined) return named;
+  const code = char.charCodeAt(0);
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/** Longest rendered file name and message: a last bound for text that did not come through {@link quote}. */
+const MAX_RENDERED_CHARS = 1000;
+
 /** Renders a diagnostic the way compilers do: `file:line:col: doc N: path: message`. */
 export function formatDiagnostic(d: Diagnostic): string {
-  const pos = d.line > 0 ? `${d.file}:${d.line}:${d.column}` : d.file;
-  const path = d.path === '' ? '' : ` ${d.path}:`;
+  const file = excerpt(d.file, MAX_RENDERED_CHARS);
+  const pos = d.line > 0 ? `${file}:${d.line}:${d.column}` : file;
+  const path = d.path === '' ? '' : ` ${excerpt(d.path, MAX_RENDERED_CHARS)}:`;
   const doc = d.document > 0 ? ` document ${d.document}:` : '';
-  return `${pos}: ${d.severity}:${doc}${path} ${d.message}`;
+  return `${pos}: ${d.severity}:${doc}${path} ${excerpt(d.message, MAX_RENDERED_CHARS)}`;
+}
+
+/** Input passed over on purpose, counted so the user can see it was seen. */
+export interface Skipped {
+  /** Documents of other API groups, or without apiVersion and kind (plain YAML). */
+  readonly documents: number;
+  /** Files that hold at least one of those documents. */
+  readonly files: number;
+  /** Documents prewarm itself wrote (a synth output folder inside a spec folder). */
+  readonly outputDocuments: number;
+  /** Files that hold at least one of those. */
+  readonly outputFiles: number;
+  /** Files inside a Helm chart's `templates/` folder: Go templates, not YAML. */
+  readonly helmTemplates: number;
+}
+
+/** Nothing skipped. */
+export const NOTHING_SKIPPED: Skipped = Object.freeze({ documents: 0, files: 0, outputDocuments: 0, outputFiles: 0, helmTemplates: 0 });
+
+/** One line saying what was skipped, e.g. `skipped 12 documents of other kinds in 5 files`; undefined when nothing was. */
+export function formatSkipped(s: Skipped): string | undefined {
+  const parts: string[] = [];
+  if (s.documents > 0) parts.push(`${plural(s.documents, 'document')} of other kinds in ${plural(s.files, 'file')}`);
+  if (s.outputDocuments > 0) parts.push(`${plural(s.outputDocuments, 'document')} of prewarm's own output in ${plural(s.outputFiles, 'file')}`);
+  if (s.helmTemplates > 0) parts.push(`${plural(s.helmTemplates, 'Helm chart template')}`);
+  return parts.length === 0 ? undefined : `skipped ${parts.join(', ')}`;
+}
+
+/** How many diagnostics are shown; the rest are only counted, so a flood never fills a CI log. */
+export const MAX_SHOWN_DIAGNOSTICS = 100;
+
+/**
+ * Renders diagnostics one per line, in location order, at most `limit` of them plus one line that
+ * counts the rest. Errors are chosen before warnings, so a flood of warnings never hides an error.
+ */
+export function formatDiagnostics(diagnostics: readonly Diagnostic[], limit: number = MAX_SHOWN_DIAGNOSTICS): string[] {
+  const errors = diagnostics.filter((d) => d.severity === 'error');
+  const warnings = diagnostics.filter((d) => d.severity !== 'error');
+  const shown = errors.slice(0, limit).concat(warnings.slice(0, Math.max(0, limit - errors.length))).sort(compareDiagnostics);
+  const lines = shown.map(formatDiagnostic);
+  const moreErrors = errors.length - Math.min(errors.length, limit);
+  const moreWarnings = warnings.length - (shown.length - (errors.length - moreErrors));
+  if (moreErrors + moreWarnings > 0) {
+    const parts = [plural(moreErrors, 'more error'), plural(moreWarnings, 'more warning')].filter((p) => !p.startsWith('0 '));
+    lines.push(`... and ${parts.join(' and ')}, not shown (only the first ${limit} are)`);
+  }
+  return lines;
+}
+
+/** `1 error`, `2 errors`. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /** Orders diagnostics by file, then position, so output never depends on discovery order. */
@@ -54,17 +158,15 @@ function cmp(a: string, b: string): number {
 export class SpecError extends Error {
   /** Every diagnostic, errors and warnings, sorted by location. */
   readonly diagnostics: readonly Diagnostic[];
+  /** Input passed over on purpose. */
+  readonly skipped: Skipped;
 
-  constructor(diagnostics: readonly Diagnostic[]) {
+  constructor(diagnostics: readonly Diagnostic[], skipped: Skipped = NOTHING_SKIPPED) {
     const sorted = [...diagnostics].sort(compareDiagnostics);
     const errors = sorted.filter((d) => d.severity === 'error');
-    super(
-      errors.length === 0
-        ? 'invalid input'
-        : `${errors.length} error${errors.length === 1 ? '' : 's'} in input:\n` +
-            errors.map(formatDiagnostic).join('\n'),
-    );
+    super(errors.length === 0 ? 'invalid input' : `${plural(errors.length, 'error')} in input:\n${formatDiagnostics(errors).join('\n')}`);
     this.name = 'SpecError';
     this.diagnostics = sorted;
+    this.skipped = skipped;
   }
 }

@@ -6,17 +6,20 @@
  * with kube-fledged means exactly the same thing here.
  */
 import { TOLERATE_ALL } from '../contract/placement.js';
-import { isScalar, LineCounter, parseAllDocuments, type Node } from 'yaml';
-import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LIMITS } from '../contract/names.js';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, Pair, parseAllDocuments, YAMLMap, type Document, type Node } from 'yaml';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_MANAGED_BY, LIMITS, MANAGED_BY } from '../contract/names.js';
 import { formatDuration, parseDuration } from './duration.js';
-import type { Diagnostic, Location } from './errors.js';
+import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion, type CacheEntry, type ImageCache, type PoolSettings, type Toleration } from './model.js';
 import {
   bool,
   checked,
   DocContext,
+  editDistance,
+  entries,
   ignored,
+  isMergeKey,
   int,
   list,
   object,
@@ -44,10 +47,12 @@ export interface ParseOptions {
   readonly defaultNamespace?: string;
 }
 
-/** Result of parsing: the ImageCaches that are valid, and every diagnostic. */
+/** Result of parsing: the ImageCaches that are valid, every diagnostic, and what was passed over. */
 export interface ParseResult {
   readonly caches: readonly ImageCache[];
   readonly diagnostics: readonly Diagnostic[];
+  /** Documents that are not ImageCaches: other manifests and plain YAML. */
+  readonly skipped: Skipped;
 }
 
 /** The namespace used when a document names none and no option overrides it. */
@@ -124,11 +129,13 @@ const image: Reader<ImageRef> = (ctx, node, path) => {
   if (text === undefined) return undefined;
   const parsed = parseImageRef(text);
   if (!parsed.ok) {
-    ctx.error(node, path, `invalid image reference ${JSON.stringify(text)}: ${parsed.error}`);
+    // reference.ts quotes parts of the input as they are: it is shared with the sidecar's image,
+    // which ships without errors.ts, so its message is bounded and escaped here.
+    ctx.error(node, path, `invalid image reference ${quote(text)}: ${excerpt(parsed.error, 3 * MAX_QUOTED_CHARS)}`);
     return undefined;
   }
   if (parsed.ref.defaultedTag) {
-    ctx.warn(node, path, `image ${JSON.stringify(text)} has no tag; using ${parsed.ref.canonical} (pin a tag or digest)`);
+    ctx.warn(node, path, `image ${quote(text)} has no tag; using ${parsed.ref.canonical} (pin a tag or digest)`);
   }
   return parsed.ref;
 };
@@ -169,7 +176,7 @@ const maxUnavailable: Reader<number | string> = (ctx, node, path) => {
   const m = /^(\d{1,3})%$/.exec(text);
   const percent = m === null ? NaN : Number(m[1]);
   if (!(percent >= 1 && percent <= 100)) {
-    ctx.error(node, path, `must be a positive integer or a percentage from 1% to 100%, got ${JSON.stringify(text)}`);
+    ctx.error(node, path, `must be a positive integer or a percentage from 1% to 100%, got ${quote(text)}`);
     return undefined;
   }
   return text;
@@ -261,22 +268,44 @@ function documentShape(apiVersion: ApiVersion): Shape<RawDocument> {
 export function parseFiles(files: readonly SourceFile[], options: ParseOptions = {}): ParseResult {
   const defaultNamespace = options.defaultNamespace ?? DEFAULT_NAMESPACE;
   const diagnostics: Diagnostic[] = [];
-  const caches: ImageCache[] = [];
+  const read: ReadCache[] = [];
+  let skipped = NOTHING_SKIPPED;
   for (const file of files) {
-    caches.push(...parseFile(file, defaultNamespace, diagnostics));
+    const passed = { other: 0, output: 0 };
+    for (const cache of parseFile(file, defaultNamespace, diagnostics, passed)) read.push(cache);
+    skipped = {
+      ...skipped,
+      documents: skipped.documents + passed.other,
+      files: skipped.files + (passed.other > 0 ? 1 : 0),
+      outputDocuments: skipped.outputDocuments + passed.output,
+      outputFiles: skipped.outputFiles + (passed.output > 0 ? 1 : 0),
+    };
   }
-  checkDuplicates(caches, diagnostics);
-  return { caches, diagnostics };
+  checkDuplicates(read, diagnostics);
+  return { caches: read.map((r) => r.cache), diagnostics, skipped };
 }
 
-function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[]): ImageCache[] {
+/** An ImageCache as read, with where its name is, for duplicate-name errors. */
+interface ReadCache {
+  readonly cache: ImageCache;
+  readonly nameAt: Location;
+}
+
+function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[], passed: { other: number; output: number }): ReadCache[] {
   const lines = new LineCounter();
-  // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted.
-  const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', prettyErrors: true, uniqueKeys: true });
-  const out: ImageCache[] = [];
+  // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted. Merge keys
+  // (`<<`) are YAML 1.1, but kubectl accepts them, so they are read too.
+  const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', merge: true, prettyErrors: true, uniqueKeys: true });
+  const out: ReadCache[] = [];
   const list = Array.isArray(docs) ? docs : [];
   list.forEach((doc, i) => {
     const ctx = new DocContext(file.path, i + 1, doc, lines, diagnostics);
+    const kind = kindOf(doc);
+    if (kind === 'empty') return;
+    if (kind === 'other' || kind === 'output') {
+      passed[kind]++;
+      return;
+    }
     if (doc.errors.length > 0) {
       for (const e of doc.errors) {
         const pos = lines.linePos(e.pos[0]);
@@ -287,21 +316,79 @@ function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diag
           line: pos.line,
           column: pos.col,
           path: '',
-          message: `YAML syntax error: ${firstLine(e.message)}`,
+          message: `YAML syntax error: ${excerpt(firstLine(e.message), 200)}`,
         });
       }
       return;
     }
-    // An empty document (only comments, or nothing after a trailing `---`) holds no ImageCache.
-    const contents = doc.contents;
-    if (contents === null || (isScalar(contents) && contents.value === null && contents.source === '')) return;
-    const cache = readDocument(ctx, contents, defaultNamespace);
+    const cache = readDocument(ctx, doc.contents as Node, defaultNamespace);
     if (cache !== undefined) out.push(cache);
   });
   return out;
 }
 
-function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): ImageCache | undefined {
+/** The API groups read as ImageCaches; documents of every other group are passed over. */
+const OWN_GROUPS: readonly string[] = Object.values(API_VERSIONS).map(groupOf);
+/** kube-fledged's group before v0.8: refused with the versions we read, never passed over. */
+const FORMER_GROUPS: readonly string[] = ['fledged.k8s.io'];
+
+/**
+ * What a document is, judged by its header alone, so that other manifests (Deployments, CRDs,
+ * kustomization.yaml, plain configuration) cost nothing and are never reported on. Within our
+ * groups, and for groups one or two typos away from them, every document is read in full, so an
+ * unknown kind or version is still an error.
+ */
+function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' | 'output' {
+  // prewarm's own output is told by the managed-by label on every object it writes: a synth output
+  // folder inside a spec folder (`synth specs -o specs/out`), with or without its marker file.
+  const root = doc.contents;
+  // An empty document (only comments, or nothing after a trailing `---`) holds nothing at all.
+  if (root === null || (isScalar(root) && root.value === null && (root.source ?? '') === '')) return 'empty';
+  const apiVersion = scalarAt(doc, ['apiVersion']);
+  if (typeof apiVersion === 'string') {
+    if (isOwnGroup(groupOf(apiVersion))) return 'imagecache';
+    return scalarAt(doc, ['metadata', 'labels', LABEL_MANAGED_BY]) === MANAGED_BY ? 'output' : 'other';
+  }
+  // A document that does not parse and names no group may be an ImageCache: report its errors.
+  if (doc.errors.length > 0) return 'imagecache';
+  return scalarAt(doc, ['kind']) === KIND ? 'imagecache' : 'other';
+}
+
+/** The scalar at a path of mapping keys from a document's root (aliases and merge keys followed), or undefined. */
+function scalarAt(doc: Document.Parsed, keys: readonly string[]): unknown {
+  let node: unknown = doc.contents;
+  for (const key of keys) node = valueAt(doc, node, key, 0);
+  return isScalar(node) ? node.value : undefined;
+}
+
+function valueAt(doc: Document.Parsed, node: unknown, key: string, depth: number): unknown {
+  const map = isAlias(node) ? node.resolve(doc) : node;
+  if (!isMap(map) || depth > 8) return undefined;
+  const pair = map.items.find((p) => isScalar(p.key) && p.key.value === key);
+  if (pair !== undefined) return isAlias(pair.value) ? pair.value.resolve(doc) : pair.value;
+  for (const merge of map.items.filter((p) => isMergeKey(p.key))) {
+    const sources = isAlias(merge.value) ? merge.value.resolve(doc) : merge.value;
+    for (const source of isSeq(sources) ? sources.items : [sources]) {
+      const found = valueAt(doc, source, key, depth + 1);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+/** The API group of an apiVersion: `apps/v1` → `apps`, `v1` → `` (core); a bare `prewarm.dev` is a group missing its version. */
+function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf('/');
+  if (slash >= 0) return apiVersion.slice(0, slash);
+  return apiVersion.includes('.') ? apiVersion : '';
+}
+
+function isOwnGroup(group: string): boolean {
+  if (FORMER_GROUPS.includes(group)) return true;
+  return OWN_GROUPS.some((own) => editDistance(group.toLowerCase(), own) <= 2);
+}
+
+function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): ReadCache | undefined {
   const header = peekHeader(ctx, root);
   if (header === undefined) return undefined;
   const errorsBefore = ctx.errorCount();
@@ -331,7 +418,8 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Im
 
   if (ctx.errorCount() > errorsBefore) return undefined;
   const secrets = [...new Set((spec.value.imagePullSecrets ?? []).map((s) => s.value.name))].sort();
-  return Object.freeze({
+  const nameAt = ctx.locate(metadata.fieldNodes.name, ['metadata', 'name']);
+  const cache = Object.freeze({
     apiVersion: header,
     name,
     namespace,
@@ -341,6 +429,7 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Im
     settingLocations,
     location,
   });
+  return { cache, nameAt };
 }
 
 /** Reads apiVersion and kind first, so the right field set applies to the rest. */
@@ -351,7 +440,7 @@ function peekHeader(ctx: DocContext, root: Node): ApiVersion | undefined {
   });
   // Read only the two header fields: unknown-field errors are left to the full read.
   const scratch = new DocContextProbe(ctx);
-  const header = probe(scratch.ctx, filterKeys(root, ['apiVersion', 'kind']), []);
+  const header = probe(scratch.ctx, filterKeys(scratch.ctx, root, ['apiVersion', 'kind']), []);
   if (header === undefined) {
     scratch.flush();
     return undefined;
@@ -359,11 +448,11 @@ function peekHeader(ctx: DocContext, root: Node): ApiVersion | undefined {
   const { apiVersion, kind } = header.value;
   const versions = Object.values(API_VERSIONS) as string[];
   if (!versions.includes(apiVersion)) {
-    ctx.error(header.fieldNodes.apiVersion, ['apiVersion'], `unsupported apiVersion "${apiVersion}": expected ${versions.map((v) => `"${v}"`).join(' or ')}`);
+    ctx.error(header.fieldNodes.apiVersion, ['apiVersion'], `unsupported apiVersion ${quote(apiVersion)}: expected ${versions.map((v) => `"${v}"`).join(' or ')}`);
     return undefined;
   }
   if (kind !== KIND) {
-    ctx.error(header.fieldNodes.kind, ['kind'], `unsupported kind "${kind}": expected "${KIND}"`);
+    ctx.error(header.fieldNodes.kind, ['kind'], `unsupported kind ${quote(kind)}: expected "${KIND}"`);
     return undefined;
   }
   return apiVersion as ApiVersion;
@@ -434,20 +523,19 @@ export const HELPER_IMAGE_DEFAULT = DEFAULT_HELPER_IMAGE;
 export const MAX_UNAVAILABLE_DEFAULT = DEFAULT_MAX_UNAVAILABLE;
 
 /** Two ImageCaches with one name in one namespace would overwrite each other in a cluster. */
-function checkDuplicates(caches: readonly ImageCache[], diagnostics: Diagnostic[]): void {
-  const seen = new Map<string, ImageCache>();
-  for (const cache of caches) {
+function checkDuplicates(caches: readonly ReadCache[], diagnostics: Diagnostic[]): void {
+  const seen = new Map<string, Location>();
+  for (const { cache, nameAt } of caches) {
     const key = `${cache.namespace}/${cache.name}`;
     const first = seen.get(key);
     if (first === undefined) {
-      seen.set(key, cache);
+      seen.set(key, nameAt);
       continue;
     }
     diagnostics.push({
-      ...cache.location,
-      path: 'metadata.name',
+      ...nameAt,
       severity: 'error',
-      message: `duplicate ImageCache "${key}": already defined at ${first.location.file}:${first.location.line}:${first.location.column} (document ${first.location.document})`,
+      message: `duplicate ImageCache ${quote(key)}: already defined at ${first.file}:${first.line}:${first.column} (document ${first.document})`,
     });
   }
 }
@@ -463,15 +551,18 @@ function assignDefined<K extends string, V>(target: Partial<Record<K, V>>, key: 
   if (value !== undefined) target[key] = value;
 }
 
-/** A shallow view of a mapping that keeps only the named keys. */
-function filterKeys(root: Node, keys: readonly string[]): Node {
-  if (!('items' in root) || !Array.isArray(root.items) || !('clone' in root)) return root;
-  const copy = (root as unknown as { clone(): Node & { items: unknown[] } }).clone();
-  copy.items = copy.items.filter((pair) => {
-    const key = (pair as { key?: { value?: unknown } }).key?.value;
-    return typeof key === 'string' && keys.includes(key);
-  });
-  return copy;
+/**
+ * A view of a mapping that keeps only the named keys. Shallow: a deep clone of a document with
+ * 150,000 images took most of the time spent reading it.
+ */
+function filterKeys(ctx: DocContext, root: Node, keys: readonly string[]): Node {
+  if (!isMap(root)) return root;
+  const view = new YAMLMap();
+  for (const entry of entries(ctx, root, []) ?? []) {
+    if (isScalar(entry.key) && typeof entry.key.value === 'string' && keys.includes(entry.key.value)) view.items.push(new Pair(entry.key, entry.value));
+  }
+  if (root.range) view.range = root.range;
+  return view;
 }
 
 /** Collects a probe's diagnostics aside, to be kept only if the probe fails. */

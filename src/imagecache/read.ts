@@ -3,8 +3,8 @@
  * the position of every value, so each diagnostic can point at the exact line and column, and lets
  * us tell an unquoted number from a string.
  */
-import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node } from 'yaml';
-import type { Diagnostic, Location, Severity } from './errors.js';
+import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type YAMLMap } from 'yaml';
+import { excerpt, quote, type Diagnostic, type Location, type Severity } from './errors.js';
 
 /** A field path, rendered like `spec.cacheSpec[0].nodeSelector["kubernetes.io/arch"]`. */
 export type Path = readonly (string | number)[];
@@ -15,7 +15,7 @@ export function formatPath(path: Path): string {
   for (const part of path) {
     if (typeof part === 'number') out += `[${part}]`;
     else if (/^[A-Za-z_$][\w$]*$/.test(part)) out += out === '' ? part : `.${part}`;
-    else out += `[${JSON.stringify(part)}]`;
+    else out += `[${quote(part)}]`;
   }
   return out;
 }
@@ -63,7 +63,7 @@ export class DocContext {
 
   /** Takes over diagnostics recorded by a fork. */
   adopt(diagnostics: readonly Diagnostic[]): void {
-    this.diagnostics.push(...diagnostics);
+    for (const d of diagnostics) this.diagnostics.push(d);
   }
 
   error(node: Node | null | undefined, path: Path, message: string): void {
@@ -85,10 +85,76 @@ export class DocContext {
     let current = node as Node | null | undefined;
     for (let hops = 0; isAlias(current); hops++) {
       if (hops > 64) return undefined;
-      current = current.resolve(this.doc) as Node | undefined;
+      const target = current.resolve(this.doc) as Node | undefined;
+      if (target === undefined) {
+        // The YAML parser leaves an alias without an anchor for later; report it where it is.
+        this.error(current, path, `undefined alias *${excerpt(current.source)}: no anchor &${excerpt(current.source)} comes before it in this document`);
+        return undefined;
+      }
+      current = target;
     }
     return current ?? null;
   }
+}
+
+/** One key and value of a mapping, as written or merged in by a `<<` key. */
+export interface MapEntry {
+  readonly key: unknown;
+  readonly value: unknown;
+}
+
+/**
+ * The entries of a mapping with YAML merge keys applied (`<<: *base`, `<<: [*a, *b]`; YAML 1.1's
+ * merge, which kubectl accepts): keys written in the mapping win over merged ones, and an earlier
+ * merged mapping wins over a later one. Undefined after an invalid merge (reported) or when the
+ * node budget is spent.
+ */
+export function entries(ctx: DocContext, map: YAMLMap, path: Path, merging: Set<YAMLMap> = new Set()): MapEntry[] | undefined {
+  const own: MapEntry[] = [];
+  const merged: MapEntry[] = [];
+  for (const pair of map.items) {
+    if (!isMergeKey(pair.key)) {
+      own.push(pair);
+      continue;
+    }
+    const value = ctx.resolve(pair.value, path);
+    if (value === undefined) return undefined;
+    for (const raw of isSeq(value) ? value.items : [value]) {
+      const source = raw === value ? value : ctx.resolve(raw, path);
+      if (source === undefined) return undefined;
+      if (!isMap(source)) {
+        ctx.error(source ?? (pair.key as Node), path, `a merge key (<<) takes a mapping or a list of mappings, got ${describe(source)}`);
+        return undefined;
+      }
+      if (merging.has(source) || source === map) {
+        ctx.error(pair.key as Node, path, 'a merge key (<<) includes a mapping that includes this one');
+        return undefined;
+      }
+      merging.add(map);
+      const inner = entries(ctx, source, path, merging);
+      merging.delete(map);
+      if (inner === undefined) return undefined;
+      for (const entry of inner) merged.push(entry);
+    }
+  }
+  if (merged.length === 0) return own;
+  const seen = new Set(own.map((e) => keyName(e.key)));
+  for (const entry of merged) {
+    const name = keyName(entry.key);
+    if (name !== undefined && seen.has(name)) continue;
+    seen.add(name);
+    own.push(entry);
+  }
+  return own;
+}
+
+/** With the parser's `merge` option, a plain `<<` key is a scalar holding a symbol; a quoted one stays a string. */
+export function isMergeKey(key: unknown): boolean {
+  return isScalar(key) && typeof key.value === 'symbol' && key.value.description === '<<';
+}
+
+function keyName(key: unknown): string | undefined {
+  return isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
 }
 
 /** Describes the YAML type of a node, for "expected X, got Y" messages. */
@@ -99,8 +165,8 @@ export function describe(node: Node | null | undefined): string {
   if (isScalar(node)) {
     const v = node.value;
     if (v === null) return 'null';
-    if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
-    if (typeof v === 'number' || typeof v === 'bigint') return `the number ${String(node.source ?? v)}`;
+    if (typeof v === 'string') return `the string ${quote(v)}`;
+    if (typeof v === 'number' || typeof v === 'bigint') return `the number ${excerpt(String(node.source ?? v))}`;
     if (typeof v === 'boolean') return `the boolean ${String(v)}`;
   }
   return 'an unsupported value';
@@ -115,7 +181,7 @@ export const str: Reader<string> = (ctx, node, path) => {
   let hint = isScalar(node) && node.value !== null && typeof node.value !== 'object' ? ' (quote it)' : '';
   // `- redis:` is YAML for the mapping {redis: null}: almost always an image with an empty tag.
   if (isMap(node) && node.items.length === 1 && isScalar(node.items[0]?.key) && isScalar(node.items[0]?.value) && node.items[0]?.value.value === null) {
-    hint = ` (YAML reads an unquoted "${String(node.items[0]?.key.value)}:" as a mapping: the tag after the colon is empty)`;
+    hint = ` (YAML reads an unquoted ${quote(`${String(node.items[0]?.key.value)}:`)} as a mapping: the tag after the colon is empty)`;
   }
   ctx.error(node, path, `must be a string, got ${describe(node)}${hint}`);
   return undefined;
@@ -128,7 +194,7 @@ export function checked(check: (value: string) => string | undefined, what: stri
     if (value === undefined) return undefined;
     const problem = check(value);
     if (problem !== undefined) {
-      ctx.error(node, path, `${what} ${JSON.stringify(value)} ${problem}`);
+      ctx.error(node, path, `${what} ${quote(value)} ${problem}`);
       return undefined;
     }
     return value;
@@ -198,7 +264,9 @@ export function stringMap(
     }
     const out = new Map<string, string>();
     let ok = true;
-    for (const pair of node.items) {
+    const pairs = entries(ctx, node, path);
+    if (pairs === undefined) return undefined;
+    for (const pair of pairs) {
       const keyNode = ctx.resolve(pair.key, path);
       if (keyNode === undefined) return undefined;
       const key = str(ctx, keyNode, path);
@@ -208,7 +276,7 @@ export function stringMap(
       }
       const keyProblem = checkKey(key);
       if (keyProblem !== undefined) {
-        ctx.error(keyNode, [...path, key], `${what.key} ${JSON.stringify(key)} is invalid: ${keyProblem}`);
+        ctx.error(keyNode, [...path, key], `${what.key} ${quote(key)} is invalid: ${keyProblem}`);
         ok = false;
         continue;
       }
@@ -221,7 +289,7 @@ export function stringMap(
       }
       const valueProblem = checkValue(value);
       if (valueProblem !== undefined) {
-        ctx.error(valueNode, [...path, key], `${what.value} ${JSON.stringify(value)} is invalid: ${valueProblem}`);
+        ctx.error(valueNode, [...path, key], `${what.value} ${quote(value)} is invalid: ${valueProblem}`);
         ok = false;
         continue;
       }
@@ -262,7 +330,9 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
     const value = new Map<string, unknown>();
     const fieldNodes = new Map<string, Node>();
     let ok = true;
-    for (const pair of node.items) {
+    const pairs = entries(ctx, node, path);
+    if (pairs === undefined) return undefined;
+    for (const pair of pairs) {
       const keyNode = ctx.resolve(pair.key, path);
       if (keyNode === undefined) return undefined;
       if (!isScalar(keyNode) || typeof keyNode.value !== 'string') {
@@ -274,12 +344,15 @@ export function object<T extends object>(shape: Shape<T>): Reader<Read<T>> {
       // Own properties only: `constructor` or `__proto__` must be unknown fields, not Object's.
       const field = Object.hasOwn(shape, key) ? (shape as Record<string, Field<unknown>>)[key] : undefined;
       if (field === undefined) {
-        ctx.error(keyNode, [...path, key], `unknown field "${key}"${suggest(key, known)}`);
+        ctx.error(keyNode, [...path, key], `unknown field ${quote(key)}${suggest(key, known)}`);
         ok = false;
         continue;
       }
       const valueNode = ctx.resolve(pair.value, [...path, key]);
       if (valueNode === undefined) return undefined;
+      // An optional field set to null (`nodeSelector:` with every entry commented out) is unset:
+      // the apiserver prunes nulls of fields that are not nullable.
+      if (field.required !== true && (valueNode === null || (isScalar(valueNode) && valueNode.value === null))) continue;
       fieldNodes.set(key, valueNode ?? keyNode);
       const read = field.read(ctx, valueNode, [...path, key]);
       if (read === undefined) ok = false;
@@ -315,7 +388,8 @@ function suggest(key: string, known: readonly string[]): string {
   return best === undefined ? ` (known fields: ${list})` : ` (did you mean "${best}"?)`;
 }
 
-function editDistance(a: string, b: string): number {
+/** Levenshtein distance, for near-miss hints. */
+export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     let diagonal = row[0] ?? 0;

@@ -1,3 +1,4 @@
+import { cli } from '../helpers.js';
 import { execFile } from 'node:child_process';
 import { chmod, lstat, mkdtemp, readdir, readFile, stat, writeFile, mkdir, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,17 +8,10 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { CliError, ExitCode, UsageError } from '../../src/cli/exit-codes.js';
-import { reportFailure, run } from '../../src/cli/main.js';
+import { reportFailure } from '../../src/cli/main.js';
 import { OUTPUT_MARKER } from '../../src/cli/output-marker.js';
 
 const exec = promisify(execFile);
-
-async function cli(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
-  return { code, stdout, stderr };
-}
 
 async function specDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'prewarm-cli-'));

@@ -59,6 +59,26 @@ describe('parseFiles under fuzzing', () => {
     );
   });
 
+  it('passes over other manifests and plain YAML mixed in, reporting nothing about them', () => {
+    const other = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }).map((spec) => stringify({ apiVersion: 'apps/v1', kind: 'Deployment', spec })),
+      fc.dictionary(fc.string().filter((k) => k !== 'apiVersion' && k !== 'kind'), fc.jsonValue({ maxDepth: 2 })).map((d) => stringify(d)),
+      fc.array(fc.jsonValue({ maxDepth: 2 })).map((a) => stringify(a)),
+    );
+    const document = fc.oneof(fc.constant(undefined), other);
+    fc.assert(
+      fc.property(fc.array(document, { maxLength: 6 }), (docs) => {
+        const text = docs.map((d, i) => d ?? valid.replace('name: c,', `name: c${i},`)).join('---\n');
+        const result = parseFiles([{ path: 'mixed.yaml', text }]);
+        expect(result.diagnostics).toEqual([]);
+        expect(result.caches).toHaveLength(docs.filter((d) => d === undefined).length);
+        const others = docs.filter((d) => d !== undefined).length;
+        expect(result.skipped).toMatchObject({ documents: others, files: others > 0 ? 1 : 0 });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('accepts the unmutated spec', () => {
     expect(parseFiles([{ path: 'v.yaml', text: valid }]).diagnostics).toEqual([]);
   });

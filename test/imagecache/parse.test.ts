@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { formatDiagnostic } from '../../src/imagecache/errors.js';
+import { parseAllDocuments } from 'yaml';
 import { parseFiles } from '../../src/imagecache/parse.js';
+import { synthYaml } from '../../src/synth/app.js';
+import { bundleOf } from '../helpers.js';
 
 /** Parses one file and renders its diagnostics the way the CLI prints them. */
 function diagnose(text: string): string[] {
@@ -105,7 +108,8 @@ describe('parseFiles: invalid input', () => {
       'apiVersion: prewarm.dev/v1alpha1\nkind: ConfigMap\n',
       'in.yaml:2:7: error: document 1: kind: unsupported kind "ConfigMap": expected "ImageCache"',
     ],
-    ['not a mapping', '- a\n- b\n', 'in.yaml:1:1: error: document 1: must be a mapping, got a list'],
+    ['spec not a mapping', fledged('- a\n'), 'in.yaml:7:1: error: document 1: spec: must be a mapping, got a list'],
+    ['an ImageCache without apiVersion', 'kind: ImageCache\nmetadata: {name: c}\n', 'in.yaml:1:1: error: document 1: apiVersion: required field "apiVersion" is missing'],
     [
       'bad maxUnavailable',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: 0}\n'),
@@ -168,14 +172,14 @@ describe('parseFiles: invalid input', () => {
     expect(lines).toHaveLength(4);
   });
 
-  it('rejects a duplicate name and namespace across files, pointing at the first definition', () => {
+  it('rejects a duplicate name and namespace across files, at metadata.name, pointing at the first one', () => {
     const text = fledged('  cacheSpec:\n  - images: [redis:7]\n');
     const r = parseFiles([
       { path: 'a.yaml', text },
-      { path: 'b.yaml', text },
+      { path: 'b.yaml', text: `# a comment first\n${text}` },
     ]);
     expect(r.diagnostics.map(formatDiagnostic)).toEqual([
-      'b.yaml:1:1: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:1:1 (document 1)',
+      'b.yaml:5:9: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:4:9 (document 1)',
     ]);
   });
 
@@ -280,5 +284,169 @@ describe('parseFiles: valid input', () => {
     const out = diagnose(text);
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(out.some((l) => l.includes('document is too large to read') || l.includes('unknown field "x-anchors"'))).toBe(true);
+  });
+});
+
+describe('parseFiles: hostile values are quoted as short, escaped excerpts', () => {
+  // A YAML double-quoted scalar: \e is ESC and \0 is NUL once parsed.
+  const evil = `"\\e[31m${'Z'.repeat(100_000)}\\0"`;
+  // YAML allows at most 1024 characters in an implicit key.
+  const evilKey = `"\\e[31m${'Z'.repeat(1_000)}\\0"`;
+  it.each([
+    ['an image', fledged(`  cacheSpec:\n  - images: [${evil}]\n`)],
+    ['an image that is a mapping', fledged(`  cacheSpec:\n  - images:\n    - ${'Z'.repeat(1_000)}:\n`)],
+    ['an unknown field', fledged(`  cacheSpec:\n  - images: [redis:7]\n  ${evilKey}: 1\n`)],
+    ['a label key', fledged(`  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {${evil}: x}\n`)],
+    ['a label value', fledged(`  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: ${evil}}\n`)],
+    ['a namespace', fledged('  cacheSpec:\n  - images: [redis:7]\n', `name: c\n  namespace: ${evil}`)],
+    ['an apiVersion', `apiVersion: ${evil.replace('"\\e', '"prewarm.dev/\\e')}\nkind: ImageCache\n`],
+    ['a kind', `apiVersion: prewarm.dev/v1alpha1\nkind: ${evil}\n`],
+    ['a duration', prewarm(`  cacheSpec:\n  - images: [redis:7]\n  gate: {deadline: ${evil}}\n`)],
+    ['maxUnavailable', prewarm(`  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: ${evil}}\n`)],
+    ['a string where a boolean belongs', prewarm(`  cacheSpec:\n  - images: [redis:7]\n  gate: {enabled: ${evil}}\n`)],
+    ['a long number', prewarm(`  cacheSpec:\n  - images: [${'9'.repeat(100_000)}]\n`)],
+  ])('%s', (_name, text) => {
+    const lines = diagnose(text);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) {
+      expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+      expect(line).not.toContain('Z'.repeat(61));
+      expect(line).not.toContain('9'.repeat(61));
+      expect(line.length).toBeLessThan(700);
+    }
+    expect(lines.join('\n')).toMatch(/\\x1b|ZZZ…" \(\d+ chars\)|9… \(\d+ chars\)/);
+  });
+
+  it('bounds and escapes the parts of a reference that the image parser quotes', () => {
+    // reference.ts ships alone in the sidecar's image, so its own quotes are bounded by parse.ts.
+    const [line] = diagnose(fledged(`  cacheSpec:\n  - images: ["redis:\\e${'Z'.repeat(100_000)}"]\n`));
+    expect(line).toMatch(/invalid image reference "redis:\\x1bZ{53}…" \(100007 chars\): tag "\\x1bZ+… \(\d+ chars\)$/);
+    expect(line).not.toMatch(/[\u0000-\u001f]|Z{181}/);
+  });
+});
+
+describe('parseFiles: documents that are not ImageCaches', () => {
+  const cache = fledged('  cacheSpec:\n  - images: [redis:7]\n');
+  it.each([
+    ['a Deployment', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kubefledged-controller}\nspec: {replicas: 1}\n'],
+    ['a Namespace (core group)', 'apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-fledged}\n'],
+    ['the ImageCache CRD itself', 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: imagecaches.kubefledged.io}\nspec: {group: kubefledged.io}\n'],
+    ['a kustomization.yaml', 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [imagecache.yaml]\n'],
+    ['a KEDA ScaledObject', 'apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: s}\nspec: {scaleTargetRef: {name: d}}\n'],
+    ['an operator CR in a subdomain of kubefledged.io', 'apiVersion: charts.helm.kubefledged.io/v1alpha2\nkind: KubeFledged\nmetadata: {name: k}\n'],
+    ['another vendor\'s ImageCache', 'apiVersion: images.example.com/v1\nkind: ImageCache\nspec: {anything: [1, 2]}\n'],
+    ['plain configuration, no apiVersion or kind', 'replicaCount: 1\nimage: {repository: nginx}\n'],
+    ['a list', '- group: charts.helm.k8s.io\n  kind: KubeFledged\n'],
+    ['a scalar', 'just text\n'],
+    ['an explicit null', '~\n'],
+    ['another group\'s document that YAML refuses (a repeated key)', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, name: b}\n'],
+  ])('%s is skipped, counted and never reported on', (_name, text) => {
+    const result = parseFiles([{ path: 'in.yaml', text: `${text}---\n${cache}` }]);
+    expect(result.diagnostics).toEqual([]);
+    expect(result.caches).toHaveLength(1);
+    expect(result.skipped).toEqual({ documents: 1, files: 1, outputDocuments: 0, outputFiles: 0, helmTemplates: 0 });
+  });
+
+  it.each([
+    ['an unknown version of kubefledged.io', 'apiVersion: kubefledged.io/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "kubefledged.io/v1alpha1"'],
+    ['an unknown version of prewarm.dev', 'apiVersion: prewarm.dev/v2\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "prewarm.dev/v2"'],
+    ['an unknown kind of prewarm.dev', 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCacheList\n', 'kind: unsupported kind "ImageCacheList"'],
+    ['a typo in the group', 'apiVersion: kubefleged.io/v1alpha2\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "kubefleged.io/v1alpha2"'],
+    ['a group in capitals', 'apiVersion: Prewarm.dev/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "Prewarm.dev/v1alpha1"'],
+    ['a group without its version', 'apiVersion: prewarm.dev\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "prewarm.dev"'],
+    ['kube-fledged\'s former group', 'apiVersion: fledged.k8s.io/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "fledged.k8s.io/v1alpha1"'],
+    ['a document that YAML refuses and that names no group', 'kind: ImageCache\nmetadata: {name: a, name: b}\n', 'YAML syntax error: Map keys must be unique'],
+  ])('%s stays an error (typo protection)', (_name, text, message) => {
+    const result = parseFiles([{ path: 'in.yaml', text }]);
+    expect(result.diagnostics.map((d) => `${d.path}: ${d.message}`)).toEqual([expect.stringContaining(message)]);
+    expect(result.skipped.documents).toBe(0);
+  });
+
+  it('counts documents and the files they are in; empty documents are not counted', () => {
+    const deployment = 'apiVersion: apps/v1\nkind: Deployment\n';
+    const result = parseFiles([
+      { path: 'a.yaml', text: `${deployment}---\n${deployment}---\n# only a comment\n---\n` },
+      { path: 'b.yaml', text: `${cache}---\n${deployment}` },
+      { path: 'c.yaml', text: cache.replace('name: c', 'name: d') },
+    ]);
+    expect(result.diagnostics).toEqual([]);
+    expect(result.caches.map((c) => c.name)).toEqual(['c', 'd']);
+    expect(result.skipped).toEqual({ documents: 3, files: 2, outputDocuments: 0, outputFiles: 0, helmTemplates: 0 });
+  });
+});
+
+describe("prewarm's own output", () => {
+  const cacheText = fledged('  cacheSpec:\n  - images: [redis:7]\n');
+  const output = synthYaml(bundleOf('  cacheSpec:\n  - images: [redis:7]\n'));
+  const labelled = (apiVersion: string, managedBy: string): string =>
+    `apiVersion: ${apiVersion}\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {app.kubernetes.io/managed-by: ${managedBy}}\n`;
+
+  it('parseFiles skips and counts it apart from other kinds, and still reads a labelled ImageCache', () => {
+    const result = parseFiles([
+      { path: 'out/a.k8s.yaml', text: output },
+      { path: 'mixed.yaml', text: `${labelled('v1', 'prewarm')}---\n${labelled('v1', 'Helm')}` },
+      { path: 'c.yaml', text: cacheText.replace('metadata:\n', 'metadata:\n  labels: {app.kubernetes.io/managed-by: prewarm}\n') },
+    ]);
+    expect(result.diagnostics).toEqual([]);
+    expect(result.caches).toHaveLength(1);
+    const documents = parseAllDocuments(output).length;
+    expect(result.skipped).toEqual({ documents: 1, files: 1, outputDocuments: documents + 1, outputFiles: 2, helmTemplates: 0 });
+  });
+});
+
+describe('parseFiles: smaller items of issue 13', () => {
+  const read = (text: string) => {
+    const r = parseFiles([{ path: 'in.yaml', text }]);
+    return { errors: r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), caches: r.caches };
+  };
+
+  it.each([
+    [
+      'a merge key in a cacheSpec entry; keys written beside it win',
+      prewarm('  cacheSpec:\n  - &gpu\n    images: [a:1]\n    nodeSelector: {tier: gpu}\n    tolerations: [{key: g, operator: Exists}]\n  - <<: *gpu\n    images: [b:1]\n'),
+      [
+        { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'gpu' } },
+        { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'gpu' } },
+      ],
+    ],
+    [
+      'a merge key in a nodeSelector',
+      prewarm('  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &sel {tier: gpu}\n  - images: [b:1]\n    nodeSelector: {<<: *sel, zone: a}\n'),
+      [
+        { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'gpu' } },
+        { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'gpu', zone: 'a' } },
+      ],
+    ],
+    [
+      'a list of merged mappings: the earlier one wins',
+      prewarm('  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &x {tier: x, zone: x}\n  - images: [b:1]\n    nodeSelector: &y {tier: y, rack: y}\n  - images: [c:1]\n    nodeSelector: {<<: [*y, *x]}\n'),
+      [
+        { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'x', zone: 'x' } },
+        { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'y', rack: 'y' } },
+        { images: ['docker.io/library/c:1'], nodeSelector: { tier: 'y', rack: 'y', zone: 'x' } },
+      ],
+    ],
+    [
+      'nodeSelector and imagePullSecrets whose entries are all commented out (null) are empty',
+      fledged('  cacheSpec:\n  - images: [a:1]\n    nodeSelector:\n      # tier: gpu\n  imagePullSecrets:\n  # - name: regcred\n'),
+      [{ images: ['docker.io/library/a:1'], nodeSelector: {} }],
+    ],
+    ['an explicit null for optional prewarm fields', prewarm('  cacheSpec:\n  - images: [a:1]\n    tolerations: ~\n    pool: null\n  gate: ~\n'), [{ images: ['docker.io/library/a:1'], nodeSelector: {} }]],
+  ])('accepts %s', (_name, text, expected) => {
+    const r = read(text);
+    expect(r.errors).toEqual([]);
+    expect(r.caches[0]?.entries.map((e) => ({ images: e.images.map((i) => i.canonical), nodeSelector: e.nodeSelector }))).toEqual(expected);
+    expect(r.caches[0]?.imagePullSecrets).toEqual([]);
+  });
+
+  it.each([
+    ['a merge key whose value is not a mapping', fledged('  cacheSpec:\n  - <<: 1\n    images: [a:1]\n'), 'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) takes a mapping or a list of mappings, got the number 1'],
+    ['a mapping that merges itself', fledged('  cacheSpec:\n  - &e {<<: *e, images: [a:1]}\n'), 'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) includes a mapping that includes this one'],
+    ['a quoted "<<" is a plain key', fledged('  cacheSpec:\n  - "<<": {}\n    images: [a:1]\n'), 'in.yaml:8:5: error: document 1: spec.cacheSpec[0]["<<"]: unknown field "<<" (known fields: "images", "nodeSelector")'],
+    ['a null for a required field', fledged('  cacheSpec:\n'), 'in.yaml:7:13: error: document 1: spec.cacheSpec: must be a list, got null'],
+    ['an undefined alias, at the alias', fledged('  cacheSpec:\n  - images:\n    - *nope\n'), 'in.yaml:9:7: error: document 1: spec.cacheSpec[0].images[0]: undefined alias *nope: no anchor &nope comes before it in this document'],
+    ['an undefined alias as a key', fledged('  cacheSpec:\n  - images: [a:1]\n    *k : x\n'), 'in.yaml:9:5: error: document 1: spec.cacheSpec[0]: undefined alias *k: no anchor &k comes before it in this document'],
+  ])('refuses %s', (_name, text, expected) => {
+    expect(read(text).errors).toEqual([expected]);
   });
 });

@@ -50,7 +50,7 @@ async function fromFiles(paths: readonly string[], write: boolean, io: Io): Prom
   const diagnostics: Diagnostic[] = [];
   const files = await readSources(paths, diagnostics);
   const before = parseFiles(files);
-  diagnostics.push(...before.diagnostics);
+  for (const d of before.diagnostics) diagnostics.push(d);
   report(diagnostics, io);
   // Read again as bytes to be kept (see rewrite.ts): the loader's text has U+FFFD for non-UTF-8 bytes.
   const editable = await Promise.all(files.map((f) => readEditable(f.path)));

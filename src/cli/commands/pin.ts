@@ -39,7 +39,7 @@ export function pinCommand(io: Io) {
       const diagnostics: Diagnostic[] = [];
       const files = await readSources(args.paths, diagnostics);
       const parsed = parseFiles(files);
-      diagnostics.push(...parsed.diagnostics.filter((d) => d.severity === 'error'));
+      for (const d of parsed.diagnostics) if (d.severity === 'error') diagnostics.push(d);
       for (const d of diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
       if (diagnostics.length > 0) throw new CliError(`${diagnostics.length} error(s) found; nothing was pinned`, ExitCode.InvalidInput);
       // Like synth: a path that holds no spec at all is a mistake, not a success.
