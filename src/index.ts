@@ -9,6 +9,6 @@ export { loadBundle, type LoadOptions, type LoadResult } from './imagecache/load
 export { parseFiles, type ParseOptions, type ParseResult, type SourceFile } from './imagecache/parse.js';
 export { buildBundle, type BundleResult } from './imagecache/bundle.js';
 export { formatDiagnostic, SpecError, type Diagnostic, type Location } from './imagecache/errors.js';
-export type { Bundle, CacheEntry, Gate, ImageCache, Pool, PoolSettings, Toleration } from './imagecache/model.js';
+export type { Bundle, CacheEntry, Gate, ImageCache, Pool, PoolOrigin, PoolSettings, Toleration } from './imagecache/model.js';
 export { parseImageRef, type ImageRef } from './imagecache/reference.js';
 export { VERSION, DEFAULT_RECONCILER_IMAGE } from './version.js';

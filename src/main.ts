@@ -3,7 +3,7 @@
  * CDK8S_OUTDIR; the charts are the same ones `prewarm synth` writes.
  */
 import { createApp } from './synth/app.js';
-import { formatDiagnostic, SpecError } from './imagecache/errors.js';
+import { formatDiagnostic, SpecError, type Diagnostic } from './imagecache/errors.js';
 import { loadBundle } from './imagecache/load.js';
 import { DEFAULT_RECONCILER_IMAGE } from './version.js';
 
@@ -11,8 +11,9 @@ const paths = process.argv.slice(2);
 try {
   if (paths.length === 0) throw new Error('usage: node lib/src/main.js <spec folder>...');
   const { bundle, warnings } = await loadBundle(paths);
-  for (const w of warnings) process.stderr.write(`${formatDiagnostic(w)}\n`);
-  createApp(bundle, { reconciler: { image: DEFAULT_RECONCILER_IMAGE } }, process.env['CDK8S_OUTDIR'] ?? 'dist').synth();
+  const onWarning = (w: Diagnostic) => process.stderr.write(`${formatDiagnostic(w)}\n`);
+  for (const w of warnings) onWarning(w);
+  createApp(bundle, { reconciler: { image: DEFAULT_RECONCILER_IMAGE }, onWarning }, process.env['CDK8S_OUTDIR'] ?? 'dist').synth();
 } catch (err) {
   if (err instanceof SpecError) for (const d of err.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
   else process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);

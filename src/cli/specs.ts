@@ -25,14 +25,18 @@ export async function loadSpecs(args: SpecArgs, io: Io, extras: LoadExtras = {})
   try {
     result = await loadBundle(args.paths, { defaultNamespace: args.namespace, ...extras });
   } catch (err) {
-    if (!(err instanceof SpecError)) throw err;
-    for (const d of err.diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
-    const errors = err.diagnostics.filter((d) => d.severity === 'error').length;
-    throw new CliError(`${errors} error${errors === 1 ? '' : 's'} found; nothing was written`, ExitCode.InvalidInput);
+    throw err instanceof SpecError ? invalidInput(err, io) : err;
   }
   for (const d of result.warnings) io.stderr(`${formatDiagnostic(d)}\n`);
   if (result.imageCaches === 0) {
     throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; refusing to produce empty output`, ExitCode.InvalidInput);
   }
   return result;
+}
+
+/** Prints every diagnostic of `err` to stderr and returns the error that ends the run with exit 1. */
+export function invalidInput(err: SpecError, io: Io): CliError {
+  for (const d of err.diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
+  const errors = err.diagnostics.filter((d) => d.severity === 'error').length;
+  return new CliError(`${errors} error${errors === 1 ? '' : 's'} found; nothing was written`, ExitCode.InvalidInput);
 }

@@ -2,9 +2,11 @@
  * A bundle → a cdk8s App of charts. Pure except for `App.synth()`, which the caller points at a
  * directory of its choosing (the CLI uses a temporary one and moves it into place).
  */
-import { App, YamlOutputType } from 'cdk8s';
+import { App, YamlOutputType, type Chart } from 'cdk8s';
+import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
+import { checkOutput, checkPoolNames, settle, type Manifest } from './checks.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
 
@@ -15,23 +17,40 @@ export interface SynthOptions {
    * @default - no sidecar
    */
   readonly reconciler?: ReconcilerProps;
+  /**
+   * Receives each warning about the output: what the apiserver accepts but a user would regret
+   * (see LIMITS in checks.ts). Errors are thrown instead, as a SpecError.
+   * @default - warnings are dropped
+   */
+  readonly onWarning?: (warning: Diagnostic) => void;
 }
 
 /**
  * Adds prewarm's charts for `bundle` to an existing cdk8s App: one without a namespace for
  * cluster-scoped objects, then one per namespace. Charts are added in sorted
  * order, so output is byte-identical for the same bundle.
+ *
+ * Throws a SpecError, before anything can be written, when the output would be wrong: two pools
+ * or two containers sharing a name.
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
-  new ClusterChart(app, CLUSTER_CHART_ID, { bundle, reconciler: options.reconciler !== undefined });
+  settle(checkPoolNames(bundle, options.reconciler !== undefined));
+  const charts: Chart[] = [new ClusterChart(app, CLUSTER_CHART_ID, { bundle, reconciler: options.reconciler !== undefined })];
   for (const namespace of bundle.namespaces) {
-    new NamespaceChart(app, namespaceChartId(namespace), {
-      namespace,
-      pools: bundle.pools.filter((p) => p.namespace === namespace),
-      allPools: bundle.pools,
-      ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
-    });
+    charts.push(
+      new NamespaceChart(app, namespaceChartId(namespace), {
+        namespace,
+        pools: bundle.pools.filter((p) => p.namespace === namespace),
+        allPools: bundle.pools,
+        ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
+      }),
+    );
   }
+  checkOutput(
+    charts.flatMap((c) => c.toJson() as Manifest[]),
+    bundle,
+    options.onWarning,
+  );
 }
 
 /**

@@ -79,6 +79,11 @@ export function imageContainerName(ref: ImageRef): string {
   return `${readable === '' ? 'image' : readable}-${shortHash(ref.canonical)}`;
 }
 
+/** Volume of one pull secret mounted into the sidecar, which reads registry credentials from it. */
+export function pullSecretVolumeName(secret: string): string {
+  return dnsLabel(`pull-secret-${secret}`);
+}
+
 /** Init container that copies the static helper binary. */
 export const HELPER_CONTAINER = 'prewarm-helper';
 /** The emptyDir holding the helper binary. */

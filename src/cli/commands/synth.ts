@@ -1,10 +1,11 @@
 /** `prewarm synth`: specs → manifests, into a folder or onto stdout. */
 import type { Argv } from 'yargs';
+import { formatDiagnostic, SpecError } from '../../imagecache/errors.js';
 import { createApp, synthYaml, type SynthOptions } from '../../synth/app.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { replaceDirectory } from '../output.js';
 import type { Io } from '../io.js';
-import { loadSpecs, type SpecArgs } from '../specs.js';
+import { invalidInput, loadSpecs, type SpecArgs } from '../specs.js';
 import { specOptions } from './common.js';
 
 interface SynthArgs extends SpecArgs {
@@ -32,12 +33,23 @@ export function synthCommand(io: Io) {
       const output = args.output ?? 'dist';
       // The output folder may sit inside a spec folder (`prewarm synth . -o dist`): never read it.
       const { bundle } = await loadSpecs(args, io, args.stdout === true ? {} : { exclude: [output] });
-      const options: SynthOptions = args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {};
+      const options: SynthOptions = {
+        ...(args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {}),
+        onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
+      };
+      // Synth refuses output the apiserver would refuse (SpecError): that is invalid input, exit 1.
+      const checked = <T>(make: () => T): T => {
+        try {
+          return make();
+        } catch (err) {
+          throw err instanceof SpecError ? invalidInput(err, io) : err;
+        }
+      };
       if (args.stdout === true) {
-        io.stdout(synthYaml(bundle, options));
+        io.stdout(checked(() => synthYaml(bundle, options)));
         return;
       }
-      await replaceDirectory(output, (dir) => createApp(bundle, options, dir).synth());
+      await replaceDirectory(output, (dir) => checked(() => createApp(bundle, options, dir)).synth());
       const images = bundle.pools.reduce((n, p) => n + p.images.length, 0);
       io.stderr(`wrote ${bundle.pools.length} pools (${images} images) in ${bundle.namespaces.length} namespaces to ${output}\n`);
     },
