@@ -9,7 +9,7 @@ import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles, type SourceFile } from '../../src/imagecache/parse.js';
 import { parseImageRef } from '../../src/imagecache/reference.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
-import { checkManifestNames, type Manifest } from '../../src/synth/checks.js';
+import { checkLimits, checkManifestNames, type Manifest } from '../../src/synth/checks.js';
 import { dnsLabel, imageContainerName, poolId, pullSecretVolumeName, shortHash } from '../../src/synth/naming.js';
 import { poolKey } from '../../src/imagecache/bundle.js';
 
@@ -158,5 +158,96 @@ describe('checkManifestNames', () => {
     { case: 'two volumes of one name', manifests: [obj('DaemonSet', 'd', 'x', pod(['a'], [], ['v', 'v']))], expected: ['DaemonSet x/d: error: DaemonSet x/d has two volumes named "v"; the apiserver would refuse it'] },
   ])('$case', ({ manifests, expected }) => {
     expect(checkManifestNames(manifests, empty).map(formatDiagnostic)).toEqual(expected);
+  });
+});
+
+describe('checkLimits', () => {
+  const MIB = 1024 * 1024;
+  const bundle = bundleOf([
+    cache('all.yaml', 'all', 'ml', '  cacheSpec:\n  - images: [redis:7]\n'),
+    cache('web.yaml', 'web', 'ml', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: web}\n'),
+    cache('db.yaml', 'db', 'other', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: db}\n'),
+  ]);
+  const [all, web, db] = ['all.yaml', 'web.yaml', 'db.yaml'].map((f) => bundle.pools.find((p) => p.origins[0]?.location.file === f));
+  if (all === undefined || web === undefined || db === undefined) throw new Error('pools missing');
+  const id = (p: typeof all) => `${p.namespace}/${poolId(p)}`;
+
+  /** A pull DaemonSet of `pool` whose containers request `memory` each (the init container 8Mi). */
+  const ds = (pool: typeof all, ...memory: string[]): Manifest =>
+    ({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: `prewarm-${poolId(pool)}`, namespace: pool.namespace },
+      spec: {
+        template: {
+          spec: {
+            initContainers: [{ name: 'h', resources: { requests: { memory: '8Mi' } } }],
+            containers: memory.map((m, i) => ({ name: `c${i}`, resources: { requests: { memory: m } } })),
+          },
+        },
+      },
+    }) as Manifest;
+  const configMap = (namespace: string, dataBytes: number): Manifest =>
+    ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'prewarm-pools', namespace }, data: { 'pools.json': 'x'.repeat(dataBytes) } }) as Manifest;
+  /** `m` grown by an annotation to exactly `bytes` of JSON. */
+  const sized = (m: Manifest, bytes: number): Manifest => {
+    const base = { ...m, metadata: { ...m.metadata, annotations: { pad: '' } } };
+    const pad = bytes - Buffer.byteLength(JSON.stringify(base));
+    return { ...base, metadata: { ...base.metadata, annotations: { pad: 'x'.repeat(pad) } } } as Manifest;
+  };
+
+  it.each([
+    { case: 'small objects, little memory', manifests: [ds(all, '4Mi'), ds(web, '4Mi'), configMap('ml', 1000)], expected: [] },
+    { case: 'ConfigMap data of exactly 1 MiB', manifests: [configMap('ml', MIB)], expected: [/^ConfigMap prewarm-pools: warning: ConfigMap prewarm-pools in namespace ml is 1 MiB/] },
+    {
+      case: 'ConfigMap data over 1 MiB, alike in two namespaces: reported once',
+      manifests: [configMap('ml', MIB + 1), configMap('other', MIB + 1)],
+      expected: [
+        /^ConfigMap prewarm-pools: error: ConfigMap prewarm-pools in namespaces ml, other would hold 1 MiB \(1,048,577 bytes\) of data; the apiserver refuses a ConfigMap over 1 MiB \(1,048,576 bytes\): it lists all 3 pools of the bundle/,
+        /^ConfigMap prewarm-pools: warning: ConfigMap prewarm-pools in namespaces ml, other is 1 MiB \(1,048,\d{3} bytes\) as JSON: client-side "kubectl apply"/,
+      ],
+    },
+    { case: 'a DaemonSet of exactly 256 KiB', manifests: [sized(ds(web, '4Mi'), 256 * 1024)], expected: [] },
+    {
+      case: 'a DaemonSet over 256 KiB: client-side apply would fail',
+      manifests: [sized(ds(web, '4Mi'), 256 * 1024 + 1)],
+      expected: [new RegExp(`^web\\.yaml:6:5: warning: document 1: spec\\.cacheSpec\\[0\\]: DaemonSet ml/prewarm-${poolId(web)} is 256 KiB \\(262,145 bytes\\) as JSON: client-side "kubectl apply" and Argo CD without ServerSideApply=true will fail on it.*apply it server-side; split the pool's 1 images across pools`)],
+    },
+    { case: 'a DaemonSet of exactly 1.5 MiB', manifests: [sized(ds(web, '4Mi'), 1.5 * MIB)], expected: [/^web\.yaml:6:5: warning: .* is 1\.5 MiB/] },
+    {
+      case: 'a DaemonSet over 1.5 MiB: the apiserver refuses it',
+      manifests: [sized(ds(web, '4Mi'), 1.5 * MIB + 1)],
+      expected: [new RegExp(`^web\\.yaml:6:5: error: document 1: spec\\.cacheSpec\\[0\\]: DaemonSet ml/prewarm-${poolId(web)} would be 1\\.5 MiB \\(1,572,865 bytes\\) as JSON; the apiserver refuses an object over about 1\\.5 MiB \\(1,572,864 bytes\\)`)],
+    },
+    { case: 'pools sharing a node request exactly 1 GiB', manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi'), ds(db, '512Mi')], expected: [] },
+    {
+      case: 'pools sharing a node request over 1 GiB: an every-node pool adds to a selected one',
+      manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi', '1Mi'), ds(db, '4Mi')],
+      expected: [new RegExp(`^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there, over 1 GiB: every image reserves 4 MiB`)],
+    },
+    {
+      case: 'an every-node pool over 1 GiB alone',
+      manifests: [ds(all, '1025Mi')],
+      expected: [new RegExp(`^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory`)],
+    },
+    { case: 'pools whose selectors exclude each other never add up', manifests: [ds(web, '700Mi'), ds(db, '700Mi')], expected: [] },
+    { case: 'the init container counts when it requests more than the containers', manifests: [{ ...ds(web), spec: { template: { spec: { initContainers: [{ name: 'h', resources: { requests: { memory: '2G' } } }], containers: [] } } } } as Manifest], expected: [/request 1\.86 GiB/] },
+  ])('$case', ({ manifests, expected }) => {
+    const got = checkLimits(manifests, bundle).map(formatDiagnostic);
+    expect(got).toHaveLength(expected.length);
+    expected.forEach((pattern, i) => expect(got[i]).toMatch(pattern));
+  });
+
+  it('the CLI warns on stderr and still writes the output: 260 images in one pool request over 1 GiB per node', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-limits-'));
+    const images = Array.from({ length: 260 }, (_, i) => `registry.example.com/team/app-${i}:v1`).join(', ');
+    await writeFile(join(dir, 'big.yaml'), cache('', 'big', 'ml', `  cacheSpec:\n  - images: [${images}]\n`).text);
+    let stderr = '';
+    const code = await run(['synth', join(dir, 'big.yaml'), '-o', join(dir, 'out')], { stdout: () => undefined, stderr: (t) => (stderr += t) });
+    expect(code, stderr).toBe(0);
+    // 260 containers of 4 MiB and the sidecar's 48 MiB.
+    expect(stderr).toContain(`${join(dir, 'big.yaml')}:6:5: warning: document 1: spec.cacheSpec[0]: every node runs the pull pods of ml/all-`);
+    expect(stderr).toContain('which request 1.06 GiB of memory there, over 1 GiB');
+    expect(await readdir(join(dir, 'out'))).toContain('prewarm-ns-ml.k8s.yaml');
   });
 });
