@@ -75,14 +75,6 @@ export const LIMITS = {
   memoryPerNodeBytes: { limit: 1024 * MIB, severity: 'warning' as Severity },
 } as const;
 
-/**
- * Runs every check on the charts' manifests, then throws a {@link SpecError} if any error was
- * found (nothing may be written), or hands each warning to `onWarning`.
- */
-export function checkOutput(manifests: readonly Manifest[], bundle: Bundle, onWarning?: (warning: Diagnostic) => void): void {
-  settle([...checkManifestNames(manifests, bundle), ...checkLimits(manifests, bundle)], onWarning);
-}
-
 /** Throws a {@link SpecError} carrying every diagnostic when one is an error; otherwise reports the warnings. */
 export function settle(diagnostics: readonly Diagnostic[], onWarning?: (warning: Diagnostic) => void): void {
   if (diagnostics.some((d) => d.severity === 'error')) throw new SpecError(diagnostics);
@@ -237,6 +229,17 @@ function overLimit(limit: SizeLimit, name: string, bytes: number, bundle: Bundle
 /** At most five items, then how many more. */
 function listed(items: readonly string[]): string {
   return items.length <= 5 ? items.join(', ') : `${items.slice(0, 5).join(', ')} and ${items.length - 5} more`;
+}
+
+/** An owned namespace that no ImageCache is in is not emitted: likely a typo, or a left-over. */
+export function checkOwnedNamespaces(bundle: Bundle, owned: readonly string[]): Diagnostic[] {
+  return owned
+    .filter((ns) => !bundle.namespaces.includes(ns))
+    .map((ns) => ({
+      ...objectLocation(`Namespace ${ns}`),
+      severity: 'warning',
+      message: `namespace "${ns}" is owned, but no ImageCache is in it, so it is not emitted (a prune deletes it if it was emitted before)`,
+    }));
 }
 
 /**

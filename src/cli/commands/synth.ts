@@ -2,8 +2,10 @@
 import type { Argv } from 'yargs';
 import { formatDiagnostic, SpecError } from '../../imagecache/errors.js';
 import { createApp, synthYaml, type SynthOptions } from '../../synth/app.js';
+import { ownedNamespaceError } from '../../synth/charts.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { replaceDirectory } from '../output.js';
+import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { invalidInput, loadSpecs, type SpecArgs } from '../specs.js';
 import { specOptions } from './common.js';
@@ -13,6 +15,17 @@ interface SynthArgs extends SpecArgs {
   readonly stdout?: boolean | undefined;
   readonly reconciler: boolean;
   readonly reconcilerImage: string;
+  readonly ownNamespace?: readonly string[] | undefined;
+}
+
+/** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
+function ownedNamespaces(value: string | string[]): string[] {
+  const names = [value].flat();
+  for (const name of names) {
+    const invalid = ownedNamespaceError(name);
+    if (invalid !== undefined) throw new UsageError(`--own-namespace: ${invalid}`);
+  }
+  return names;
 }
 
 /** Registers the command. */
@@ -26,15 +39,23 @@ export function synthCommand(io: Io) {
         .option('stdout', { type: 'boolean', describe: 'Print one YAML stream to stdout instead' })
         .option('reconciler', { type: 'boolean', default: true, describe: 'Add the sidecar reconciler (--no-reconciler to omit)' })
         .option('reconciler-image', { type: 'string', default: DEFAULT_RECONCILER_IMAGE, describe: 'Image of the sidecar reconciler' })
+        .option('own-namespace', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'A namespace prewarm owns: emitted with Pod Security restricted, pruned with the output; repeat for more. Others are emitted bare and protected from GitOps pruning',
+          coerce: ownedNamespaces,
+        })
         .conflicts('stdout', 'output')
         .example('$0 synth specs/ -o dist', 'write one file per namespace into dist/')
-        .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly'),
+        .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly')
+        .example('$0 synth specs/ -o dist --own-namespace prewarm', 'prewarm owns (and restricts) namespace prewarm'),
     handler: async (args: SynthArgs) => {
       const output = args.output ?? 'dist';
       // The output folder may sit inside a spec folder (`prewarm synth . -o dist`): never read it.
       const { bundle } = await loadSpecs(args, io, args.stdout === true ? {} : { exclude: [output] });
       const options: SynthOptions = {
         ...(args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {}),
+        ...(args.ownNamespace === undefined ? {} : { ownedNamespaces: args.ownNamespace }),
         onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
       };
       // Synth refuses output the apiserver would refuse (SpecError): that is invalid input, exit 1.
