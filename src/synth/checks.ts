@@ -94,9 +94,8 @@ export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
   const byId = new Map<string, Pool>();
   for (const pool of bundle.pools) {
     const id = poolId(pool);
-    const first = byId.get(id);
-    if (first === undefined) byId.set(id, pool);
-    else {
+    const first = claim(byId, id, pool);
+    if (first !== undefined) {
       const shared = first.namespace === pool.namespace ? ` and DaemonSet ${pool.namespace}/${daemonSetName(id)}` : '';
       out.push(
         error(
@@ -110,9 +109,8 @@ export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
     const bySecret = new Map<string, string>();
     for (const secret of pool.imagePullSecrets) {
       const volume = pullSecretVolumeName(secret);
-      const other = bySecret.get(volume);
-      if (other === undefined) bySecret.set(volume, secret);
-      else {
+      const other = claim(bySecret, volume, secret);
+      if (other !== undefined) {
         out.push(
           error(
             poolLocation(pool),
@@ -306,6 +304,13 @@ function duplicateContainer(m: Manifest, name: string, pool: Pool | undefined): 
 
 function duplicateVolume(m: Manifest, name: string, pool: Pool | undefined): Diagnostic {
   return error(locate(m, pool), `${m.kind} ${qualifiedName(m)} has two volumes named "${name}"; the apiserver would refuse it`);
+}
+
+/** Records `value` under `key` unless a value is there already; returns that earlier value. */
+function claim<T>(claims: Map<string, T>, key: string, value: T): T | undefined {
+  const earlier = claims.get(key);
+  if (earlier === undefined) claims.set(key, value);
+  return earlier;
 }
 
 /** Returns every value that occurs more than once, once each, in order of second occurrence. */

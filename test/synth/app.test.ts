@@ -6,6 +6,7 @@ import { formatDiagnostic, type Diagnostic } from '../../src/imagecache/errors.j
 import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 import { createApp, synthYaml, type SynthOptions } from '../../src/synth/app.js';
+import { NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import type { PoolsFile } from '../../src/wellknown.js';
 import { bundleOf } from '../helpers.js';
 
@@ -90,16 +91,7 @@ describe('namespace ownership', () => {
         .filter((d) => d.kind === 'Namespace')
         .map((d) => [d.metadata.name, { labels: d.metadata.labels ?? {}, annotations: d.metadata.annotations ?? {} }]),
     );
-  const RESTRICTED = {
-    'app.kubernetes.io/managed-by': 'prewarm',
-    'app.kubernetes.io/part-of': 'prewarm',
-    'pod-security.kubernetes.io/enforce': 'restricted',
-    'pod-security.kubernetes.io/enforce-version': 'latest',
-    'pod-security.kubernetes.io/warn': 'restricted',
-    'pod-security.kubernetes.io/warn-version': 'latest',
-    'pod-security.kubernetes.io/audit': 'restricted',
-    'pod-security.kubernetes.io/audit-version': 'latest',
-  };
+  const RESTRICTED = { 'app.kubernetes.io/managed-by': 'prewarm', 'app.kubernetes.io/part-of': 'prewarm', ...NAMESPACE_POD_SECURITY };
   const SHARED = { 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false', 'kustomize.toolkit.fluxcd.io/prune': 'disabled' };
   const owned = { labels: RESTRICTED, annotations: {} };
   const shared = { labels: {}, annotations: SHARED };
