@@ -9,6 +9,6 @@ export { loadBundle, MAX_SPEC_FILE_BYTES, type LoadOptions, type LoadResult } fr
 export { parseFiles, type ParseOptions, type ParseResult, type SourceFile } from './imagecache/parse.js';
 export { buildBundle, type BundleResult } from './imagecache/bundle.js';
 export { formatDiagnostic, formatDiagnostics, SpecError, type Diagnostic, type Location, type Skipped } from './imagecache/errors.js';
-export type { Bundle, CacheEntry, Gate, ImageCache, Pool, PoolSettings, Toleration } from './imagecache/model.js';
+export type { Bundle, CacheEntry, Gate, ImageCache, Pool, PoolOrigin, PoolSettings, Toleration } from './imagecache/model.js';
 export { parseImageRef, type ImageRef } from './imagecache/reference.js';
 export { VERSION, DEFAULT_RECONCILER_IMAGE } from './version.js';

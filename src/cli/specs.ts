@@ -25,11 +25,7 @@ export async function loadSpecs(args: SpecArgs, io: Io, extras: LoadExtras = {})
   try {
     result = await loadBundle(args.paths, { defaultNamespace: args.namespace, ...extras });
   } catch (err) {
-    if (!(err instanceof SpecError)) throw err;
-    for (const line of formatDiagnostics(err.diagnostics)) io.stderr(`${line}\n`);
-    reportSkipped(err.skipped, io);
-    const errors = err.diagnostics.filter((d) => d.severity === 'error').length;
-    throw new CliError(`${plural(errors, 'error')} found; nothing was written`, ExitCode.InvalidInput);
+    throw err instanceof SpecError ? invalidInput(err, io) : err;
   }
   for (const line of formatDiagnostics(result.warnings)) io.stderr(`${line}\n`);
   reportSkipped(result.skipped, io);
@@ -43,4 +39,12 @@ export async function loadSpecs(args: SpecArgs, io: Io, extras: LoadExtras = {})
 function reportSkipped(skipped: Skipped, io: Io): void {
   const line = formatSkipped(skipped);
   if (line !== undefined) io.stderr(`${line}\n`);
+}
+
+/** Prints the diagnostics of `err` (and what was skipped) and returns the error that ends the run with exit 1. */
+export function invalidInput(err: SpecError, io: Io): CliError {
+  for (const line of formatDiagnostics(err.diagnostics)) io.stderr(`${line}\n`);
+  reportSkipped(err.skipped, io);
+  const errors = err.diagnostics.filter((d) => d.severity === 'error').length;
+  return new CliError(`${plural(errors, 'error')} found; nothing was written`, ExitCode.InvalidInput);
 }

@@ -6,7 +6,7 @@
 import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
 import { poolId } from '../synth/naming.js';
 import type { Diagnostic, Location } from './errors.js';
-import type { Bundle, CacheEntry, ImageCache, Pool, PoolSettings, Toleration } from './model.js';
+import type { Bundle, CacheEntry, ImageCache, Pool, PoolOrigin, PoolSettings, Toleration } from './model.js';
 import type { ImageRef } from './reference.js';
 
 /** Result of grouping: the bundle, plus conflicts found while merging. */
@@ -24,6 +24,7 @@ interface Accumulator {
   readonly images: Map<string, ImageRef>;
   readonly secrets: Set<string>;
   readonly sources: Set<string>;
+  readonly origins: PoolOrigin[];
   settings: { value: PoolSettings; from: ImageCache };
 }
 
@@ -48,6 +49,7 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
           images: new Map(),
           secrets: new Set(),
           sources: new Set(),
+          origins: [],
           settings: { value: cache.settings, from: cache },
         };
         pools.set(key, pool);
@@ -58,6 +60,7 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
       for (const image of entry.images) pool.images.set(image.canonical, image);
       for (const secret of cache.imagePullSecrets) pool.secrets.add(secret);
       pool.sources.add(`${cache.namespace}/${cache.name}`);
+      pool.origins.push({ imageCache: `${cache.namespace}/${cache.name}`, location: entry.location, images: entry.images.map((i) => i.canonical) });
     }
   }
   checkNamesUnique([...pools.values()], diagnostics);
@@ -76,6 +79,7 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
         imagePullSecrets: [...p.secrets].sort(compare),
         settings: p.settings.value,
         sources: [...p.sources].sort(compare),
+        origins: p.origins,
       });
     });
   const namespaces = [...new Set(out.map((p) => p.namespace))].sort(compare);

@@ -69,6 +69,20 @@ export interface ImageCache {
   readonly location: Location;
 }
 
+/**
+ * One `cacheSpec` entry that feeds a pool. Synthesis keeps no other link back to the spec, so
+ * checks made after naming (a name two inputs share, an object over a size limit) use this to
+ * point at the file and line.
+ */
+export interface PoolOrigin {
+  /** `namespace/name` of the ImageCache. */
+  readonly imageCache: string;
+  /** Where the entry is written. */
+  readonly location: Location;
+  /** Canonical references of the entry's images, in the entry's order. */
+  readonly images: readonly string[];
+}
+
 /** A node pool: the unit that becomes one pull DaemonSet. */
 export interface Pool {
   /**
@@ -97,6 +111,8 @@ export interface Pool {
   readonly settings: PoolSettings;
   /** `namespace/name` of the contributing ImageCaches, sorted. */
   readonly sources: readonly string[];
+  /** Every entry that feeds the pool, in ImageCache (`namespace/name`) then entry order. */
+  readonly origins: readonly PoolOrigin[];
 }
 
 /** Everything one synth run produces objects for. */

@@ -1,13 +1,19 @@
 /**
  * Container image references, parsed by the grammar of distribution/reference
  * (https://github.com/distribution/reference/blob/main/reference.go) and normalised the way the
- * kubelet and containerd resolve them, so that `python:3.12` and `docker.io/library/python:3.12`
- * are recognised as one image.
+ * kubelet and containerd resolve them (normalize.go there), so that `python:3.12`,
+ * `docker.io/library/python:3.12` and `index.docker.io/library/python:3.12` are recognised as one
+ * image.
+ *
+ * `registry-1.docker.io/...` is deliberately left as it is, as distribution/reference leaves it:
+ * containerd stores the image under that name, so a workload that names it is only served from the
+ * cache by a pull of that very name. It shares its layers with the `docker.io` name, so warming
+ * both costs a manifest, not a second download.
  */
 
 /** A parsed, normalised image reference. */
 export interface ImageRef {
-  /** Registry host, with port if any; `docker.io` when the reference named none. */
+  /** Registry host, with port if any; `docker.io` when the reference named none, or `index.docker.io`. */
   readonly domain: string;
   /** Repository path inside the registry, e.g. `library/python`. */
   readonly path: string;
@@ -25,6 +31,8 @@ export interface ImageRef {
 export type ParseResult = { readonly ok: true; readonly ref: ImageRef } | { readonly ok: false; readonly error: string };
 
 const DEFAULT_DOMAIN = 'docker.io';
+/** Docker Hub's legacy name, which normalize.go turns into {@link DEFAULT_DOMAIN}. */
+const LEGACY_DEFAULT_DOMAIN = 'index.docker.io';
 const OFFICIAL_PREFIX = 'library/';
 const MAX_NAME_LENGTH = 255;
 
@@ -33,9 +41,11 @@ const IPV6_HOST = /^\[[0-9a-fA-F:.]+\]$/;
 const PORT = /^[0-9]+$/;
 const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG = /^[\w][\w.-]{0,127}$/;
-const DIGEST_ALGORITHM = /^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*$/;
-const DIGEST_HEX = /^[a-fA-F0-9]{32,}$/;
-/** Hex lengths of the registered algorithms (opencontainers/go-digest). */
+/**
+ * The digest algorithms containerd accepts, with their hex lengths: those opencontainers/go-digest
+ * registers. Any other algorithm (`md5:`, `sha1:`) parses under the reference grammar, but the
+ * pull fails on the node, so it is refused here.
+ */
 const DIGEST_LENGTHS: Readonly<Record<string, number>> = { sha256: 64, sha384: 96, sha512: 128 };
 
 /**
@@ -83,7 +93,7 @@ export function parseImageRef(input: string): ParseResult {
     }
   }
 
-  const fullDomain = domain ?? DEFAULT_DOMAIN;
+  const fullDomain = domain === undefined || domain === LEGACY_DEFAULT_DOMAIN ? DEFAULT_DOMAIN : domain;
   const fullPath = fullDomain === DEFAULT_DOMAIN && !path.includes('/') ? OFFICIAL_PREFIX + path : path;
   const defaultedTag = tag === undefined && digest === undefined;
   const finalTag = defaultedTag ? 'latest' : tag;
@@ -133,14 +143,12 @@ function checkDigest(digest: string): string | undefined {
   if (colon <= 0) return `digest "${digest}" must have the form algorithm:hex`;
   const algorithm = digest.slice(0, colon);
   const hex = digest.slice(colon + 1);
-  if (!DIGEST_ALGORITHM.test(algorithm)) return `digest algorithm "${algorithm}" is invalid`;
-  const expected = DIGEST_LENGTHS[algorithm];
-  if (expected !== undefined) {
-    if (hex.length !== expected || !/^[a-f0-9]+$/.test(hex)) {
-      return `digest "${digest}" is invalid: ${algorithm} needs ${expected} lowercase hex characters, got ${hex.length}`;
-    }
-  } else if (!DIGEST_HEX.test(hex)) {
-    return `digest "${digest}" is invalid: it needs at least 32 hex characters`;
+  const expected = Object.hasOwn(DIGEST_LENGTHS, algorithm) ? DIGEST_LENGTHS[algorithm] : undefined;
+  if (expected === undefined) {
+    return `digest algorithm "${algorithm}" is not supported: containerd accepts ${Object.keys(DIGEST_LENGTHS).join(', ')}`;
+  }
+  if (hex.length !== expected || !/^[a-f0-9]+$/.test(hex)) {
+    return `digest "${digest}" is invalid: ${algorithm} needs ${expected} lowercase hex characters, got ${hex.length}`;
   }
   return undefined;
 }

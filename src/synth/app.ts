@@ -2,9 +2,11 @@
  * A bundle → a cdk8s App of charts. Pure except for `App.synth()`, which the caller points at a
  * directory of its choosing (the CLI uses a temporary one and moves it into place).
  */
-import { App, YamlOutputType } from 'cdk8s';
+import { App, YamlOutputType, type Chart } from 'cdk8s';
+import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
+import { checkLimits, checkManifestNames, checkOwnedNamespaces, checkPoolNames, settle, type Manifest } from './checks.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
 
@@ -15,23 +17,52 @@ export interface SynthOptions {
    * @default - no sidecar
    */
   readonly reconciler?: ReconcilerProps;
+  /**
+   * Namespaces prewarm owns. An owned namespace is emitted with Pod Security `restricted`
+   * enforced, and, like any object in the output, a GitOps prune deletes it with everything in
+   * it once no ImageCache names it. Own only namespaces that hold nothing but prewarm's pull pods,
+   * such as a dedicated `prewarm`.
+   *
+   * Every other namespace an ImageCache names is still emitted, so the output applies to a fresh
+   * cluster, but bare: no labels, so no Pod Security level is imposed on workloads prewarm knows
+   * nothing of (kube-fledged's Jobs, an application's own pods), and annotated so that neither
+   * Argo CD nor Flux ever prunes or deletes it. `default`, `kube-system`, `kube-public` and
+   * `kube-node-lease` are never emitted, and can never be owned.
+   * @default - none: prewarm owns no namespace
+   */
+  readonly ownedNamespaces?: readonly string[];
+  /**
+   * Receives each warning about the output: what the apiserver accepts but a user would regret
+   * (see LIMITS in checks.ts). Errors are thrown instead, as a SpecError.
+   * @default - warnings are dropped
+   */
+  readonly onWarning?: (warning: Diagnostic) => void;
 }
 
 /**
  * Adds prewarm's charts for `bundle` to an existing cdk8s App: one without a namespace for
  * cluster-scoped objects, then one per namespace. Charts are added in sorted
  * order, so output is byte-identical for the same bundle.
+ *
+ * Throws a SpecError, before anything can be written, when the output would be wrong or refused:
+ * two pools or two containers sharing a name, an object over the apiserver's size limits.
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
-  new ClusterChart(app, CLUSTER_CHART_ID, { bundle, reconciler: options.reconciler !== undefined });
+  settle(checkPoolNames(bundle, options.reconciler !== undefined));
+  const owned = options.ownedNamespaces ?? [];
+  const charts: Chart[] = [new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined })];
   for (const namespace of bundle.namespaces) {
-    new NamespaceChart(app, namespaceChartId(namespace), {
-      namespace,
-      pools: bundle.pools.filter((p) => p.namespace === namespace),
-      allPools: bundle.pools,
-      ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
-    });
+    charts.push(
+      new NamespaceChart(app, namespaceChartId(namespace), {
+        namespace,
+        pools: bundle.pools.filter((p) => p.namespace === namespace),
+        allPools: bundle.pools,
+        ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
+      }),
+    );
   }
+  const manifests = charts.flatMap((c) => c.toJson() as Manifest[]);
+  settle([...checkManifestNames(manifests, bundle), ...checkLimits(manifests, bundle), ...checkOwnedNamespaces(bundle, owned)], options.onWarning);
 }
 
 /**

@@ -6,6 +6,7 @@
 import { Chart } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import type { Construct } from 'constructs';
+import { checkDns1123Label } from '../imagecache/k8s-validation.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { ReconcilerAccess } from './access.js';
 import {
@@ -24,6 +25,31 @@ import { NAMESPACE_POD_SECURITY } from './security.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
 const FOREIGN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
+
+/**
+ * Annotations of a Namespace that prewarm emits but does not own. It is emitted at all so that an
+ * apply or a sync works on a fresh cluster; these keep the GitOps tools that apply it from ever
+ * deleting it: neither when it leaves the output (prune) nor when their Application or
+ * Kustomization is deleted. Argo CD: sync options `Prune=false`, `Delete=false`
+ * (https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/); Flux: `prune: disabled`
+ * (kustomize-controller compares the value case-insensitively; older releases exactly, so it is
+ * lowercase).
+ */
+export const SHARED_NAMESPACE_ANNOTATIONS: Readonly<Record<string, string>> = {
+  'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false',
+  'kustomize.toolkit.fluxcd.io/prune': 'disabled',
+};
+
+/**
+ * Why `namespace` cannot be owned, or undefined when it can: it must be a valid namespace name,
+ * and never one that every cluster has.
+ */
+export function ownedNamespaceError(namespace: string): string | undefined {
+  const invalid = checkDns1123Label(namespace);
+  if (invalid !== undefined) return `namespace "${namespace}" is not a valid namespace name: ${invalid}`;
+  if (FOREIGN_NAMESPACES.has(namespace)) return `namespace "${namespace}" exists in every cluster; prewarm never owns it`;
+  return undefined;
+}
 
 const COMMON_LABELS = { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_PART_OF]: 'prewarm' };
 
@@ -85,6 +111,13 @@ export function poolEntryOf(pool: Pool): PoolEntry {
 export interface ClusterChartProps {
   readonly bundle: Bundle;
   /**
+   * Namespaces prewarm owns (see `SynthOptions.ownedNamespaces`): emitted with Pod Security
+   * restricted. Every other namespace of the bundle is emitted bare, with
+   * {@link SHARED_NAMESPACE_ANNOTATIONS}.
+   * @default - none
+   */
+  readonly ownedNamespaces?: readonly string[];
+  /**
    * Whether pull pods run the sidecar, which then needs its ServiceAccounts, RBAC and admission
    * policy.
    * @default false
@@ -93,17 +126,30 @@ export interface ClusterChartProps {
 }
 
 /**
- * Cluster-scoped objects, in a chart that has no namespace: the Namespaces (labelled Pod Security
- * restricted), and the sidecar's RBAC and admission policy.
+ * Cluster-scoped objects, in a chart that has no namespace: the Namespaces, and the sidecar's RBAC
+ * and admission policy.
+ *
+ * Every namespace of the bundle is emitted, so the output applies to a fresh cluster, and so that
+ * a namespace once emitted stays emitted (its absence would let a prune delete it). Only an owned
+ * namespace carries prewarm's labels and Pod Security restricted; any other one holds workloads
+ * prewarm knows nothing of (kube-fledged's Jobs in `kube-fledged`, the serving pods of an ML
+ * namespace), so it gets no labels, only annotations that stop GitOps tools from deleting it.
  */
 export class ClusterChart extends Chart {
   constructor(scope: Construct, id: string, props: ClusterChartProps) {
     super(scope, id, { disableResourceNameHashes: true });
+    const owned = new Set(props.ownedNamespaces ?? []);
+    for (const namespace of owned) {
+      const invalid = ownedNamespaceError(namespace);
+      if (invalid !== undefined) throw new Error(`ClusterChart: ${invalid}`);
+    }
     for (const namespace of props.bundle.namespaces) {
       // Namespaces every cluster has are never emitted: owning one would let a prune delete it.
       if (FOREIGN_NAMESPACES.has(namespace)) continue;
       new kplus.Namespace(this, `namespace-${namespace}`, {
-        metadata: { name: namespace, labels: { ...COMMON_LABELS, ...NAMESPACE_POD_SECURITY } },
+        metadata: owned.has(namespace)
+          ? { name: namespace, labels: { ...COMMON_LABELS, ...NAMESPACE_POD_SECURITY } }
+          : { name: namespace, annotations: SHARED_NAMESPACE_ANNOTATIONS },
       });
     }
     if (props.reconciler === true) {

@@ -12,6 +12,11 @@ import { GROUP, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../contract/na
 const DNS_LABEL_MAX = 63;
 /** Pool ids sit inside `prewarm-<id>` (DaemonSet) and `prewarm.dev/<id>` (label key name part). */
 const POOL_ID_MAX = 40;
+/**
+ * 32 bits. Kept, not lengthened: pool ids are DaemonSet names, immutable selector values and node
+ * label keys, so a longer hash would rename all of them on upgrade. Collisions are refused after
+ * naming instead (checks.ts, which states the odds).
+ */
 const HASH_LENGTH = 8;
 
 /** Prefix of every namespaced object we name. */
@@ -78,6 +83,11 @@ export function imageContainerName(ref: ImageRef): string {
   const last = ref.path.split('/').pop() ?? ref.path;
   const readable = slug(`${last}-${ref.tag ?? 'digest'}`).slice(0, DNS_LABEL_MAX - HASH_LENGTH - 1).replace(/-+$/, '');
   return `${readable === '' ? 'image' : readable}-${shortHash(ref.canonical)}`;
+}
+
+/** Volume of one pull secret mounted into the sidecar, which reads registry credentials from it. */
+export function pullSecretVolumeName(secret: string): string {
+  return dnsLabel(`pull-secret-${secret}`);
 }
 
 /** Init container that copies the static helper binary. */

@@ -13,13 +13,13 @@ import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PAR
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {
   daemonSetName,
-  dnsLabel,
   HELPER_CONTAINER,
   HELPER_VOLUME,
   imageContainerName,
   nodeAnnotationKey,
   nodeLabelKey,
   POOLS_VOLUME,
+  pullSecretVolumeName,
   SERVICE_ACCOUNT,
 } from './naming.js';
 import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
@@ -149,7 +149,7 @@ export class PullDaemonSet extends Construct {
             path: `${PULL_SECRETS_MOUNT_PATH}/${secretName}`,
             readOnly: true,
             volume: kplus.Volume.fromSecret(this, `pull-secret-${secretName}`, kplus.Secret.fromSecretName(this, `secret-${secretName}`, secretName), {
-              name: dnsLabel(`pull-secret-${secretName}`),
+              name: pullSecretVolumeName(secretName),
               optional: true,
             }),
           }))

@@ -50,7 +50,7 @@ export const SIDECAR_RESOURCES: kplus.ContainerResources = {
   memory: { request: Size.mebibytes(48), limit: Size.mebibytes(96) },
 };
 
-/** Pod Security labels of every namespace we emit. */
+/** Pod Security labels of every namespace prewarm owns (see SynthOptions.ownedNamespaces). */
 export const NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
   'pod-security.kubernetes.io/enforce': 'restricted',
   'pod-security.kubernetes.io/enforce-version': 'latest',

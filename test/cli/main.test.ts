@@ -429,3 +429,31 @@ describe('prewarm pin (no registry needed)', () => {
     expect((await cli('pin', empty)).stderr).toContain(`no ImageCache found in ${empty}; nothing was pinned`);
   });
 });
+
+describe('prewarm synth --own-namespace', () => {
+  const ns = (name: string) => good.replace('namespace: ns', `namespace: ${name}`);
+  const namespaceLabels = (stdout: string) =>
+    Object.fromEntries(
+      parseAllDocuments(stdout)
+        .map((d) => d.toJS() as { kind: string; metadata: { name: string; labels?: Record<string, string> } })
+        .filter((d) => d.kind === 'Namespace')
+        .map((d) => [d.metadata.name, d.metadata.labels?.['pod-security.kubernetes.io/enforce'] ?? 'none']),
+    );
+
+  it.each([
+    { case: 'none', args: [], code: ExitCode.Success, expected: { a: 'none', b: 'none', c: 'none' } },
+    { case: 'one, after the paths', args: ['--own-namespace', 'b'], code: ExitCode.Success, expected: { a: 'none', b: 'restricted', c: 'none' } },
+    { case: 'repeated, before the paths', args: ['--own-namespace', 'a', '--own-namespace', 'c'], before: true, code: ExitCode.Success, expected: { a: 'restricted', b: 'none', c: 'restricted' } },
+    { case: "the cluster's own", args: ['--own-namespace', 'kube-system'], code: ExitCode.Usage, stderr: 'prewarm: --own-namespace: namespace "kube-system" exists in every cluster; prewarm never owns it' },
+    { case: 'an invalid name', args: ['--own-namespace', 'Bad NS'], code: ExitCode.Usage, stderr: 'prewarm: --own-namespace: namespace "Bad NS" is not a valid namespace name' },
+    { case: 'no value', args: ['--own-namespace'], code: ExitCode.Usage, stderr: 'own-namespace' },
+    { case: 'one no ImageCache is in: a warning', args: ['--own-namespace', 'typo'], code: ExitCode.Success, stderr: 'Namespace typo: warning: namespace "typo" is owned, but no ImageCache is in it', expected: { a: 'none', b: 'none', c: 'none' } },
+  ])('$case', async ({ args, before, code, stderr, expected }) => {
+    const dir = await specDir({ 'a.yaml': ns('a'), 'b.yaml': ns('b'), 'c.yaml': ns('c') });
+    const r = await cli('synth', ...(before === true ? [...args, dir] : [dir, ...args]), '--stdout');
+    expect(r.code, r.stderr).toBe(code);
+    if (stderr !== undefined) expect(r.stderr).toContain(stderr);
+    if (expected !== undefined) expect(namespaceLabels(r.stdout)).toEqual(expected);
+    else expect(r.stdout).toBe('');
+  });
+});

@@ -1,8 +1,10 @@
 /**
- * E2E (issue #3, 1 and 2): the synth output of examples/ applied unchanged with server-side apply
- * into namespaces labelled Pod Security restricted (warn + enforce): no warning, every pod
- * Running; then a node joining afterwards gets every image of its pools, timed against a raw
- * pull of the same images on a fresh containerd.
+ * E2E (issue #3, 1 and 2; issue 13): the synth output of examples/ (as dist/ is made: prewarm owns
+ * namespace `prewarm`) applied unchanged with server-side apply into namespaces labelled Pod
+ * Security restricted (warn + enforce): by prewarm where it owns the namespace, by the namespace's
+ * own owner elsewhere, and those labels survive the apply. No warning, every pod Running; then a
+ * node joining afterwards gets every image of its pools, timed against a raw pull of the same
+ * images on a fresh containerd.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, kubectl, removeNode } from '../cluster/cluster.js';
@@ -18,6 +20,11 @@ const ALL_POOLS_NODE = {
   labels: { tier: 'backend', 'node.kubernetes.io/instance-type': 'g5.2xlarge' },
   taints: [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' as const }],
 };
+/** As `npm run synth` makes dist/ (see test/examples.test.ts). */
+const OWNED = ['prewarm'];
+const SYNTH_ARGS = OWNED.flatMap((ns) => ['--own-namespace', ns]);
+const ENFORCE = 'pod-security.kubernetes.io/enforce';
+const WARN = 'pod-security.kubernetes.io/warn';
 const FIRST = 'ex-first';
 const JOIN = 'ex-join';
 const RAW = 'ex-raw';
@@ -27,7 +34,7 @@ describe('examples/ synth output on a real cluster', () => {
   let pools: PoolImages[] = [];
 
   beforeAll(async () => {
-    const { yaml } = synth(['examples']);
+    const { yaml } = synth(['examples'], SYNTH_ARGS);
     objects = parseObjects(yaml);
     pools = poolsOf(objects);
     expect(pools.length).toBeGreaterThan(0);
@@ -45,20 +52,34 @@ describe('examples/ synth output on a real cluster', () => {
     // `default` holds only the sidecar's Events RoleBinding; it exists in every cluster and prewarm
     // never emits (so never owns or prunes) it.
     const used = new Set(objects.map((o) => o.metadata.namespace).filter((n): n is string => !!n && n !== 'default'));
+    const shared = [...used].filter((ns) => !OWNED.includes(ns));
+    expect(shared.length, 'examples use namespaces prewarm does not own').toBeGreaterThan(0);
     for (const ns of used) {
       const nsObj = namespaces.find((n) => n.metadata.name === ns);
       expect(nsObj, `synth output declares namespace ${ns}`).toBeDefined();
-      expect(nsObj?.metadata.labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
-      expect(nsObj?.metadata.labels?.['pod-security.kubernetes.io/warn']).toBe('restricted');
+      const labels = nsObj?.metadata.labels ?? {};
+      if (OWNED.includes(ns)) {
+        expect(labels[ENFORCE]).toBe('restricted');
+        expect(labels[WARN]).toBe('restricted');
+      } else {
+        // Not prewarm's: no Pod Security level imposed, and no GitOps prune of it.
+        expect(labels).toEqual({});
+        const annotations = (nsObj?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations;
+        expect(annotations?.['kustomize.toolkit.fluxcd.io/prune']).toBe('disabled');
+      }
     }
-    const { yaml } = synth(['examples']);
+    // The namespaces prewarm does not own belong to someone else, who restricts them here (as an
+    // ML team may); prewarm's pods must pass, and prewarm's apply must not strip the labels.
+    const own = shared.map((ns) => `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n  labels: {${ENFORCE}: restricted, ${WARN}: restricted}\n`).join('---\n');
+    expect(applyServerSide(own, 'namespace-owner').warnings).toEqual([]);
+    const { yaml } = synth(['examples'], SYNTH_ARGS);
     const applied = applyServerSide(yaml);
     expect(applied.warnings, applied.stderr).toEqual([]);
-    // The server holds the labels too (nothing stripped them).
+    // The server holds the labels (nothing stripped them).
     for (const ns of used) {
       const labels = JSON.parse(kubectl(['get', 'ns', ns, '-o', 'jsonpath={.metadata.labels}'])) as Record<string, string>;
-      expect(labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
-      expect(labels['pod-security.kubernetes.io/warn']).toBe('restricted');
+      expect(labels[ENFORCE]).toBe('restricted');
+      expect(labels[WARN]).toBe('restricted');
     }
     for (const pool of pools) await waitPoolPodRunning(pool, FIRST);
     // Every pod of every pool, on every node, is Running (none Pending or failing).

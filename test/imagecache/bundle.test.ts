@@ -30,6 +30,20 @@ describe('buildBundle', () => {
     expect(b.pools[0]?.sources).toEqual(['ml/a', 'ml/b']);
   });
 
+  it.each([
+    ['python:3.12', 'index.docker.io/library/python:3.12', 'docker.io/library/python:3.12'],
+    ['vllm/vllm-openai:v0.5.0', 'index.docker.io/vllm/vllm-openai:v0.5.0', 'docker.io/vllm/vllm-openai:v0.5.0'],
+    ['docker.io/library/busybox', 'index.docker.io/busybox:latest', 'docker.io/library/busybox:latest'],
+  ])('gives %s and %s one container: Docker Hub under its legacy name is the same image', (a, b, canonical) => {
+    const { bundle: bb } = bundle([cache('a', `  cacheSpec:\n  - images: [${a}]\n`), cache('b', `  cacheSpec:\n  - images: [${b}]\n`)]);
+    expect(bb.pools.map((p) => p.images.map((i) => i.canonical))).toEqual([[canonical]]);
+  });
+
+  it('keeps registry-1.docker.io apart: containerd stores it under that name, so it is another image to warm', () => {
+    const { bundle: bb } = bundle([cache('a', '  cacheSpec:\n  - images: [python:3.12, registry-1.docker.io/library/python:3.12]\n')]);
+    expect(bb.pools[0]?.images.map((i) => i.canonical)).toEqual(['docker.io/library/python:3.12', 'registry-1.docker.io/library/python:3.12']);
+  });
+
   it('keeps pools apart by namespace and by tolerations', () => {
     const { bundle: b } = bundle([
       cache('a', '  cacheSpec:\n  - images: [redis:7]\n'),

@@ -377,7 +377,7 @@ describe('parseFiles: documents that are not ImageCaches', () => {
 
 describe("prewarm's own output", () => {
   const cacheText = fledged('  cacheSpec:\n  - images: [redis:7]\n');
-  const output = synthYaml(bundleOf('  cacheSpec:\n  - images: [redis:7]\n'));
+  const output = synthYaml(bundleOf('  cacheSpec:\n  - images: [redis:7]\n'), { ownedNamespaces: ['ml'] });
   const labelled = (apiVersion: string, managedBy: string): string =>
     `apiVersion: ${apiVersion}\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {app.kubernetes.io/managed-by: ${managedBy}}\n`;
 

@@ -16,6 +16,15 @@ describe('parseImageRef', () => {
     [`redis:7@sha256:${SHA}`, `docker.io/library/redis:7@sha256:${SHA}`, false],
     ['[::1]:5000/app:v1', '[::1]:5000/app:v1', false],
     ['ghcr.io/a__b/c.d-e:x_y.z-1', 'ghcr.io/a__b/c.d-e:x_y.z-1', false],
+    // Docker Hub's legacy name is Docker Hub (distribution/reference normalize.go)...
+    ['index.docker.io/library/python:3.12', 'docker.io/library/python:3.12', false],
+    ['index.docker.io/python:3.12', 'docker.io/library/python:3.12', false],
+    ['index.docker.io/vllm/vllm-openai', 'docker.io/vllm/vllm-openai:latest', true],
+    // ...while its registry host is another name to containerd, and stays one.
+    ['registry-1.docker.io/library/python:3.12', 'registry-1.docker.io/library/python:3.12', false],
+    ['index.docker.io:443/python:3.12', 'index.docker.io:443/python:3.12', false],
+    [`redis@sha384:${'b'.repeat(96)}`, `docker.io/library/redis@sha384:${'b'.repeat(96)}`, false],
+    [`redis@sha512:${'c'.repeat(128)}`, `docker.io/library/redis@sha512:${'c'.repeat(128)}`, false],
   ])('normalises %s', (input, canonical, defaulted) => {
     const r = parseImageRef(input);
     expect(r).toMatchObject({ ok: true, ref: { canonical, defaultedTag: defaulted } });
@@ -34,6 +43,15 @@ describe('parseImageRef', () => {
     [' redis', 'image reference has leading or trailing white space'],
     ['host:port/app', 'registry port "port" is not a number'],
     [':tag', 'repository name is empty in ":tag"'],
+    // Only the algorithms containerd accepts, each with its exact lowercase hex length.
+    [`redis@md5:${'a'.repeat(32)}`, 'digest algorithm "md5" is not supported: containerd accepts sha256, sha384, sha512'],
+    [`redis@sha1:${'a'.repeat(40)}`, 'digest algorithm "sha1" is not supported: containerd accepts sha256, sha384, sha512'],
+    [`redis@SHA256:${SHA}`, 'digest algorithm "SHA256" is not supported: containerd accepts sha256, sha384, sha512'],
+    [`redis@constructor:${SHA}`, 'digest algorithm "constructor" is not supported: containerd accepts sha256, sha384, sha512'],
+    [`redis@blake3:${SHA}`, 'digest algorithm "blake3" is not supported: containerd accepts sha256, sha384, sha512'],
+    [`redis@sha256:${'A'.repeat(64)}`, `digest "sha256:${'A'.repeat(64)}" is invalid: sha256 needs 64 lowercase hex characters, got 64`],
+    [`redis@sha512:${SHA}`, `digest "sha512:${SHA}" is invalid: sha512 needs 128 lowercase hex characters, got 64`],
+    [`redis@sha384:${'g'.repeat(96)}`, `digest "sha384:${'g'.repeat(96)}" is invalid: sha384 needs 96 lowercase hex characters, got 96`],
   ])('rejects %j', (input, error) => {
     expect(parseImageRef(input)).toEqual({ ok: false, error });
   });

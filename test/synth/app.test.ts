@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { poolEntryOf } from '../../src/synth/charts.js';
 import { parsePoolsFile, renderPoolsFile } from '../../src/contract/pools-file.js';
-import { createApp, synthYaml } from '../../src/synth/app.js';
+import { buildBundle } from '../../src/imagecache/bundle.js';
+import { formatDiagnostic, type Diagnostic } from '../../src/imagecache/errors.js';
+import type { Bundle } from '../../src/imagecache/model.js';
+import { parseFiles } from '../../src/imagecache/parse.js';
+import { createApp, synthYaml, type SynthOptions } from '../../src/synth/app.js';
+import { NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import { bundleOf } from '../helpers.js';
 
 const reconciler = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
@@ -23,7 +28,7 @@ describe('synthYaml', () => {
   });
 
   it('puts cluster-scoped objects in a chart without a namespace, first', () => {
-    const app = createApp(bundleOf(...specs), reconciler);
+    const app = createApp(bundleOf(...specs), { ...reconciler, ownedNamespaces: ['ml'] });
     const [cluster, ...rest] = app.charts;
     expect(cluster?.namespace).toBeUndefined();
     const namespace = cluster?.toJson().find((o: { kind: string }) => o.kind === 'Namespace');
@@ -35,7 +40,10 @@ describe('synthYaml', () => {
   it('never emits ${, timestamps or GitOps tracking labels', () => {
     const yaml = synthYaml(bundleOf(...specs), reconciler);
     expect(yaml).not.toContain('${');
-    expect(yaml).not.toMatch(/creationTimestamp|argocd\.argoproj\.io|kustomize\.toolkit\.fluxcd\.io|app\.kubernetes\.io\/instance/);
+    // The one GitOps key emitted is the prune protection of namespaces prewarm does not own.
+    expect(yaml.replace(/^ *(argocd\.argoproj\.io\/sync-options|kustomize\.toolkit\.fluxcd\.io\/prune): .*$/gm, '')).not.toMatch(
+      /creationTimestamp|argocd\.argoproj\.io|kustomize\.toolkit\.fluxcd\.io|app\.kubernetes\.io\/instance/,
+    );
     expect(yaml).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
   });
 
@@ -68,5 +76,57 @@ describe('synthYaml', () => {
   it('omits the sidecar, its ServiceAccount and ConfigMap when asked', () => {
     const kinds = docs(synthYaml(bundleOf(...specs))).map((d) => d.kind);
     expect(kinds).toEqual(['Namespace', 'DaemonSet', 'DaemonSet']);
+  });
+});
+
+describe('namespace ownership', () => {
+  const spec = (ns: string) => `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ${ns}}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
+  const bundle = (...namespaces: string[]) => {
+    const parsed = parseFiles(namespaces.map((ns, i) => ({ path: `${i}.yaml`, text: spec(ns) })));
+    return buildBundle(parsed.caches).bundle;
+  };
+  const namespaces = (b: Bundle, options: SynthOptions) =>
+    Object.fromEntries(
+      docs(synthYaml(b, options))
+        .filter((d) => d.kind === 'Namespace')
+        .map((d) => [d.metadata.name, { labels: d.metadata.labels ?? {}, annotations: d.metadata.annotations ?? {} }]),
+    );
+  const RESTRICTED = { 'app.kubernetes.io/managed-by': 'prewarm', 'app.kubernetes.io/part-of': 'prewarm', ...NAMESPACE_POD_SECURITY };
+  const SHARED = { 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false', 'kustomize.toolkit.fluxcd.io/prune': 'disabled' };
+  const owned = { labels: RESTRICTED, annotations: {} };
+  const shared = { labels: {}, annotations: SHARED };
+
+  it.each([
+    { case: 'nothing owned by default: every namespace bare and protected from pruning', ns: ['kube-fledged', 'ml-serving'], own: undefined, expected: { 'kube-fledged': shared, 'ml-serving': shared } },
+    { case: 'an owned namespace is restricted; the others stay bare', ns: ['kube-fledged', 'ml-serving', 'prewarm'], own: ['prewarm'], expected: { 'kube-fledged': shared, 'ml-serving': shared, prewarm: owned } },
+    { case: 'several owned namespaces', ns: ['a', 'b', 'c'], own: ['c', 'a'], expected: { a: owned, b: shared, c: owned } },
+    { case: "the cluster's own namespaces are never emitted", ns: ['default', 'kube-system', 'kube-public', 'kube-node-lease', 'x'], own: ['x'], expected: { x: owned } },
+    { case: 'with the sidecar too', ns: ['kube-fledged', 'prewarm'], own: ['prewarm'], sidecar: true, expected: { 'kube-fledged': shared, prewarm: owned } },
+  ])('$case', ({ ns, own, sidecar, expected }) => {
+    const options: SynthOptions = { ...(own === undefined ? {} : { ownedNamespaces: own }), ...(sidecar === true ? reconciler : {}) };
+    expect(namespaces(bundle(...ns), options)).toEqual(expected);
+  });
+
+  it('keeps emitting a namespace when its ownership is given up, so no prune deletes it', () => {
+    const b = bundle('kube-fledged', 'prewarm');
+    const before = Object.keys(namespaces(b, { ownedNamespaces: ['kube-fledged', 'prewarm'] }));
+    expect(Object.keys(namespaces(b, { ownedNamespaces: ['prewarm'] }))).toEqual(before);
+    expect(Object.keys(namespaces(b, {}))).toEqual(before);
+  });
+
+  it.each([
+    ['kube-system', 'ClusterChart: namespace "kube-system" exists in every cluster; prewarm never owns it'],
+    ['default', 'ClusterChart: namespace "default" exists in every cluster; prewarm never owns it'],
+    ['Bad NS', 'ClusterChart: namespace "Bad NS" is not a valid namespace name: must be a lowercase RFC 1123 label'],
+  ])('refuses to own %j', (name, message) => {
+    expect(() => synthYaml(bundle('x'), { ownedNamespaces: [name] })).toThrow(message);
+  });
+
+  it('warns about an owned namespace that no ImageCache is in', () => {
+    const warnings: Diagnostic[] = [];
+    synthYaml(bundle('x'), { ownedNamespaces: ['x', 'prewarn'], onWarning: (w) => warnings.push(w) });
+    expect(warnings.map(formatDiagnostic)).toEqual([
+      'Namespace prewarn: warning: namespace "prewarn" is owned, but no ImageCache is in it, so it is not emitted (a prune deletes it if it was emitted before)',
+    ]);
   });
 });

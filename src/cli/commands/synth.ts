@@ -1,10 +1,13 @@
 /** `prewarm synth`: specs → manifests, into a folder or onto stdout. */
 import type { Argv } from 'yargs';
+import { formatDiagnostic, SpecError } from '../../imagecache/errors.js';
 import { createApp, synthYaml, type SynthOptions } from '../../synth/app.js';
+import { ownedNamespaceError } from '../../synth/charts.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { checkOutput, replaceDirectory } from '../output.js';
+import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
-import { loadSpecs, type SpecArgs } from '../specs.js';
+import { invalidInput, loadSpecs, type SpecArgs } from '../specs.js';
 import { checkOptions, isImage, isPath, specOptions } from './common.js';
 
 interface SynthArgs extends SpecArgs {
@@ -13,6 +16,17 @@ interface SynthArgs extends SpecArgs {
   readonly reconciler: boolean;
   readonly reconcilerImage: string;
   readonly force?: boolean | undefined;
+  readonly ownNamespace?: readonly string[] | undefined;
+}
+
+/** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
+function ownedNamespaces(value: string | string[]): string[] {
+  const names = [value].flat();
+  for (const name of names) {
+    const invalid = ownedNamespaceError(name);
+    if (invalid !== undefined) throw new UsageError(`--own-namespace: ${invalid}`);
+  }
+  return names;
 }
 
 /** Registers the command. */
@@ -27,21 +41,40 @@ export function synthCommand(io: Io) {
         .option('stdout', { type: 'boolean', describe: 'Print one YAML stream to stdout instead' })
         .option('reconciler', { type: 'boolean', default: true, describe: 'Add the sidecar reconciler (--no-reconciler to omit)' })
         .option('reconciler-image', { type: 'string', default: DEFAULT_RECONCILER_IMAGE, describe: 'Image of the sidecar reconciler' })
+        .option('own-namespace', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'A namespace prewarm owns: emitted with Pod Security restricted, pruned with the output; repeat for more. Others are emitted bare and protected from GitOps pruning',
+          coerce: ownedNamespaces,
+        })
         .conflicts('stdout', ['output', 'force'])
         .example('$0 synth specs/ -o dist', 'write one file per namespace into dist/')
-        .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly'),
+        .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly')
+        .example('$0 synth specs/ -o dist --own-namespace prewarm', 'prewarm owns (and restricts) namespace prewarm'),
     handler: async (args: SynthArgs) => {
       const output = args.output ?? 'dist';
       const replace = { force: args.force === true, inputs: args.paths };
       if (args.stdout !== true) await checkOutput(output, replace);
       // The output folder may sit inside a spec folder (`prewarm synth . -o dist`): never read it.
       const { bundle } = await loadSpecs(args, io, args.stdout === true ? {} : { exclude: [output] });
-      const options: SynthOptions = args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {};
+      const options: SynthOptions = {
+        ...(args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {}),
+        ...(args.ownNamespace === undefined ? {} : { ownedNamespaces: args.ownNamespace }),
+        onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
+      };
+      // Synth refuses output the apiserver would refuse (SpecError): that is invalid input, exit 1.
+      const checked = <T>(make: () => T): T => {
+        try {
+          return make();
+        } catch (err) {
+          throw err instanceof SpecError ? invalidInput(err, io) : err;
+        }
+      };
       if (args.stdout === true) {
-        io.stdout(synthYaml(bundle, options));
+        io.stdout(checked(() => synthYaml(bundle, options)));
         return;
       }
-      await replaceDirectory(output, (dir) => createApp(bundle, options, dir).synth(), replace);
+      await replaceDirectory(output, (dir) => checked(() => createApp(bundle, options, dir)).synth(), replace);
       const images = bundle.pools.reduce((n, p) => n + p.images.length, 0);
       io.stderr(`wrote ${bundle.pools.length} pools (${images} images) in ${bundle.namespaces.length} namespaces to ${output}\n`);
     },
