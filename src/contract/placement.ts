@@ -179,6 +179,31 @@ export function placementSelectsNode(p: Placement, node: PlacementNode): boolean
   return true;
 }
 
+/**
+ * Taints the node lifecycle controller sets and lifts as node conditions change
+ * (`TaintNodesByCondition`, and taint-based eviction for not-ready/unreachable). A new node carries
+ * `not-ready:NoSchedule` until it is Ready, and a node that flaps gets it again.
+ */
+export const CONDITION_TAINT_KEYS: ReadonlySet<string> = new Set([
+  'node.kubernetes.io/not-ready',
+  'node.kubernetes.io/unreachable',
+  'node.kubernetes.io/memory-pressure',
+  'node.kubernetes.io/disk-pressure',
+  'node.kubernetes.io/pid-pressure',
+  'node.kubernetes.io/network-unavailable',
+]);
+
+/**
+ * Whether a pool's pod runs on the node once its conditions are healthy: {@link placementSelectsNode}
+ * on the node without its {@link CONDITION_TAINT_KEYS} taints. The gate asks this, not the
+ * placement of this instant: a pool that a passing not-ready taint keeps away now gets its pod as
+ * soon as the taint goes, and must still hold the gate until then.
+ */
+export function placementSelectsHealthyNode(p: Placement, node: PlacementNode): boolean {
+  const taints = (node.spec?.taints ?? []).filter((t) => !CONDITION_TAINT_KEYS.has(t.key));
+  return placementSelectsNode(p, { metadata: node.metadata, spec: { taints } });
+}
+
 function sortRecord(record: NodeSelector): Record<string, string> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compare(a, b)));
 }

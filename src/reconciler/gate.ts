@@ -4,7 +4,7 @@
  * reports it and the time the controller must look again. Pure, like phase 1 (pool.ts).
  */
 import { DEFAULTS, NodeState } from '../contract/names.js';
-import { placementSelectsNode } from '../contract/placement.js';
+import { placementSelectsHealthyNode } from '../contract/placement.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from './config.js';
 import type { KNode } from './kube-types.js';
@@ -52,7 +52,7 @@ export interface GateDecision {
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;
   if (key === '' || !(node.spec?.taints ?? []).some((t) => t.key === key)) return { waitingFor: [] };
-  const gating = pools.pools.filter((p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsNode(p.placement, node));
+  const gating = pools.pools.filter((p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsHealthyNode(p.placement, node));
   const labels = node.metadata.labels ?? {};
   const ready = (v: string | undefined): boolean => v === NodeState.Warm || v === NodeState.Partial;
   const waitingFor = [

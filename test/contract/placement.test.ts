@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import {
   DAEMONSET_TOLERATIONS,
   placementOf,
+  placementSelectsHealthyNode,
   placementSelectsNode,
   renderNodeAffinity,
   renderTolerations,
@@ -144,6 +145,13 @@ describe('placementSelectsNode (the DaemonSet controller)', () => {
     ['an Equal toleration needs the value', placementOf({}, [{ key: 'k', operator: 'Equal', value: 'v' }]), node({}, [t('k', 'NoSchedule', 'w')]), false],
   ])('%s', (_name, p, n, want) => {
     expect(placementSelectsNode(p, n)).toBe(want);
+  });
+  it('for the gate, a node without its passing condition taints', () => {
+    const p = placementOf({}, [], GATE);
+    const flapping = node({}, [t('node.kubernetes.io/not-ready'), t('node.kubernetes.io/memory-pressure'), t(GATE)]);
+    expect(placementSelectsNode(p, flapping)).toBe(false);
+    expect(placementSelectsHealthyNode(p, flapping)).toBe(true);
+    expect(placementSelectsHealthyNode(p, node({}, [t('node.kubernetes.io/not-ready'), t('dedicated')]))).toBe(false);
   });
   it('lists the DaemonSet controller defaults with their effects', () => {
     expect(DAEMONSET_TOLERATIONS.map((x) => `${x.key}:${x.effect}`)).toContain('node.kubernetes.io/unreachable:NoExecute');
