@@ -21,8 +21,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { reconcilerNodeFlags } from '../test/cluster/images.js';
-import { FakeApiserver } from '../test/reconciler/fake-apiserver.js';
+import { reconcilerNodeFlags } from '../harness/cluster/images.js';
+import { FakeApiserver } from '../harness/fake-apiserver.js';
 import { median } from './support/stats.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/wellknown.js';
 

@@ -29,13 +29,13 @@ import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { DEFAULT_GATE_TAINT_KEY } from '../src/wellknown.js';
-import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../test/cluster/cluster.js';
-import { STATE_DIR } from '../test/cluster/config.js';
-import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../test/cluster/kwok.js';
+import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../harness/cluster/cluster.js';
+import { STATE_DIR } from '../harness/cluster/config.js';
+import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../harness/cluster/kwok.js';
+import { ApiError, Kube, diffTotals, objectPath, requestTotals, type KubeObject } from '../harness/kube.js';
+import { applyAll, synthObjects } from '../harness/manifests.js';
 import { auditMark, countRequests, identity, operation, type AuditEvent } from './support/audit.js';
-import { ApiError, Kube, diffTotals, objectPath, requestTotals, type KubeObject } from './support/kube.js';
 import { KF_IMAGECACHES, KF_NS, MODEL_USER_AGENT, installKubeFledged, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
-import { applyAll, synthObjects } from './support/manifests.js';
 import { log, percentile, saveResults, secs, sleep } from './support/stats.js';
 
 const args = await yargs(hideBin(process.argv))

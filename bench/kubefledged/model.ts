@@ -30,7 +30,7 @@
  * Usage: tsx bench/kubefledged/model.ts [--image-cache-refresh-frequency 15m] [--namespace kube-fledged]
  *          [--busybox-image docker.io/senthilrch/busybox:1.35.0] [--max-runtime 30m] [--qps 5 --burst 10]
  */
-import { Kube, TokenBucket, type KubeObject } from '../support/kube.js';
+import { Kube, TokenBucket, type KubeObject } from '../../harness/kube.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);

@@ -5,11 +5,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_DIR, STATE_DIR } from '../../test/cluster/config.js';
-import { buildOciImage, imageInRegistry, pushImage } from '../../test/cluster/images.js';
-import { run } from '../../test/cluster/sh.js';
-import type { Kube, KubeObject } from './kube.js';
-import { applyAll, yamlObjects } from './manifests.js';
+import { REPO_DIR, STATE_DIR } from '../../harness/cluster/config.js';
+import { buildOciImage, imageInRegistry, pushImage } from '../../harness/cluster/images.js';
+import { run } from '../../harness/cluster/sh.js';
+import type { Kube, KubeObject } from '../../harness/kube.js';
+import { applyAll, yamlObjects } from '../../harness/manifests.js';
 import { BENCH_DIR, log, sleep } from './stats.js';
 
 /** kube-fledged's default busybox image; its Jobs run `cp /bin/echo /tmp/bin` from it. */

@@ -3,8 +3,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { VERSIONS } from '../../test/cluster/config.js';
-import { run } from '../../test/cluster/sh.js';
+import { VERSIONS } from '../../harness/cluster/config.js';
+import { run } from '../../harness/cluster/sh.js';
 
 export const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const RESULTS_DIR = join(BENCH_DIR, 'results');

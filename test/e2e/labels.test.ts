@@ -3,12 +3,13 @@
  * pool's pod, and the pool's images are unpinned (no running container uses them any more).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, removeNode } from '../cluster/cluster.js';
-import { nodeImages } from '../cluster/node.js';
-import { waitFor } from '../cluster/sh.js';
+import { addNode, removeNode } from '../../harness/cluster/cluster.js';
+import { nodeImages } from '../../harness/cluster/node.js';
+import { waitFor } from '../../harness/cluster/sh.js';
+import { normalize } from '../../harness/cluster/images.js';
+import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, imageCache, labelNode, normalize, parseObjects, poolPodOnNode, poolsOf, prepareImages,
-  containersUsing, specDir, synth, waitImagesOnNode, waitPoolPodRunning, type PoolImages,
+  applyServerSide, imageCache, labelNode, poolPodOnNode, containersUsing, specDir, waitImagesOnNode, waitPoolPodRunning,
 } from './helpers.js';
 
 const NODE = 'lbl-node';
@@ -22,7 +23,7 @@ describe('pool label changes on a running node', () => {
   beforeAll(async () => {
     const dir = specDir('labels', [imageCache(NS, 'label-pool', [{ pool: 'labelled', nodeSelector: { [POOL_LABEL]: 'yes' }, images: IMAGES }])]);
     const { yaml } = synth([dir]);
-    const objects = parseObjects(yaml);
+    const objects = yamlObjects(yaml);
     prepareImages(objects);
     const found = poolsOf(objects).find((p) => p.namespace === NS);
     if (!found) throw new Error(`synth output has no pool in ${NS}`);

@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BIN } from '../cluster/config.js';
+import { BIN } from '../../harness/cluster/config.js';
 import { REPO, distDocs, distFiles, docs, id, run, type RunResult } from './helpers.js';
 
 const kubeconfig = inject('kubeconfig');

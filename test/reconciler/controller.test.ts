@@ -10,7 +10,7 @@ import { systemClock } from '../../src/reconciler/adapters/system.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import type { Logger, Registry, Restarter } from '../../src/reconciler/ports.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
-import { FakeApiserver } from './fake-apiserver.js';
+import { FakeApiserver } from '../../harness/fake-apiserver.js';
 import { SIDECAR, config, digest, gate, node, pod, pool, pools, st } from './fixtures.js';
 
 const quiet: Logger = process.env.DBG ? (await import('../../src/reconciler/adapters/log.js')).jsonLogger({}) : { info: () => {}, warn: () => {}, error: () => {} };

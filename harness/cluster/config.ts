@@ -26,7 +26,7 @@ function readVersions(): Record<string, string> {
 const V = readVersions();
 function version(key: string): string {
   const v = V[key];
-  if (!v) throw new Error(`test/cluster/versions.sh lacks ${key}`);
+  if (!v) throw new Error(`harness/cluster/versions.sh lacks ${key}`);
   return v;
 }
 export const VERSIONS = {
@@ -116,7 +116,7 @@ export function requireBinaries(names: readonly BinName[]): void {
   if (missing.length > 0) {
     throw new Error(
       `prewarm test cluster: missing binaries ${missing.join(', ')}. Run .ci/setup-cluster.sh ` +
-        `(or test/cluster/build.sh) first.`,
+        `(or harness/cluster/build.sh) first.`,
     );
   }
 }

@@ -5,9 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { adminCert } from '../../test/cluster/controlplane.js';
-import { apiserverUrl } from '../../test/cluster/cluster.js';
-import { CA_CRT } from '../../test/cluster/pki.js';
+import { adminCert } from './cluster/controlplane.js';
+import { apiserverUrl } from './cluster/cluster.js';
+import { CA_CRT } from './cluster/pki.js';
 
 export interface KubeObject {
   apiVersion?: string;

@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { KNode, KPod } from '../../src/reconciler/kube-types.js';
+import type { KNode, KPod } from '../src/reconciler/kube-types.js';
 
 /** One recorded request. */
 export interface Recorded {

@@ -1,15 +1,13 @@
 /**
- * Real nodes for the benchmarks: join (harness addNode), watch Ready and labels through one node
- * watch, and poll the node's own containerd until a set of images is present.
+ * Real nodes seen from outside: Ready, labels and taints through one node watch, and the node's own
+ * containerd polled until a set of images is present. Shared by the e2e tests and the benchmarks.
  */
-import { addNode, down, isUp, removeNode, up } from '../../test/cluster/cluster.js';
-import { loadSpec, nodePaths } from '../../test/cluster/node.js';
-import { runAsync } from '../../test/cluster/sh.js';
+import { nodePaths } from './cluster/node.js';
+import { runAsync, sleep } from './cluster/sh.js';
 import { Kube, type KubeObject } from './kube.js';
-import { log, sleep } from './stats.js';
 
 export interface NodeTimes {
-  /** When the join was started (harness addNode called). */
+  /** When the join was started ({@link NodeWatch.expect} called). */
   joinAt: number;
   /** First watch event of the Node object. */
   registeredAt?: number;
@@ -31,6 +29,8 @@ export class NodeWatch {
   constructor(
     private readonly kube: Kube,
     private readonly selector: string,
+    /** Where a re-list after a failed watch is reported. */
+    private readonly log: (msg: string) => void = (msg) => process.stderr.write(`[node-watch] ${msg}\n`),
   ) {}
 
   async start(): Promise<void> {
@@ -51,7 +51,7 @@ export class NodeWatch {
       },
       (err) => {
         if (this.closed) return;
-        if (err) log(`node watch ended: ${err.message}; re-listing`);
+        if (err) this.log(`node watch ended: ${err.message}; re-listing`);
         void (err ? this.kube.list('/api/v1/nodes', { labelSelector: this.selector }).then((l2) => { for (const n of l2.items) this.observe(n); this.loop(l2.metadata.resourceVersion); }) : Promise.resolve(this.loop(last)));
       },
     );
@@ -98,18 +98,6 @@ export async function waitImages(name: string, refs: readonly string[], deadline
   return undefined;
 }
 
-/** Joins a real node whose kubelet registers it with `labels` (kubelet --node-labels). */
-export async function join(watch: NodeWatch, name: string, labels: Record<string, string>): Promise<NodeTimes> {
-  if (loadSpec(name)) await removeNode(name).catch(() => undefined);
-  const t = watch.expect(name);
-  await addNode(name, { labels, wait: false });
-  return t;
-}
-
-export async function leave(name: string): Promise<void> {
-  if (loadSpec(name)) await removeNode(name);
-}
-
 /** Waits until `pred` holds for the node's times (bounded). */
 export async function until(t: NodeTimes, pred: (t: NodeTimes) => boolean, deadline: number): Promise<boolean> {
   while (Date.now() < deadline) {
@@ -117,19 +105,4 @@ export async function until(t: NodeTimes, pred: (t: NodeTimes) => boolean, deadl
     await sleep(100);
   }
   return pred(t);
-}
-
-/** Reuses a running harness cluster or starts one (without kwok); true when this call started it. */
-export async function ensureCluster(): Promise<boolean> {
-  if (await isUp()) return false;
-  log('no harness cluster up: starting one (stopped again at the end unless BENCH_KEEP_CLUSTER=1)');
-  await up({ kwok: false });
-  return true;
-}
-
-/** Stops the cluster if {@link ensureCluster} started it (a running one is left as found). */
-export async function releaseCluster(started: boolean): Promise<void> {
-  if (!started || process.env['BENCH_KEEP_CLUSTER'] === '1') return;
-  log('stopping the cluster this run started');
-  await down();
 }
