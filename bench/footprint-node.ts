@@ -35,11 +35,12 @@ import { ensureStandIns, normalize } from '../harness/cluster/images.js';
 import { Kube, type KubeObject } from '../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages } from '../harness/nodes.js';
+import { secs, sleep } from '../harness/time.js';
 import { SIDECAR_CONTAINER } from '../src/wellknown.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel, waitModelStatus, type Model } from './support/kubefledged.js';
 import { podMemory, sampleNodePeak, type NodePeak, type PodMem } from './support/memory.js';
 import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
-import { log, RESULTS_DIR, saveResults, secs, sleep } from './support/stats.js';
+import { log, RESULTS_DIR, saveResults } from './support/stats.js';
 
 const SIZES = (process.env['BENCH_SIZES'] ?? '5,50,200').split(',').map(Number);
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'prewarm,che,kubefledged').split(',');

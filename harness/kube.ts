@@ -1,13 +1,18 @@
 /**
- * A small apiserver client for the benchmarks: JSON requests and watch streams over the harness's
- * loopback forward (https://127.0.0.1:16443) with the admin client certificate. No dependency on
- * client-node, so the benchmark measures the cluster, not a client library's caching.
+ * The harness's apiserver client, for tests and benchmarks alike: JSON requests and watch streams
+ * with the admin client certificate, by default over the netns cluster's loopback forward
+ * (https://127.0.0.1:16443). No dependency on client-node, so a benchmark measures the cluster,
+ * not a client library's caching. Failures are the sidecar's own {@link ApiError}, so one
+ * `instanceof` and one `code` serve every client a test uses.
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { adminCert } from './cluster/controlplane.js';
-import { apiserverUrl } from './cluster/cluster.js';
-import { CA_CRT } from './cluster/pki.js';
+import { ApiError } from '../src/reconciler/ports.js';
+import { apiserverUrl } from './cluster/config.js';
+import { adminCert, CA_CRT } from './cluster/pki.js';
+import { sleep } from './time.js';
+
+export { ApiError };
 
 export interface KubeObject {
   apiVersion?: string;
@@ -33,14 +38,15 @@ export interface KubeList<T = KubeObject> {
   items: T[];
 }
 
-export class ApiError extends Error {
-  constructor(
-    readonly code: number,
-    readonly body: string,
-    what: string,
-  ) {
-    super(`${what}: HTTP ${code}: ${body.slice(0, 300)}`);
+/** A non-2xx answer as an ApiError: the HTTP code, the Status reason when the body is one, and the body's start. */
+function apiError(what: string, status: number, body: string): ApiError {
+  let reason: string | undefined;
+  try {
+    reason = (JSON.parse(body) as { reason?: unknown }).reason as string | undefined;
+  } catch {
+    // not a Status object
   }
+  return new ApiError(status, `${what}: HTTP ${status}: ${body.slice(0, 300)}`, typeof reason === 'string' ? reason : undefined);
 }
 
 /** Token bucket like client-go's flowcontrol (QPS, burst); `take` waits for a token. */
@@ -63,26 +69,32 @@ export class TokenBucket {
   }
   async take(): Promise<void> {
     const d = this.reserve();
-    if (d > 0) await new Promise((r) => setTimeout(r, d));
+    if (d > 0) await sleep(d);
   }
 }
 
 export interface KubeOptions {
+  /** The apiserver's URL; the netns cluster's loopback forward when absent. */
+  server?: string;
   /** Client-side rate limit (client-go's default is 5 QPS, burst 10); none when absent. */
   limiter?: TokenBucket;
+  /** @default prewarm-harness */
   userAgent?: string;
 }
+
+const USER_AGENT = 'prewarm-harness';
 
 export class Kube {
   private readonly ca = readFileSync(CA_CRT);
   private readonly cert: Buffer;
   private readonly key: Buffer;
   private readonly agent: Agent;
-  readonly base = apiserverUrl();
+  readonly base: string;
   /** Requests sent, by "VERB resource" (for reporting a component's own API cost). */
   readonly counts = new Map<string, number>();
 
   constructor(private readonly opts: KubeOptions = {}) {
+    this.base = opts.server ?? apiserverUrl();
     const c = adminCert();
     this.cert = readFileSync(c.crt);
     this.key = readFileSync(c.key);
@@ -116,7 +128,7 @@ export class Kube {
           timeout: timeoutMs,
           headers: {
             Accept: 'application/json',
-            'User-Agent': this.opts.userAgent ?? 'prewarm-bench',
+            'User-Agent': this.opts.userAgent ?? USER_AGENT,
             ...(payload !== undefined ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : {}),
           },
         },
@@ -137,7 +149,7 @@ export class Kube {
 
   async json<T = KubeObject>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
     const r = await this.raw(method, path, body, contentType);
-    if (r.status < 200 || r.status >= 300) throw new ApiError(r.status, r.text, `${method} ${path}`);
+    if (r.status < 200 || r.status >= 300) throw apiError(`${method} ${path}`, r.status, r.text);
     return JSON.parse(r.text) as T;
   }
   get<T = KubeObject>(path: string): Promise<T> {
@@ -147,7 +159,7 @@ export class Kube {
   async getOpt<T = KubeObject>(path: string): Promise<T | undefined> {
     const r = await this.raw('GET', path);
     if (r.status === 404) return undefined;
-    if (r.status !== 200) throw new ApiError(r.status, r.text, `GET ${path}`);
+    if (r.status !== 200) throw apiError(`GET ${path}`, r.status, r.text);
     return JSON.parse(r.text) as T;
   }
   create<T = KubeObject>(path: string, body: unknown): Promise<T> {
@@ -160,13 +172,13 @@ export class Kube {
     return this.json<T>('PATCH', path, body, 'application/merge-patch+json');
   }
   /** Server-side apply of one object (force, own field manager). */
-  apply(obj: KubeObject, fieldManager = 'prewarm-bench'): Promise<KubeObject> {
+  apply(obj: KubeObject, fieldManager = USER_AGENT): Promise<KubeObject> {
     return this.json('PATCH', `${objectPath(obj)}?fieldManager=${fieldManager}&force=true`, obj, 'application/apply-patch+yaml');
   }
   async delete(path: string, propagation: 'Background' | 'Foreground' | 'Orphan' = 'Background'): Promise<boolean> {
     const r = await this.raw('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: propagation });
     if (r.status === 404) return false;
-    if (r.status < 200 || r.status >= 300) throw new ApiError(r.status, r.text, `DELETE ${path}`);
+    if (r.status < 200 || r.status >= 300) throw apiError(`DELETE ${path}`, r.status, r.text);
     return true;
   }
   /** Lists all pages. */
@@ -195,7 +207,7 @@ export class Kube {
     void (this.opts.limiter ? this.opts.limiter.take() : Promise.resolve()).then(() => {
       if (stopped) return;
       this.count('WATCH', path);
-      const req = request(this.base + `${path}?${q}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'prewarm-bench' } }, (res) => {
+      const req = request(this.base + `${path}?${q}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? USER_AGENT } }, (res) => {
         if (res.statusCode !== 200) {
           res.resume();
           onClose(new Error(`watch ${path}: HTTP ${res.statusCode}`));
@@ -232,16 +244,26 @@ export class Kube {
 }
 
 const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PriorityClass', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
-const PLURAL: Record<string, string> = { Ingress: 'ingresses', NetworkPolicy: 'networkpolicies', PriorityClass: 'priorityclasses', ValidatingAdmissionPolicy: 'validatingadmissionpolicies' };
 
-/** REST path of an object (best effort over the kinds the benchmarks use). */
-export function objectPath(o: KubeObject): string {
+/** The resource name of a kind: English plural of the lower-cased kind (policy -> policies, ingress -> ingresses). */
+function plural(kind: string): string {
+  const k = kind.toLowerCase();
+  if (k.endsWith('y')) return `${k.slice(0, -1)}ies`;
+  return /(s|x)$/.test(k) ? `${k}es` : `${k}s`;
+}
+
+/** REST path of the collection an object belongs to (best effort over the kinds tests and benchmarks use). */
+export function collectionPath(o: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {
   const av = o.apiVersion ?? 'v1';
   const kind = o.kind ?? '';
-  const plural = PLURAL[kind] ?? `${kind.toLowerCase()}s`;
   const prefix = av.includes('/') ? `/apis/${av}` : `/api/${av}`;
   const ns = CLUSTER_SCOPED.has(kind) ? '' : `/namespaces/${o.metadata.namespace ?? 'default'}`;
-  return `${prefix}${ns}/${plural}/${o.metadata.name}`;
+  return `${prefix}${ns}/${plural(kind)}`;
+}
+
+/** REST path of an object. */
+export function objectPath(o: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {
+  return `${collectionPath(o)}/${o.metadata.name}`;
 }
 
 /** Reads apiserver_request_total as counts by "VERB resource" (admin /metrics). */

@@ -11,10 +11,13 @@ import { busyboxLayers, buildOciImage, ensureReconcilerImage, ensureStandIn, ima
 import { run } from './cluster/sh.js';
 import type { Kube, KubeObject } from './kube.js';
 
-/** The objects of a multi-document YAML stream (empty documents dropped). */
+/** The objects of a multi-document YAML stream (empty documents dropped); a YAML error throws. */
 export function yamlObjects(text: string): KubeObject[] {
   return parseAllDocuments(text)
-    .map((d) => d.toJSON() as KubeObject | null)
+    .map((d) => {
+      if (d.errors.length > 0) throw new Error(`invalid YAML: ${d.errors.map((e) => e.message).join('; ')}`);
+      return d.toJS() as KubeObject | null;
+    })
     .filter((o): o is KubeObject => o !== null && typeof o === 'object');
 }
 

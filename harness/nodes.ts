@@ -2,8 +2,9 @@
  * Real nodes seen from outside: Ready, labels and taints through one node watch, and the node's own
  * containerd polled until a set of images is present. Shared by the e2e tests and the benchmarks.
  */
-import { nodePaths } from './cluster/node.js';
-import { runAsync, sleep } from './cluster/sh.js';
+import { normalize } from './cluster/images.js';
+import { nodeImagesAsync } from './cluster/node.js';
+import { pollUntil } from './time.js';
 import { Kube, type KubeObject } from './kube.js';
 
 export interface NodeTimes {
@@ -82,27 +83,18 @@ export class NodeWatch {
   }
 }
 
-/** Image references present in a node's containerd (k8s.io namespace), without blocking. */
-export async function nodeImagesAsync(name: string): Promise<Set<string>> {
-  const r = await runAsync(['ctr', '-a', nodePaths(name).containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'], { allowFail: true, timeoutMs: 30_000 });
-  return new Set(r.stdout.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('sha256:')));
+/** The refs (Docker-normalised here) that a node's containerd does not hold yet. */
+export async function missingImages(name: string, refs: readonly string[]): Promise<string[]> {
+  const have = new Set(await nodeImagesAsync(name));
+  return refs.map(normalize).filter((r) => !have.has(r));
 }
 
-/** Polls until every ref is present; returns the time first seen complete, or undefined at the deadline. */
+/** Polls until every ref is in the node's containerd; returns the time first seen complete, or undefined at the deadline. */
 export async function waitImages(name: string, refs: readonly string[], deadline: number, intervalMs = 200): Promise<number | undefined> {
-  while (Date.now() < deadline) {
-    const have = await nodeImagesAsync(name);
-    if (refs.every((r) => have.has(r))) return Date.now();
-    await sleep(intervalMs);
-  }
-  return undefined;
+  return pollUntil(async () => ((await missingImages(name, refs)).length === 0 ? Date.now() : undefined), deadline, intervalMs);
 }
 
-/** Waits until `pred` holds for the node's times (bounded). */
+/** Waits until `pred` holds for the node's times; false when it still does not at `deadline`. */
 export async function until(t: NodeTimes, pred: (t: NodeTimes) => boolean, deadline: number): Promise<boolean> {
-  while (Date.now() < deadline) {
-    if (pred(t)) return true;
-    await sleep(100);
-  }
-  return pred(t);
+  return (await pollUntil(() => pred(t), deadline, 100)) ?? false;
 }

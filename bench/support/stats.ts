@@ -1,4 +1,4 @@
-/** Figures for the benchmarks: medians, ratios, formatting, machine description, results files. */
+/** Figures for the benchmarks: medians, percentiles, machine description, results files, progress log. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,10 +21,6 @@ export function percentile(xs: readonly number[], p: number): number {
   const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (s.length === 0) return Number.NaN;
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
-}
-
-export function secs(ms: number): string {
-  return Number.isFinite(ms) ? (ms / 1000).toFixed(1) : 'never';
 }
 
 export function machine(): Record<string, string> {
@@ -52,5 +48,3 @@ export function saveResults(name: string, data: unknown): string {
 export function log(msg: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

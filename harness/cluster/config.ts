@@ -61,6 +61,11 @@ export const NET = {
   tlsRegistryPort: 5443,
 } as const;
 
+/** The netns cluster's apiserver as the root netns reaches it (the loopback forward). */
+export function apiserverUrl(): string {
+  return `https://127.0.0.1:${NET.apiserverLocalPort}`;
+}
+
 export const REGISTRY = {
   plain: `${NET.hubIp}:${NET.registryPort}`,
   tls: `${NET.hubIp}:${NET.tlsRegistryPort}`,

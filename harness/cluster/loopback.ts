@@ -9,8 +9,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { STATE_DIR } from './config.js';
-import { adminCert, startApiserver, startEtcd, stopControlPlane, waitApiserverReady, type ControlPlaneOptions } from './controlplane.js';
-import { writeKubeconfig } from './pki.js';
+import { startApiserver, startEtcd, stopControlPlane, waitApiserverReady, type ControlPlaneOptions } from './controlplane.js';
+import { adminCert, writeKubeconfig } from './pki.js';
 import { startRegistry, waitRegistry, type RegistryServer } from './registry.js';
 import { missingTools, stopDaemon } from './sh.js';
 

@@ -10,7 +10,8 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, sta
 import { join } from 'node:path';
 import { MIRRORED_HOSTS, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT, ensureCert } from './pki.js';
-import { logFile, run, startDaemon, stopDaemon, waitFor } from './sh.js';
+import { logFile, run, startDaemon, stopDaemon } from './sh.js';
+import { waitFor } from '../time.js';
 
 export const REGISTRY_DIR = join(STATE_DIR, 'registry');
 export const CERTS_D = join(REGISTRY_DIR, 'certs.d');

@@ -11,8 +11,9 @@ import { nodeImages } from '../../harness/cluster/node.js';
 import { normalize } from '../../harness/cluster/images.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
+import { secs } from '../../harness/time.js';
 import {
-  applyServerSide, describePool, secs, waitImagesOnNode, waitPoolPodRunning, pods,
+  applyServerSide, describePool, waitImagesOnNode, waitPoolPodRunning, pods,
 } from './helpers.js';
 
 /** Labels and taint that make a node match every pool of the examples. */

@@ -25,14 +25,15 @@ import { KubeHttp } from '../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../src/reconciler/ports.js';
 import { ACCESS_NAMES, NODE_NAME_EXTRA } from '../../src/synth/access.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV, SIDECAR_CONTAINER } from '../../src/wellknown.js';
-import { addNode, apiserverUrl, CA_CRT, kubectl, removeNode } from '../../harness/cluster/cluster.js';
-import { BIN, IMAGES, VERSIONS } from '../../harness/cluster/config.js';
+import { addNode, CA_CRT, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { apiserverUrl, BIN, IMAGES, VERSIONS } from '../../harness/cluster/config.js';
 import { imageInRegistry, normalize } from '../../harness/cluster/images.js';
 import { nodeImageDigests, nodeImages, nodePaths, type Taint } from '../../harness/cluster/node.js';
-import { runAsync, sleep, waitFor } from '../../harness/cluster/sh.js';
+import { runAsync } from '../../harness/cluster/sh.js';
+import { secs, sleep, waitFor } from '../../harness/time.js';
 import { podSpecOf, type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, secs, specDir,
+  applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, specDir,
 } from './helpers.js';
 
 const NS = 'e2e-gating';

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, removeNode } from '../../harness/cluster/cluster.js';
 import { normalize, TEST_IMAGES } from '../../harness/cluster/images.js';
 import { crictl, loadSpec, nodeImages, restartKubelet } from '../../harness/cluster/node.js';
-import { logFile, sleep } from '../../harness/cluster/sh.js';
+import { logFile } from '../../harness/cluster/sh.js';
+import { sleep } from '../../harness/time.js';
 import { readFileSync } from 'node:fs';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {

@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import { BIN, REGISTRY, STATE_DIR } from '../../harness/cluster/config.js';
 import { kubectl } from '../../harness/cluster/cluster.js';
 import { normalize } from '../../harness/cluster/images.js';
-import { crictl, nodeImages } from '../../harness/cluster/node.js';
-import { run, waitFor } from '../../harness/cluster/sh.js';
+import { crictl } from '../../harness/cluster/node.js';
+import { run } from '../../harness/cluster/sh.js';
+import { waitFor } from '../../harness/time.js';
 import type { KubeObject } from '../../harness/kube.js';
 import type { PoolImages } from '../../harness/manifests.js';
+import { missingImages, waitImages } from '../../harness/nodes.js';
 
 export interface ApplyResult {
   stdout: string;
@@ -99,21 +101,12 @@ export function describePool(pool: PoolImages): string {
     kubectl(['-n', pool.namespace, 'get', 'events', '--sort-by=.lastTimestamp'], { allowFail: true }).split('\n').slice(-25).join('\n');
 }
 
-/** Waits until every ref is in the node's containerd; returns the time it was first seen complete. */
+/** {@link waitImages} that throws, naming the images still missing, when they are not there in time. */
 export async function waitImagesOnNode(node: string, refs: readonly string[], timeoutMs = 300_000, intervalMs = 100): Promise<number> {
-  const want = refs.map(normalize);
-  await waitFor(`images on ${node}: ${want.join(', ')}`, () => {
-    const have = new Set(nodeImages(node));
-    const missing = want.filter((r) => !have.has(r));
-    if (missing.length === 0) return true;
-    lastMissing = missing;
-    return false;
-  }, timeoutMs, intervalMs).catch((e: Error) => {
-    throw new Error(`${e.message}\nstill missing: ${lastMissing.join(', ')}`);
-  });
-  return Date.now();
+  const at = await waitImages(node, refs, Date.now() + timeoutMs, intervalMs);
+  if (at !== undefined) return at;
+  throw new Error(`timed out after ${timeoutMs} ms waiting for images on ${node}: ${refs.map(normalize).join(', ')}\nstill missing: ${(await missingImages(node, refs)).join(', ')}`);
 }
-let lastMissing: string[] = [];
 
 export function labelNode(node: string, labels: Record<string, string | null>): void {
   const args = Object.entries(labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`));
@@ -144,10 +137,6 @@ export function runningContainers(node: string): { name: string; image: string; 
     containers: { metadata: { name: string }; image: { image: string }; imageRef: string; state: string }[];
   };
   return out.containers.map((c) => ({ name: c.metadata.name, image: c.image.image, imageRef: c.imageRef, state: c.state }));
-}
-
-export function secs(ms: number): string {
-  return (ms / 1000).toFixed(2);
 }
 
 /** Image ids (sha256:...) on a node by normalised tag, from the CRI image service. */

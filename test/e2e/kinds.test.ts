@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
 import { normalize, TEST_IMAGES } from '../../harness/cluster/images.js';
 import { crictl, nodeImages } from '../../harness/cluster/node.js';
-import { waitFor } from '../../harness/cluster/sh.js';
+import { waitFor } from '../../harness/time.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {

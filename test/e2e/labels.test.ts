@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, removeNode } from '../../harness/cluster/cluster.js';
 import { nodeImages } from '../../harness/cluster/node.js';
-import { waitFor } from '../../harness/cluster/sh.js';
+import { sleep, waitFor } from '../../harness/time.js';
 import { normalize } from '../../harness/cluster/images.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
@@ -38,7 +38,7 @@ describe('pool label changes on a running node', () => {
   });
 
   it('has no pod and none of the images before the label', async () => {
-    await new Promise((r) => setTimeout(r, 3_000));
+    await sleep(3_000);
     expect(poolPodOnNode(pool, NODE)).toBeUndefined();
     const have = new Set(nodeImages(NODE));
     for (const ref of IMAGES) expect(have.has(normalize(ref))).toBe(false);

@@ -19,11 +19,11 @@ import { ensureStandIn, localTarget, normalize, registryDigest } from '../../har
 import { nodeImageDigests } from '../../harness/cluster/node.js';
 import { CA_CRT } from '../../harness/cluster/pki.js';
 import { registryLogOffset, registryRequests, type RegistryRequest } from '../../harness/cluster/registry.js';
-import { sleep, waitFor } from '../../harness/cluster/sh.js';
+import { secs, sleep, waitFor } from '../../harness/time.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, imageCache, poolPodOnNode, registryPullSecret, secs, specDir, waitPoolPodRunning, type PodInfo,
+  applyServerSide, imageCache, poolPodOnNode, registryPullSecret, specDir, waitPoolPodRunning, type PodInfo,
 } from './helpers.js';
 
 const NODE = 'refresh-node';

@@ -11,17 +11,14 @@ import { Metrics } from '../../src/reconciler/metrics.js';
 import type { Logger, Registry, Restarter } from '../../src/reconciler/ports.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
 import { FakeApiserver } from '../../harness/fake-apiserver.js';
+import { sleep, waitFor } from '../../harness/time.js';
 import { SIDECAR, config, digest, gate, node, pod, pool, pools, st } from './fixtures.js';
 
 const quiet: Logger = process.env.DBG ? (await import('../../src/reconciler/adapters/log.js')).jsonLogger({}) : { info: () => {}, warn: () => {}, error: () => {} };
 const IMAGES = ['reg/a:1', 'reg/b:1'];
 
 async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor('condition', cond, ms, 10);
 }
 
 let cleanup: (() => Promise<void>)[] = [];
@@ -99,7 +96,7 @@ describe('Controller against the fake apiserver', () => {
     api.setPod({ ...running(0), metadata: api.pod.metadata });
     const gets = api.requests.length;
     await until(() => api.requests.length > gets);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     expect(api.writes().length).toBe(before);
   });
 
@@ -158,7 +155,7 @@ describe('Controller against the fake apiserver', () => {
     // Node Ready 599.7 s ago with a 600 s deadline: the deadline passes 0.3 s after start.
     const { api } = await setup({ readyAgoMs: 599_700 });
     await until(() => api.requests.some((r) => r.path.includes('watch=true')));
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     expect(api.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
     // Label, taint removal and Event are three requests, in that order: wait for the last one, then
     // check the whole end state exactly.
