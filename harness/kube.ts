@@ -12,8 +12,10 @@ import { apiserverUrl } from './cluster/config.js';
 import { adminCert, CA_CRT } from './cluster/pki.js';
 import { sleep } from './time.js';
 
+/** The one API error of tests, benchmarks and the sidecar: `code` is the HTTP status (0: transport). */
 export { ApiError };
 
+/** An apiserver object as JSON, with the metadata the harness reads typed. */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
@@ -33,6 +35,7 @@ export interface KubeObject {
   status?: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   [k: string]: unknown;
 }
+/** A list response: its items and the resourceVersion to watch from. */
 export interface KubeList<T = KubeObject> {
   metadata: { resourceVersion: string; continue?: string };
   items: T[];
@@ -73,6 +76,7 @@ export class TokenBucket {
   }
 }
 
+/** How a {@link Kube} client reaches and paces the apiserver. */
 export interface KubeOptions {
   /** The apiserver's URL; the netns cluster's loopback forward when absent. */
   server?: string;
@@ -84,6 +88,7 @@ export interface KubeOptions {
 
 const USER_AGENT = 'prewarm-harness';
 
+/** The harness's apiserver client (admin identity); {@link Kube.close} ends its keep-alive sockets. */
 export class Kube {
   private readonly ca = readFileSync(CA_CRT);
   private readonly cert: Buffer;
@@ -101,6 +106,7 @@ export class Kube {
     this.agent = new Agent({ keepAlive: true, maxSockets: 16, ca: this.ca, cert: this.cert, key: this.key });
   }
 
+  /** Destroys the keep-alive sockets, so a finished test or benchmark can exit. */
   close(): void {
     this.agent.destroy();
   }
@@ -115,6 +121,7 @@ export class Kube {
     this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
   }
 
+  /** One request; the status and body as they came, whatever the status (rejects only on transport errors). */
   async raw(method: string, path: string, body?: unknown, contentType = 'application/json', timeoutMs = 60_000): Promise<{ status: number; text: string }> {
     if (this.opts.limiter) await this.opts.limiter.take();
     this.count(method, path);
@@ -147,11 +154,13 @@ export class Kube {
     });
   }
 
+  /** One request whose 2xx body is parsed; any other status throws {@link ApiError}. */
   async json<T = KubeObject>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
     const r = await this.raw(method, path, body, contentType);
     if (r.status < 200 || r.status >= 300) throw apiError(`${method} ${path}`, r.status, r.text);
     return JSON.parse(r.text) as T;
   }
+  /** GET that throws {@link ApiError} on any non-2xx, 404 included. */
   get<T = KubeObject>(path: string): Promise<T> {
     return this.json<T>('GET', path);
   }
@@ -162,12 +171,15 @@ export class Kube {
     if (r.status !== 200) throw apiError(`GET ${path}`, r.status, r.text);
     return JSON.parse(r.text) as T;
   }
+  /** POST to a collection. */
   create<T = KubeObject>(path: string, body: unknown): Promise<T> {
     return this.json<T>('POST', path, body);
   }
+  /** PUT (replace; the body's resourceVersion guards against lost updates). */
   put<T = KubeObject>(path: string, body: unknown): Promise<T> {
     return this.json<T>('PUT', path, body);
   }
+  /** JSON merge patch. */
   mergePatch<T = KubeObject>(path: string, body: unknown): Promise<T> {
     return this.json<T>('PATCH', path, body, 'application/merge-patch+json');
   }
@@ -175,6 +187,7 @@ export class Kube {
   apply(obj: KubeObject, fieldManager = USER_AGENT): Promise<KubeObject> {
     return this.json('PATCH', `${objectPath(obj)}?fieldManager=${fieldManager}&force=true`, obj, 'application/apply-patch+yaml');
   }
+  /** DELETE with a propagation policy; false when the object was already gone (404). */
   async delete(path: string, propagation: 'Background' | 'Foreground' | 'Orphan' = 'Background'): Promise<boolean> {
     const r = await this.raw('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: propagation });
     if (r.status === 404) return false;
@@ -280,6 +293,7 @@ export async function requestTotals(kube: Kube): Promise<Map<string, number>> {
   return out;
 }
 
+/** What `after` counted beyond `before`, per key (keys that did not grow are left out). */
 export function diffTotals(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
   const d = new Map<string, number>();
   for (const [k, v] of after) {

@@ -7,6 +7,7 @@ import { nodeImagesAsync } from './cluster/node.js';
 import { pollUntil } from './time.js';
 import { Kube, type KubeObject } from './kube.js';
 
+/** When a node was first seen in each state, by the watch (Date.now() times). */
 export interface NodeTimes {
   /** When the join was started ({@link NodeWatch.expect} called). */
   joinAt: number;

@@ -15,6 +15,7 @@ export async function join(watch: NodeWatch, name: string, labels: Record<string
   return t;
 }
 
+/** Removes a real node the benchmark joined, if it is still there. */
 export async function leave(name: string): Promise<void> {
   if (loadSpec(name)) await removeNode(name);
 }

@@ -6,9 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { VERSIONS } from '../../harness/cluster/config.js';
 import { run } from '../../harness/cluster/sh.js';
 
+/** The bench/ folder. */
 export const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Where the benchmarks write their figures (read by bench/plots.ts). */
 export const RESULTS_DIR = join(BENCH_DIR, 'results');
 
+/** Median of the finite values; NaN when there are none (a run that never got there does not count). */
 export function median(xs: readonly number[]): number {
   const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (s.length === 0) return Number.NaN;
@@ -23,6 +26,7 @@ export function percentile(xs: readonly number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
 }
 
+/** What ran the benchmark: cores, memory, CPU, node and component versions (stored with the results). */
 export function machine(): Record<string, string> {
   const containerd = run(['containerd', '--version'], { allowFail: true }).stdout.trim().split(' ').slice(2, 3).join('');
   return {
@@ -45,6 +49,7 @@ export function saveResults(name: string, data: unknown): string {
   return f;
 }
 
+/** A progress line on stderr, stamped with the time of day; stdout keeps the figures. */
 export function log(msg: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 }

@@ -6,6 +6,7 @@ import { run as runCommand, type RunOptions, type RunResult } from '../../harnes
 import type { KubeObject } from '../../harness/kube.js';
 import { yamlObjects } from '../../harness/manifests.js';
 
+/** The compiled CLI that ships (the gitops setup builds it). */
 export const CLI = join(REPO_DIR, 'lib/src/cli/bin.js');
 
 /** Runs a command to completion, from the repository root unless `cwd` says otherwise; a non-zero exit is the caller's to judge. */
