@@ -3,8 +3,10 @@
  * - etcd + kube-apiserver alone: the control plane of the integration and gitops tiers;
  * - the hub's two registry configurations (plain HTTP, and TLS + basic auth), e.g. for `prewarm pin`.
  * Each caller passes its own daemon prefix, so one tier never stops another's daemons when both
- * run in one vitest invocation.
+ * run in one vitest invocation; the checkout's own suffix on it keeps two checkouts on one machine
+ * from stopping each other's (pid files live in the machine-wide RUN_DIR).
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -35,13 +37,22 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The daemon names of a tier in this checkout: `prefix` plus a hash of the state dir. A crashed run
+ * of the same checkout is still found by them; another checkout's run of the same tier is not.
+ */
+function daemonPrefix(prefix: string): string {
+  return `${prefix}-${createHash('sha256').update(STATE_DIR).digest('hex').slice(0, 8)}`;
+}
+
 /** Starts etcd and the apiserver under `prefix` and waits until the apiserver is ready. */
 export async function startLoopbackControlPlane(prefix: string, log: (message: string) => void): Promise<LoopbackControlPlane> {
   mkdirSync(STATE_DIR, { recursive: true });
   const dataDir = mkdtempSync(join(STATE_DIR, `${prefix}-`));
-  await stopControlPlane(prefix); // leftovers of a crashed run
+  const daemons = daemonPrefix(prefix);
+  await stopControlPlane(daemons); // leftovers of a crashed run
   const o: ControlPlaneOptions = {
-    prefix,
+    prefix: daemons,
     dataDir,
     etcdClientPort: await freePort(),
     etcdPeerPort: await freePort(),
@@ -57,7 +68,7 @@ export async function startLoopbackControlPlane(prefix: string, log: (message: s
   try {
     await waitApiserverReady(o, url);
   } catch (e) {
-    await stopControlPlane(prefix);
+    await stopControlPlane(daemons);
     throw e;
   }
   const kubeconfig = join(dataDir, 'admin.kubeconfig');
@@ -67,7 +78,7 @@ export async function startLoopbackControlPlane(prefix: string, log: (message: s
     url,
     kubeconfig,
     async stop() {
-      await stopControlPlane(prefix);
+      await stopControlPlane(daemons);
       if (process.env['PREWARM_KEEP_CLUSTER'] !== '1') rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -89,8 +100,8 @@ export async function startLoopbackRegistries(prefix: string, log: (message: str
   mkdirSync(STATE_DIR, { recursive: true });
   const dir = mkdtempSync(join(STATE_DIR, `${prefix}-registry-`));
   const servers: RegistryServer[] = [
-    { name: `${prefix}-registry`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'plain-data'), tls: false },
-    { name: `${prefix}-registry-tls`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'tls-data'), tls: true },
+    { name: `${daemonPrefix(prefix)}-registry`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'plain-data'), tls: false },
+    { name: `${daemonPrefix(prefix)}-registry-tls`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'tls-data'), tls: true },
   ];
   const stop = async (): Promise<void> => {
     for (const s of servers) await stopDaemon(s.name);
