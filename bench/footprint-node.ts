@@ -32,7 +32,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REGISTRY, STATE_DIR } from '../harness/cluster/config.js';
 import { ensureStandIns, normalize } from '../harness/cluster/images.js';
-import { Kube, type KubeObject } from '../harness/kube.js';
+import { Kube } from '../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages } from '../harness/nodes.js';
 import { secs, sleep } from '../harness/time.js';
@@ -154,7 +154,7 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
   writeFileSync(join(dir, 'imagecache.yaml'), JSON.stringify(spec, null, 2) + '\n');
   const objs = yamlObjects(synth([dir], config === 'che' ? ['--no-reconciler'] : []).yaml);
   prepareImages(objs);
-  for (const o of [...objs.filter((x) => x.kind === 'Namespace'), ...objs.filter((x) => x.kind !== 'Namespace')]) await kube.apply(o as KubeObject);
+  for (const o of [...objs.filter((x) => x.kind === 'Namespace'), ...objs.filter((x) => x.kind !== 'Namespace')]) await kube.apply(o);
 
   const node = `fp-${config}-${n}`;
   const t = await joinNode(watch, node, { [LABEL]: value });

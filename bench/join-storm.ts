@@ -426,7 +426,7 @@ async function main(): Promise<void> {
     log(`wrote ${f}`);
   } finally {
     log('cleaning up: namespaces, CRD, fake nodes');
-    await cleanUp(kube, objs).catch((e: Error) => log(`clean-up failed: ${e.message}`));
+    await cleanUp(kube, objs).catch((e: unknown) => log(`clean-up failed: ${(e as Error).message}`));
     kube.close();
     if (started && !args['keep-cluster']) {
       log('bringing the cluster down (this run started it)');

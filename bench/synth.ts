@@ -12,6 +12,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ExitCode } from '../src/cli/exit-codes.js';
 
 const SIZES = [100, 1_000, 10_000];
 const POOLS = 50;
@@ -69,7 +70,7 @@ async function child(n: number): Promise<void> {
     const started = process.hrtime.bigint();
     const code = await run(['synth', specs, '-o', join(dir, 'out')], { stdout: () => undefined, stderr: (t) => (stderr += t) });
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    if (code !== 0) throw new Error(`synth failed (${code}): ${stderr}`);
+    if (code !== ExitCode.Success) throw new Error(`synth failed (${code}): ${stderr}`);
     const m = /wrote (\d+) pools \((\d+) images\)/.exec(stderr);
     const sample: Sample = {
       n,

@@ -35,8 +35,8 @@ export class FakeApiserver {
   private server: http.Server | undefined;
 
   constructor(pod: KPod, node: KNode) {
-    this.pod = this.bump(pod) as KPod;
-    this.node = this.bump(node) as KNode;
+    this.pod = this.bump(pod);
+    this.node = this.bump(node);
   }
 
   private bump<T extends { metadata: object }>(o: T): T {

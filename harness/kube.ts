@@ -201,7 +201,7 @@ export class Kube {
     let rv = '';
     for (let page = 0; page < 1000; page++) {
       const q = new URLSearchParams({ ...params, limit: '500', ...(cont ? { continue: cont } : {}) });
-      const l = await this.get<KubeList<T>>(`${path}?${q}`);
+      const l = await this.get<KubeList<T>>(`${path}?${q.toString()}`);
       items.push(...l.items);
       rv = l.metadata.resourceVersion;
       cont = l.metadata.continue ?? '';
@@ -220,7 +220,7 @@ export class Kube {
     void (this.opts.limiter ? this.opts.limiter.take() : Promise.resolve()).then(() => {
       if (stopped) return;
       this.count('WATCH', path);
-      const req = request(this.base + `${path}?${q}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? USER_AGENT } }, (res) => {
+      const req = request(this.base + `${path}?${q.toString()}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? USER_AGENT } }, (res) => {
         if (res.statusCode !== 200) {
           res.resume();
           onClose(new Error(`watch ${path}: HTTP ${res.statusCode}`));
@@ -285,7 +285,7 @@ export async function requestTotals(kube: Kube): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const line of r.text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
     const v = Number(line.slice(line.lastIndexOf(' ') + 1));
     const key = `${labels['verb']} ${labels['resource']}${labels['subresource'] ? '/' + labels['subresource'] : ''}|${labels['code']}`;
     out.set(key, (out.get(key) ?? 0) + v);

@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { ExitCode } from '../src/cli/exit-codes.js';
 import { run as runCli } from '../src/cli/main.js';
 import { REPO_DIR } from './cluster/config.js';
 import { busyboxLayers, buildOciImage, ensureReconcilerImage, ensureStandIn, imageInRegistry, normalize, pushImage } from './cluster/images.js';
@@ -26,7 +27,7 @@ export async function synthObjects(specDir: string, args: readonly string[] = []
   let out = '';
   let err = '';
   const code = await runCli(['synth', specDir, '--stdout', ...args], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
-  if (code !== 0) throw new Error(`prewarm synth ${specDir} exited ${code}: ${err}`);
+  if (code !== ExitCode.Success) throw new Error(`prewarm synth ${specDir} exited ${code}: ${err}`);
   return yamlObjects(out);
 }
 

@@ -11,7 +11,7 @@ type Obj = Record<string, unknown>;
 function mergeMap(cur: Obj | undefined, patch: Obj): Obj {
   const out: Obj = { ...(cur ?? {}) };
   for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete out[k];
+    if (v === null) Reflect.deleteProperty(out, k);
     else out[k] = v;
   }
   return out;

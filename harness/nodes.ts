@@ -5,7 +5,7 @@
 import { normalize } from './cluster/images.js';
 import { nodeImagesAsync } from './cluster/node.js';
 import { pollUntil } from './time.js';
-import { Kube, type KubeObject } from './kube.js';
+import type { Kube, KubeObject } from './kube.js';
 
 /** When a node was first seen in each state, by the watch (Date.now() times). */
 export interface NodeTimes {
@@ -70,10 +70,12 @@ export class NodeWatch {
     if (!t) return;
     const now = Date.now();
     t.registeredAt ??= now;
-    const ready = (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+    const status = n.status as { conditions?: { type: string; status: string }[] } | undefined;
+    const ready = (status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
     if (ready) t.readyAt ??= now;
     for (const [k, v] of Object.entries(n.metadata.labels ?? {})) if (!t.labelsAt.has(`${k}=${v}`)) t.labelsAt.set(`${k}=${v}`, now);
-    const taints = new Set(((n.spec?.taints ?? []) as { key: string }[]).map((x) => x.key));
+    const spec = n.spec as { taints?: { key: string }[] } | undefined;
+    const taints = new Set((spec?.taints ?? []).map((x) => x.key));
     for (const k of taints) if (!t.taintsAt.has(k)) t.taintsAt.set(k, now);
     for (const k of t.taintsAt.keys()) if (!taints.has(k) && !t.taintsGoneAt.has(k)) t.taintsGoneAt.set(k, now);
   }

@@ -47,6 +47,7 @@ export async function waitFor<T>(
     intervalMs,
   );
   if (v) return v;
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a thrown non-Error (usually a string) is shown as String() shows it
   const detail = lastErr === undefined ? '' : `: ${lastErr instanceof Error ? lastErr.message : String(lastErr)}`;
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
 }

@@ -270,7 +270,7 @@ async function statusPoller(cacheName: string): Promise<void> {
   const results = new Map(mine());
   for (const [job] of results) {
     imageWorkStatus.delete(job);
-    if (!job.startsWith('fakejob-')) await kube.delete(`/apis/batch/v1/namespaces/${NS}/jobs/${job}`).catch((e: Error) => emit('error', { error: e.message }));
+    if (!job.startsWith('fakejob-')) await kube.delete(`/apis/batch/v1/namespaces/${NS}/jobs/${job}`).catch((e: unknown) => emit('error', { error: (e as Error).message }));
   }
   workqueue.addRateLimited({ type: 'statusupdate', name: cacheName, results });
 }
@@ -284,7 +284,7 @@ async function imageWorker(): Promise<void> {
         continue;
       }
       if (needsPull(w.image, w.node)) {
-        const job = await kube.create<KubeObject>(`/apis/batch/v1/namespaces/${NS}/jobs`, pullJob(w.cache, w.image, w.node));
+        const job = await kube.create(`/apis/batch/v1/namespaces/${NS}/jobs`, pullJob(w.cache, w.image, w.node));
         imageWorkStatus.set(job.metadata.name, { work: w, status: 'jobcreated' });
         emit('job-created', { job: job.metadata.name, node: w.node.metadata.name, image: w.image });
       } else {

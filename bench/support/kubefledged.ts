@@ -73,8 +73,8 @@ export function startModel(o: ModelOptions): Model {
   );
   const m: Model = { child, ticks: [], jobsAt: [], jobsDone: 0, statuses: [], done: new Promise((r) => child.on('exit', () => r())) };
   let buf = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => {
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => {
     buf += d;
     let nl;
     while ((nl = buf.indexOf('\n')) >= 0) {

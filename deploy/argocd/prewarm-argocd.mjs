@@ -125,7 +125,7 @@ function generate() {
     process.stderr.write(`prewarm-argocd: cannot run ${cmd}: ${err.message}\n`);
     process.exit(70);
   });
-  child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
+  child.on('exit', (code, signal) => process.exit(code ?? 128 + (signal ? constants.signals[signal] : 0)));
 }
 
 const command = process.argv[2];

@@ -17,11 +17,12 @@ import { buildImageFromRootfs, ensureStandIn } from './images.js';
 import { createFakeNodes, deleteFakeNodes } from './kwok.js';
 
 function labels(v: unknown): Record<string, string> {
-  const list = Array.isArray(v) ? v.map(String) : v === undefined ? [] : [String(v)];
-  return Object.fromEntries(list.map(parseLabel));
+  return Object.fromEntries(strings(v).map(parseLabel));
 }
 function strings(v: unknown): string[] {
-  return Array.isArray(v) ? v.map(String) : v === undefined ? [] : [String(v)];
+  // yargs hands over a scalar (string, number or boolean) or an array of them.
+  const scalar = v as string | number | boolean | undefined;
+  return Array.isArray(v) ? v.map(String) : scalar === undefined ? [] : [String(scalar)];
 }
 
 await yargs(hideBin(process.argv))

@@ -38,9 +38,9 @@ export function kubectl(args: string[], opts: { input?: string; allowFail?: bool
   }).stdout;
 }
 
-export async function isUp(): Promise<boolean> {
-  if (!daemonPid('cp-apiserver') || !existsSync(ADMIN_KUBECONFIG)) return false;
-  return run([BIN.kubectl, `--kubeconfig=${ADMIN_KUBECONFIG}`, 'get', '--raw=/readyz'], { allowFail: true, timeoutMs: 10_000 }).code === 0;
+export function isUp(): Promise<boolean> {
+  if (!daemonPid('cp-apiserver') || !existsSync(ADMIN_KUBECONFIG)) return Promise.resolve(false);
+  return Promise.resolve(run([BIN.kubectl, `--kubeconfig=${ADMIN_KUBECONFIG}`, 'get', '--raw=/readyz'], { allowFail: true, timeoutMs: 10_000 }).code === 0);
 }
 
 export interface UpOptions {
@@ -116,8 +116,8 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`apiserver ready (${Date.now() - t0} ms)`);
   startControllerManager(cp);
   startScheduler(cp);
-  await waitFor('default service account', () => kubectl(['-n', 'default', 'get', 'serviceaccount', 'default', '-o', 'name'], { allowFail: true }).includes('default'), 60_000, 500).catch((e: Error) => {
-    throw new Error(`${e.message}\n${tailLog('cp-controller-manager')}`);
+  await waitFor('default service account', () => kubectl(['-n', 'default', 'get', 'serviceaccount', 'default', '-o', 'name'], { allowFail: true }).includes('default'), 60_000, 500).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}\n${tailLog('cp-controller-manager')}`);
   });
   log(`controller-manager and scheduler up (${Date.now() - t0} ms)`);
   if (opts.kwok !== false) {
@@ -177,8 +177,8 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
   await startNode(spec);
   const adminLabels = Object.entries(spec.labels).filter(([k]) => !kubeletMaySetLabel(k));
   if (opts.wait === false && adminLabels.length === 0) return { readyAt: 0, spec };
-  await waitFor(`node ${name} registered`, () => kubectl(['get', 'node', name, '-o', 'name'], { allowFail: true }).trim() !== '', opts.timeoutMs ?? 120_000, 250).catch((e: Error) => {
-    throw new Error(`${e.message}\n${tailLog(kubeletDaemon(name), 40)}`);
+  await waitFor(`node ${name} registered`, () => kubectl(['get', 'node', name, '-o', 'name'], { allowFail: true }).trim() !== '', opts.timeoutMs ?? 120_000, 250).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}\n${tailLog(kubeletDaemon(name), 40)}`);
   });
   if (adminLabels.length) kubectl(['label', 'node', name, '--overwrite', ...adminLabels.map(([k, v]) => `${k}=${v}`)]);
   if (opts.wait === false) return { readyAt: 0, spec };
@@ -192,8 +192,8 @@ export async function waitNodeReady(name: string, timeoutMs = 120_000): Promise<
     () => kubectl(['get', 'node', name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'], { allowFail: true }).trim() === 'True',
     timeoutMs,
     200,
-  ).catch((e: Error) => {
-    throw new Error(`${e.message}\n${tailLog(kubeletDaemon(name), 40)}`);
+  ).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}\n${tailLog(kubeletDaemon(name), 40)}`);
   });
   return Date.now();
 }

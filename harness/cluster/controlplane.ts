@@ -68,7 +68,7 @@ export function clusterControlPlane(dataDir: string): ControlPlaneOptions {
   };
 }
 
-export async function startEtcd(o: ControlPlaneOptions): Promise<void> {
+export function startEtcd(o: ControlPlaneOptions): Promise<void> {
   const dir = join(o.dataDir, 'etcd');
   mkdirSync(dir, { recursive: true });
   const client = `http://127.0.0.1:${o.etcdClientPort}`;
@@ -90,6 +90,7 @@ export async function startEtcd(o: ControlPlaneOptions): Promise<void> {
     '--unsafe-no-fsync',
   ];
   startDaemon({ name: `${o.prefix}-etcd`, argv, ...(o.netns ? { netns: o.netns } : {}) });
+  return Promise.resolve();
 }
 
 export function apiserverCert(o: ControlPlaneOptions): CertFiles {
@@ -102,7 +103,7 @@ export function apiserverCert(o: ControlPlaneOptions): CertFiles {
   });
 }
 
-export async function startApiserver(o: ControlPlaneOptions): Promise<void> {
+export function startApiserver(o: ControlPlaneOptions): Promise<void> {
   const tls = apiserverCert(o);
   const kc = ensureCert({ name: 'apiserver-kubelet-client', cn: 'kube-apiserver-kubelet-client', orgs: ['system:masters'], usage: 'client' });
   const sa = ensureServiceAccountKeys();
@@ -134,6 +135,7 @@ export async function startApiserver(o: ControlPlaneOptions): Promise<void> {
     ...(o.extraApiserverArgs ?? []),
   ];
   startDaemon({ name: `${o.prefix}-apiserver`, argv, ...(o.netns ? { netns: o.netns } : {}) });
+  return Promise.resolve();
 }
 
 /** Waits until /readyz answers ok through the given URL with the admin cert. */
@@ -142,7 +144,7 @@ export async function waitApiserverReady(o: ControlPlaneOptions, url: string, ti
   try {
     await waitFor('kube-apiserver /readyz', async () => (await kube.raw('GET', '/readyz', undefined, undefined, 5_000)).status === 200, timeoutMs, 500);
   } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- apiserver log:\n${tailLog(`${o.prefix}-apiserver`)}\n--- etcd log:\n${tailLog(`${o.prefix}-etcd`)}`);
+    throw new Error(`${(e as Error).message}\n--- apiserver log:\n${tailLog(`${o.prefix}-apiserver`)}\n--- etcd log:\n${tailLog(`${o.prefix}-etcd`)}`, { cause: e });
   } finally {
     kube.close();
   }

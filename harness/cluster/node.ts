@@ -311,12 +311,12 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
     `containerd of ${spec.name}`,
     () => run(['ctr', '-a', p.containerdSock, 'version'], { allowFail: true, timeoutMs: 5_000 }).code === 0,
     30_000,
-  ).catch((e: Error) => {
-    throw new Error(`${e.message}\n${tailLog(containerdDaemon(spec.name))}`);
+  ).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}\n${tailLog(containerdDaemon(spec.name))}`);
   });
 }
 
-export async function startKubelet(spec: NodeSpec): Promise<void> {
+export function startKubelet(spec: NodeSpec): Promise<void> {
   const n = nodeNet(spec.name, spec.index);
   const p = nodePaths(spec.name);
   const server = `https://${NET.hubIp}:${NET.apiserverPort}`;
@@ -339,6 +339,7 @@ export async function startKubelet(spec: NodeSpec): Promise<void> {
   ];
   if (selfLabels.length) argv.push(`--node-labels=${selfLabels.map(([k, v]) => `${k}=${v}`).join(',')}`);
   startDaemon({ name: kubeletDaemon(spec.name), argv, netns: n.ns });
+  return Promise.resolve();
 }
 
 export function startKubeProxy(spec: NodeSpec): void {

@@ -101,8 +101,8 @@ async function check(target: string, options: ReplaceOptions): Promise<void> {
     if (inputReal === real) throw refuse(`it is the input ${input}`);
     if (inputReal.startsWith(real + sep)) throw refuse(`it holds the input ${input}`);
   }
-  const info = await stat(real).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
+  const info = await stat(real).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   });
   if (info === undefined) return;

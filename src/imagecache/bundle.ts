@@ -137,10 +137,10 @@ function mergeSettings(pool: Accumulator, cache: ImageCache, diagnostics: Diagno
 }
 
 /** One setting's value in the form its rule compares; `unset` when the ImageCache leaves it out. */
-function settingKey<K extends keyof PoolSettings>(field: K, settings: PoolSettings): string {
+function settingKey(field: keyof PoolSettings, settings: PoolSettings): string {
   const value = settings[field];
   // TypeScript does not correlate a rule with its value across a union of keys (TypeScript#30581).
-  const rule = SETTING_RULES[field] as (value: NonNullable<PoolSettings[K]>) => string;
+  const rule = SETTING_RULES[field] as (value: NonNullable<PoolSettings[keyof PoolSettings]>) => string;
   return value === undefined ? 'unset' : rule(value);
 }
 

@@ -63,6 +63,7 @@ export function excerpt(text: string, max: number = MAX_QUOTED_CHARS, quoted = f
 
 // C0 and C1 controls, DEL, line and paragraph separators, bidirectional controls, the BOM, and
 // (with the u flag, only unpaired) surrogates.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point: they are escaped
 const ESCAPES = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]/gu;
 const QUOTED_ESCAPES = new RegExp(`["\\\\]|${ESCAPES.source}`, 'gu');
 const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '"': '\\"', '\\': '\\\\' };
@@ -108,7 +109,7 @@ export function formatSkipped(s: Skipped): string | undefined {
   const parts: string[] = [];
   if (s.documents > 0) parts.push(`${plural(s.documents, 'document')} of other kinds in ${plural(s.files, 'file')}`);
   if (s.outputDocuments > 0) parts.push(`${plural(s.outputDocuments, 'document')} of prewarm's own output in ${plural(s.outputFiles, 'file')}`);
-  if (s.helmTemplates > 0) parts.push(`${plural(s.helmTemplates, 'Helm chart template')}`);
+  if (s.helmTemplates > 0) parts.push(plural(s.helmTemplates, 'Helm chart template'));
   return parts.length === 0 ? undefined : `skipped ${parts.join(', ')}`;
 }
 

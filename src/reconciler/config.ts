@@ -59,6 +59,7 @@ export function configFromEnv(env: Readonly<Record<string, string | undefined>>)
     deadlineSeconds,
     refreshSeconds: seconds(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
     metricsPort: seconds(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),
+    // eslint-disable-next-line @typescript-eslint/prefer-nullish-coalescing -- an empty value falls back too
     metricsHost: env[ENV.podIP] || '127.0.0.1',
   };
 }

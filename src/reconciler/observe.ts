@@ -58,7 +58,7 @@ export function classifyContainer(image: string, st: KContainerStatus | undefine
   const name = st?.name ?? '';
   const digest = digestOf(st?.imageID);
   const since = startedAt(st?.state) ?? startedAt(st?.lastState);
-  const ran = Boolean(st?.state?.running || st?.state?.terminated || st?.lastState?.running || st?.lastState?.terminated);
+  const ran = Boolean(st?.state?.running ?? st?.state?.terminated ?? st?.lastState?.running ?? st?.lastState?.terminated);
   const waiting = st?.state?.waiting;
   const base = { container: name, image, ...(digest ? { digest } : {}), ...(since !== undefined ? { presentSince: since } : {}) };
   if (ran || digest || (st?.imageID ?? '') !== '' || (waiting?.reason && POST_PULL_REASONS.has(waiting.reason))) {

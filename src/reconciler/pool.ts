@@ -139,8 +139,8 @@ export function decidePool(obs: Observed): PoolDecision {
   if (state === NodeState.Warm) {
     const reuse = own?.state === NodeState.Warm && own.warmAt !== undefined && own.ttwSeconds !== undefined;
     const lastStart = Math.max(origin, ...present.map((i) => i.presentSince ?? origin));
-    const warmAt = reuse ? (own.warmAt as string) : new Date(Math.min(lastStart, now)).toISOString();
-    const ttw = reuse ? (own.ttwSeconds as number) : round1(Math.max(0, Date.parse(warmAt) - origin) / 1000);
+    const warmAt = reuse ? own.warmAt : new Date(Math.min(lastStart, now)).toISOString();
+    const ttw = reuse ? own.ttwSeconds : round1(Math.max(0, Date.parse(warmAt) - origin) / 1000);
     ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, warmAt, ttwSeconds: ttw, digests };
     if (!(own?.state === NodeState.Warm && curLabel === NodeState.Warm)) {
       timeToWarmSeconds = ttw;

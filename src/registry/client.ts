@@ -115,7 +115,7 @@ export class OciRegistry implements Registry {
         return d;
       }
       if (r.status !== 401 || attempt > 0) throw new ApiError(r.status, `HEAD ${url.host}${url.pathname}: ${r.status}`);
-      const ch = parseChallenge(String(r.headers['www-authenticate'] ?? ''));
+      const ch = parseChallenge(r.headers['www-authenticate'] ?? '');
       if (ch?.scheme === 'basic') {
         if (!cred) throw new ApiError(401, `${image}: registry wants basic auth and no pull secret matches ${ref.domain}`);
         auth = basic(cred);
@@ -125,7 +125,7 @@ export class OciRegistry implements Registry {
         this.tokens.set(scopeKey, { token: token.token, until: Date.now() + Math.max(0, token.expiresIn - 30) * 1000 });
         auth = `Bearer ${token.token}`;
       } else {
-        throw new ApiError(401, `${image}: unsupported auth challenge "${String(r.headers['www-authenticate'] ?? '')}"`);
+        throw new ApiError(401, `${image}: unsupported auth challenge "${r.headers['www-authenticate'] ?? ''}"`);
       }
     }
     throw new ApiError(401, `${image}: unauthorized`);

@@ -88,8 +88,8 @@ function runHelper(helper: string, server: string, env: NodeJS.ProcessEnv): Prom
   return new Promise((resolve, reject) => {
     const child = execFile(bin, ['get'], { env, timeout: HELPER_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout) => {
       if (err) {
-        if (/credentials not found/i.test(String(stdout))) return resolve(undefined);
-        const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${bin} is not on PATH` : `${bin} get failed: ${String(stdout).trim() || err.message}`;
+        if (/credentials not found/i.test(stdout)) return resolve(undefined);
+        const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${bin} is not on PATH` : `${bin} get failed: ${stdout.trim() || err.message}`;
         return reject(new DockerConfigError(`credential helper for ${server}: ${why}`));
       }
       try {

@@ -96,10 +96,10 @@ describe('prewarm CLI', () => {
     ['many files, listed in part', async (r) => { for (const n of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await mkfile(join(r, 'many', n)); return join(r, 'many'); }, [], 'it holds a, b, c, d, e and 2 more'],
     ['-o notes.txt, a file', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), [], 'it is a file, not a folder'],
     ['-o notes.txt, a file, even with --force', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), ['--force'], 'it is a file, not a folder'],
-    ['-o specs, the input', async (r) => join(r, 'specs'), [], 'it is the input'],
-    ['-o specs, the input, even with --force', async (r) => join(r, 'specs'), ['--force'], 'it is the input'],
+    ['-o specs, the input', (r) => Promise.resolve(join(r, 'specs')), [], 'it is the input'],
+    ['-o specs, the input, even with --force', (r) => Promise.resolve(join(r, 'specs')), ['--force'], 'it is the input'],
     ['-o a link to the input', async (r) => (await symlink(join(r, 'specs'), join(r, 'link')), join(r, 'link')), ['--force'], 'it is the input'],
-    ['-o ROOT, which holds the input', async (r) => r, ['--force'], 'it holds the input'],
+    ['-o ROOT, which holds the input', (r) => Promise.resolve(r), ['--force'], 'it holds the input'],
   ])('refuses %s with exit 1, naming what is in the way, and changes nothing', async (_name, layout, flags, message) => {
     const root = await specDir({});
     await mkfile(join(root, 'specs', 'a.yaml'), good);
@@ -265,8 +265,8 @@ describe('failure reports', () => {
   });
 
   it.each<[string, (root: string) => Promise<string>, string]>([
-    ['-o /proc/x', async () => '/proc/x', 'prewarm: cannot write /proc/x: no such file or directory (ENOENT)\n'],
-    ['-o /sys/x', async () => '/sys/x', 'prewarm: cannot write /sys/x: operation not permitted (EPERM)\n'],
+    ['-o /proc/x', () => Promise.resolve('/proc/x'), 'prewarm: cannot write /proc/x: no such file or directory (ENOENT)\n'],
+    ['-o /sys/x', () => Promise.resolve('/sys/x'), 'prewarm: cannot write /sys/x: operation not permitted (EPERM)\n'],
     ['-o below a file', async (root) => (await writeFile(join(root, 'notes.txt'), 'x'), join(root, 'notes.txt', 'out')), 'prewarm: cannot write ROOT/notes.txt/out: not a directory (ENOTDIR)\n'],
   ])('%s: one line, exit 70, no stack', async (_name, target, line) => {
     const root = await specDir({ 'a.yaml': quiet });

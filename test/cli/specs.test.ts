@@ -36,7 +36,7 @@ describe('validate and synth on hostile spec folders', () => {
     ['a link out of the specs', async (base: string, specs: string) => symlink(join(base, 'private', 'token.yaml'), join(specs, 'env.yaml')), 'env.yaml: error: is a link whose target is outside the spec roots'],
     ['a link to /proc/self/environ', async (_: string, specs: string) => symlink('/proc/self/environ', join(specs, 'env.yaml')), 'env.yaml: error: is a link whose target is outside the spec roots'],
     ['a link to /dev/zero', async (_: string, specs: string) => symlink('/dev/zero', join(specs, 'zero.yaml')), 'zero.yaml: error: is a link whose target is outside the spec roots'],
-    ['a FIFO', async (_: string, specs: string) => void execFileSync('mkfifo', [join(specs, 'x.yaml')]), 'x.yaml: error: is a FIFO (named pipe), not a regular file'],
+    ['a FIFO', (_: string, specs: string) => (execFileSync('mkfifo', [join(specs, 'x.yaml')]), Promise.resolve()), 'x.yaml: error: is a FIFO (named pipe), not a regular file'],
   ])('%s: exit 1 at once, naming the entry, printing nothing of the target', async (_name, setup, message) => {
     const { base, specs } = await repo();
     await setup(base, specs);

@@ -91,8 +91,8 @@ export async function waitPoolPodRunning(pool: PoolImages, node: string, timeout
   return waitFor(`pod of pool ${pool.pool} Running on ${node}`, () => {
     const p = poolPodOnNode(pool, node);
     return p && p.phase === 'Running' ? p : undefined;
-  }, timeoutMs, 500).catch((e: Error) => {
-    throw new Error(`${e.message}\n${describePool(pool)}`);
+  }, timeoutMs, 500).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}\n${describePool(pool)}`);
   });
 }
 

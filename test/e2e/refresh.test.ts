@@ -216,8 +216,8 @@ describe('moved-tag refresh on a real node', () => {
 
     // The running container reports the new digest, and the sidecar writes it into the annotation.
     await waitFor('container imageID has the new digest', () => status(MOVING).imageID?.endsWith(moved), 30_000, 250);
-    await waitFor('annotation has the new digest', () => annotationDigests()[MOVING] === moved, 30_000, 250).catch((e: Error) => {
-      throw new Error(`${e.message}; annotation: ${nodeMeta().annotations[annotationKey] ?? '(none)'}`);
+    await waitFor('annotation has the new digest', () => annotationDigests()[MOVING] === moved, 30_000, 250).catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}; annotation: ${nodeMeta().annotations[annotationKey] ?? '(none)'}`);
     });
     expect(annotationDigests()[STATIC]).toBe(before.get(STATIC));
     expect(nodeMeta().labels[labelKey]).toBe('warm');

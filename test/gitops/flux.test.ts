@@ -148,7 +148,7 @@ describe('deploy/ against the controllers\' real CRDs', () => {
     expect(remote?.[1]).toContain('/v3.5.7/'); // the same release as the cmp-server under test
     writeFileSync(join(dir, 'kustomization.yaml'), k.replace(remote![1]!, 'install.yaml'));
     const out = yamlObjects(ok(run([BIN.kubectl, 'kustomize', dir])).stdout);
-    const cm = out.find((o) => o['kind'] === 'ConfigMap' && String((o['metadata'] as { name: string }).name).startsWith('prewarm-cmp-plugin-'));
+    const cm = out.find((o) => o['kind'] === 'ConfigMap' && (o['metadata'] as { name: string }).name.startsWith('prewarm-cmp-plugin-'));
     expect(cm, 'generated ConfigMap').toBeDefined();
     expect((cm!['data'] as Record<string, string>)['plugin.yaml']).toBe(readFileSync(join(REPO_DIR, 'deploy/argocd/plugin.yaml'), 'utf8'));
     const deploy = out.find((o) => o['kind'] === 'Deployment' && (o['metadata'] as { name: string }).name === 'argocd-repo-server') as {

@@ -309,6 +309,7 @@ describe('parseFiles: hostile values are quoted as short, escaped excerpts', () 
     const lines = diagnose(text);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) {
+      // eslint-disable-next-line no-control-regex -- the test looks for raw control characters
       expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
       expect(line).not.toContain('Z'.repeat(61));
       expect(line).not.toContain('9'.repeat(61));
@@ -321,6 +322,7 @@ describe('parseFiles: hostile values are quoted as short, escaped excerpts', () 
     // reference.ts ships alone in the sidecar's image, so its own quotes are bounded by parse.ts.
     const [line] = diagnose(fledged(`  cacheSpec:\n  - images: ["redis:\\e${'Z'.repeat(100_000)}"]\n`));
     expect(line).toMatch(/invalid image reference "redis:\\x1bZ{53}…" \(100007 chars\): tag "\\x1bZ+… \(\d+ chars\)$/);
+    // eslint-disable-next-line no-control-regex -- the test looks for raw control characters
     expect(line).not.toMatch(/[\u0000-\u001f]|Z{181}/);
   });
 });

@@ -22,7 +22,7 @@ function logger(): Logger & { warnings: string[] } {
   return { warnings, info: dbg, warn: (m, f) => (warnings.push(m), dbg(m, f)), error: dbg };
 }
 
-let stops: (() => Promise<void>)[] = [];
+const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s();
 });
@@ -240,8 +240,8 @@ describe('Controller', () => {
 
   it('runs the moved-tag refresh beside the loop, on its interval', async () => {
     const restarted: string[] = [];
-    const registry: Registry = { digest: async (img) => (img === 'reg/b:1' ? digest('f') : digest('a')) };
-    const restarter: Restarter = { restart: async (c) => (restarted.push(c), true) };
+    const registry: Registry = { digest: (img) => Promise.resolve(img === 'reg/b:1' ? digest('f') : digest('a')) };
+    const restarter: Restarter = { restart: (c) => (restarted.push(c), Promise.resolve(true)) };
     const { clock, kube } = setup({ registry, restarter, refreshSeconds: 100 });
     kube.setPod(running());
     const interval = refreshDelayMs(100, 0.5);

@@ -41,7 +41,7 @@ function apply(n: KNode, patch: object | undefined): KNode {
   const merge = (cur: Record<string, string> | undefined, p: Record<string, string | null> | undefined): Record<string, string> => {
     const out = { ...(cur ?? {}) };
     for (const [k, v] of Object.entries(p ?? {})) {
-      if (v === null) delete out[k];
+      if (v === null) Reflect.deleteProperty(out, k);
       else out[k] = v;
     }
     return out;

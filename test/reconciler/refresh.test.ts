@@ -38,15 +38,15 @@ function refresher(current: () => KPod | undefined, over: { registry?: Registry;
   const reported: EventIntent[] = [];
   const warnings: string[] = [];
   const metrics = new Metrics();
-  const registry: Registry = over.registry ?? { digest: async (img) => (checked.push(img), img === 'reg/b:1' ? digest('f') : digest('a')) };
+  const registry: Registry = over.registry ?? { digest: (img) => (checked.push(img), Promise.resolve(img === 'reg/b:1' ? digest('f') : digest('a'))) };
   const r = new Refresher(
     {
       registry,
-      restarter: { restart: async (c) => (restarted.push(c), over.restart ?? true) },
+      restarter: { restart: (c) => (restarted.push(c), Promise.resolve(over.restart ?? true)) },
       clock,
       log: { info: () => {}, warn: (m) => void warnings.push(m), error: () => {} },
       metrics,
-      report: async (e) => void reported.push(e),
+      report: (e) => (reported.push(e), Promise.resolve()),
       pod: current,
     },
     'gpu',
@@ -102,7 +102,7 @@ describe('Refresher', () => {
   });
 
   it('skips a pass while there is no pod yet', async () => {
-    let current: KPod | undefined;
+    let current: KPod | undefined = undefined;
     const { r, clock, checked } = refresher(() => current);
     const stop = new AbortController();
     const done = r.run(stop.signal);

@@ -57,7 +57,7 @@ describe('status --watch', () => {
   it('prints plain lines only on change when stdout is not a TTY, and stops once warm', async () => {
     const reads = [cold, cold, cold, warm];
     let out = '';
-    const result = await watch({ read: async () => reads.shift() ?? warm }, { output: 'table', interval: 0.01 }, undefined, { stdout: (t) => (out += t), stderr: () => undefined }, false);
+    const result = await watch({ read: () => Promise.resolve(reads.shift() ?? warm) }, { output: 'table', interval: 0.01 }, undefined, { stdout: (t) => (out += t), stderr: () => undefined }, false);
     expect(result.allWarm).toBe(true);
     expect(out.match(/NAMESPACE/g)).toHaveLength(2);
     expect(out).not.toContain('\u001b[');
@@ -65,7 +65,7 @@ describe('status --watch', () => {
 
   it('redraws in place on a TTY, and gives up at the timeout', async () => {
     let out = '';
-    const result = await watch({ read: async () => cold }, { output: 'table', interval: 0.01 }, 50, { stdout: (t) => (out += t), stderr: () => undefined }, true);
+    const result = await watch({ read: () => Promise.resolve(cold) }, { output: 'table', interval: 0.01 }, 50, { stdout: (t) => (out += t), stderr: () => undefined }, true);
     expect(result.allWarm).toBe(false);
     expect(out.startsWith('\u001b[H\u001b[2J')).toBe(true);
   });

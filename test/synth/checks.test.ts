@@ -186,9 +186,9 @@ describe('checkLimits', () => {
           },
         },
       },
-    }) as Manifest;
+    });
   const configMap = (namespace: string, dataBytes: number): Manifest =>
-    ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'prewarm-pools', namespace }, data: { 'pools.json': 'x'.repeat(dataBytes) } }) as Manifest;
+    ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'prewarm-pools', namespace }, data: { 'pools.json': 'x'.repeat(dataBytes) } });
   /** `m` grown by an annotation to exactly `bytes` of JSON. */
   const sized = (m: Manifest, bytes: number): Manifest => {
     const base = { ...m, metadata: { ...m.metadata, annotations: { pad: '' } } };
@@ -231,7 +231,7 @@ describe('checkLimits', () => {
       expected: [new RegExp(`^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory`)],
     },
     { case: 'pools whose selectors exclude each other never add up', manifests: [ds(web, '700Mi'), ds(db, '700Mi')], expected: [] },
-    { case: 'the init container counts when it requests more than the containers', manifests: [{ ...ds(web), spec: { template: { spec: { initContainers: [{ name: 'h', resources: { requests: { memory: '2G' } } }], containers: [] } } } } as Manifest], expected: [/request 1\.86 GiB/] },
+    { case: 'the init container counts when it requests more than the containers', manifests: [{ ...ds(web), spec: { template: { spec: { initContainers: [{ name: 'h', resources: { requests: { memory: '2G' } } }], containers: [] } } } }], expected: [/request 1\.86 GiB/] },
   ])('$case', ({ manifests, expected }) => {
     const got = checkLimits(manifests, bundle).map(formatDiagnostic);
     expect(got).toHaveLength(expected.length);

@@ -40,9 +40,11 @@ export function checkOptions<T>(y: Argv<T>, checks: Readonly<Record<string, Opti
       const value: unknown = argv[name];
       if (value === undefined) continue;
       if (Array.isArray(value) && !repeatable.includes(name)) throw new UsageError(`--${name} is given more than once`);
-      for (const v of [value].flat()) {
-        const why = check(String(v));
-        if (why !== undefined) throw new UsageError(`--${name} ${JSON.stringify(String(v))} ${why}`);
+      // yargs hands over scalars here (string, number or boolean), which String() prints as given.
+      for (const v of [value].flat() as (string | number | boolean)[]) {
+        const text = String(v);
+        const why = check(text);
+        if (why !== undefined) throw new UsageError(`--${name} ${JSON.stringify(text)} ${why}`);
       }
     }
     return true;

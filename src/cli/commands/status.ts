@@ -23,14 +23,17 @@ export interface StatusSource {
   read(): Promise<StatusReport>;
 }
 
+// Typed, so that yargs infers `output` as a StatusFormat rather than a string.
+const DEFAULT_FORMAT: StatusFormat = 'table';
+
 /** Registers the command. */
-export function statusCommand(io: Io, isTty: () => boolean = () => process.stdout.isTTY === true) {
+export function statusCommand(io: Io, isTty: () => boolean = () => process.stdout.isTTY) {
   return {
     command: 'status',
     describe: 'Show desired and warm nodes per pool, and failing images per node; exit 3 unless all are warm',
     builder: (y: Argv) =>
       checkOptions(y, { namespace: isNamespace })
-        .option('output', { alias: 'o', choices: ['table', 'wide', 'json', 'yaml'] as const, default: 'table' as StatusFormat, describe: 'Output format' })
+        .option('output', { alias: 'o', choices: ['table', 'wide', 'json', 'yaml'] as const, default: DEFAULT_FORMAT, describe: 'Output format' })
         .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
         .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m or 1h30m' })
         .option('interval', { type: 'number', default: 2, describe: 'With --watch: seconds between reads' })

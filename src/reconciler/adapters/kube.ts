@@ -7,7 +7,7 @@ import type { ReconcilerConfig } from '../config.js';
 import type { KNode, KPod } from '../kube-types.js';
 import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent } from '../ports.js';
 import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../reasons.js';
-import { KubeHttp, type Endpoint } from './http.js';
+import type { Endpoint, KubeHttp } from './http.js';
 
 /**
  * The in-cluster endpoint: `KUBERNETES_SERVICE_HOST/PORT`, the mounted CA and the projected token,
@@ -93,7 +93,7 @@ export class KubePodSource implements PodSource {
       allowWatchBookmarks: 'true',
       timeoutSeconds: '290',
     });
-    return this.http.watch(`/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`, (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }), signal);
+    return this.http.watch(`/api/v1/namespaces/${enc(this.namespace)}/pods?${q.toString()}`, (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }), signal);
   }
 }
 

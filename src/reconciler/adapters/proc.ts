@@ -42,7 +42,7 @@ export class ProcRestarter implements Restarter {
     return out;
   }
 
-  async restart(container: string): Promise<boolean> {
+  restart(container: string): Promise<boolean> {
     const pids = this.find(container);
     for (const pid of pids) {
       try {
@@ -51,6 +51,6 @@ export class ProcRestarter implements Restarter {
         // exited meanwhile
       }
     }
-    return pids.length > 0;
+    return Promise.resolve(pids.length > 0);
   }
 }

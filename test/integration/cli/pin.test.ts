@@ -136,7 +136,7 @@ let withoutLogin: string;
 function prewarm(args: string[], env: Record<string, string | undefined> = {}) {
   const base: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: work, DOCKER_CONFIG: withLogin, NODE_EXTRA_CA_CERTS: CA_CRT };
   for (const [k, v] of Object.entries(env)) {
-    if (v === undefined) delete base[k];
+    if (v === undefined) Reflect.deleteProperty(base, k);
     else base[k] = v;
   }
   const r = run([process.execPath, CLI, ...args], { env: base, allowFail: true, timeoutMs: 60_000 });

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Testing } from 'cdk8s';
 import { inject } from 'vitest';
-import { KubeHttp, type Endpoint } from '../../../src/reconciler/adapters/http.js';
+import type { Endpoint, KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../../src/reconciler/ports.js';
 import { collectionPath, objectPath } from '../../../harness/kube.js';
 import { waitFor } from '../../../harness/time.js';

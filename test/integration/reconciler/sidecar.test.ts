@@ -99,7 +99,7 @@ beforeAll(async () => {
   await applyAccess(admin, { namespaces: INT_NAMESPACES });
 });
 
-afterAll(async () => {
+afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   admin?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
@@ -142,7 +142,7 @@ describe('the sidecar process on a real apiserver', () => {
       expect(after.metadata.annotations?.['status.prewarm.dev/int-p1']).toBeUndefined();
       expect(after.metadata.labels?.['prewarm.dev/int-p2']).toBe('warm');
     } catch (e) {
-      throw new Error(`${(e as Error).message}\n--- sidecar 1:\n${logs.get(s1)}\n--- sidecar 2:\n${logs.get(s2)}`);
+      throw new Error(`${(e as Error).message}\n--- sidecar 1:\n${logs.get(s1)}\n--- sidecar 2:\n${logs.get(s2)}`, { cause: e });
     } finally {
       s2.kill('SIGTERM');
       await exitOf(s2);
@@ -167,7 +167,7 @@ describe('the sidecar process on a real apiserver', () => {
       expect(partial?.type).toBe('Warning');
       expect(partial?.message).toContain('reg.local/missing:1: ErrImagePull (manifest unknown)');
     } catch (e) {
-      throw new Error(`${(e as Error).message}\n--- sidecar:\n${logs.get(s)}`);
+      throw new Error(`${(e as Error).message}\n--- sidecar:\n${logs.get(s)}`, { cause: e });
     } finally {
       s.kill('SIGTERM');
       await exitOf(s);
