@@ -37,7 +37,16 @@ import { prepareImages, synth, yamlObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages } from '../harness/nodes.js';
 import { secs, sleep } from '../harness/time.js';
 import { SIDECAR_CONTAINER } from '../src/contract/names.js';
-import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel, waitModelStatus, type Model } from './support/kubefledged.js';
+import {
+  ensureKfBusybox,
+  installKubeFledged,
+  KF_IMAGECACHES,
+  kfImageCache,
+  startModel,
+  stopModel,
+  waitModelStatus,
+  type Model,
+} from './support/kubefledged.js';
 import { podMemory, sampleNodePeak, type NodePeak, type PodMem } from './support/memory.js';
 import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
 import { log, RESULTS_DIR, saveResults } from './support/stats.js';
@@ -150,7 +159,12 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
   const images = ALL_IMAGES.slice(0, n);
   const dir = join(STATE_DIR, 'bench-specs', `footprint-${value}`);
   mkdirSync(dir, { recursive: true });
-  const spec = { apiVersion: 'prewarm.dev/v1alpha1', kind: 'ImageCache', metadata: { name: `fp${n}`, namespace: ns }, spec: { cacheSpec: [{ pool: `fp${n}`, nodeSelector: { [LABEL]: value }, images }] } };
+  const spec = {
+    apiVersion: 'prewarm.dev/v1alpha1',
+    kind: 'ImageCache',
+    metadata: { name: `fp${n}`, namespace: ns },
+    spec: { cacheSpec: [{ pool: `fp${n}`, nodeSelector: { [LABEL]: value }, images }] },
+  };
   writeFileSync(join(dir, 'imagecache.yaml'), JSON.stringify(spec, null, 2) + '\n');
   const objs = yamlObjects(synth([dir], config === 'che' ? ['--no-reconciler'] : []).yaml);
   prepareImages(objs);
@@ -165,7 +179,8 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
     const bound = readyAt + WARM_BOUND_MS;
     const imagesAt = await waitImages(node, images.map(normalize), bound, 250);
     const labelKey = `prewarm.dev/fp${n}`;
-    if (config === 'prewarm') await until(t, (x) => [...x.labelsAt.keys()].some((k) => k.startsWith(`${labelKey}=`)), Math.min(bound, Date.now() + 60_000));
+    if (config === 'prewarm')
+      await until(t, (x) => [...x.labelsAt.keys()].some((k) => k.startsWith(`${labelKey}=`)), Math.min(bound, Date.now() + 60_000));
     const labelAt = [...t.labelsAt].find(([k]) => k === `${labelKey}=warm`)?.[1];
     // Every container running, then a quiet period before reading the steady state.
     let pod: PodLite | undefined;
@@ -197,22 +212,32 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
 function report(r: PoolResult): void {
   const f = r.footprint;
   if (!f) {
-    console.log(`footprint-node${r.config === 'che' ? '-che' : ''} images=${r.images}: pull pod not measured (not running within the bound)`);
+    console.log(
+      `footprint-node${r.config === 'che' ? '-che' : ''} images=${r.images}: pull pod not measured (not running within the bound)`,
+    );
     return;
   }
   if (r.config === 'prewarm') {
-    console.log(`footprint-node images=${r.images} pod-rss-mib: ${mib(f.podRss)} sidecar-rss-mib: ${mib(f.sidecarRss)} per-image-kib: ${f.imageRssMean.toFixed(0)}`);
+    console.log(
+      `footprint-node images=${r.images} pod-rss-mib: ${mib(f.podRss)} sidecar-rss-mib: ${mib(f.sidecarRss)} per-image-kib: ${f.imageRssMean.toFixed(0)}`,
+    );
   } else {
-    console.log(`footprint-node-che images=${r.images} pod-rss-mib: ${mib(f.podRss)} per-image-kib: ${f.imageRssMean.toFixed(0)} (che shape: our DaemonSet without the sidecar)`);
+    console.log(
+      `footprint-node-che images=${r.images} pod-rss-mib: ${mib(f.podRss)} per-image-kib: ${f.imageRssMean.toFixed(0)} (che shape: our DaemonSet without the sidecar)`,
+    );
   }
   console.log(
     `  ${r.config} images=${r.images}: image containers ${f.imageContainers} x ${f.imageRssMean.toFixed(0)} KiB RSS (PSS ${f.imagePssMean.toFixed(0)} KiB); ` +
-      (r.config === 'prewarm' ? `sidecar RSS ${mib(f.sidecarRss)} MiB (anon ${mib(f.sidecarAnon)}, PSS ${mib(f.sidecarPss)}, cgroup working set ${mib(f.sidecarWorkingSet)}); ` : '') +
+      (r.config === 'prewarm'
+        ? `sidecar RSS ${mib(f.sidecarRss)} MiB (anon ${mib(f.sidecarAnon)}, PSS ${mib(f.sidecarPss)}, cgroup working set ${mib(f.sidecarWorkingSet)}); `
+        : '') +
       `pause ${f.pauseRss} KiB; init container ${f.initPresent ? 'still present' : 'exited (0 after)'}; ` +
       `pod PSS ${mib(f.podPss)} MiB; pod cgroup usage ${mib(f.podCgroupUsage)} MiB, working set ${mib(f.podWorkingSet)} MiB, peak ${mib(f.podCgroupPeak)} MiB; shim RSS ${mib(f.shimRss)} MiB; ` +
       `pod+shim RSS ${mib(f.podRss + f.shimRss)} MiB, PSS ${mib(f.podPss + f.shimPss)} MiB`,
   );
-  console.log(`  ${r.config} images=${r.images}: time-to-warm ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s${r.labelMs !== undefined ? ` (warm label ${secs(r.labelMs)} s)` : ''}; node peak during warm-up: pods+shims RSS ${mib(r.peak.rssWithShims)} MiB (PSS ${mib(r.peak.pssWithShims)}), kubepods cgroup ${mib(r.peak.cgroupMaxUsage)} MiB`);
+  console.log(
+    `  ${r.config} images=${r.images}: time-to-warm ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s${r.labelMs !== undefined ? ` (warm label ${secs(r.labelMs)} s)` : ''}; node peak during warm-up: pods+shims RSS ${mib(r.peak.rssWithShims)} MiB (PSS ${mib(r.peak.pssWithShims)}), kubepods cgroup ${mib(r.peak.cgroupMaxUsage)} MiB`,
+  );
 }
 
 /** kube-fledged: N pull Jobs on one fresh node, then the next refresh on that (now warm) node. */
@@ -247,11 +272,19 @@ async function runKf(kube: Kube, watch: NodeWatch, model: Model, n: number): Pro
       const again = tick === undefined ? undefined : await waitModelStatus(model, name, 'Succeeded', tick, tick + 360_000);
       await sleep(2000);
       const p2 = s2.stop();
-      if (tick !== undefined && again !== undefined) r.refresh = { jobs: model.jobsAt.filter((x) => x >= tick && x <= again).length, peak: p2 };
+      if (tick !== undefined && again !== undefined)
+        r.refresh = { jobs: model.jobsAt.filter((x) => x >= tick && x <= again).length, peak: p2 };
     }
     const p = r.peak;
-    console.log(`footprint-node-kubefledged images=${n} jobs=${r.jobs} peak-pods=${p.pods} peak-rss-mib: ${mib(p.procsRss)} peak-rss-with-shims-mib: ${mib(p.rssWithShims)} peak-pss-with-shims-mib: ${mib(p.pssWithShims)} peak-shims=${p.shims} peak-working-set-mib: ${mib(p.workingSet)} peak-cgroup-mib: ${mib(p.cgroupMaxUsage)} idle-mib: 0`);
-    console.log(`  kubefledged images=${n}: ImageCache created to all images on the node ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s` + (r.refresh ? `; next refresh on the warm node: ${r.refresh.jobs} Jobs, peak ${r.refresh.peak.pods} pods, pods+shims RSS ${mib(r.refresh.peak.rssWithShims)} MiB (PSS ${mib(r.refresh.peak.pssWithShims)})` : '; next refresh not observed'));
+    console.log(
+      `footprint-node-kubefledged images=${n} jobs=${r.jobs} peak-pods=${p.pods} peak-rss-mib: ${mib(p.procsRss)} peak-rss-with-shims-mib: ${mib(p.rssWithShims)} peak-pss-with-shims-mib: ${mib(p.pssWithShims)} peak-shims=${p.shims} peak-working-set-mib: ${mib(p.workingSet)} peak-cgroup-mib: ${mib(p.cgroupMaxUsage)} idle-mib: 0`,
+    );
+    console.log(
+      `  kubefledged images=${n}: ImageCache created to all images on the node ${r.ttwMs === undefined ? 'never' : secs(r.ttwMs)} s` +
+        (r.refresh
+          ? `; next refresh on the warm node: ${r.refresh.jobs} Jobs, peak ${r.refresh.peak.pods} pods, pods+shims RSS ${mib(r.refresh.peak.rssWithShims)} MiB (PSS ${mib(r.refresh.peak.pssWithShims)})`
+          : '; next refresh not observed'),
+    );
     return r;
   } finally {
     await kube.delete(`${KF_IMAGECACHES}/${name}`).catch(() => false);
@@ -273,7 +306,10 @@ function marginal(results: PoolResult[], config: 'prewarm' | 'che', print: boole
     workingSetKib: (hi.footprint.podWorkingSet - lo.footprint.podWorkingSet) / d,
     shimRssKib: (hi.footprint.shimRss - lo.footprint.shimRss) / d,
   };
-  if (print) console.log(`footprint-node ${config} per-image marginal (${lo.images}->${hi.images} images): RSS ${out.rssKib.toFixed(0)} KiB, PSS ${out.pssKib.toFixed(0)} KiB, pod cgroup working set ${out.workingSetKib.toFixed(0)} KiB per image`);
+  if (print)
+    console.log(
+      `footprint-node ${config} per-image marginal (${lo.images}->${hi.images} images): RSS ${out.rssKib.toFixed(0)} KiB, PSS ${out.pssKib.toFixed(0)} KiB, pod cgroup working set ${out.workingSetKib.toFixed(0)} KiB per image`,
+    );
   return out;
 }
 
@@ -300,7 +336,9 @@ function save(pools: PoolResult[], kf: KfResult[], print: boolean): string {
         const r = c === 'kubefledged' ? allKf.find((x) => x.images === n) : allPools.find((x) => x.config === c && x.images === n);
         return r ? (r.ttwMs === undefined ? 'never' : `${secs(r.ttwMs)}s`) : '-';
       };
-      console.log(`time-to-warm images=${n} prewarm: ${t('prewarm')} che: ${t('che')} kube-fledged (ImageCache create): ${t('kubefledged')}`);
+      console.log(
+        `time-to-warm images=${n} prewarm: ${t('prewarm')} che: ${t('che')} kube-fledged (ImageCache create): ${t('kubefledged')}`,
+      );
     }
   }
   return saveResults(RESULT, {

@@ -62,11 +62,43 @@ function steady(samples: readonly number[]): number {
 function managedFields(containers: number): unknown[] {
   const spec: Record<string, unknown> = {};
   for (let i = 0; i < containers; i++) {
-    spec[`k:{"name":"c${i}"}`] = { '.': {}, 'f:command': {}, 'f:image': {}, 'f:imagePullPolicy': {}, 'f:name': {}, 'f:resources': { '.': {}, 'f:limits': { '.': {}, 'f:cpu': {}, 'f:memory': {} }, 'f:requests': { '.': {}, 'f:cpu': {}, 'f:memory': {} } }, 'f:securityContext': { '.': {}, 'f:allowPrivilegeEscalation': {}, 'f:readOnlyRootFilesystem': {}, 'f:runAsNonRoot': {} }, 'f:terminationMessagePath': {}, 'f:terminationMessagePolicy': {}, 'f:volumeMounts': { '.': {}, 'k:{"mountPath":"/prewarm"}': { '.': {}, 'f:mountPath': {}, 'f:name': {} } } };
+    spec[`k:{"name":"c${i}"}`] = {
+      '.': {},
+      'f:command': {},
+      'f:image': {},
+      'f:imagePullPolicy': {},
+      'f:name': {},
+      'f:resources': {
+        '.': {},
+        'f:limits': { '.': {}, 'f:cpu': {}, 'f:memory': {} },
+        'f:requests': { '.': {}, 'f:cpu': {}, 'f:memory': {} },
+      },
+      'f:securityContext': { '.': {}, 'f:allowPrivilegeEscalation': {}, 'f:readOnlyRootFilesystem': {}, 'f:runAsNonRoot': {} },
+      'f:terminationMessagePath': {},
+      'f:terminationMessagePolicy': {},
+      'f:volumeMounts': { '.': {}, 'k:{"mountPath":"/prewarm"}': { '.': {}, 'f:mountPath': {}, 'f:name': {} } },
+    };
   }
   return [
-    { manager: 'kube-controller-manager', operation: 'Update', apiVersion: 'v1', time: new Date().toISOString(), fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:containers': spec } } },
-    { manager: 'kubelet', operation: 'Update', apiVersion: 'v1', time: new Date().toISOString(), fieldsType: 'FieldsV1', subresource: 'status', fieldsV1: { 'f:status': { 'f:conditions': {}, 'f:containerStatuses': {}, 'f:hostIP': {}, 'f:phase': {}, 'f:podIP': {}, 'f:startTime': {} } } },
+    {
+      manager: 'kube-controller-manager',
+      operation: 'Update',
+      apiVersion: 'v1',
+      time: new Date().toISOString(),
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:spec': { 'f:containers': spec } },
+    },
+    {
+      manager: 'kubelet',
+      operation: 'Update',
+      apiVersion: 'v1',
+      time: new Date().toISOString(),
+      fieldsType: 'FieldsV1',
+      subresource: 'status',
+      fieldsV1: {
+        'f:status': { 'f:conditions': {}, 'f:containerStatuses': {}, 'f:hostIP': {}, 'f:phase': {}, 'f:podIP': {}, 'f:startTime': {} },
+      },
+    },
   ];
 }
 
@@ -79,7 +111,15 @@ async function main(): Promise<number> {
     {
       metadata: { name: 'pull-bench', namespace: 'prewarm', uid: 'pod-uid', creationTimestamp: created },
       spec: { nodeName: 'bench-node', containers: images.map((image, i) => ({ name: `c${i}`, image, imagePullPolicy: 'Always' })) },
-      status: { phase: 'Pending', containerStatuses: images.map((image, i) => ({ name: `c${i}`, image, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } })) },
+      status: {
+        phase: 'Pending',
+        containerStatuses: images.map((image, i) => ({
+          name: `c${i}`,
+          image,
+          imageID: '',
+          state: { waiting: { reason: 'ContainerCreating' } },
+        })),
+      },
     },
     {
       metadata: { name: 'bench-node', uid: 'node-uid', creationTimestamp: created },
@@ -89,12 +129,28 @@ async function main(): Promise<number> {
   ).start();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-bench-'));
   const poolsPath = path.join(tmp, 'pools.json');
-  fs.writeFileSync(poolsPath, JSON.stringify({ pools: [{ id: 'bench', namespace: 'prewarm', nodeLabelKey: 'prewarm.dev/bench', nodeSelector: {}, tolerations: [], gateTaintKey: DEFAULT_GATE_TAINT_KEY }] }));
+  fs.writeFileSync(
+    poolsPath,
+    JSON.stringify({
+      pools: [
+        {
+          id: 'bench',
+          namespace: 'prewarm',
+          nodeLabelKey: 'prewarm.dev/bench',
+          nodeSelector: {},
+          tolerations: [],
+          gateTaintKey: DEFAULT_GATE_TAINT_KEY,
+        },
+      ],
+    }),
+  );
   const metricsPort = await freePort();
   const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, path.join(root, 'lib/src/reconciler/main.js')], {
     env: {
       PATH: process.env.PATH ?? '',
-      ...(process.env.BENCH_EXTRA_ENV ? Object.fromEntries(process.env.BENCH_EXTRA_ENV.split(' ').map((kv) => kv.split('=') as [string, string])) : {}),
+      ...(process.env.BENCH_EXTRA_ENV
+        ? Object.fromEntries(process.env.BENCH_EXTRA_ENV.split(' ').map((kv) => kv.split('=') as [string, string]))
+        : {}),
       PREWARM_KUBE_SERVER: api.url,
       PREWARM_POOLS_PATH: poolsPath,
       [ENV.nodeName]: 'bench-node',
@@ -118,13 +174,32 @@ async function main(): Promise<number> {
     const before = api.requests.length;
     // As the kubelet does: one status update per container start (it starts a pod's containers in
     // order), each event carrying the whole pod with managedFields, until every image runs.
-    const running = (i: number): Record<string, unknown> => ({ name: `c${i}`, image: images[i], imageID: `${(images[i] as string).split(':')[0]}@sha256:${String(i % 10).repeat(64)}`, ready: true, started: true, restartCount: 0, state: { running: { startedAt: new Date(now - 1000).toISOString() } } });
-    const waiting = (i: number): Record<string, unknown> => ({ name: `c${i}`, image: images[i], imageID: '', ready: false, started: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } });
+    const running = (i: number): Record<string, unknown> => ({
+      name: `c${i}`,
+      image: images[i],
+      imageID: `${(images[i] as string).split(':')[0]}@sha256:${String(i % 10).repeat(64)}`,
+      ready: true,
+      started: true,
+      restartCount: 0,
+      state: { running: { startedAt: new Date(now - 1000).toISOString() } },
+    });
+    const waiting = (i: number): Record<string, unknown> => ({
+      name: `c${i}`,
+      image: images[i],
+      imageID: '',
+      ready: false,
+      started: false,
+      restartCount: 0,
+      state: { waiting: { reason: 'ContainerCreating' } },
+    });
     for (let n = 1; n <= images.length; n++) {
       api.setPod({
         ...api.pod,
         metadata: { ...api.pod.metadata, managedFields: managedFields(images.length) },
-        status: { phase: n === images.length ? 'Running' : 'Pending', containerStatuses: images.map((_, i) => (i < n ? running(i) : waiting(i))) },
+        status: {
+          phase: n === images.length ? 'Running' : 'Pending',
+          containerStatuses: images.map((_, i) => (i < n ? running(i) : waiting(i))),
+        },
       } as unknown as typeof api.pod);
       if (n % 10 === 0) await sleep(5);
     }
@@ -133,7 +208,8 @@ async function main(): Promise<number> {
     const transition = api.requests.slice(before);
     const reads = transition.filter((r) => r.method === 'GET').length;
     const writes = transition.filter((r) => r.method !== 'GET').length;
-    if (api.node.metadata.labels?.['prewarm.dev/bench'] !== 'warm' || (api.node.spec?.taints ?? []).length !== 0) throw new Error('sidecar did not warm the node');
+    if (api.node.metadata.labels?.['prewarm.dev/bench'] !== 'warm' || (api.node.spec?.taints ?? []).length !== 0)
+      throw new Error('sidecar did not warm the node');
     // Idle: sample RSS and CPU; a scrape every 5 s like Prometheus would.
     const t0 = cpuTicks(pid);
     const w0 = Date.now();

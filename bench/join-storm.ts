@@ -43,9 +43,17 @@ const args = await yargs(hideBin(process.argv))
   .option('nodes', { type: 'number', default: 1000, describe: 'fake nodes to join (1..5000)' })
   .option('window-s', { type: 'number', default: 10, describe: 'spread the node creations evenly over this many seconds' })
   .option('bound-s', { type: 'number', default: 600, describe: 'give up waiting for Running pods after this many seconds' })
-  .option('kf-window-s', { type: 'number', default: 150, describe: 'how long the kube-fledged model runs after its refresh tick (0 skips it)' })
+  .option('kf-window-s', {
+    type: 'number',
+    default: 150,
+    describe: 'how long the kube-fledged model runs after its refresh tick (0 skips it)',
+  })
   .option('keep-cluster', { type: 'boolean', default: false, describe: 'leave a cluster this run started up' })
-  .option('controller-manager-arg', { type: 'string', array: true, describe: 'extra kube-controller-manager flag for an experiment (the run must start the cluster)' })
+  .option('controller-manager-arg', {
+    type: 'string',
+    array: true,
+    describe: 'extra kube-controller-manager flag for an experiment (the run must start the cluster)',
+  })
   .option('results', { type: 'string', default: 'join-storm', describe: 'name of the bench/results/<name>.json file' })
   .strict()
   .parseAsync();
@@ -94,7 +102,9 @@ function nodeName(i: number): string {
 /** The node a DaemonSet pod is for: spec.nodeName once bound, the controller's matchFields before. */
 function podNode(p: KubeObject): string | undefined {
   if (p.spec?.nodeName) return p.spec.nodeName as string;
-  const terms = (p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) as { matchFields?: { key: string; values: string[] }[] }[];
+  const terms = (p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) as {
+    matchFields?: { key: string; values: string[] }[];
+  }[];
   return terms.flatMap((t) => t.matchFields ?? []).find((f) => f.key === 'metadata.name')?.values[0];
 }
 
@@ -117,13 +127,18 @@ function watchPods(kube: Kube): () => void {
     if (closed || attempt > 50) return;
     const l = await kube.list(path);
     for (const p of l.items) observePod(p);
-    stop = kube.watch(path, { resourceVersion: l.metadata.resourceVersion, timeoutSeconds: '900' }, (type, obj) => {
-      if (type === 'ADDED' || type === 'MODIFIED') observePod(obj);
-    }, (err) => {
-      if (closed) return;
-      if (err) log(`pod watch ended: ${err.message}; re-listing`);
-      void sleep(500).then(() => loop(attempt + 1));
-    });
+    stop = kube.watch(
+      path,
+      { resourceVersion: l.metadata.resourceVersion, timeoutSeconds: '900' },
+      (type, obj) => {
+        if (type === 'ADDED' || type === 'MODIFIED') observePod(obj);
+      },
+      (err) => {
+        if (closed) return;
+        if (err) log(`pod watch ended: ${err.message}; re-listing`);
+        void sleep(500).then(() => loop(attempt + 1));
+      },
+    );
   };
   void loop(0);
   return () => {
@@ -134,7 +149,11 @@ function watchPods(kube: Kube): () => void {
 
 /** POSTs the nodes evenly over windowMs (16 requests in flight at most: the client's sockets). */
 async function createNodes(kube: Kube, windowMs: number): Promise<{ startAt: number; endAt: number }> {
-  const opts = { prefix: NODE_PREFIX, labels: { [POOL_LABEL]: POOL }, extraTaints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' as const }] };
+  const opts = {
+    prefix: NODE_PREFIX,
+    labels: { [POOL_LABEL]: POOL },
+    extraTaints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' as const }],
+  };
   const startAt = Date.now();
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -155,12 +174,20 @@ async function createNodes(kube: Kube, windowMs: number): Promise<{ startAt: num
 
 function counts(): { created: number; pods: number; bound: number; running: number } {
   const v = [...times.values()];
-  return { created: v.filter((t) => t.createdAt).length, pods: v.filter((t) => t.podAt).length, bound: v.filter((t) => t.boundAt).length, running: v.filter((t) => t.runningAt).length };
+  return {
+    created: v.filter((t) => t.createdAt).length,
+    pods: v.filter((t) => t.podAt).length,
+    bound: v.filter((t) => t.boundAt).length,
+    running: v.filter((t) => t.runningAt).length,
+  };
 }
 
 /** Sorted "count  per-node  key" rows of a count map. */
 function table(m: Map<string, number>, per: number, min = 1): string[] {
-  return [...m].filter(([, v]) => v >= min).sort((a, b) => b[1] - a[1]).map(([k, v]) => `  ${String(v).padStart(7)}  ${(v / per).toFixed(3).padStart(8)}/node  ${k}`);
+  return [...m]
+    .filter(([, v]) => v >= min)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `  ${String(v).padStart(7)}  ${(v / per).toFixed(3).padStart(8)}/node  ${k}`);
 }
 /** The benchmark's own requests (its watches and polls), left out of the per-node and per-Job counts. */
 function isBench(ev: AuditEvent): boolean {
@@ -176,7 +203,14 @@ function prewarmSpec(): KubeObject {
     kind: 'ImageCache',
     metadata: { name: 'join-storm', namespace: NS },
     spec: {
-      cacheSpec: [{ pool: POOL, nodeSelector: { [POOL_LABEL]: POOL }, tolerations: [{ key: KWOK_TAINT_KEY, operator: 'Exists', effect: 'NoSchedule' }], images: IMAGES }],
+      cacheSpec: [
+        {
+          pool: POOL,
+          nodeSelector: { [POOL_LABEL]: POOL },
+          tolerations: [{ key: KWOK_TAINT_KEY, operator: 'Exists', effect: 'NoSchedule' }],
+          images: IMAGES,
+        },
+      ],
       gate: { deadline: '10m' },
     },
   };
@@ -240,40 +274,71 @@ async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResu
   const lastRunning = Math.max(...v.map((t) => t.runningAt ?? Number.NaN).filter(Number.isFinite));
   const running = perNode.length;
   const allRunningMs = running === N ? lastRunning - startAt : Number.NaN;
-  const stage = (a: keyof NodeTimes, b: keyof NodeTimes): number => percentile(v.filter((t) => t[a] && t[b]).map((t) => (t[b] as number) - (t[a] as number)), 50);
+  const stage = (a: keyof NodeTimes, b: keyof NodeTimes): number =>
+    percentile(
+      v.filter((t) => t[a] && t[b]).map((t) => (t[b] as number) - (t[a] as number)),
+      50,
+    );
 
-  const inNs = countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) => (ev.objectRef?.namespace === NS && !isBench(ev) ? `${identity(ev)}  ${operation(ev)}` : undefined));
+  const inNs = countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) =>
+    ev.objectRef?.namespace === NS && !isBench(ev) ? `${identity(ev)}  ${operation(ev)}` : undefined,
+  );
   const byIdentity = countRequests(AUDIT_LOG, auditFrom, auditTo, (ev: AuditEvent) => identity(ev));
   const total = sum(byIdentity);
   const metricsTotal = sum(diffTotals(metricsBefore, metricsAfter));
   const prewarm = sum(inNs);
 
-  console.log(`\njoin storm: ${N} kwok nodes created in ${secs(endAt - startAt)} s (target ${args['window-s']} s); pull pods Running on ${running}/${N}`);
-  console.log(`per node, node created -> pull pod Running: p50 ${secs(percentile(perNode, 50))} s, p90 ${secs(percentile(perNode, 90))} s, max ${secs(percentile(perNode, 100))} s`);
-  console.log(`stages (p50): node created -> pod created ${secs(stage('createdAt', 'podAt'))} s, -> bound ${secs(stage('podAt', 'boundAt'))} s, -> Running ${secs(stage('boundAt', 'runningAt'))} s`);
-  console.log(`first node created -> every pull pod Running: ${running === N ? `${secs(allRunningMs)} s` : `not within ${args['bound-s']} s`}`);
+  console.log(
+    `\njoin storm: ${N} kwok nodes created in ${secs(endAt - startAt)} s (target ${args['window-s']} s); pull pods Running on ${running}/${N}`,
+  );
+  console.log(
+    `per node, node created -> pull pod Running: p50 ${secs(percentile(perNode, 50))} s, p90 ${secs(percentile(perNode, 90))} s, max ${secs(percentile(perNode, 100))} s`,
+  );
+  console.log(
+    `stages (p50): node created -> pod created ${secs(stage('createdAt', 'podAt'))} s, -> bound ${secs(stage('podAt', 'boundAt'))} s, -> Running ${secs(stage('boundAt', 'runningAt'))} s`,
+  );
+  console.log(
+    `first node created -> every pull pod Running: ${running === N ? `${secs(allRunningMs)} s` : `not within ${args['bound-s']} s`}`,
+  );
   console.log(`\napiserver requests in the storm window (audit log, ${total} requests; apiserver_request_total delta ${metricsTotal}):`);
   console.log(`in namespace ${NS}, i.e. what the pull DaemonSet costs (${prewarm} requests, ${(prewarm / N).toFixed(2)} per node):`);
   for (const row of table(inNs, N)) console.log(row);
   const dsc = byIdentity.get(DS_CONTROLLER) ?? 0;
   const stormS = (lastRunning - startAt) / 1000;
   const cmArgs = args['controller-manager-arg'] ?? [];
-  const limit = cmArgs.some((a) => a.startsWith('--kube-api-')) ? `kube-controller-manager ${cmArgs.join(' ')}` : 'kube-controller-manager default client limit 20 QPS / burst 30 per controller';
-  console.log(`the DaemonSet controller made ${dsc} requests in ${secs(stormS * 1000)} s (${(dsc / stormS).toFixed(1)}/s; ${limit}); load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  const limit = cmArgs.some((a) => a.startsWith('--kube-api-'))
+    ? `kube-controller-manager ${cmArgs.join(' ')}`
+    : 'kube-controller-manager default client limit 20 QPS / burst 30 per controller';
+  console.log(
+    `the DaemonSet controller made ${dsc} requests in ${secs(stormS * 1000)} s (${(dsc / stormS).toFixed(1)}/s; ${limit}); load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
   console.log('all requests by identity (node joins, kwok heartbeats and the benchmark itself included):');
   for (const row of table(byIdentity, N)) console.log(row);
   console.log(
     `sidecar (not run: kwok pods run no containers): + ${SIDECAR_PER_NODE.get} GET + ${SIDECAR_PER_NODE.watch} watch + <= ${SIDECAR_PER_NODE.writesAtMost} writes per node per transition, from bench/footprint.ts against a fake apiserver, not from this run`,
   );
-  console.log(`\njoin-storm-nodes: ${N} all-running-s: ${running === N ? secs(allRunningMs) : 'never'} p50-s: ${secs(percentile(perNode, 50))} p90-s: ${secs(percentile(perNode, 90))} max-s: ${secs(percentile(perNode, 100))} creation-window-s: ${secs(endAt - startAt)} prewarm-requests-per-node: ${(prewarm / N).toFixed(2)}`);
+  console.log(
+    `\njoin-storm-nodes: ${N} all-running-s: ${running === N ? secs(allRunningMs) : 'never'} p50-s: ${secs(percentile(perNode, 50))} p90-s: ${secs(percentile(perNode, 90))} max-s: ${secs(percentile(perNode, 100))} creation-window-s: ${secs(endAt - startAt)} prewarm-requests-per-node: ${(prewarm / N).toFixed(2)}`,
+  );
   return {
     nodes: N,
     creationWindowS: (endAt - startAt) / 1000,
     allRunningS: running === N ? allRunningMs / 1000 : null,
     running,
     perNodeS: { p50: percentile(perNode, 50) / 1000, p90: percentile(perNode, 90) / 1000, max: percentile(perNode, 100) / 1000 },
-    stagesP50S: { nodeToPod: stage('createdAt', 'podAt') / 1000, podToBound: stage('podAt', 'boundAt') / 1000, boundToRunning: stage('boundAt', 'runningAt') / 1000 },
-    audit: { window: [auditFrom, auditTo], totalRequests: total, prewarmNamespace: Object.fromEntries(inNs), byIdentity: Object.fromEntries(byIdentity) },
+    stagesP50S: {
+      nodeToPod: stage('createdAt', 'podAt') / 1000,
+      podToBound: stage('podAt', 'boundAt') / 1000,
+      boundToRunning: stage('boundAt', 'runningAt') / 1000,
+    },
+    audit: {
+      window: [auditFrom, auditTo],
+      totalRequests: total,
+      prewarmNamespace: Object.fromEntries(inNs),
+      byIdentity: Object.fromEntries(byIdentity),
+    },
     metricsTotalRequests: metricsTotal,
     prewarmRequestsPerNode: prewarm / N,
     daemonSetControllerRequestsPerS: dsc / stormS,
@@ -334,21 +399,42 @@ async function kubeFledged(kube: Kube): Promise<KfResult> {
   const auditTo = auditMark(AUDIT_LOG);
   const isModel = (ev: AuditEvent): boolean => (ev.userAgent ?? '').startsWith(MODEL_USER_AGENT);
   const modelRequests = sum(countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) => (isModel(ev) ? 'model' : undefined)));
-  const inNs = countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) => (ev.objectRef?.namespace === KF_NS && !isBench(ev) ? `${identity(ev)}  ${operation(ev)}` : undefined));
-  const podCreate = (ev: AuditEvent): boolean => ev.verb === 'create' && ev.objectRef?.namespace === KF_NS && ev.objectRef.resource === 'pods' && !ev.objectRef.subresource && (ev.responseStatus?.code ?? 0) < 300;
+  const inNs = countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) =>
+    ev.objectRef?.namespace === KF_NS && !isBench(ev) ? `${identity(ev)}  ${operation(ev)}` : undefined,
+  );
+  const podCreate = (ev: AuditEvent): boolean =>
+    ev.verb === 'create' &&
+    ev.objectRef?.namespace === KF_NS &&
+    ev.objectRef.resource === 'pods' &&
+    !ev.objectRef.subresource &&
+    (ev.responseStatus?.code ?? 0) < 300;
   const podsCreated = sum(countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) => (podCreate(ev) ? 'pod' : undefined)));
   const jobs = model.jobsAt.length;
   const jobsPerS = jobs / windowS;
   const perJob = jobs ? sum(inNs) / jobs : Number.NaN;
   const want = N * IMAGES.length;
-  const ex = { jobs: want, createAllS: want / jobsPerS, requestsTotal: perJob * want, requestsPerNode: perJob * IMAGES.length, deleteAllS: want / 5 };
+  const ex = {
+    jobs: want,
+    createAllS: want / jobsPerS,
+    requestsTotal: perJob * want,
+    requestsPerNode: perJob * IMAGES.length,
+    deleteAllS: want / 5,
+  };
 
-  console.log(`\nkube-fledged model (v0.10.0 logic, client-go default 5 QPS / burst 10) on the same ${N} nodes x ${IMAGES.length} images, ${secs(windowS * 1000)} s after its refresh tick:`);
-  console.log(`  Jobs created ${jobs} (${jobsPerS.toFixed(2)}/s), their pods created ${podsCreated}, Jobs seen done ${model.jobsDone}; the model made ${modelRequests} requests (${(modelRequests / windowS).toFixed(2)}/s)`);
+  console.log(
+    `\nkube-fledged model (v0.10.0 logic, client-go default 5 QPS / burst 10) on the same ${N} nodes x ${IMAGES.length} images, ${secs(windowS * 1000)} s after its refresh tick:`,
+  );
+  console.log(
+    `  Jobs created ${jobs} (${jobsPerS.toFixed(2)}/s), their pods created ${podsCreated}, Jobs seen done ${model.jobsDone}; the model made ${modelRequests} requests (${(modelRequests / windowS).toFixed(2)}/s)`,
+  );
   console.log(`  requests in namespace ${KF_NS} (${sum(inNs)}, ${perJob.toFixed(2)} per Job created):`);
   for (const row of table(inNs, Math.max(1, jobs)).map((r) => r.replace('/node', '/Job '))) console.log(row);
-  console.log(`  EXTRAPOLATION (not measured): ${want} Jobs at ${jobsPerS.toFixed(2)} Jobs/s take ${secs(ex.createAllS * 1000)} s to create; at ${perJob.toFixed(2)} requests per Job that is ${Math.round(ex.requestsTotal)} requests (${ex.requestsPerNode.toFixed(1)} per node); then kube-fledged deletes every Job, ${want} DELETEs more at 5 QPS (${secs(ex.deleteAllS * 1000)} s)`);
-  console.log(`kf-jobs-created: ${jobs} kf-window-s: ${secs(windowS * 1000)} kf-jobs-per-s: ${jobsPerS.toFixed(2)} kf-requests-per-job: ${perJob.toFixed(2)} kf-extrapolated-create-all-s: ${secs(ex.createAllS * 1000)} kf-extrapolated-requests-per-node: ${ex.requestsPerNode.toFixed(1)}`);
+  console.log(
+    `  EXTRAPOLATION (not measured): ${want} Jobs at ${jobsPerS.toFixed(2)} Jobs/s take ${secs(ex.createAllS * 1000)} s to create; at ${perJob.toFixed(2)} requests per Job that is ${Math.round(ex.requestsTotal)} requests (${ex.requestsPerNode.toFixed(1)} per node); then kube-fledged deletes every Job, ${want} DELETEs more at 5 QPS (${secs(ex.deleteAllS * 1000)} s)`,
+  );
+  console.log(
+    `kf-jobs-created: ${jobs} kf-window-s: ${secs(windowS * 1000)} kf-jobs-per-s: ${jobsPerS.toFixed(2)} kf-requests-per-job: ${perJob.toFixed(2)} kf-extrapolated-create-all-s: ${secs(ex.createAllS * 1000)} kf-extrapolated-requests-per-node: ${ex.requestsPerNode.toFixed(1)}`,
+  );
   return {
     windowS,
     jobsCreated: jobs,
@@ -386,7 +472,9 @@ async function cleanUp(kube: Kube, objs: readonly KubeObject[]): Promise<void> {
   for (const o of objs) if (!o.metadata.namespace && o.kind !== 'Namespace') await kube.delete(objectPath(o)).catch(ignore404);
   await kube.delete('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/imagecaches.kubefledged.io').catch(ignore404);
   const until = Date.now() + 150_000;
-  const gone = (await waitGone(kube, `/api/v1/namespaces/${KF_NS}`, until - Date.now())) && (await waitGone(kube, `/api/v1/namespaces/${NS}`, until - Date.now()));
+  const gone =
+    (await waitGone(kube, `/api/v1/namespaces/${KF_NS}`, until - Date.now())) &&
+    (await waitGone(kube, `/api/v1/namespaces/${NS}`, until - Date.now()));
   if (!gone) log('namespaces not gone within 150 s (deleting the nodes anyway)');
   deleteFakeNodes(ADMIN_KUBECONFIG, NODE_PREFIX);
 }
@@ -405,7 +493,8 @@ async function main(): Promise<void> {
   const cmArgs = args['controller-manager-arg'] ?? [];
   if (await isUp()) {
     if (cmArgs.length) throw new Error('--controller-manager-arg needs a cluster this run starts: `npm run cluster -- down` first');
-    if (!existsSync(AUDIT_LOG)) throw new Error('a harness cluster is up without the audit log: `npm run cluster -- down` first, or bring it up with --audit-log');
+    if (!existsSync(AUDIT_LOG))
+      throw new Error('a harness cluster is up without the audit log: `npm run cluster -- down` first, or bring it up with --audit-log');
     log('reusing the running harness cluster (audit log on)');
   } else {
     await up({ kwok: true, auditLog: true, ...(cmArgs.length ? { controllerManagerArgs: cmArgs } : {}) });
@@ -420,9 +509,18 @@ async function main(): Promise<void> {
     if (kf) {
       const sidecar = SIDECAR_PER_NODE.get + SIDECAR_PER_NODE.watch + SIDECAR_PER_NODE.writesAtMost;
       const kfPerNode = kf.extrapolation.requestsPerNode;
-      console.log(`\nAPI requests per node, kube-fledged (extrapolated) / prewarm (measured): x${(kfPerNode / s.prewarmRequestsPerNode).toFixed(1)} against the pull DaemonSet path, x${(kfPerNode / (s.prewarmRequestsPerNode + sidecar)).toFixed(1)} with the sidecar's <= ${sidecar} per transition added`);
+      console.log(
+        `\nAPI requests per node, kube-fledged (extrapolated) / prewarm (measured): x${(kfPerNode / s.prewarmRequestsPerNode).toFixed(1)} against the pull DaemonSet path, x${(kfPerNode / (s.prewarmRequestsPerNode + sidecar)).toFixed(1)} with the sidecar's <= ${sidecar} per transition added`,
+      );
     }
-    const f = saveResults(args.results, { images: IMAGES, args: { nodes: N, windowS: args['window-s'], boundS: args['bound-s'], kfWindowS: args['kf-window-s'], controllerManagerArgs: cmArgs }, storm: s, sidecarPerNodeFromFootprint: SIDECAR_PER_NODE, ...(kf ? { kubeFledged: kf } : {}), clusterStartedByBench: started });
+    const f = saveResults(args.results, {
+      images: IMAGES,
+      args: { nodes: N, windowS: args['window-s'], boundS: args['bound-s'], kfWindowS: args['kf-window-s'], controllerManagerArgs: cmArgs },
+      storm: s,
+      sidecarPerNodeFromFootprint: SIDECAR_PER_NODE,
+      ...(kf ? { kubeFledged: kf } : {}),
+      clusterStartedByBench: started,
+    });
     log(`wrote ${f}`);
   } finally {
     log('cleaning up: namespaces, CRD, fake nodes');

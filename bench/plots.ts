@@ -41,7 +41,9 @@ function timeToWarm(): void {
   const data = JSON.parse(readFileSync(f, 'utf8')) as { samples: Sample[]; machine: Record<string, string> };
   // Configurations only a partial run measured (BENCH_RESULT=time-to-warm-*), labelled as such.
   const dir = join(BENCH_DIR, 'results');
-  for (const extra of readdirSync(dir).filter((x) => /^time-to-warm-.+\.json$/.test(x)).sort()) {
+  for (const extra of readdirSync(dir)
+    .filter((x) => /^time-to-warm-.+\.json$/.test(x))
+    .sort()) {
     const more = (JSON.parse(readFileSync(join(dir, extra), 'utf8')) as { samples: Sample[] }).samples;
     const known = new Set(data.samples.map((s) => s.config));
     data.samples.push(...more.filter((s) => !known.has(s.config)).map((s) => ({ ...s, config: `${s.config} (run 2)` })));
@@ -62,7 +64,9 @@ function timeToWarm(): void {
     parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + configs.length * row}" stroke="#e5e5e5"/>`);
     parts.push(`<text x="${x(t)}" y="${top + configs.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
   }
-  parts.push(`<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`);
+  parts.push(
+    `<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`,
+  );
   configs.forEach((c, i) => {
     const y = top + i * row;
     const xs = data.samples.filter((s) => s.config === c);
@@ -71,7 +75,9 @@ function timeToWarm(): void {
     const never = m >= 1e15;
     parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(c)}</text>`);
     const color = c.startsWith('kf') ? '#c0504d' : c === 'raw' ? '#7f7f7f' : '#4f81bd';
-    parts.push(`<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`);
+    parts.push(
+      `<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`,
+    );
     parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
     for (const v of vals) {
       if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
@@ -125,10 +131,18 @@ function joinStorm(): void {
     .sort()
     .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as StormResult);
   const label = (r: StormResult): string => {
-    const cm = (r.args.controllerManagerArgs ?? []).join(' ').replace('--feature-gates=StaleControllerConsistencyDaemonSet=false', 'stale check off').replace(/--kube-api-/g, '');
+    const cm = (r.args.controllerManagerArgs ?? [])
+      .join(' ')
+      .replace('--feature-gates=StaleControllerConsistencyDaemonSet=false', 'stale check off')
+      .replace(/--kube-api-/g, '');
     return `${r.args.nodes} nodes in ${r.args.windowS} s, ${cm || 'KCM defaults'}`;
   };
-  barChart('join-storm.svg', 'Join storm on kwok: first node created to every pull pod Running', 's', runs.map((r) => ({ label: label(r), value: r.storm.allRunningS, color: '#4f81bd' })));
+  barChart(
+    'join-storm.svg',
+    'Join storm on kwok: first node created to every pull pod Running',
+    's',
+    runs.map((r) => ({ label: label(r), value: r.storm.allRunningS, color: '#4f81bd' })),
+  );
   const full = JSON.parse(readFileSync(main, 'utf8')) as StormResult;
   const kf = full.kubeFledged?.extrapolation.requestsPerNode;
   if (kf === undefined) return;
@@ -151,9 +165,15 @@ function footprintNode(): void {
   const r = JSON.parse(readFileSync(f, 'utf8')) as FootprintResult;
   const mib = (kib: number): number => kib / 1024;
   const bars: Bar[] = r.sizes.flatMap((n) => [
-    ...r.pools.filter((p) => p.images === n && p.config === 'prewarm').map((p) => ({ label: `prewarm pull pod, ${n} images`, value: mib(p.footprint.podPss), color: '#4f81bd', note: 'steady' })),
-    ...r.pools.filter((p) => p.images === n && p.config === 'che').map((p) => ({ label: `che-shape pod, ${n} images`, value: mib(p.footprint.podPss), color: '#9bbb59', note: 'steady' })),
-    ...r.kubefledged.filter((k) => k.images === n).map((k) => ({ label: `kube-fledged model, ${n} images`, value: mib(k.peak.pssWithShims), color: '#c0504d', note: 'peak, 0 idle' })),
+    ...r.pools
+      .filter((p) => p.images === n && p.config === 'prewarm')
+      .map((p) => ({ label: `prewarm pull pod, ${n} images`, value: mib(p.footprint.podPss), color: '#4f81bd', note: 'steady' })),
+    ...r.pools
+      .filter((p) => p.images === n && p.config === 'che')
+      .map((p) => ({ label: `che-shape pod, ${n} images`, value: mib(p.footprint.podPss), color: '#9bbb59', note: 'steady' })),
+    ...r.kubefledged
+      .filter((k) => k.images === n)
+      .map((k) => ({ label: `kube-fledged model, ${n} images`, value: mib(k.peak.pssWithShims), color: '#c0504d', note: 'peak, 0 idle' })),
   ]);
   barChart('footprint-node.svg', 'Memory per node, PSS (kube-fledged: its Job pods and their shims, at peak)', 'MiB', bars);
 }

@@ -20,7 +20,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REGISTRY, REPO_DIR, STATE_DIR } from '../harness/cluster/config.js';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../harness/cluster/bare.js';
-import { buildOciImage, busyboxLayers, ensureReconcilerImage, ensureStandIn, imageInRegistry, normalize, pushImage } from '../harness/cluster/images.js';
+import {
+  buildOciImage,
+  busyboxLayers,
+  ensureReconcilerImage,
+  ensureStandIn,
+  imageInRegistry,
+  normalize,
+  pushImage,
+} from '../harness/cluster/images.js';
 import { Kube, type KubeObject } from '../harness/kube.js';
 import { applyAll, synthObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages, type NodeTimes } from '../harness/nodes.js';
@@ -64,8 +72,14 @@ function report(s: Sample): void {
     s.phaseMs !== undefined ? `Ready ${secs(s.phaseMs)} s after a refresh tick` : '',
     s.warmMs === undefined && s.boundMs ? `not warm within ${secs(s.boundMs)} s` : '',
   ].filter(Boolean);
-  const pod = s.pod ? `; pod (s after Ready): ${Object.entries(s.pod).map(([k, v]) => `${k} ${v}`).join(', ')}` : '';
-  console.log(`${s.config} ${s.node}: ready-to-warm ${s.warmMs === undefined ? 'never' : secs(s.warmMs)} s (join-to-Ready ${s.readyMs === undefined ? '?' : secs(s.readyMs)} s)${extra.length ? '; ' + extra.join('; ') : ''}${pod}`);
+  const pod = s.pod
+    ? `; pod (s after Ready): ${Object.entries(s.pod)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`
+    : '';
+  console.log(
+    `${s.config} ${s.node}: ready-to-warm ${s.warmMs === undefined ? 'never' : secs(s.warmMs)} s (join-to-Ready ${s.readyMs === undefined ? '?' : secs(s.readyMs)} s)${extra.length ? '; ' + extra.join('; ') : ''}${pod}`,
+  );
 }
 
 function prepareImages(): void {
@@ -77,13 +91,27 @@ function prepareImages(): void {
   ensureReconcilerImage(RECONCILER_IMAGE, REPO_DIR);
 }
 
-
 /** RBAC for the sidecar: what ReconcilerAccess grants (synth --stdout does not emit it yet). */
 function sidecarRbac(): KubeObject[] {
   const sa = { kind: 'ServiceAccount', name: 'prewarm-reconciler', namespace: PW_NS };
   return [
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'bench-prewarm-reconciler' }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }, { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch', 'list'] }, { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] }] },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'bench-prewarm-reconciler' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-prewarm-reconciler' }, subjects: [sa] },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'bench-prewarm-reconciler' },
+      rules: [
+        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch', 'list'] },
+        { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'bench-prewarm-reconciler' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-prewarm-reconciler' },
+      subjects: [sa],
+    },
   ];
 }
 
@@ -103,19 +131,24 @@ async function benchRaw(): Promise<void> {
 /** The pull pod's milestones on a node, in seconds after Ready (1 s resolution). */
 async function podTimeline(kube: Kube, node: string, readyAt: number): Promise<Record<string, number> | undefined> {
   const pods = await kube.list(`/api/v1/namespaces/${PW_NS}/pods`, { fieldSelector: `spec.nodeName=${node}` });
-  const p = pods.items.find((x) => (x.spec?.containers ?? []).some((c: { name: string }) => c.name === 'prewarm-reconciler')) ?? pods.items[0];
+  const p =
+    pods.items.find((x) => (x.spec?.containers ?? []).some((c: { name: string }) => c.name === 'prewarm-reconciler')) ?? pods.items[0];
   if (!p) return undefined;
   const rel = (iso?: string): number => (iso ? Math.round((Date.parse(iso) - readyAt) / 100) / 10 : Number.NaN);
-  const cond = (type: string): string | undefined => (p.status?.conditions ?? []).find((c: { type: string }) => c.type === type)?.lastTransitionTime;
+  const cond = (type: string): string | undefined =>
+    (p.status?.conditions ?? []).find((c: { type: string }) => c.type === type)?.lastTransitionTime;
   type Cs = { name: string; state?: { running?: { startedAt?: string }; terminated?: { finishedAt?: string } } };
-  const started = ((p.status?.containerStatuses ?? []) as Cs[]).filter((c) => c.name !== 'prewarm-reconciler').map((c) => Date.parse(c.state?.running?.startedAt ?? ''));
+  const started = ((p.status?.containerStatuses ?? []) as Cs[])
+    .filter((c) => c.name !== 'prewarm-reconciler')
+    .map((c) => Date.parse(c.state?.running?.startedAt ?? ''));
   const sidecar = ((p.status?.containerStatuses ?? []) as Cs[]).find((c) => c.name === 'prewarm-reconciler')?.state?.running?.startedAt;
   const init = ((p.status?.initContainerStatuses ?? []) as Cs[])[0]?.state?.terminated?.finishedAt;
   return {
     created: rel(p.metadata.creationTimestamp),
     scheduled: rel(cond('PodScheduled')),
     initDone: rel(init),
-    lastImageContainerStarted: started.length && started.every(Number.isFinite) ? rel(new Date(Math.max(...started)).toISOString()) : Number.NaN,
+    lastImageContainerStarted:
+      started.length && started.every(Number.isFinite) ? rel(new Date(Math.max(...started)).toISOString()) : Number.NaN,
     sidecarStarted: rel(sidecar),
   };
 }
@@ -154,7 +187,16 @@ async function benchPrewarm(kube: Kube, watch: NodeWatch, config = 'prewarm', si
   mkdirSync(specs, { recursive: true });
   writeFileSync(
     join(specs, 'imagecache.yaml'),
-    JSON.stringify({ apiVersion: 'prewarm.dev/v1alpha1', kind: 'ImageCache', metadata: { name: 'ttw', namespace: PW_NS }, spec: { cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: 'ttw' }, images: IMAGES }] } }, null, 2),
+    JSON.stringify(
+      {
+        apiVersion: 'prewarm.dev/v1alpha1',
+        kind: 'ImageCache',
+        metadata: { name: 'ttw', namespace: PW_NS },
+        spec: { cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: 'ttw' }, images: IMAGES }] },
+      },
+      null,
+      2,
+    ),
   );
   const synthesized = await synthObjects(specs, sidecar ? ['--reconciler-image', RECONCILER_IMAGE] : ['--no-reconciler']);
   await applyAll(kube, [...(split ? splitPerImage(synthesized) : synthesized), ...sidecarRbac()]);
@@ -207,9 +249,12 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: st
     const t0 = Date.now();
     await sleep(1500);
     await kube.create(KF_IMAGECACHES, ttwImageCache());
-    if (!(await waitCacheStatus(kube, 'Succeeded', Date.now() + 300_000))) throw new Error(`${config}: the ImageCache never Succeeded on the seed node`);
+    if (!(await waitCacheStatus(kube, 'Succeeded', Date.now() + 300_000)))
+      throw new Error(`${config}: the ImageCache never Succeeded on the seed node`);
     const base = model.ticks[0] ?? t0;
-    log(`${config}: ImageCache Succeeded on the seed node; joining ${offsetsMs.length} nodes at ${offsetsMs.map((o) => secs(o)).join(', ')} s after ${model.ticks.length ? 'the first refresh tick' : 'start'}`);
+    log(
+      `${config}: ImageCache Succeeded on the seed node; joining ${offsetsMs.length} nodes at ${offsetsMs.map((o) => secs(o)).join(', ')} s after ${model.ticks.length ? 'the first refresh tick' : 'start'}`,
+    );
     const runs = offsetsMs.map(async (offset, i) => {
       const name = `bench-${config.replace('kf-', 'kf')}-${i + 1}`;
       const wait = base + offset - Date.now();
@@ -233,7 +278,9 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, refresh: st
       }
     });
     await Promise.all(runs);
-    log(`${config}: the model created ${model.jobsAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`);
+    log(
+      `${config}: the model created ${model.jobsAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`,
+    );
   } finally {
     await stopModel(model);
   }
@@ -279,8 +326,24 @@ async function main(): Promise<void> {
       await until(seed, (x) => x.readyAt !== undefined, Date.now() + 120_000);
       try {
         const spread = (period: number, n: number): number[] => Array.from({ length: n }, (_, i) => Math.round(((i + 0.5) * period) / n));
-        if (kfConfigs.includes('kf-0s')) await benchKf(kube, watch, 'kf-0s', '0s', spread(30_000, Math.max(2, NODES - 1)), Number(process.env['BENCH_KF0_BOUND_MS'] ?? 150_000));
-        if (kfConfigs.includes('kf-1m')) await benchKf(kube, watch, 'kf-1m', '1m', spread(60_000, NODES).map((x) => x + 60_000), 100_000);
+        if (kfConfigs.includes('kf-0s'))
+          await benchKf(
+            kube,
+            watch,
+            'kf-0s',
+            '0s',
+            spread(30_000, Math.max(2, NODES - 1)),
+            Number(process.env['BENCH_KF0_BOUND_MS'] ?? 150_000),
+          );
+        if (kfConfigs.includes('kf-1m'))
+          await benchKf(
+            kube,
+            watch,
+            'kf-1m',
+            '1m',
+            spread(60_000, NODES).map((x) => x + 60_000),
+            100_000,
+          );
         if (kfConfigs.includes('kf-15m')) await benchKf(kube, watch, 'kf-15m', '15m', spread(13 * 60_000, NODES), 17 * 60_000);
       } finally {
         await leave('bench-kf-seed');
@@ -293,7 +356,13 @@ async function main(): Promise<void> {
     await releaseCluster(started);
   }
   const sum = summary();
-  const f = saveResults(process.env['BENCH_RESULT'] ?? 'time-to-warm', { images: IMAGES.map((r, i) => ({ ref: r, mib: SIZES_MIB[i] })), nodesPerConfig: NODES, samples, summary: sum, clusterStartedByBench: started });
+  const f = saveResults(process.env['BENCH_RESULT'] ?? 'time-to-warm', {
+    images: IMAGES.map((r, i) => ({ ref: r, mib: SIZES_MIB[i] })),
+    nodesPerConfig: NODES,
+    samples,
+    summary: sum,
+    clusterStartedByBench: started,
+  });
   log(`wrote ${f}`);
 }
 

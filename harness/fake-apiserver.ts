@@ -95,7 +95,12 @@ export class FakeApiserver {
     const text = Buffer.concat(chunks).toString('utf8');
     const url = new URL(req.url ?? '/', 'http://x');
     const body = text ? (JSON.parse(text) as unknown) : undefined;
-    this.requests.push({ method: req.method ?? '', path: url.pathname + url.search, ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}), ...(body !== undefined ? { body } : {}) });
+    this.requests.push({
+      method: req.method ?? '',
+      path: url.pathname + url.search,
+      ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}),
+      ...(body !== undefined ? { body } : {}),
+    });
     const send = (code: number, o: unknown): void => {
       res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(o));
     };
@@ -107,7 +112,8 @@ export class FakeApiserver {
     const nodePath = `/api/v1/nodes/${this.node.metadata.name}`;
     if (req.method === 'GET' && url.pathname === `${podPath}/${this.pod.metadata.name}`) return send(200, this.pod);
     if (req.method === 'GET' && url.pathname === podPath && url.searchParams.get('watch') === 'true') {
-      if (url.searchParams.get('fieldSelector') !== `metadata.name=${this.pod.metadata.name}`) return send(400, { code: 400, message: 'watch must select one pod' });
+      if (url.searchParams.get('fieldSelector') !== `metadata.name=${this.pod.metadata.name}`)
+        return send(400, { code: 400, message: 'watch must select one pod' });
       res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
       res.flushHeaders();
       this.watchers.add(res);

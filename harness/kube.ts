@@ -122,7 +122,13 @@ export class Kube {
   }
 
   /** One request; the status and body as they came, whatever the status (rejects only on transport errors). */
-  async raw(method: string, path: string, body?: unknown, contentType = 'application/json', timeoutMs = 60_000): Promise<{ status: number; text: string }> {
+  async raw(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+    timeoutMs = 60_000,
+  ): Promise<{ status: number; text: string }> {
     if (this.opts.limiter) await this.opts.limiter.take();
     this.count(method, path);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
@@ -214,34 +220,43 @@ export class Kube {
    * Watches `path` from `resourceVersion`; calls onEvent per event until the returned stop() is
    * called or the server closes the stream (then onClose).
    */
-  watch(path: string, params: Record<string, string>, onEvent: (type: string, obj: KubeObject) => void, onClose: (err?: Error) => void): () => void {
+  watch(
+    path: string,
+    params: Record<string, string>,
+    onEvent: (type: string, obj: KubeObject) => void,
+    onClose: (err?: Error) => void,
+  ): () => void {
     const q = new URLSearchParams({ ...params, watch: 'true', allowWatchBookmarks: 'true' });
     let stopped = false;
     void (this.opts.limiter ? this.opts.limiter.take() : Promise.resolve()).then(() => {
       if (stopped) return;
       this.count('WATCH', path);
-      const req = request(this.base + `${path}?${q.toString()}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? USER_AGENT } }, (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          onClose(new Error(`watch ${path}: HTTP ${res.statusCode}`));
-          return;
-        }
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          buf += d;
-          let nl;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
-            if (!line.trim()) continue;
-            const ev = JSON.parse(line) as { type: string; object: KubeObject };
-            onEvent(ev.type, ev.object);
+      const req = request(
+        this.base + `${path}?${q.toString()}`,
+        { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? USER_AGENT } },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            onClose(new Error(`watch ${path}: HTTP ${res.statusCode}`));
+            return;
           }
-        });
-        res.on('end', () => onClose());
-        res.on('error', (e) => onClose(e));
-      });
+          let buf = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            buf += d;
+            let nl;
+            while ((nl = buf.indexOf('\n')) >= 0) {
+              const line = buf.slice(0, nl);
+              buf = buf.slice(nl + 1);
+              if (!line.trim()) continue;
+              const ev = JSON.parse(line) as { type: string; object: KubeObject };
+              onEvent(ev.type, ev.object);
+            }
+          });
+          res.on('end', () => onClose());
+          res.on('error', (e) => onClose(e));
+        },
+      );
       req.on('error', (e) => {
         if (!stopped) onClose(e);
       });
@@ -256,7 +271,16 @@ export class Kube {
   }
 }
 
-const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PriorityClass', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'Node',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'PriorityClass',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+]);
 
 /** The resource name of a kind: English plural of the lower-cased kind (policy -> policies, ingress -> ingresses). */
 function plural(kind: string): string {

@@ -8,7 +8,15 @@ import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../src/cli/exit-codes.js';
 import { run as runCli } from '../src/cli/main.js';
 import { REPO_DIR } from './cluster/config.js';
-import { busyboxLayers, buildOciImage, ensureReconcilerImage, ensureStandIn, imageInRegistry, normalize, pushImage } from './cluster/images.js';
+import {
+  busyboxLayers,
+  buildOciImage,
+  ensureReconcilerImage,
+  ensureStandIn,
+  imageInRegistry,
+  normalize,
+  pushImage,
+} from './cluster/images.js';
 import { run } from './cluster/sh.js';
 import type { Kube, KubeObject } from './kube.js';
 

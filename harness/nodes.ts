@@ -54,7 +54,12 @@ export class NodeWatch {
       (err) => {
         if (this.closed) return;
         if (err) this.log(`node watch ended: ${err.message}; re-listing`);
-        void (err ? this.kube.list('/api/v1/nodes', { labelSelector: this.selector }).then((l2) => { for (const n of l2.items) this.observe(n); this.loop(l2.metadata.resourceVersion); }) : Promise.resolve(this.loop(last)));
+        void (err
+          ? this.kube.list('/api/v1/nodes', { labelSelector: this.selector }).then((l2) => {
+              for (const n of l2.items) this.observe(n);
+              this.loop(l2.metadata.resourceVersion);
+            })
+          : Promise.resolve(this.loop(last)));
       },
     );
   }

@@ -13,7 +13,11 @@ export function sleep(ms: number): Promise<void> {
  * `deadline` (a Date.now() time) it checks once more and then answers undefined. Errors from `fn`
  * propagate: a benchmark's probe that throws is a broken probe, not a slow cluster.
  */
-export async function pollUntil<T>(fn: () => T | undefined | false | null | Promise<T | undefined | false | null>, deadline: number, intervalMs: number): Promise<T | undefined> {
+export async function pollUntil<T>(
+  fn: () => T | undefined | false | null | Promise<T | undefined | false | null>,
+  deadline: number,
+  intervalMs: number,
+): Promise<T | undefined> {
   for (;;) {
     const v = await fn();
     if (v) return v;

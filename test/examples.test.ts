@@ -25,7 +25,9 @@ describe('examples', () => {
     const files = (await readdir(out)).sort();
     expect((await readdir('dist')).sort()).toEqual(files);
     for (const file of files) {
-      expect(await readFile(join(out, file), 'utf8'), `dist/${file} is stale: run npm run synth`).toBe(await readFile(join('dist', file), 'utf8'));
+      expect(await readFile(join(out, file), 'utf8'), `dist/${file} is stale: run npm run synth`).toBe(
+        await readFile(join('dist', file), 'utf8'),
+      );
     }
   });
 
@@ -39,7 +41,9 @@ describe('examples', () => {
   it('restrict only the namespace prewarm owns; npm run synth and cdk8s.yaml own the same', async () => {
     const cluster = parseAllDocuments(await readFile(join('dist', 'prewarm-cluster.k8s.yaml'), 'utf8')).map((d) => d.toJS());
     const enforced = Object.fromEntries(
-      cluster.filter((o) => o.kind === 'Namespace').map((o) => [o.metadata.name, o.metadata.labels?.['pod-security.kubernetes.io/enforce'] ?? 'none']),
+      cluster
+        .filter((o) => o.kind === 'Namespace')
+        .map((o) => [o.metadata.name, o.metadata.labels?.['pod-security.kubernetes.io/enforce'] ?? 'none']),
     );
     expect(enforced).toEqual({ 'kube-fledged': 'none', 'ml-serving': 'none', prewarm: 'restricted' });
     const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: Record<string, string> };

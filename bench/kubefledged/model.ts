@@ -202,7 +202,9 @@ async function sync(k: WorkKey): Promise<void> {
       startTime: ic.status?.startTime,
       reason: ic.status?.reason,
       status: failed.length ? 'Failed' : 'Succeeded',
-      message: failed.length ? 'Image pull failed for some images. Please see "failures" section' : 'All requested images pulled succesfully to respective nodes',
+      message: failed.length
+        ? 'Image pull failed for some images. Please see "failures" section'
+        : 'All requested images pulled succesfully to respective nodes',
       failures: Object.fromEntries(failed.map((r) => [r.work.image, [{ node: r.work.node?.metadata.name, reason: r.reason ?? r.status }]])),
     });
     return;
@@ -211,7 +213,13 @@ async function sync(k: WorkKey): Promise<void> {
   if (!cached) throw new Error(`imagecache ${k.name} not found`);
   const reason = { create: 'ImageCacheCreate', update: 'ImageCacheUpdate', refresh: 'ImageCacheRefresh' }[k.type];
   await kube.get(`${IC_PATH}/${k.name}`);
-  await updateStatus(k.name, { status: 'Processing', reason, message: 'Images are being pulled on to the nodes', startTime: new Date().toISOString(), failures: {} });
+  await updateStatus(k.name, {
+    status: 'Processing',
+    reason,
+    message: 'Images are being pulled on to the nodes',
+    startTime: new Date().toISOString(),
+    failures: {},
+  });
   const cache = await kube.get(`${IC_PATH}/${k.name}`);
   for (const entry of (cached.spec?.cacheSpec ?? []) as { images: string[]; nodeSelector?: Record<string, string> }[]) {
     const selected = [...nodes.items.values()].filter((n) => matches(n, entry.nodeSelector));
@@ -229,7 +237,12 @@ function needsPull(image: string, node: KubeObject): boolean {
 }
 
 function pullJob(cache: KubeObject, image: string, node: KubeObject): KubeObject {
-  const labels = { app: 'kubefledged', kubefledged: 'kubefledged-image-manager', imagecache: cache.metadata.name, controller: 'kubefledged' };
+  const labels = {
+    app: 'kubefledged',
+    kubefledged: 'kubefledged-image-manager',
+    imagecache: cache.metadata.name,
+    controller: 'kubefledged',
+  };
   let pullPolicy = 'IfNotPresent';
   if (PULL_POLICY === 'Always' || image.includes(':latest') || !image.includes(':')) pullPolicy = 'Always';
   const mount = [{ name: 'tmp-bin', mountPath: '/tmp/bin' }];
@@ -241,7 +254,16 @@ function pullJob(cache: KubeObject, image: string, node: KubeObject): KubeObject
       generateName: `${cache.metadata.name}-`,
       namespace: NS,
       labels,
-      ownerReferences: [{ apiVersion: 'kubefledged.io/v1alpha2', kind: 'ImageCache', name: cache.metadata.name, uid: cache.metadata.uid, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'kubefledged.io/v1alpha2',
+          kind: 'ImageCache',
+          name: cache.metadata.name,
+          uid: cache.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: {
       backoffLimit: 0,
@@ -250,8 +272,24 @@ function pullJob(cache: KubeObject, image: string, node: KubeObject): KubeObject
         metadata: { namespace: NS, labels },
         spec: {
           nodeSelector: { 'kubernetes.io/hostname': node.metadata.labels?.['kubernetes.io/hostname'] ?? node.metadata.name },
-          initContainers: [{ name: 'busybox', image: BUSYBOX, command: ['cp', '/bin/echo', '/tmp/bin'], volumeMounts: mount, imagePullPolicy: 'IfNotPresent' }],
-          containers: [{ name: 'imagepuller', image, command: ['/tmp/bin/echo', 'Image pulled successfully!'], volumeMounts: mount, imagePullPolicy: pullPolicy }],
+          initContainers: [
+            {
+              name: 'busybox',
+              image: BUSYBOX,
+              command: ['cp', '/bin/echo', '/tmp/bin'],
+              volumeMounts: mount,
+              imagePullPolicy: 'IfNotPresent',
+            },
+          ],
+          containers: [
+            {
+              name: 'imagepuller',
+              image,
+              command: ['/tmp/bin/echo', 'Image pulled successfully!'],
+              volumeMounts: mount,
+              imagePullPolicy: pullPolicy,
+            },
+          ],
           volumes: [{ name: 'tmp-bin', emptyDir: {} }],
           restartPolicy: 'Never',
           ...(cache.spec?.imagePullSecrets ? { imagePullSecrets: cache.spec.imagePullSecrets } : {}),
@@ -270,7 +308,10 @@ async function statusPoller(cacheName: string): Promise<void> {
   const results = new Map(mine());
   for (const [job] of results) {
     imageWorkStatus.delete(job);
-    if (!job.startsWith('fakejob-')) await kube.delete(`/apis/batch/v1/namespaces/${NS}/jobs/${job}`).catch((e: unknown) => emit('error', { error: (e as Error).message }));
+    if (!job.startsWith('fakejob-'))
+      await kube
+        .delete(`/apis/batch/v1/namespaces/${NS}/jobs/${job}`)
+        .catch((e: unknown) => emit('error', { error: (e as Error).message }));
   }
   workqueue.addRateLimited({ type: 'statusupdate', name: cacheName, results });
 }
@@ -323,9 +364,11 @@ async function main(): Promise<void> {
   const started = Date.now();
   const stopAt = started + MAX_RUNTIME_MS;
   // Pre-flight checks: dangling Jobs are deleted, Processing caches marked Aborted.
-  for (const j of (await kube.list(`/apis/batch/v1/namespaces/${NS}/jobs`)).items) await kube.delete(`/apis/batch/v1/namespaces/${NS}/jobs/${j.metadata.name}`);
+  for (const j of (await kube.list(`/apis/batch/v1/namespaces/${NS}/jobs`)).items)
+    await kube.delete(`/apis/batch/v1/namespaces/${NS}/jobs/${j.metadata.name}`);
   for (const ic of (await kube.list(IC_PATH)).items) {
-    if (ic.status?.status === 'Processing') await updateStatus(ic.metadata.name, { ...ic.status, status: 'Aborted', reason: 'ImagePullAborted' });
+    if (ic.status?.status === 'Processing')
+      await updateStatus(ic.metadata.name, { ...ic.status, status: 'Aborted', reason: 'ImagePullAborted' });
   }
   void nodes.start();
   void caches.start();

@@ -20,7 +20,8 @@ const ADMIN_USER = 'prewarm-admin';
 
 /** Current end of the log: a window boundary. */
 export function auditMark(path: string): number {
-  if (!existsSync(path)) throw new Error(`no audit log at ${path}: bring the cluster up with the audit log (npm run cluster -- up --audit-log)`);
+  if (!existsSync(path))
+    throw new Error(`no audit log at ${path}: bring the cluster up with the audit log (npm run cluster -- up --audit-log)`);
   return statSync(path).size;
 }
 
@@ -45,7 +46,12 @@ export function operation(ev: AuditEvent): string {
 }
 
 /** Calls `each` for every request in [from, to) of the log; reads in chunks (the log can be large). */
-export function forEachRequest(path: string, from: number, to: number, each: (ev: AuditEvent) => void): { requests: number; unparsed: number } {
+export function forEachRequest(
+  path: string,
+  from: number,
+  to: number,
+  each: (ev: AuditEvent) => void,
+): { requests: number; unparsed: number } {
   const fd = openSync(path, 'r');
   const chunk = Buffer.alloc(4 << 20);
   let pos = from;

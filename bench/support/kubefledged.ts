@@ -32,13 +32,26 @@ export function ensureKfBusybox(): void {
 
 /** Creates the model's namespace and the ImageCache CRD (kubefledged.io/v1alpha2); waits until it is served. */
 export async function installKubeFledged(kube: Kube): Promise<void> {
-  await applyAll(kube, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: KF_NS } }, ...yamlObjects(readFileSync(join(BENCH_DIR, 'kubefledged/crd.yaml'), 'utf8'))]);
-  await waitFor('the kubefledged.io ImageCache CRD to be served', async () => (await kube.raw('GET', KF_IMAGECACHES)).status === 200, 30_000, 500);
+  await applyAll(kube, [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: KF_NS } },
+    ...yamlObjects(readFileSync(join(BENCH_DIR, 'kubefledged/crd.yaml'), 'utf8')),
+  ]);
+  await waitFor(
+    'the kubefledged.io ImageCache CRD to be served',
+    async () => (await kube.raw('GET', KF_IMAGECACHES)).status === 200,
+    30_000,
+    500,
+  );
 }
 
 /** A kubefledged.io/v1alpha2 ImageCache with one cacheSpec entry. */
 export function kfImageCache(name: string, images: readonly string[], nodeSelector: Record<string, string>): KubeObject {
-  return { apiVersion: 'kubefledged.io/v1alpha2', kind: 'ImageCache', metadata: { name, namespace: KF_NS }, spec: { cacheSpec: [{ images, nodeSelector }] } };
+  return {
+    apiVersion: 'kubefledged.io/v1alpha2',
+    kind: 'ImageCache',
+    metadata: { name, namespace: KF_NS },
+    spec: { cacheSpec: [{ images, nodeSelector }] },
+  };
 }
 
 /** A running model and what its JSON lines said so far. */
@@ -68,7 +81,19 @@ export interface ModelOptions {
 export function startModel(o: ModelOptions): Model {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(BENCH_DIR, 'kubefledged/model.ts'), '--image-cache-refresh-frequency', o.refresh, '--busybox-image', KF_BUSYBOX, '--max-runtime', o.maxRuntime ?? '40m', '--namespace', KF_NS],
+    [
+      '--import',
+      'tsx',
+      join(BENCH_DIR, 'kubefledged/model.ts'),
+      '--image-cache-refresh-frequency',
+      o.refresh,
+      '--busybox-image',
+      KF_BUSYBOX,
+      '--max-runtime',
+      o.maxRuntime ?? '40m',
+      '--namespace',
+      KF_NS,
+    ],
     { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const m: Model = { child, ticks: [], jobsAt: [], jobsDone: 0, statuses: [], done: new Promise((r) => child.on('exit', () => r())) };
@@ -102,6 +127,12 @@ export async function stopModel(m: Model): Promise<void> {
 }
 
 /** Waits until the model writes `status` for `cache` after `afterMs`; the time, or undefined at `deadline`. */
-export async function waitModelStatus(m: Model, cache: string, status: string, afterMs: number, deadline: number): Promise<number | undefined> {
+export async function waitModelStatus(
+  m: Model,
+  cache: string,
+  status: string,
+  afterMs: number,
+  deadline: number,
+): Promise<number | undefined> {
   return pollUntil(() => m.statuses.find((x) => x.cache === cache && x.status === status && x.at > afterMs)?.at, deadline, 200);
 }

@@ -64,7 +64,11 @@ export function cgroupMem(dir: string): CgroupMem {
     /* gone */
   }
   const usage = readNum(join(dir, 'memory.usage_in_bytes'));
-  return { usage: usage / 1024, maxUsage: readNum(join(dir, 'memory.max_usage_in_bytes')) / 1024, workingSet: Math.max(0, usage - inactiveFile) / 1024 };
+  return {
+    usage: usage / 1024,
+    maxUsage: readNum(join(dir, 'memory.max_usage_in_bytes')) / 1024,
+    workingSet: Math.max(0, usage - inactiveFile) / 1024,
+  };
 }
 
 /** Resets a cgroup's recorded peak (memory.max_usage_in_bytes), so it measures from now. */
@@ -74,7 +78,9 @@ export function resetPeak(dir: string): void {
 
 function subdirs(dir: string): string[] {
   try {
-    return readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
   } catch {
     return [];
   }
@@ -156,7 +162,9 @@ interface CriContainer {
 export function podMemory(node: string, podUid: string): PodMem | undefined {
   const dir = podCgroups(node).get(podUid);
   if (!dir) return undefined;
-  const cri = (JSON.parse(crictl(node, ['ps', '-a', '-o', 'json'])) as { containers: CriContainer[] }).containers.filter((c) => c.labels?.['io.kubernetes.pod.uid'] === podUid);
+  const cri = (JSON.parse(crictl(node, ['ps', '-a', '-o', 'json'])) as { containers: CriContainer[] }).containers.filter(
+    (c) => c.labels?.['io.kubernetes.pod.uid'] === podUid,
+  );
   const byId = new Map(cri.map((c) => [c.id, c]));
   const sandbox = cri[0]?.podSandboxId;
   const containers: ContainerMem[] = subdirs(dir).map((id) => {
@@ -214,7 +222,17 @@ export interface NodePeak {
 
 /** Samples a node every `intervalMs` until stop() is called; stop() returns the peaks. */
 export function sampleNodePeak(node: string, intervalMs = 150): { stop: () => NodePeak } {
-  const peak: NodePeak = { samples: 0, pods: 0, shims: 0, rssWithShims: 0, pssWithShims: 0, procsRss: 0, shimRss: 0, workingSet: 0, cgroupMaxUsage: 0 };
+  const peak: NodePeak = {
+    samples: 0,
+    pods: 0,
+    shims: 0,
+    rssWithShims: 0,
+    pssWithShims: 0,
+    procsRss: 0,
+    shimRss: 0,
+    workingSet: 0,
+    cgroupMaxUsage: 0,
+  };
   const dir = kubepodsDir(node);
   if (existsSync(dir)) resetPeak(dir);
   const tick = (): void => {

@@ -100,7 +100,12 @@ const API = /^apiVersion:[ \t]*["']?(prewarm\.dev|kubefledged\.io)\/[a-z0-9]+["'
 function discover(dir) {
   const entries = readdirSync(dir, { withFileTypes: true, recursive: true })
     .map((e) => join(e.parentPath, e.name))
-    .filter((full) => !relative(dir, full).split(sep).some((part) => part.startsWith('.')))
+    .filter(
+      (full) =>
+        !relative(dir, full)
+          .split(sep)
+          .some((part) => part.startsWith('.')),
+    )
     .sort();
   for (const full of entries) {
     if (!YAML_FILE.test(full)) continue;

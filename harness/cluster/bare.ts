@@ -28,7 +28,21 @@ export async function rawPull(name: string, refs: readonly string[], opts: { aut
   const t0 = Date.now();
   await Promise.all(
     refs.map((ref) =>
-      runAsync([BIN.crictl, '--runtime-endpoint', sock, '--image-endpoint', sock, '--timeout', '300s', 'pull', ...(opts.auth ? ['--creds', opts.auth] : []), ref], { timeoutMs: 600_000 }),
+      runAsync(
+        [
+          BIN.crictl,
+          '--runtime-endpoint',
+          sock,
+          '--image-endpoint',
+          sock,
+          '--timeout',
+          '300s',
+          'pull',
+          ...(opts.auth ? ['--creds', opts.auth] : []),
+          ref,
+        ],
+        { timeoutMs: 600_000 },
+      ),
     ),
   );
   return Date.now() - t0;

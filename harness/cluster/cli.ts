@@ -34,7 +34,11 @@ await yargs(hideBin(process.argv))
       y
         .option('kwok', { type: 'boolean', default: true })
         .option('nodes', { type: 'number', default: 0, describe: 'real nodes to add (node-1..N) if absent' })
-        .option('audit-log', { type: 'boolean', default: false, describe: 'start the apiserver with a Metadata-level audit log (control-plane/audit.log)' }),
+        .option('audit-log', {
+          type: 'boolean',
+          default: false,
+          describe: 'start the apiserver with a Metadata-level audit log (control-plane/audit.log)',
+        }),
     async (a) => {
       await up({ kwok: a.kwok, auditLog: a['audit-log'] });
       for (let i = 1; i <= a.nodes; i++) {

@@ -5,14 +5,38 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiserverUrl, BIN, NET, RUN_DIR, STATE_DIR, SYSTEM_TOOLS, requireBinaries, type BinName } from './config.js';
-import { clusterControlPlane, startApiserver, startControllerManager, startEtcd, startScheduler, stopControlPlane, waitApiserverReady } from './controlplane.js';
+import {
+  clusterControlPlane,
+  startApiserver,
+  startControllerManager,
+  startEtcd,
+  startScheduler,
+  stopControlPlane,
+  waitApiserverReady,
+} from './controlplane.js';
 import { ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists } from './net.js';
 import { adminCert, CA_CRT, writeKubeconfig } from './pki.js';
 import { startRegistries, stopRegistries } from './registry.js';
 import { run, daemonPid, liveDaemons, missingTools, PID_DIR, startDaemon, stopDaemon, tailLog } from './sh.js';
 import { sleep, waitFor } from '../time.js';
-import { DEFAULT_IMAGE_GC, containerdDaemon, destroyNode, startContainerd, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
+import {
+  DEFAULT_IMAGE_GC,
+  containerdDaemon,
+  destroyNode,
+  startContainerd,
+  kubeletDaemon,
+  kubeletMaySetLabel,
+  listNodeSpecs,
+  loadSpec,
+  nextIndex,
+  nodeImages,
+  startNode,
+  stopNode,
+  type ImageGcPolicy,
+  type NodeSpec,
+  type Taint,
+} from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
 
 export const ADMIN_KUBECONFIG = join(STATE_DIR, 'admin.kubeconfig');
@@ -21,7 +45,18 @@ const APISERVER_SOCK = join(RUN_DIR, 'apiserver.sock');
 /** The apiserver's audit log when the cluster was brought up with `auditLog` (removed by down). */
 export const AUDIT_LOG = join(CP_DIR, 'audit.log');
 
-export const ALL_BINARIES: BinName[] = ['etcd', 'kubeApiserver', 'kubeControllerManager', 'kubeScheduler', 'kubeProxy', 'kubectl', 'kubelet', 'crictl', 'kwok', 'pause'];
+export const ALL_BINARIES: BinName[] = [
+  'etcd',
+  'kubeApiserver',
+  'kubeControllerManager',
+  'kubeScheduler',
+  'kubeProxy',
+  'kubectl',
+  'kubelet',
+  'crictl',
+  'kwok',
+  'pause',
+];
 
 export function checkPrerequisites(bins: readonly BinName[] = ALL_BINARIES): void {
   if (process.getuid?.() !== 0) throw new Error('the prewarm test cluster needs root (netns, cgroups, mounts)');
@@ -40,7 +75,9 @@ export function kubectl(args: string[], opts: { input?: string; allowFail?: bool
 
 export function isUp(): Promise<boolean> {
   if (!daemonPid('cp-apiserver') || !existsSync(ADMIN_KUBECONFIG)) return Promise.resolve(false);
-  return Promise.resolve(run([BIN.kubectl, `--kubeconfig=${ADMIN_KUBECONFIG}`, 'get', '--raw=/readyz'], { allowFail: true, timeoutMs: 10_000 }).code === 0);
+  return Promise.resolve(
+    run([BIN.kubectl, `--kubeconfig=${ADMIN_KUBECONFIG}`, 'get', '--raw=/readyz'], { allowFail: true, timeoutMs: 10_000 }).code === 0,
+  );
 }
 
 export interface UpOptions {
@@ -90,7 +127,15 @@ function claimHub(): void {
 export async function up(opts: UpOptions = {}): Promise<void> {
   const log = opts.log ?? ((m: string) => console.error(`[cluster] ${m}`));
   const t0 = Date.now();
-  checkPrerequisites(['etcd', 'kubeApiserver', 'kubeControllerManager', 'kubeScheduler', 'kubectl', 'pause', ...(opts.kwok !== false ? (['kwok'] as const) : [])]);
+  checkPrerequisites([
+    'etcd',
+    'kubeApiserver',
+    'kubeControllerManager',
+    'kubeScheduler',
+    'kubectl',
+    'pause',
+    ...(opts.kwok !== false ? (['kwok'] as const) : []),
+  ]);
   claimHub();
   mkdirSync(CP_DIR, { recursive: true });
   ensureHub();
@@ -98,7 +143,11 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`registries up (${Date.now() - t0} ms)`);
   ensureStandardImages();
   log(`standard images in registry (${Date.now() - t0} ms)`);
-  const cp = { ...clusterControlPlane(CP_DIR), ...(opts.auditLog ? { auditLogPath: AUDIT_LOG } : {}), ...(opts.controllerManagerArgs ? { extraControllerManagerArgs: opts.controllerManagerArgs } : {}) };
+  const cp = {
+    ...clusterControlPlane(CP_DIR),
+    ...(opts.auditLog ? { auditLogPath: AUDIT_LOG } : {}),
+    ...(opts.controllerManagerArgs ? { extraControllerManagerArgs: opts.controllerManagerArgs } : {}),
+  };
   await startEtcd(cp);
   await startApiserver(cp);
   // Root netns reaches the apiserver only through 127.0.0.1 -> unix socket -> hub.
@@ -116,7 +165,12 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   log(`apiserver ready (${Date.now() - t0} ms)`);
   startControllerManager(cp);
   startScheduler(cp);
-  await waitFor('default service account', () => kubectl(['-n', 'default', 'get', 'serviceaccount', 'default', '-o', 'name'], { allowFail: true }).includes('default'), 60_000, 500).catch((e: unknown) => {
+  await waitFor(
+    'default service account',
+    () => kubectl(['-n', 'default', 'get', 'serviceaccount', 'default', '-o', 'name'], { allowFail: true }).includes('default'),
+    60_000,
+    500,
+  ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tailLog('cp-controller-manager')}`);
   });
   log(`controller-manager and scheduler up (${Date.now() - t0} ms)`);
@@ -177,7 +231,12 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
   await startNode(spec);
   const adminLabels = Object.entries(spec.labels).filter(([k]) => !kubeletMaySetLabel(k));
   if (opts.wait === false && adminLabels.length === 0) return { readyAt: 0, spec };
-  await waitFor(`node ${name} registered`, () => kubectl(['get', 'node', name, '-o', 'name'], { allowFail: true }).trim() !== '', opts.timeoutMs ?? 120_000, 250).catch((e: unknown) => {
+  await waitFor(
+    `node ${name} registered`,
+    () => kubectl(['get', 'node', name, '-o', 'name'], { allowFail: true }).trim() !== '',
+    opts.timeoutMs ?? 120_000,
+    250,
+  ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tailLog(kubeletDaemon(name), 40)}`);
   });
   if (adminLabels.length) kubectl(['label', 'node', name, '--overwrite', ...adminLabels.map(([k, v]) => `${k}=${v}`)]);
@@ -189,7 +248,9 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
 export async function waitNodeReady(name: string, timeoutMs = 120_000): Promise<number> {
   await waitFor(
     `node ${name} Ready`,
-    () => kubectl(['get', 'node', name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'], { allowFail: true }).trim() === 'True',
+    () =>
+      kubectl(['get', 'node', name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'], { allowFail: true }).trim() ===
+      'True',
     timeoutMs,
     200,
   ).catch((e: unknown) => {

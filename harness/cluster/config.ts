@@ -85,8 +85,17 @@ export const IMAGES = {
  * be added at run time (hosts.toml is read per pull).
  */
 export const MIRRORED_HOSTS = [
-  'docker.io', 'ghcr.io', 'quay.io', 'nvcr.io', 'registry.k8s.io', 'gcr.io', 'public.ecr.aws',
-  'mcr.microsoft.com', 'registry.gitlab.com', 'us-docker.pkg.dev', 'europe-docker.pkg.dev',
+  'docker.io',
+  'ghcr.io',
+  'quay.io',
+  'nvcr.io',
+  'registry.k8s.io',
+  'gcr.io',
+  'public.ecr.aws',
+  'mcr.microsoft.com',
+  'registry.gitlab.com',
+  'us-docker.pkg.dev',
+  'europe-docker.pkg.dev',
 ];
 
 function bin(component: string, ver: string, name: string): string {
@@ -109,8 +118,18 @@ export type BinName = keyof typeof BIN;
 
 /** System tools installed by .ci/setup-cluster.sh (Debian packages). */
 export const SYSTEM_TOOLS = [
-  'containerd', 'runc', 'ip', 'nsenter', 'socat', 'skopeo', 'umoci', 'docker-registry', 'openssl',
-  'htpasswd', 'iptables', 'ctr',
+  'containerd',
+  'runc',
+  'ip',
+  'nsenter',
+  'socat',
+  'skopeo',
+  'umoci',
+  'docker-registry',
+  'openssl',
+  'htpasswd',
+  'iptables',
+  'ctr',
 ];
 export const CNI_BIN_DIR = '/usr/lib/cni';
 export const BUSYBOX_STATIC = '/bin/busybox';
@@ -120,8 +139,7 @@ export function requireBinaries(names: readonly BinName[]): void {
   const missing = names.filter((n) => !existsSync(BIN[n])).map((n) => BIN[n]);
   if (missing.length > 0) {
     throw new Error(
-      `prewarm test cluster: missing binaries ${missing.join(', ')}. Run .ci/setup-cluster.sh ` +
-        `(or harness/cluster/build.sh) first.`,
+      `prewarm test cluster: missing binaries ${missing.join(', ')}. Run .ci/setup-cluster.sh ` + `(or harness/cluster/build.sh) first.`,
     );
   }
 }

@@ -44,14 +44,26 @@ export interface ControlPlaneOptions {
  * Metadata level for every request; RequestReceived omitted so a request is one line (a watch is
  * two: ResponseStarted when it opens, ResponseComplete when it closes).
  */
-const AUDIT_POLICY = JSON.stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', omitStages: ['RequestReceived'], omitManagedFields: true, rules: [{ level: 'Metadata' }] });
+const AUDIT_POLICY = JSON.stringify({
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived'],
+  omitManagedFields: true,
+  rules: [{ level: 'Metadata' }],
+});
 
 function auditArgs(logPath: string): string[] {
   const policy = join(dirname(logPath), 'audit-policy.json');
   mkdirSync(dirname(logPath), { recursive: true });
   writeFileSync(policy, AUDIT_POLICY);
   // Blocking mode (the default): a full buffer in batch mode drops events, and the counts must be exact.
-  return [`--audit-policy-file=${policy}`, `--audit-log-path=${logPath}`, '--audit-log-format=json', '--audit-log-mode=blocking', '--audit-log-maxsize=0'];
+  return [
+    `--audit-policy-file=${policy}`,
+    `--audit-log-path=${logPath}`,
+    '--audit-log-format=json',
+    '--audit-log-mode=blocking',
+    '--audit-log-maxsize=0',
+  ];
 }
 
 export function clusterControlPlane(dataDir: string): ControlPlaneOptions {
@@ -105,7 +117,12 @@ export function apiserverCert(o: ControlPlaneOptions): CertFiles {
 
 export function startApiserver(o: ControlPlaneOptions): Promise<void> {
   const tls = apiserverCert(o);
-  const kc = ensureCert({ name: 'apiserver-kubelet-client', cn: 'kube-apiserver-kubelet-client', orgs: ['system:masters'], usage: 'client' });
+  const kc = ensureCert({
+    name: 'apiserver-kubelet-client',
+    cn: 'kube-apiserver-kubelet-client',
+    orgs: ['system:masters'],
+    usage: 'client',
+  });
   const sa = ensureServiceAccountKeys();
   const argv = [
     BIN.kubeApiserver,
@@ -142,9 +159,17 @@ export function startApiserver(o: ControlPlaneOptions): Promise<void> {
 export async function waitApiserverReady(o: ControlPlaneOptions, url: string, timeoutMs = 90_000): Promise<void> {
   const kube = new Kube({ server: url });
   try {
-    await waitFor('kube-apiserver /readyz', async () => (await kube.raw('GET', '/readyz', undefined, undefined, 5_000)).status === 200, timeoutMs, 500);
+    await waitFor(
+      'kube-apiserver /readyz',
+      async () => (await kube.raw('GET', '/readyz', undefined, undefined, 5_000)).status === 200,
+      timeoutMs,
+      500,
+    );
   } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- apiserver log:\n${tailLog(`${o.prefix}-apiserver`)}\n--- etcd log:\n${tailLog(`${o.prefix}-etcd`)}`, { cause: e });
+    throw new Error(
+      `${(e as Error).message}\n--- apiserver log:\n${tailLog(`${o.prefix}-apiserver`)}\n--- etcd log:\n${tailLog(`${o.prefix}-etcd`)}`,
+      { cause: e },
+    );
   } finally {
     kube.close();
   }

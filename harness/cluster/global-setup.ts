@@ -18,13 +18,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const t0 = Date.now();
   const reused = await isUp();
   if (!reused) await up({ log: (m) => console.log(`[cluster] ${m}`) });
-  console.log(`[cluster] ${reused ? 'reusing running cluster' : 'cluster up'} in ${((Date.now() - t0) / 1000).toFixed(1)}s; kubeconfig ${ADMIN_KUBECONFIG}`);
+  console.log(
+    `[cluster] ${reused ? 'reusing running cluster' : 'cluster up'} in ${((Date.now() - t0) / 1000).toFixed(1)}s; kubeconfig ${ADMIN_KUBECONFIG}`,
+  );
   project.provide('kubeconfig', ADMIN_KUBECONFIG);
   process.env['PREWARM_KUBECONFIG'] = ADMIN_KUBECONFIG;
   process.env['KUBECONFIG'] = ADMIN_KUBECONFIG;
   return async () => {
     if (process.env['PREWARM_KEEP_CLUSTER'] === '1' || reused) {
-      console.log(`[cluster] left running (${reused ? 'it was running before' : 'PREWARM_KEEP_CLUSTER=1'}); stop it with: npm run cluster -- down`);
+      console.log(
+        `[cluster] left running (${reused ? 'it was running before' : 'PREWARM_KEEP_CLUSTER=1'}); stop it with: npm run cluster -- down`,
+      );
       return;
     }
     await down();

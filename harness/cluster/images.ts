@@ -6,7 +6,21 @@
  * `buildImageFromRootfs({ rootfs: dirOrTarball, ref, config })`, or from the CLI:
  * `npm run cluster -- push-image REF --rootfs DIR|TAR [--cmd ...] [--user 65532]`.
  */
-import { cpSync, existsSync, readFileSync, realpathSync, statSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  openSync,
+  writeSync,
+  closeSync,
+} from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -136,12 +150,29 @@ export function copyToRegistry(source: string, target: RegistryTarget, repoAndTa
 }
 
 /** {@link copyToRegistry} without blocking the event loop (for pushing many images side by side). */
-export async function copyToRegistryAsync(source: string, target: RegistryTarget, repoAndTag: string, format: 'oci' | 'v2s2' = 'oci'): Promise<void> {
+export async function copyToRegistryAsync(
+  source: string,
+  target: RegistryTarget,
+  repoAndTag: string,
+  format: 'oci' | 'v2s2' = 'oci',
+): Promise<void> {
   await runAsync(copyArgv(source, target, repoAndTag, format), copyOptions(target));
 }
 
 function copyArgv(source: string, target: RegistryTarget, repoAndTag: string, format: 'oci' | 'v2s2'): string[] {
-  return ['skopeo', 'copy', '--quiet', '--all', '--format', format, '--retry-times', '2', ...skopeoAccess(target, 'dest-'), source, `docker://${target.addr}/${repoAndTag}`];
+  return [
+    'skopeo',
+    'copy',
+    '--quiet',
+    '--all',
+    '--format',
+    format,
+    '--retry-times',
+    '2',
+    ...skopeoAccess(target, 'dest-'),
+    source,
+    `docker://${target.addr}/${repoAndTag}`,
+  ];
 }
 
 function copyOptions(target: RegistryTarget): { netns?: string; timeoutMs: number } {
@@ -179,7 +210,10 @@ export function registryDigest(ref: string): string | undefined {
  * A multi-arch image: one image per architecture (built like {@link buildOciImage}) under one OCI
  * image index. Returns "oci:<dir>:img", whose tag names the index.
  */
-export function buildOciIndex(name: string, platforms: readonly { architecture: string; layers: readonly Layer[]; config?: ImageConfig }[]): string {
+export function buildOciIndex(
+  name: string,
+  platforms: readonly { architecture: string; layers: readonly Layer[]; config?: ImageConfig }[],
+): string {
   const layout = layoutDir(name);
   rmSync(layout, { recursive: true, force: true });
   mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
@@ -187,7 +221,9 @@ export function buildOciIndex(name: string, platforms: readonly { architecture: 
     buildOciImage(`${name}-${p.architecture}`, p.layers, { ...p.config, architecture: p.architecture });
     const src = layoutDir(`${name}-${p.architecture}`);
     cpSync(join(src, 'blobs', 'sha256'), join(layout, 'blobs', 'sha256'), { recursive: true });
-    const index = JSON.parse(readFileSync(join(src, 'index.json'), 'utf8')) as { manifests: { mediaType: string; digest: string; size: number }[] };
+    const index = JSON.parse(readFileSync(join(src, 'index.json'), 'utf8')) as {
+      manifests: { mediaType: string; digest: string; size: number }[];
+    };
     const m = index.manifests[0];
     if (index.manifests.length !== 1 || !m) throw new Error(`${src}: expected one manifest in index.json`);
     return { mediaType: m.mediaType, digest: m.digest, size: m.size, platform: { architecture: p.architecture, os: 'linux' } };
@@ -292,8 +328,13 @@ function buildStandIn(ref: string, sizeBytes: number | undefined): string {
  * {@link ensureStandIn} for many references: builds the missing ones, then pushes them a few at a
  * time (a push is mostly skopeo's start-up, so a sequential push of hundreds takes minutes).
  */
-export async function ensureStandIns(refs: readonly string[], opts: EnsureOptions & { sizeBytes?: number; parallel?: number } = {}): Promise<number> {
-  const todo = refs.filter((r) => opts.force === true || !imageInRegistry(r)).map((ref) => ({ ref, source: buildStandIn(ref, opts.sizeBytes) }));
+export async function ensureStandIns(
+  refs: readonly string[],
+  opts: EnsureOptions & { sizeBytes?: number; parallel?: number } = {},
+): Promise<number> {
+  const todo = refs
+    .filter((r) => opts.force === true || !imageInRegistry(r))
+    .map((ref) => ({ ref, source: buildStandIn(ref, opts.sizeBytes) }));
   let next = 0;
   const worker = async (): Promise<void> => {
     for (let i = next++; i < todo.length; i = next++) {
@@ -331,7 +372,10 @@ export function ensureStandardImages(opts: EnsureOptions = {}): void {
     if (!existsSync(BIN.pause)) throw new Error(`pause binary missing at ${BIN.pause}: run harness/cluster/build.sh`);
     const d = scratchDir('pause');
     cpSync(BIN.pause, join(d, 'pause'));
-    pushImage(buildOciImage('pause', [{ src: join(d, 'pause'), dest: '/pause' }], { entrypoint: ['/pause'], user: '65535' }), TEST_IMAGES.pause);
+    pushImage(
+      buildOciImage('pause', [{ src: join(d, 'pause'), dest: '/pause' }], { entrypoint: ['/pause'], user: '65535' }),
+      TEST_IMAGES.pause,
+    );
   }
   if (need(TEST_IMAGES.busybox)) {
     pushImage(buildOciImage('busybox', busyboxLayers(), { cmd: ['/bin/sh'] }), TEST_IMAGES.busybox);
@@ -354,7 +398,8 @@ export function reconcilerNodeFlags(): string[] {
   const dockerfile = join(REPO_DIR, 'src', 'reconciler', 'Dockerfile');
   const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(dockerfile, 'utf8'));
   const argv = m?.[1] ? (JSON.parse(m[1]) as unknown) : undefined;
-  if (!Array.isArray(argv) || argv.length < 2 || !argv.every((a): a is string => typeof a === 'string')) throw new Error(`${dockerfile}: no exec-form ENTRYPOINT [node, ...flags, main.js]`);
+  if (!Array.isArray(argv) || argv.length < 2 || !argv.every((a): a is string => typeof a === 'string'))
+    throw new Error(`${dockerfile}: no exec-form ENTRYPOINT [node, ...flags, main.js]`);
   return argv.slice(1, -1);
 }
 

@@ -29,7 +29,8 @@ function writeKwokConfig(): string {
   const dir = join(CACHE_DIR, 'go', 'mod', 'sigs.k8s.io', `kwok@${VERSIONS.kwok}`, 'kustomize', 'stage');
   const files = KWOK_DEFAULT_STAGES.map((f) => join(dir, f));
   const missing = files.filter((f) => !existsSync(f));
-  if (missing.length) throw new Error(`kwok's stage files are missing (${missing.join(', ')}): rebuild kwok with harness/cluster/build.sh kwok`);
+  if (missing.length)
+    throw new Error(`kwok's stage files are missing (${missing.join(', ')}): rebuild kwok with harness/cluster/build.sh kwok`);
   const config = join(STATE_DIR, 'kwok', 'kwok.yaml');
   mkdirSync(join(STATE_DIR, 'kwok'), { recursive: true });
   writeFileSync(config, files.map((f) => readFileSync(f, 'utf8').trim()).join('\n---\n') + '\n');
@@ -71,14 +72,23 @@ export interface FakeNodeOptions {
 export function fakeNode(index: number, opts: FakeNodeOptions = {}): Record<string, unknown> {
   const name = `${opts.prefix ?? 'fake'}-${index}`;
   const cap = opts.capacity ?? { cpu: '32', memory: '256Gi', pods: '110' };
-  const taints = [...(opts.taint === false ? [] : [{ key: KWOK_TAINT_KEY, value: 'fake', effect: 'NoSchedule' }]), ...(opts.extraTaints ?? [])];
+  const taints = [
+    ...(opts.taint === false ? [] : [{ key: KWOK_TAINT_KEY, value: 'fake', effect: 'NoSchedule' }]),
+    ...(opts.extraTaints ?? []),
+  ];
   return {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: {
       name,
       annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
-      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok', ...(opts.labels ?? {}) },
+      labels: {
+        'kubernetes.io/hostname': name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        type: 'kwok',
+        ...(opts.labels ?? {}),
+      },
     },
     spec: taints.length ? { taints } : {},
     status: { allocatable: cap, capacity: cap },

@@ -106,7 +106,10 @@ export async function startLoopbackControlPlane(
   }
   const kubeconfig = join(dataDir, 'admin.kubeconfig');
   writeKubeconfig(kubeconfig, url, adminCert(), 'prewarm-admin');
-  const extra = withControllers === undefined ? '' : ` (+ controllers ${withControllers.controllers.join(',')}${withControllers.scheduler ? ' + scheduler' : ''})`;
+  const extra =
+    withControllers === undefined
+      ? ''
+      : ` (+ controllers ${withControllers.controllers.join(',')}${withControllers.scheduler ? ' + scheduler' : ''})`;
   log(`etcd + kube-apiserver${extra} ready at ${url} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
   return {
     url,

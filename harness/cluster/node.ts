@@ -283,9 +283,16 @@ export function kubeletMaySetLabel(key: string): boolean {
   if (!isK8s('kubernetes.io') && !isK8s('k8s.io')) return true;
   if (isK8s('kubelet.kubernetes.io') || isK8s('node.kubernetes.io')) return true;
   return [
-    'kubernetes.io/hostname', 'kubernetes.io/arch', 'kubernetes.io/os', 'beta.kubernetes.io/arch',
-    'beta.kubernetes.io/os', 'beta.kubernetes.io/instance-type', 'failure-domain.beta.kubernetes.io/region',
-    'failure-domain.beta.kubernetes.io/zone', 'topology.kubernetes.io/region', 'topology.kubernetes.io/zone',
+    'kubernetes.io/hostname',
+    'kubernetes.io/arch',
+    'kubernetes.io/os',
+    'beta.kubernetes.io/arch',
+    'beta.kubernetes.io/os',
+    'beta.kubernetes.io/instance-type',
+    'failure-domain.beta.kubernetes.io/region',
+    'failure-domain.beta.kubernetes.io/zone',
+    'topology.kubernetes.io/region',
+    'topology.kubernetes.io/zone',
   ].includes(key);
 }
 
@@ -438,10 +445,22 @@ export async function destroyNode(name: string): Promise<void> {
 /** crictl against a node's containerd. */
 export function crictl(name: string, args: string[], allowFail = false): string {
   const p = nodePaths(name);
-  return run([BIN.crictl, '--runtime-endpoint', `unix://${p.containerdSock}`, '--image-endpoint', `unix://${p.containerdSock}`, '--timeout', '60s', ...args], {
-    allowFail,
-    timeoutMs: 300_000,
-  }).stdout;
+  return run(
+    [
+      BIN.crictl,
+      '--runtime-endpoint',
+      `unix://${p.containerdSock}`,
+      '--image-endpoint',
+      `unix://${p.containerdSock}`,
+      '--timeout',
+      '60s',
+      ...args,
+    ],
+    {
+      allowFail,
+      timeoutMs: 300_000,
+    },
+  ).stdout;
 }
 
 function imageRefsArgv(name: string): string[] {

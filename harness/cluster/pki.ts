@@ -27,10 +27,23 @@ export function ensureCa(): void {
   if (existsSync(CA_CRT) && existsSync(CA_KEY)) return;
   run(['openssl', 'ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', CA_KEY]);
   run([
-    'openssl', 'req', '-x509', '-new', '-key', CA_KEY, '-sha256', '-days', '3650',
-    '-subj', '/CN=prewarm-test-ca', '-out', CA_CRT,
-    '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+    'openssl',
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    CA_KEY,
+    '-sha256',
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=prewarm-test-ca',
+    '-out',
+    CA_CRT,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
   ]);
 }
 
@@ -56,8 +69,23 @@ export function ensureCert(spec: CertSpec): CertFiles {
     ].join('\n') + '\n',
   );
   run([
-    'openssl', 'x509', '-req', '-in', csr, '-CA', CA_CRT, '-CAkey', CA_KEY, '-CAcreateserial',
-    '-days', '3650', '-sha256', '-extfile', ext, '-out', crt,
+    'openssl',
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    CA_CRT,
+    '-CAkey',
+    CA_KEY,
+    '-CAcreateserial',
+    '-days',
+    '3650',
+    '-sha256',
+    '-extfile',
+    ext,
+    '-out',
+    crt,
   ]);
   return { crt, key };
 }

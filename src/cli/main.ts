@@ -14,7 +14,13 @@ import { processIo, type Io } from './io.js';
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function run(argv: readonly string[], io: Io = processIo): Promise<ExitCode> {
-  const [synth, validate, migrate, status, pin] = [synthCommand(io), validateCommand(io), migrateCommand(io), statusCommand(io), pinCommand(io)] as const;
+  const [synth, validate, migrate, status, pin] = [
+    synthCommand(io),
+    validateCommand(io),
+    migrateCommand(io),
+    statusCommand(io),
+    pinCommand(io),
+  ] as const;
   const names = [synth, validate, migrate, status, pin].map((c) => c.command.split(' ')[0] as string);
   const parser = yargs([...argv])
     .command(synth)
@@ -43,7 +49,8 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     // The command comes first (prewarm has no option that takes a value before it). Checked here,
     // because yargs answers `prewarm doctr --help` with the general help and exit 0.
     const given = argv.find((a) => !a.startsWith('-'));
-    if (given !== undefined && !names.includes(given)) throw new UsageError(`unknown command ${JSON.stringify(given)}; the commands are ${names.join(', ')}`);
+    if (given !== undefined && !names.includes(given))
+      throw new UsageError(`unknown command ${JSON.stringify(given)}; the commands are ${names.join(', ')}`);
     let helpOutput = '';
     await parser.parseAsync([...argv], {}, (_err, _argv, output) => {
       helpOutput = output;
@@ -65,7 +72,9 @@ const READ_CALLS = new Set(['open', 'read', 'readdir', 'scandir', 'stat', 'lstat
  * bug: exit 70 with its message, and the stack trace only when `debug` (PREWARM_DEBUG=1) asks.
  */
 export function reportFailure(failure: unknown, io: Io, debug: boolean): ExitCode {
-  const err = isSystemError(failure) ? asIoError(READ_CALLS.has(failure.syscall ?? '') ? 'read' : 'write', failure.path ?? 'a file', failure) : failure;
+  const err = isSystemError(failure)
+    ? asIoError(READ_CALLS.has(failure.syscall ?? '') ? 'read' : 'write', failure.path ?? 'a file', failure)
+    : failure;
   if (err instanceof UsageError) {
     io.stderr(`prewarm: ${err.message}\nrun "prewarm --help" for usage\n`);
     return ExitCode.Usage;
@@ -76,6 +85,10 @@ export function reportFailure(failure: unknown, io: Io, debug: boolean): ExitCod
   }
   const message = err instanceof Error ? err.message : String(err);
   const stack = err instanceof Error && err.stack !== undefined ? err.stack : message;
-  io.stderr(debug ? `prewarm: internal error: ${stack}\n` : `prewarm: internal error: ${message} (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n`);
+  io.stderr(
+    debug
+      ? `prewarm: internal error: ${stack}\n`
+      : `prewarm: internal error: ${message} (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n`,
+  );
   return ExitCode.Internal;
 }

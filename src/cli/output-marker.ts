@@ -63,7 +63,10 @@ export function classifyOutput(entries: readonly FolderEntry[], marker?: string)
 /** Reads and classifies the folder `dir` (which must exist and be a folder). */
 export async function inspectOutput(dir: string): Promise<OutputContents> {
   const entries = (await readdir(dir, { withFileTypes: true })).map((d) => ({ name: d.name, isFile: d.isFile() }));
-  return classifyOutput(entries, entries.some((e) => e.name === OUTPUT_MARKER && e.isFile) ? await readMarker(join(dir, OUTPUT_MARKER)) : undefined);
+  return classifyOutput(
+    entries,
+    entries.some((e) => e.name === OUTPUT_MARKER && e.isFile) ? await readMarker(join(dir, OUTPUT_MARKER)) : undefined,
+  );
 }
 
 /**

@@ -37,7 +37,11 @@ export interface ReplaceOptions {
  * stays one: the folder it leads to is replaced. Throws {@link CliError} (exit 1) when the target
  * is in the way, before anything is written.
  */
-export async function replaceDirectory(target: string, write: (dir: string) => Promise<void> | void, options: ReplaceOptions = {}): Promise<void> {
+export async function replaceDirectory(
+  target: string,
+  write: (dir: string) => Promise<void> | void,
+  options: ReplaceOptions = {},
+): Promise<void> {
   await writing(target, () => replace(target, write, options));
 }
 
@@ -151,4 +155,3 @@ async function realOrResolved(path: string): Promise<string> {
     }
   }
 }
-

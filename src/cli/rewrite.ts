@@ -45,7 +45,9 @@ const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** The bytes of `text` for `file`: the inverse of {@link readEditable}. */
 function encode(file: EditableFile, text: string): Buffer {
-  return file.encoding === 'latin1' && text.startsWith('\uFEFF') ? Buffer.concat([UTF8_BOM, Buffer.from(text.slice(1), 'latin1')]) : Buffer.from(text, file.encoding);
+  return file.encoding === 'latin1' && text.startsWith('\uFEFF')
+    ? Buffer.concat([UTF8_BOM, Buffer.from(text.slice(1), 'latin1')])
+    : Buffer.from(text, file.encoding);
 }
 
 interface Staged {
@@ -62,7 +64,8 @@ interface Staged {
  */
 export async function writeAll(changes: readonly FileChange[]): Promise<number> {
   const staged: Staged[] = [];
-  const undo = () => Promise.all(staged.flatMap((s) => [rm(s.tmp, { force: true }), ...(s.backup === undefined ? [] : [rm(s.backup, { force: true })])]));
+  const undo = () =>
+    Promise.all(staged.flatMap((s) => [rm(s.tmp, { force: true }), ...(s.backup === undefined ? [] : [rm(s.backup, { force: true })])]));
   let current = '';
   try {
     const byTarget = new Map<string, string>();
@@ -116,5 +119,7 @@ export async function writeAll(changes: readonly FileChange[]): Promise<number> 
 
 function failure(path: string, err: unknown): unknown {
   const wrapped = asIoError('write', path, err, '; no file was changed');
-  return wrapped instanceof CliError ? wrapped : new CliError(`cannot write ${path}: ${(err as Error).message}; no file was changed`, ExitCode.Internal);
+  return wrapped instanceof CliError
+    ? wrapped
+    : new CliError(`cannot write ${path}: ${(err as Error).message}; no file was changed`, ExitCode.Internal);
 }

@@ -60,7 +60,11 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
       for (const image of entry.images) pool.images.set(image.canonical, image);
       for (const secret of cache.imagePullSecrets) pool.secrets.add(secret);
       pool.sources.add(`${cache.namespace}/${cache.name}`);
-      pool.origins.push({ imageCache: `${cache.namespace}/${cache.name}`, location: entry.location, images: entry.images.map((i) => i.canonical) });
+      pool.origins.push({
+        imageCache: `${cache.namespace}/${cache.name}`,
+        location: entry.location,
+        images: entry.images.map((i) => i.canonical),
+      });
     }
   }
   checkNamesUnique([...pools.values()], diagnostics);

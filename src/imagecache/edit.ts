@@ -21,7 +21,8 @@ export function applyEdits(text: string, edits: readonly TextEdit[]): string {
   let out = '';
   let at = 0;
   for (const e of sorted) {
-    if (e.start < at || e.end < e.start || e.end > text.length) throw new Error(`overlapping or out-of-range edit [${e.start}, ${e.end}) after ${at}`);
+    if (e.start < at || e.end < e.start || e.end > text.length)
+      throw new Error(`overlapping or out-of-range edit [${e.start}, ${e.end}) after ${at}`);
     out += text.slice(at, e.start) + e.text;
     at = e.end;
   }

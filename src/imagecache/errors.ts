@@ -108,7 +108,8 @@ export const NOTHING_SKIPPED: Skipped = Object.freeze({ documents: 0, files: 0, 
 export function formatSkipped(s: Skipped): string | undefined {
   const parts: string[] = [];
   if (s.documents > 0) parts.push(`${plural(s.documents, 'document')} of other kinds in ${plural(s.files, 'file')}`);
-  if (s.outputDocuments > 0) parts.push(`${plural(s.outputDocuments, 'document')} of prewarm's own output in ${plural(s.outputFiles, 'file')}`);
+  if (s.outputDocuments > 0)
+    parts.push(`${plural(s.outputDocuments, 'document')} of prewarm's own output in ${plural(s.outputFiles, 'file')}`);
   if (s.helmTemplates > 0) parts.push(plural(s.helmTemplates, 'Helm chart template'));
   return parts.length === 0 ? undefined : `skipped ${parts.join(', ')}`;
 }
@@ -123,7 +124,10 @@ export const MAX_SHOWN_DIAGNOSTICS = 100;
 export function formatDiagnostics(diagnostics: readonly Diagnostic[], limit: number = MAX_SHOWN_DIAGNOSTICS): string[] {
   const errors = diagnostics.filter((d) => d.severity === 'error');
   const warnings = diagnostics.filter((d) => d.severity !== 'error');
-  const shown = errors.slice(0, limit).concat(warnings.slice(0, Math.max(0, limit - errors.length))).sort(compareDiagnostics);
+  const shown = errors
+    .slice(0, limit)
+    .concat(warnings.slice(0, Math.max(0, limit - errors.length)))
+    .sort(compareDiagnostics);
   const lines = shown.map(formatDiagnostic);
   const moreErrors = errors.length - Math.min(errors.length, limit);
   const moreWarnings = warnings.length - (shown.length - (errors.length - moreErrors));

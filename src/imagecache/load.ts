@@ -68,12 +68,20 @@ export async function loadBundle(paths: readonly string[], options: LoadOptions 
  * diagnostic. A file reached twice (named twice, by a relative and an absolute path, or through a
  * folder and directly) is read once.
  */
-export async function readSources(paths: readonly string[], diagnostics: Diagnostic[], exclude: readonly string[] = []): Promise<SourceFile[]> {
+export async function readSources(
+  paths: readonly string[],
+  diagnostics: Diagnostic[],
+  exclude: readonly string[] = [],
+): Promise<SourceFile[]> {
   return (await readTree(paths, diagnostics, exclude)).files;
 }
 
 /** {@link readSources}, plus how many Helm templates the walk passed over. */
-async function readTree(paths: readonly string[], diagnostics: Diagnostic[], exclude: readonly string[]): Promise<{ files: SourceFile[]; helmTemplates: number }> {
+async function readTree(
+  paths: readonly string[],
+  diagnostics: Diagnostic[],
+  exclude: readonly string[],
+): Promise<{ files: SourceFile[]; helmTemplates: number }> {
   const excluded = exclude.map((e) => resolve(e));
   const isExcluded = (path: string) => excluded.some((e) => within(resolve(path), e));
   const roots: string[] = [];
@@ -129,7 +137,11 @@ async function readTree(paths: readonly string[], diagnostics: Diagnostic[], exc
  * The `templates/` folder of a Helm chart (a folder with a `Chart.yaml`) holds Go templates that
  * are not YAML until rendered: its files are counted, not read.
  */
-async function walk(dir: string, isExcluded: (path: string) => boolean, diagnostics: Diagnostic[]): Promise<{ files: string[]; helmTemplates: number }> {
+async function walk(
+  dir: string,
+  isExcluded: (path: string) => boolean,
+  diagnostics: Diagnostic[],
+): Promise<{ files: string[]; helmTemplates: number }> {
   const out: string[] = [];
   let helmTemplates = 0;
   const pending = [dir];
@@ -241,7 +253,10 @@ async function readRegularFile(real: string): Promise<string | { problem: string
         if (length === buffer.length) break;
       }
       if (length !== info.size) {
-        return { problem: 'is not a plain file on disk (its content does not match its size, as with /proc and /sys files, or it changed while being read); not read' };
+        return {
+          problem:
+            'is not a plain file on disk (its content does not match its size, as with /proc and /sys files, or it changed while being read); not read',
+        };
       }
       return decode(buffer.subarray(0, length));
     } finally {
@@ -260,7 +275,10 @@ async function readRegularFile(real: string): Promise<string | { problem: string
  */
 function decode(bytes: Buffer): string | { problem: string } {
   const at = (i: number) => bytes[i] ?? -1;
-  if ((at(0) === 0xff && at(1) === 0xfe && at(2) === 0 && at(3) === 0) || (at(0) === 0 && at(1) === 0 && at(2) === 0xfe && at(3) === 0xff)) {
+  if (
+    (at(0) === 0xff && at(1) === 0xfe && at(2) === 0 && at(3) === 0) ||
+    (at(0) === 0 && at(1) === 0 && at(2) === 0xfe && at(3) === 0xff)
+  ) {
     return { problem: 'file is UTF-32; save it as UTF-8' };
   }
   if ((at(0) === 0xff && at(1) === 0xfe) || (at(0) === 0xfe && at(1) === 0xff) || nulInterleaved(bytes)) {

@@ -155,18 +155,28 @@ const duration: Reader<number> = (ctx, node, path) => {
  * A duration within `range` (seconds): what the sidecar accepts, see {@link LIMITS}. A non-zero
  * value under `warnBelow` is accepted with a warning.
  */
-const durationIn = (range: { readonly min: number; readonly max: number; readonly warnBelow?: number }): Reader<number> => (ctx, node, path) => {
-  const seconds = duration(ctx, node, path);
-  if (seconds === undefined) return undefined;
-  if (seconds < range.min || seconds > range.max) {
-    ctx.error(node, path, `must be between ${formatDuration(range.min)} and ${formatDuration(range.max)}, got ${formatDuration(seconds)}`);
-    return undefined;
-  }
-  if (range.warnBelow !== undefined && seconds > 0 && seconds < range.warnBelow) {
-    ctx.warn(node, path, `${formatDuration(seconds)} is under ${formatDuration(range.warnBelow)}: every node of the pool checks every image's tag this often, so registry requests grow with the node count`);
-  }
-  return seconds;
-};
+const durationIn =
+  (range: { readonly min: number; readonly max: number; readonly warnBelow?: number }): Reader<number> =>
+  (ctx, node, path) => {
+    const seconds = duration(ctx, node, path);
+    if (seconds === undefined) return undefined;
+    if (seconds < range.min || seconds > range.max) {
+      ctx.error(
+        node,
+        path,
+        `must be between ${formatDuration(range.min)} and ${formatDuration(range.max)}, got ${formatDuration(seconds)}`,
+      );
+      return undefined;
+    }
+    if (range.warnBelow !== undefined && seconds > 0 && seconds < range.warnBelow) {
+      ctx.warn(
+        node,
+        path,
+        `${formatDuration(seconds)} is under ${formatDuration(range.warnBelow)}: every node of the pool checks every image's tag this often, so registry requests grow with the node count`,
+      );
+    }
+    return seconds;
+  };
 
 const maxUnavailable: Reader<number | string> = (ctx, node, path) => {
   const asNumber = node !== null && 'value' in node && typeof node.value === 'number';
@@ -182,10 +192,8 @@ const maxUnavailable: Reader<number | string> = (ctx, node, path) => {
   return text;
 };
 
-const oneOf = <T extends string>(values: readonly T[]): Reader<T> => checked(
-  (v) => (values.includes(v as T) ? undefined : `is not one of ${values.map((x) => `"${x}"`).join(', ')}`),
-  'value',
-) as Reader<T>;
+const oneOf = <T extends string>(values: readonly T[]): Reader<T> =>
+  checked((v) => (values.includes(v as T) ? undefined : `is not one of ${values.map((x) => `"${x}"`).join(', ')}`), 'value') as Reader<T>;
 
 const metadataShape: Shape<RawMetadata> = {
   name: { read: checked(checkDns1123Subdomain, 'name') },
@@ -291,7 +299,12 @@ interface ReadCache {
   readonly nameAt: Location;
 }
 
-function parseFile(file: SourceFile, defaultNamespace: string, diagnostics: Diagnostic[], passed: { other: number; output: number }): ReadCache[] {
+function parseFile(
+  file: SourceFile,
+  defaultNamespace: string,
+  diagnostics: Diagnostic[],
+  passed: { other: number; output: number },
+): ReadCache[] {
   const lines = new LineCounter();
   // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted. Merge keys
   // (`<<`) are YAML 1.1, but kubectl accepts them, so they are read too.
@@ -448,7 +461,11 @@ function peekHeader(ctx: DocContext, root: Node): ApiVersion | undefined {
   const { apiVersion, kind } = header.value;
   const versions = Object.values(API_VERSIONS) as string[];
   if (!versions.includes(apiVersion)) {
-    ctx.error(header.fieldNodes.apiVersion, ['apiVersion'], `unsupported apiVersion ${quote(apiVersion)}: expected ${versions.map((v) => `"${v}"`).join(' or ')}`);
+    ctx.error(
+      header.fieldNodes.apiVersion,
+      ['apiVersion'],
+      `unsupported apiVersion ${quote(apiVersion)}: expected ${versions.map((v) => `"${v}"`).join(' or ')}`,
+    );
     return undefined;
   }
   if (kind !== KIND) {
@@ -542,7 +559,6 @@ function checkDuplicates(caches: readonly ReadCache[], diagnostics: Diagnostic[]
 
 // ---- helpers ----------------------------------------------------------------------------------
 
-
 function firstLine(message: string): string {
   return message.split('\n')[0] ?? message;
 }
@@ -559,7 +575,8 @@ function filterKeys(ctx: DocContext, root: Node, keys: readonly string[]): Node 
   if (!isMap(root)) return root;
   const view = new YAMLMap();
   for (const entry of entries(ctx, root, []) ?? []) {
-    if (isScalar(entry.key) && typeof entry.key.value === 'string' && keys.includes(entry.key.value)) view.items.push(new Pair(entry.key, entry.value));
+    if (isScalar(entry.key) && typeof entry.key.value === 'string' && keys.includes(entry.key.value))
+      view.items.push(new Pair(entry.key, entry.value));
   }
   if (root.range) view.range = root.range;
   return view;

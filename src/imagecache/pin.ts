@@ -75,7 +75,8 @@ export function findImages(text: string, file = ''): ImageSite[] {
       entries.node.items.forEach((item, e) => {
         const entry = at(item, entries.via);
         const images = isMap(entry.node) ? at(entry.node.get('images', true), entry.via) : undefined;
-        if (images !== undefined && isSeq(images.node)) images.node.items.forEach((image, j) => visit(at(image, images.via), ['spec', 'cacheSpec', e, 'images', j]));
+        if (images !== undefined && isSeq(images.node))
+          images.node.items.forEach((image, j) => visit(at(image, images.via), ['spec', 'cacheSpec', e, 'images', j]));
       });
     }
     const helper = spec.node.get('helperImage', true);
@@ -87,7 +88,14 @@ export function findImages(text: string, file = ''): ImageSite[] {
       if (span === undefined || direct.has(span.start) || via.range === undefined || via.range === null) continue;
       const anchorLine = lines.linePos(node.range?.[0] ?? 0).line;
       // The span is the alias as written (`*name`); it is never rewritten.
-      sites.push({ text: node.value as string, start: via.range[0], end: via.range[1], literal: false, location: ctx.locate(via, path), alias: { anchor: via.source, anchorLine } });
+      sites.push({
+        text: node.value as string,
+        start: via.range[0],
+        end: via.range[1],
+        literal: false,
+        location: ctx.locate(via, path),
+        alias: { anchor: via.source, anchorLine },
+      });
     }
   });
   return sites.sort((a, b) => a.start - b.start);

@@ -88,7 +88,11 @@ export class DocContext {
       const target = current.resolve(this.doc) as Node | undefined;
       if (target === undefined) {
         // The YAML parser leaves an alias without an anchor for later; report it where it is.
-        this.error(current, path, `undefined alias *${excerpt(current.source)}: no anchor &${excerpt(current.source)} comes before it in this document`);
+        this.error(
+          current,
+          path,
+          `undefined alias *${excerpt(current.source)}: no anchor &${excerpt(current.source)} comes before it in this document`,
+        );
         return undefined;
       }
       current = target;
@@ -180,7 +184,13 @@ export const str: Reader<string> = (ctx, node, path) => {
   if (isScalar(node) && typeof node.value === 'string') return node.value;
   let hint = isScalar(node) && node.value !== null && typeof node.value !== 'object' ? ' (quote it)' : '';
   // `- redis:` is YAML for the mapping {redis: null}: almost always an image with an empty tag.
-  if (isMap(node) && node.items.length === 1 && isScalar(node.items[0]?.key) && isScalar(node.items[0]?.value) && node.items[0]?.value.value === null) {
+  if (
+    isMap(node) &&
+    node.items.length === 1 &&
+    isScalar(node.items[0]?.key) &&
+    isScalar(node.items[0]?.value) &&
+    node.items[0]?.value.value === null
+  ) {
     hint = ` (YAML reads an unquoted ${quote(`${String(node.items[0]?.key.value)}:`)} as a mapping: the tag after the colon is empty)`;
   }
   ctx.error(node, path, `must be a string, got ${describe(node)}${hint}`);

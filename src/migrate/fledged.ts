@@ -102,7 +102,8 @@ function plan(doc: Document.Parsed): Change[] {
   const entries = doc.getIn(['spec', 'cacheSpec']);
   if (isSeq(entries)) {
     entries.items.forEach((entry, i) => {
-      if (isMap(entry) && !entry.has('tolerations')) changes.push({ op: 'add', path: ['spec', 'cacheSpec', i, 'tolerations'], value: TOLERATE_ALL });
+      if (isMap(entry) && !entry.has('tolerations'))
+        changes.push({ op: 'add', path: ['spec', 'cacheSpec', i, 'tolerations'], value: TOLERATE_ALL });
     });
   }
   return changes;
@@ -172,7 +173,8 @@ function removal(text: string, map: YAMLMap, indexes: readonly number[], fail: (
   if (firstKept < 0) return [{ start: start(items[0] as Pair), end: valueEnd(items[items.length - 1] as Pair), text: '' }];
   // Leading pairs go with the separator after them; any other pair with the separator before it.
   const edits: TextEdit[] = firstKept > 0 ? [{ start: start(items[0] as Pair), end: start(items[firstKept] as Pair), text: '' }] : [];
-  for (const i of indexes) if (i > firstKept) edits.push({ start: valueEnd(items[i - 1] as Pair), end: valueEnd(items[i] as Pair), text: '' });
+  for (const i of indexes)
+    if (i > firstKept) edits.push({ start: valueEnd(items[i - 1] as Pair), end: valueEnd(items[i] as Pair), text: '' });
   return edits;
 }
 
@@ -192,18 +194,24 @@ function insertion(text: string, map: YAMLMap, key: string, value: unknown, styl
   const itemIndent = style.seqAtKeyIndent ? indent : `${indent}  `;
   const lines = [
     `${indent}${key}:`,
-    ...(value as readonly object[]).flatMap((item) => Object.entries(item).map(([k, v], j) => `${itemIndent}${j === 0 ? '- ' : '  '}${k}: ${flowYaml(v)}`)),
+    ...(value as readonly object[]).flatMap((item) =>
+      Object.entries(item).map(([k, v], j) => `${itemIndent}${j === 0 ? '- ' : '  '}${k}: ${flowYaml(v)}`),
+    ),
   ];
   const at = lineEnd(text, end(last as Pair));
   // At the end of a file without a final newline, the new lines go after one.
-  const block = at === text.length && !text.endsWith('\n') ? `${style.eol}${lines.join(style.eol)}` : `${lines.join(style.eol)}${style.eol}`;
+  const block =
+    at === text.length && !text.endsWith('\n') ? `${style.eol}${lines.join(style.eol)}` : `${lines.join(style.eol)}${style.eol}`;
   return { start: at, end: at, text: block };
 }
 
 /** `[{operator: Exists}]`: YAML flow style for the small values migration adds. */
 function flowYaml(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(flowYaml).join(', ')}]`;
-  if (typeof value === 'object' && value !== null) return `{${Object.entries(value).map(([k, v]) => `${k}: ${flowYaml(v)}`).join(', ')}}`;
+  if (typeof value === 'object' && value !== null)
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${k}: ${flowYaml(v)}`)
+      .join(', ')}}`;
   return String(value);
 }
 
@@ -255,7 +263,12 @@ function lineEnd(text: string, at: number): number {
 
 /** A kube-fledged ImageCache as read from a cluster (the fields we carry over). */
 export interface FledgedObject {
-  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly labels?: Record<string, string>; readonly annotations?: Record<string, string> };
+  readonly metadata?: {
+    readonly name?: string;
+    readonly namespace?: string;
+    readonly labels?: Record<string, string>;
+    readonly annotations?: Record<string, string>;
+  };
   readonly spec?: {
     readonly cacheSpec?: readonly { readonly images?: readonly string[]; readonly nodeSelector?: Record<string, string> }[];
     readonly imagePullSecrets?: readonly { readonly name?: string }[];

@@ -13,7 +13,16 @@ import type { KNode, KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
 import { metadataPatch, taintRemovalPatch } from './patches.js';
 import { decidePool, type PoolDecision } from './pool.js';
-import { ApiError, type Clock, type EventSink, type Logger, type NodePort, type PodSource, type Registry, type Restarter } from './ports.js';
+import {
+  ApiError,
+  type Clock,
+  type EventSink,
+  type Logger,
+  type NodePort,
+  type PodSource,
+  type Registry,
+  type Restarter,
+} from './ports.js';
 import type { EventIntent } from './reasons.js';
 import { Refresher } from './refresh.js';
 import type { PoolsFile } from '../contract/pools-file.js';
@@ -287,7 +296,11 @@ export class Controller {
             seen = true;
             rv = e.pod.metadata.resourceVersion ?? rv;
             if (e.type !== 'DELETED') this.pod = e.pod;
-            else this.pod = { ...e.pod, metadata: { ...e.pod.metadata, deletionTimestamp: e.pod.metadata.deletionTimestamp ?? new Date(clock.now()).toISOString() } };
+            else
+              this.pod = {
+                ...e.pod,
+                metadata: { ...e.pod.metadata, deletionTimestamp: e.pod.metadata.deletionTimestamp ?? new Date(clock.now()).toISOString() },
+              };
             this.kick.kick();
           },
           signal,

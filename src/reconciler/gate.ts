@@ -52,7 +52,9 @@ export interface GateDecision {
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;
   if (key === '' || !(node.spec?.taints ?? []).some((t) => t.key === key)) return { waitingFor: [] };
-  const gating = pools.pools.filter((p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsHealthyNode(p.placement, node));
+  const gating = pools.pools.filter(
+    (p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsHealthyNode(p.placement, node),
+  );
   const labels = node.metadata.labels ?? {};
   const ready = (v: string | undefined): boolean => v === NodeState.Warm || v === NodeState.Partial;
   const waitingFor = [
@@ -79,7 +81,9 @@ export function mergeEvents(pool: readonly EventIntent[], gate: GateDecision): E
       : `removed gate taint ${gate.removeTaintKey}: every pool selecting the node is warm or partial`;
   const first = pool[0];
   if (first) return [{ reason: first.reason, message: eventMessage(`${first.message}; ${note}`) }];
-  return [{ reason: gate.outcome === GateOutcome.Forced ? EventReason.GateForcedOpen : EventReason.GateOpened, message: eventMessage(note) }];
+  return [
+    { reason: gate.outcome === GateOutcome.Forced ? EventReason.GateForcedOpen : EventReason.GateOpened, message: eventMessage(note) },
+  ];
 }
 
 /**

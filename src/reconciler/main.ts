@@ -82,7 +82,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   const served = config.metricsPort > 0 ? await serveMetrics(metrics, config.metricsHost, config.metricsPort) : undefined;
-  log.info('started', { metrics: served ? `${config.metricsHost}:${served.port}` : 'off', gate: config.gateTaintKey || 'off', deadlineSeconds: config.deadlineSeconds, refreshSeconds: config.refreshSeconds });
+  log.info('started', {
+    metrics: served ? `${config.metricsHost}:${served.port}` : 'off',
+    gate: config.gateTaintKey || 'off',
+    deadlineSeconds: config.deadlineSeconds,
+    refreshSeconds: config.refreshSeconds,
+  });
   await controller.run(stop.signal);
   served?.server.close();
   kube.close();

@@ -94,7 +94,11 @@ class Histogram {
 
 /** The sidecar's metric families; one instance per process. */
 export class Metrics {
-  readonly timeToWarm = new Histogram(Metric.timeToWarm, 'Seconds from node Ready (or pod creation, if later) until every image of the pool was present.', TIME_TO_WARM_BUCKETS);
+  readonly timeToWarm = new Histogram(
+    Metric.timeToWarm,
+    'Seconds from node Ready (or pod creation, if later) until every image of the pool was present.',
+    TIME_TO_WARM_BUCKETS,
+  );
   readonly warm = new Scalar(Metric.warm, '1 if every image of the pool is present on this node.', 'gauge');
   readonly partial = new Scalar(Metric.partial, '1 if the pool failed open at its deadline with images missing.', 'gauge');
   readonly imagesFailing = new Scalar(Metric.imagesFailing, 'Images of the pool currently failing to pull, by kubelet reason.', 'gauge');
@@ -107,7 +111,18 @@ export class Metrics {
   /** Text exposition of every family, in a fixed order. */
   render(): string {
     const out: string[] = [];
-    for (const m of [this.timeToWarm, this.warm, this.partial, this.imagesFailing, this.imagesPresent, this.imagesTotal, this.gateOpened, this.refreshChecks, this.apiErrors]) m.render(out);
+    for (const m of [
+      this.timeToWarm,
+      this.warm,
+      this.partial,
+      this.imagesFailing,
+      this.imagesPresent,
+      this.imagesTotal,
+      this.gateOpened,
+      this.refreshChecks,
+      this.apiErrors,
+    ])
+      m.render(out);
     return `${out.join('\n')}\n`;
   }
 }

@@ -144,13 +144,26 @@ export function decidePool(obs: Observed): PoolDecision {
     ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, warmAt, ttwSeconds: ttw, digests };
     if (!(own?.state === NodeState.Warm && curLabel === NodeState.Warm)) {
       timeToWarmSeconds = ttw;
-      events = [{ reason: EventReason.Warm, message: eventMessage(`pool ${config.poolId}: all ${images.length} images present, time to warm ${ttw}s`) }];
+      events = [
+        {
+          reason: EventReason.Warm,
+          message: eventMessage(`pool ${config.poolId}: all ${images.length} images present, time to warm ${ttw}s`),
+        },
+      ];
     }
   } else {
     const failing = failures([...blockers, ...images.filter((i) => i.phase === 'failing')], own);
     if (state === NodeState.Partial) {
       const missing = failures([...blockers, ...images.filter((i) => i.phase !== 'present')], own);
-      ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, present: present.length, digests, failing: missing };
+      ann = {
+        v: ANNOTATION_VERSION,
+        pod: config.podName,
+        state,
+        images: images.length,
+        present: present.length,
+        digests,
+        failing: missing,
+      };
       if (!(own?.state === NodeState.Partial && curLabel === NodeState.Partial)) {
         events = [
           {

@@ -110,7 +110,8 @@ export class Refresher {
     const { candidates, skipped } = refreshCandidates(pod, this.sidecarName);
     if (skipped.length) {
       metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Skipped }, skipped.length);
-      if (!this.warnedSkipped) log.warn('refresh skips containers: they need imagePullPolicy Always and a repo digest in imageID', { containers: skipped });
+      if (!this.warnedSkipped)
+        log.warn('refresh skips containers: they need imagePullPolicy Always and a repo digest in imageID', { containers: skipped });
       this.warnedSkipped = true;
     }
     for (const c of candidates) {

@@ -42,7 +42,8 @@ export function parseChallenge(header: string): Challenge | undefined {
   const params: Record<string, string> = {};
   const re = /([A-Za-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/g;
   let p: RegExpExecArray | null;
-  while ((p = re.exec(m[2] ?? '')) !== null) params[(p[1] as string).toLowerCase()] = p[2] !== undefined ? p[2].replace(/\\(.)/g, '$1') : (p[3] as string);
+  while ((p = re.exec(m[2] ?? '')) !== null)
+    params[(p[1] as string).toLowerCase()] = p[2] !== undefined ? p[2].replace(/\\(.)/g, '$1') : (p[3] as string);
   return { scheme: (m[1] as string).toLowerCase(), params };
 }
 
@@ -101,7 +102,8 @@ export class OciRegistry implements Registry {
     const cred = this.o.keyring.lookup(ref.domain, ref.path);
     const scopeKey = `${ref.domain}/${ref.path}`;
     const cached = this.tokens.get(scopeKey);
-    let auth = cached && cached.until > Date.now() ? `Bearer ${cached.token}` : cred && this.basicScopes.has(scopeKey) ? basic(cred) : undefined;
+    let auth =
+      cached && cached.until > Date.now() ? `Bearer ${cached.token}` : cred && this.basicScopes.has(scopeKey) ? basic(cred) : undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
       const r = await request({
         method: 'HEAD',
@@ -132,7 +134,11 @@ export class OciRegistry implements Registry {
   }
 
   /** Distribution token flow: GET realm?service&scope, with basic auth when we have credentials. */
-  private async fetchToken(params: Readonly<Record<string, string>>, fallbackScope: string, cred: Credential | undefined): Promise<{ token: string; expiresIn: number }> {
+  private async fetchToken(
+    params: Readonly<Record<string, string>>,
+    fallbackScope: string,
+    cred: Credential | undefined,
+  ): Promise<{ token: string; expiresIn: number }> {
     const url = new URL(params.realm as string);
     if (params.service) url.searchParams.set('service', params.service);
     url.searchParams.set('scope', params.scope ?? fallbackScope);

@@ -42,7 +42,11 @@ const HELPER_TIMEOUT_MS = 30_000;
  * a named file that is missing, a file that is not JSON, or a failing helper rejects with a
  * {@link DockerConfigError} (the user's setup is wrong, not the registry).
  */
-export async function loadRegistryCredentials(explicit: string | undefined, registries: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<RegistryCredentials> {
+export async function loadRegistryCredentials(
+  explicit: string | undefined,
+  registries: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RegistryCredentials> {
   const file = explicit ?? join(env['DOCKER_CONFIG'] ?? join(homedir(), '.docker'), 'config.json');
   const keyring = new Keyring();
   let text: string;
@@ -89,7 +93,8 @@ function runHelper(helper: string, server: string, env: NodeJS.ProcessEnv): Prom
     const child = execFile(bin, ['get'], { env, timeout: HELPER_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout) => {
       if (err) {
         if (/credentials not found/i.test(stdout)) return resolve(undefined);
-        const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${bin} is not on PATH` : `${bin} get failed: ${stdout.trim() || err.message}`;
+        const why =
+          (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${bin} is not on PATH` : `${bin} get failed: ${stdout.trim() || err.message}`;
         return reject(new DockerConfigError(`credential helper for ${server}: ${why}`));
       }
       try {

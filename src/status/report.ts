@@ -12,7 +12,11 @@ type Opt<T> = T | undefined;
 
 /** The fields of a DaemonSet that status reads (client-node's V1DaemonSet fits). */
 export interface ObservedDaemonSet {
-  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly namespace?: Opt<string>; readonly labels?: Opt<Readonly<Record<string, string>>> }>;
+  readonly metadata?: Opt<{
+    readonly name?: Opt<string>;
+    readonly namespace?: Opt<string>;
+    readonly labels?: Opt<Readonly<Record<string, string>>>;
+  }>;
   readonly status?: Opt<{ readonly desiredNumberScheduled?: Opt<number>; readonly numberReady?: Opt<number> }>;
 }
 
@@ -80,16 +84,21 @@ export interface StatusReport {
   readonly allWarm: boolean;
 }
 
-
 /** Builds the report. Pools, and nodes within a pool, come out sorted by name. */
-export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: readonly ObservedPod[], nodes: readonly ObservedNode[]): StatusReport {
+export function buildReport(
+  daemonSets: readonly ObservedDaemonSet[],
+  pods: readonly ObservedPod[],
+  nodes: readonly ObservedNode[],
+): StatusReport {
   const nodesByName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
   const pools: PoolReport[] = [];
   for (const ds of daemonSets) {
     const pool = ds.metadata?.labels?.[LABEL_POOL];
     if (pool === undefined) continue;
     const namespace = ds.metadata?.namespace ?? '';
-    const own = pods.filter((p) => p.metadata?.labels?.[LABEL_POOL] === pool && p.metadata?.namespace === namespace && p.spec?.nodeName !== undefined);
+    const own = pods.filter(
+      (p) => p.metadata?.labels?.[LABEL_POOL] === pool && p.metadata?.namespace === namespace && p.spec?.nodeName !== undefined,
+    );
     const reports = own
       .map((pod) => nodeReport(pool, pod, nodesByName.get(pod.spec?.nodeName ?? '')))
       .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
@@ -97,7 +106,16 @@ export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: read
     const desired = ds.status?.desiredNumberScheduled ?? reports.length;
     // Nodes the DaemonSet wants but has no pod on yet are cold too.
     const cold = count('cold') + Math.max(0, desired - reports.length);
-    pools.push({ pool, namespace, daemonSet: ds.metadata?.name ?? '', desired, warm: count(NodeState.Warm), partial: count(NodeState.Partial), cold, nodes: reports });
+    pools.push({
+      pool,
+      namespace,
+      daemonSet: ds.metadata?.name ?? '',
+      desired,
+      warm: count(NodeState.Warm),
+      partial: count(NodeState.Partial),
+      cold,
+      nodes: reports,
+    });
   }
   pools.sort((a, b) => (a.namespace + '/' + a.pool < b.namespace + '/' + b.pool ? -1 : 1));
   return { pools, allWarm: pools.every((p) => p.warm === p.desired) };
@@ -119,7 +137,7 @@ function nodeReport(pool: string, pod: ObservedPod, node: ObservedNode | undefin
   return {
     node: name,
     state,
-    images: annotation?.images ?? (pod.status?.containerStatuses?.length ?? 0),
+    images: annotation?.images ?? pod.status?.containerStatuses?.length ?? 0,
     ...(annotation?.present === undefined ? {} : { present: annotation.present }),
     ...(annotation?.ttwSeconds === undefined ? {} : { timeToWarmSeconds: annotation.ttwSeconds }),
     failing: [...failing].sort((a, b) => (a.image < b.image ? -1 : 1)),

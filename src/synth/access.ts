@@ -23,7 +23,18 @@
 import { ApiObject, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { DEFAULT_GATE_TAINT_KEY, EVENTS_NAMESPACE, GROUP, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY, NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from '../contract/names.js';
+import {
+  DEFAULT_GATE_TAINT_KEY,
+  EVENTS_NAMESPACE,
+  GROUP,
+  LABEL_COMPONENT,
+  LABEL_MANAGED_BY,
+  LABEL_NAME,
+  LABEL_PART_OF,
+  MANAGED_BY,
+  NODE_ANNOTATION_PREFIX,
+  NODE_LABEL_PREFIX,
+} from '../contract/names.js';
 import { CLUSTER_ROLE, SERVICE_ACCOUNT } from './naming.js';
 
 /** Names of the objects {@link ReconcilerAccess} emits; stable, explicit, in one place. */
@@ -120,7 +131,9 @@ export class ReconcilerAccess extends Construct {
     this.node.addValidation({
       validate: () => {
         const ns = Chart.of(this).namespace;
-        return ns ? [`ReconcilerAccess must be placed in a chart without a namespace (found "${ns}"): it emits cluster-scoped objects`] : [];
+        return ns
+          ? [`ReconcilerAccess must be placed in a chart without a namespace (found "${ns}"): it emits cluster-scoped objects`]
+          : [];
       },
     });
 
@@ -201,7 +214,9 @@ export class ReconcilerAccess extends Construct {
         reason: 'Forbidden',
       },
       {
-        expression: ['podCIDR', 'podCIDRs', 'providerID', 'unschedulable', 'configSource', 'externalID'].map((f) => `(${unchanged('spec', f)})`).join(' && '),
+        expression: ['podCIDR', 'podCIDRs', 'providerID', 'unschedulable', 'configSource', 'externalID']
+          .map((f) => `(${unchanged('spec', f)})`)
+          .join(' && '),
         message: 'the prewarm reconciler may not change the node spec besides removing gating taints',
         reason: 'Forbidden',
       },

@@ -50,7 +50,9 @@ export interface SynthOptions {
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   settle(checkPoolNames(bundle, options.reconciler !== undefined));
   const owned = options.ownedNamespaces ?? [];
-  const charts: Chart[] = [new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined })];
+  const charts: Chart[] = [
+    new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),
+  ];
   for (const namespace of bundle.namespaces) {
     charts.push(
       new NamespaceChart(app, namespaceChartId(namespace), {
@@ -62,7 +64,10 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     );
   }
   const manifests = charts.flatMap((c) => c.toJson() as Manifest[]);
-  settle([...checkManifestNames(manifests, bundle), ...checkLimits(manifests, bundle), ...checkOwnedNamespaces(bundle, owned)], options.onWarning);
+  settle(
+    [...checkManifestNames(manifests, bundle), ...checkLimits(manifests, bundle), ...checkOwnedNamespaces(bundle, owned)],
+    options.onWarning,
+  );
 }
 
 /**

@@ -137,7 +137,8 @@ export function checkManifestNames(manifests: readonly Manifest[], bundle: Bundl
     const pool = poolOf(m, pools);
     const group = m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : '';
     const key = [group, m.kind, m.metadata.namespace ?? '', m.metadata.name].join('\u0000');
-    if (objects.has(key)) out.push(error(locate(m, pool), `${m.kind} ${qualifiedName(m)} is emitted twice; the second would replace the first`));
+    if (objects.has(key))
+      out.push(error(locate(m, pool), `${m.kind} ${qualifiedName(m)} is emitted twice; the second would replace the first`));
     objects.add(key);
 
     const pod = m.spec?.template?.spec;
@@ -172,7 +173,11 @@ export function checkLimits(manifests: readonly Manifest[], bundle: Bundle): Dia
     const pool = poolOf(m, pools);
     for (const [limit, bytes] of over) {
       if (pool !== undefined) {
-        out.push({ ...poolLocation(pool), severity: LIMITS[limit].severity, message: `DaemonSet ${qualifiedName(m)} ${overLimit(limit, m.metadata.name, bytes, bundle, pool)}` });
+        out.push({
+          ...poolLocation(pool),
+          severity: LIMITS[limit].severity,
+          message: `DaemonSet ${qualifiedName(m)} ${overLimit(limit, m.metadata.name, bytes, bundle, pool)}`,
+        });
         continue;
       }
       const key = [m.kind, m.metadata.name, limit].join('\u0000');
@@ -184,7 +189,11 @@ export function checkLimits(manifests: readonly Manifest[], bundle: Bundle): Dia
   }
   for (const { kind, name, limit, bytes, namespaces } of shared.values()) {
     const where = namespaces.length === 0 ? '' : ` in namespace${namespaces.length === 1 ? '' : 's'} ${listed(namespaces)}`;
-    out.push({ ...objectLocation(`${kind} ${name}`), severity: LIMITS[limit].severity, message: `${kind} ${name}${where} ${overLimit(limit, name, bytes, bundle)}` });
+    out.push({
+      ...objectLocation(`${kind} ${name}`),
+      severity: LIMITS[limit].severity,
+      message: `${kind} ${name}${where} ${overLimit(limit, name, bytes, bundle)}`,
+    });
   }
 
   const worst = worstNode(manifests, pools);
@@ -212,7 +221,9 @@ function overLimit(limit: SizeLimit, name: string, bytes: number, bundle: Bundle
     case 'configMapDataBytes':
       return (
         `would hold ${size(bytes)} of data; the apiserver refuses a ConfigMap over ${size(LIMITS[limit].limit)}` +
-        (name === POOLS_CONFIGMAP ? `: it lists all ${bundle.pools.length} pools of the bundle, so fewer pools (fewer distinct selectors and tolerations) fit` : '')
+        (name === POOLS_CONFIGMAP
+          ? `: it lists all ${bundle.pools.length} pools of the bundle, so fewer pools (fewer distinct selectors and tolerations) fit`
+          : '')
       );
     case 'objectBytes':
       return `would be ${size(bytes)} as JSON; the apiserver refuses an object over about ${size(LIMITS[limit].limit)}${split}`;
@@ -245,7 +256,10 @@ export function checkOwnedNamespaces(bundle: Bundle, owned: readonly string[]): 
  * selector: such a node runs every pool whose selector is a subset (an upper bound: taints may
  * keep some pools off it).
  */
-function worstNode(manifests: readonly Manifest[], pools: ReadonlyMap<string, Pool>): { node: Pool; pools: Pool[]; bytes: number } | undefined {
+function worstNode(
+  manifests: readonly Manifest[],
+  pools: ReadonlyMap<string, Pool>,
+): { node: Pool; pools: Pool[]; bytes: number } | undefined {
   const requests = new Map<Pool, number>();
   for (const m of manifests) {
     const pool = poolOf(m, pools);
@@ -253,7 +267,13 @@ function worstNode(manifests: readonly Manifest[], pools: ReadonlyMap<string, Po
     if (pool === undefined || pod === undefined) continue;
     // The scheduler's effective request: init containers run one at a time, before the rest.
     const init = Math.max(0, ...(pod.initContainers ?? []).map(memoryRequest));
-    requests.set(pool, Math.max(init, (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0)));
+    requests.set(
+      pool,
+      Math.max(
+        init,
+        (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0),
+      ),
+    );
   }
   const selectors = [...requests.keys()].map((p) => [p, Object.entries(p.nodeSelector)] as const);
   let worst: { node: Pool; pools: Pool[]; bytes: number } | undefined;
@@ -266,7 +286,17 @@ function worstNode(manifests: readonly Manifest[], pools: ReadonlyMap<string, Po
 }
 
 const QUANTITY = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/;
-const UNITS: Readonly<Record<string, number>> = { '': 1, Ki: 1024, Mi: MIB, Gi: 1024 * MIB, Ti: 1024 * 1024 * MIB, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+const UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  Ki: 1024,
+  Mi: MIB,
+  Gi: 1024 * MIB,
+  Ti: 1024 * 1024 * MIB,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+};
 
 /** A container's memory request in bytes; prewarm writes only the quantity forms above. */
 function memoryRequest(c: NamedContainer): number {

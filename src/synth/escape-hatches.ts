@@ -80,7 +80,12 @@ export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatc
     obj.addJsonPatch(JsonPatch.add(`${containerPath(workload, 'containers', name)}/securityContext/capabilities`, dropAll));
   }
   if (patches.imagePullSecrets.length > 0) {
-    obj.addJsonPatch(JsonPatch.add(`${POD}/imagePullSecrets`, patches.imagePullSecrets.map((name) => ({ name }))));
+    obj.addJsonPatch(
+      JsonPatch.add(
+        `${POD}/imagePullSecrets`,
+        patches.imagePullSecrets.map((name) => ({ name })),
+      ),
+    );
   }
   if (patches.priorityClassName !== undefined) {
     obj.addJsonPatch(JsonPatch.add(`${POD}/priorityClassName`, patches.priorityClassName));

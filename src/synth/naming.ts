@@ -55,7 +55,9 @@ export function dnsLabel(text: string, max = DNS_LABEL_MAX): string {
 export function poolId(pool: Pick<Pool, 'name' | 'key' | 'nodeSelector'>): string {
   if (pool.name !== undefined) return pool.name;
   const values = Object.values(pool.nodeSelector).join('-');
-  const head = slug(values === '' ? 'all' : values).slice(0, POOL_ID_MAX - HASH_LENGTH - 1).replace(/-+$/, '');
+  const head = slug(values === '' ? 'all' : values)
+    .slice(0, POOL_ID_MAX - HASH_LENGTH - 1)
+    .replace(/-+$/, '');
   return `${head === '' ? 'pool' : head}-${shortHash(pool.key)}`;
 }
 
@@ -81,7 +83,9 @@ export function nodeAnnotationKey(id: string): string {
  */
 export function imageContainerName(ref: ImageRef): string {
   const last = ref.path.split('/').pop() ?? ref.path;
-  const readable = slug(`${last}-${ref.tag ?? 'digest'}`).slice(0, DNS_LABEL_MAX - HASH_LENGTH - 1).replace(/-+$/, '');
+  const readable = slug(`${last}-${ref.tag ?? 'digest'}`)
+    .slice(0, DNS_LABEL_MAX - HASH_LENGTH - 1)
+    .replace(/-+$/, '');
   return `${readable === '' ? 'image' : readable}-${shortHash(ref.canonical)}`;
 }
 

@@ -9,7 +9,18 @@ import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import type { Pool } from '../imagecache/model.js';
 import type { ImageRef } from '../imagecache/reference.js';
-import { DEFAULTS, ENV, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_POOL, MANAGED_BY, POOLS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
+import {
+  DEFAULTS,
+  ENV,
+  LABEL_COMPONENT,
+  LABEL_MANAGED_BY,
+  LABEL_NAME,
+  LABEL_PART_OF,
+  LABEL_POOL,
+  MANAGED_BY,
+  POOLS_MOUNT_PATH,
+  SIDECAR_CONTAINER,
+} from '../contract/names.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {
   daemonSetName,
@@ -148,10 +159,15 @@ export class PullDaemonSet extends Construct {
         ? pool.imagePullSecrets.map((secretName) => ({
             path: `${PULL_SECRETS_MOUNT_PATH}/${secretName}`,
             readOnly: true,
-            volume: kplus.Volume.fromSecret(this, `pull-secret-${secretName}`, kplus.Secret.fromSecretName(this, `secret-${secretName}`, secretName), {
-              name: pullSecretVolumeName(secretName),
-              optional: true,
-            }),
+            volume: kplus.Volume.fromSecret(
+              this,
+              `pull-secret-${secretName}`,
+              kplus.Secret.fromSecretName(this, `secret-${secretName}`, secretName),
+              {
+                name: pullSecretVolumeName(secretName),
+                optional: true,
+              },
+            ),
           }))
         : [];
     this.workload.addContainer({

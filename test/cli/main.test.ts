@@ -62,7 +62,9 @@ describe('prewarm CLI', () => {
     const r = await cli('synth', dir, '-o', out);
     expect(r.code).toBe(ExitCode.InvalidInput);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toContain(`${join(dir, 'a.yaml')}:6:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "Redis:7"`);
+    expect(r.stderr).toContain(
+      `${join(dir, 'a.yaml')}:6:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "Redis:7"`,
+    );
     expect(await readdir(dir)).toEqual(['a.yaml']);
   });
 
@@ -90,15 +92,52 @@ describe('prewarm CLI', () => {
     await writeFile(path, text);
   };
   it.each<[string, Layout, string[], string]>([
-    ['-o DIR holding a README (as -o . would)', async (r) => (await mkfile(join(r, 'here', 'README.md')), join(r, 'here')), [], 'it holds README.md, which prewarm did not write'],
-    ['-o deploy holding a kustomization.yaml', async (r) => (await mkfile(join(r, 'deploy', 'kustomization.yaml')), join(r, 'deploy')), [], 'it holds kustomization.yaml, which prewarm did not write'],
-    ['an earlier output with a file added by hand', async (r) => (await mkfile(join(r, 'out', 'prewarm-cluster.k8s.yaml')), await mkfile(join(r, 'out', 'stale.k8s.yaml')), join(r, 'out')), [], 'it holds stale.k8s.yaml'],
-    ['many files, listed in part', async (r) => { for (const n of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await mkfile(join(r, 'many', n)); return join(r, 'many'); }, [], 'it holds a, b, c, d, e and 2 more'],
+    [
+      '-o DIR holding a README (as -o . would)',
+      async (r) => (await mkfile(join(r, 'here', 'README.md')), join(r, 'here')),
+      [],
+      'it holds README.md, which prewarm did not write',
+    ],
+    [
+      '-o deploy holding a kustomization.yaml',
+      async (r) => (await mkfile(join(r, 'deploy', 'kustomization.yaml')), join(r, 'deploy')),
+      [],
+      'it holds kustomization.yaml, which prewarm did not write',
+    ],
+    [
+      'an earlier output with a file added by hand',
+      async (r) => (
+        await mkfile(join(r, 'out', 'prewarm-cluster.k8s.yaml')),
+        await mkfile(join(r, 'out', 'stale.k8s.yaml')),
+        join(r, 'out')
+      ),
+      [],
+      'it holds stale.k8s.yaml',
+    ],
+    [
+      'many files, listed in part',
+      async (r) => {
+        for (const n of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await mkfile(join(r, 'many', n));
+        return join(r, 'many');
+      },
+      [],
+      'it holds a, b, c, d, e and 2 more',
+    ],
     ['-o notes.txt, a file', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), [], 'it is a file, not a folder'],
-    ['-o notes.txt, a file, even with --force', async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')), ['--force'], 'it is a file, not a folder'],
+    [
+      '-o notes.txt, a file, even with --force',
+      async (r) => (await mkfile(join(r, 'notes.txt')), join(r, 'notes.txt')),
+      ['--force'],
+      'it is a file, not a folder',
+    ],
     ['-o specs, the input', (r) => Promise.resolve(join(r, 'specs')), [], 'it is the input'],
     ['-o specs, the input, even with --force', (r) => Promise.resolve(join(r, 'specs')), ['--force'], 'it is the input'],
-    ['-o a link to the input', async (r) => (await symlink(join(r, 'specs'), join(r, 'link')), join(r, 'link')), ['--force'], 'it is the input'],
+    [
+      '-o a link to the input',
+      async (r) => (await symlink(join(r, 'specs'), join(r, 'link')), join(r, 'link')),
+      ['--force'],
+      'it is the input',
+    ],
     ['-o ROOT, which holds the input', (r) => Promise.resolve(r), ['--force'], 'it holds the input'],
   ])('refuses %s with exit 1, naming what is in the way, and changes nothing', async (_name, layout, flags, message) => {
     const root = await specDir({});
@@ -169,18 +208,30 @@ describe('prewarm CLI', () => {
     expect(r.stderr).toContain(message);
   });
 
-  const label = "it must be a lowercase RFC 1123 label";
+  const label = 'it must be a lowercase RFC 1123 label';
   it.each<[string[], string]>([
     [['synth', 'DIR', '-n', 'Bad NS', '--stdout'], `--namespace "Bad NS" is not a valid namespace: ${label}`],
     [['synth', 'DIR', '-n', 'Bad NS', '--no-reconciler', '--stdout'], `--namespace "Bad NS" is not a valid namespace: ${label}`],
     [['synth', 'DIR', '--namespace', '', '-o', 'OUT'], `--namespace "" is not a valid namespace: ${label}`],
-    [['synth', 'DIR', '-n', 'x'.repeat(64), '--stdout'], `--namespace "${'x'.repeat(64)}" is not a valid namespace: it must be no more than 63 characters`],
+    [
+      ['synth', 'DIR', '-n', 'x'.repeat(64), '--stdout'],
+      `--namespace "${'x'.repeat(64)}" is not a valid namespace: it must be no more than 63 characters`,
+    ],
     [['synth', 'DIR', '-n', 'a', '-n', 'b', '--stdout'], '--namespace is given more than once'],
     [['validate', 'DIR', '-n', 'UPPER'], '--namespace "UPPER" is not a valid namespace'],
     [['status', '-n', 'a_b'], '--namespace "a_b" is not a valid namespace'],
-    [['synth', 'DIR', '--reconciler-image', '', '--stdout'], '--reconciler-image "" is not a valid image reference: image reference is empty'],
-    [['synth', 'DIR', '--reconciler-image', 'ghcr.io/Me/x:1', '--stdout'], '--reconciler-image "ghcr.io/Me/x:1" is not a valid image reference: repository name "Me/x" must be lowercase'],
-    [['synth', 'DIR', '--reconciler-image', 'r/x:', '--no-reconciler', '--stdout'], '--reconciler-image "r/x:" is not a valid image reference: tag is empty'],
+    [
+      ['synth', 'DIR', '--reconciler-image', '', '--stdout'],
+      '--reconciler-image "" is not a valid image reference: image reference is empty',
+    ],
+    [
+      ['synth', 'DIR', '--reconciler-image', 'ghcr.io/Me/x:1', '--stdout'],
+      '--reconciler-image "ghcr.io/Me/x:1" is not a valid image reference: repository name "Me/x" must be lowercase',
+    ],
+    [
+      ['synth', 'DIR', '--reconciler-image', 'r/x:', '--no-reconciler', '--stdout'],
+      '--reconciler-image "r/x:" is not a valid image reference: tag is empty',
+    ],
     [['synth', 'DIR', '-o', ''], '--output "" is empty: name a path'],
     [['pin', 'DIR', '--plain-http', 'not a host'], '--plain-http "not a host" is not a registry host[:port]'],
     [['pin', 'DIR', '--plain-http', 'ok:5000', '--plain-http', 'x:port'], '--plain-http "x:port" is not a registry host[:port]'],
@@ -240,18 +291,67 @@ describe('prewarm CLI', () => {
 });
 
 describe('failure reports', () => {
-  const sysError = (code: string, errno: number, syscall: string, path: string) => Object.assign(new Error(`${code}: ..., ${syscall} '${path}'`), { code, errno, syscall, path });
+  const sysError = (code: string, errno: number, syscall: string, path: string) =>
+    Object.assign(new Error(`${code}: ..., ${syscall} '${path}'`), { code, errno, syscall, path });
   const bug = new TypeError("Cannot read properties of undefined (reading 'x')");
   it.each<[string, unknown, boolean, ExitCode, string]>([
     ['a usage error', new UsageError('name a command'), false, ExitCode.Usage, 'prewarm: name a command\nrun "prewarm --help" for usage\n'],
-    ['a CLI error', new CliError('1 error found; nothing was written', ExitCode.InvalidInput), false, ExitCode.InvalidInput, 'prewarm: 1 error found; nothing was written\n'],
-    ['EACCES on mkdir', sysError('EACCES', -13, 'mkdir', '/srv/out'), false, ExitCode.Internal, 'prewarm: cannot write /srv/out: permission denied (EACCES)\n'],
-    ['EACCES on open', sysError('EACCES', -13, 'open', '/srv/a.yaml'), false, ExitCode.Internal, 'prewarm: cannot read /srv/a.yaml: permission denied (EACCES)\n'],
-    ['ENOSPC on write', sysError('ENOSPC', -28, 'write', '/srv/out/x'), false, ExitCode.Internal, 'prewarm: cannot write /srv/out/x: no space left on device (ENOSPC)\n'],
-    ['EROFS on rename', sysError('EROFS', -30, 'rename', '/ro/out'), false, ExitCode.Internal, 'prewarm: cannot write /ro/out: read-only file system (EROFS)\n'],
-    ['an error code without errno', Object.assign(new Error('x'), { code: 'EWHATEVER', syscall: 'open', path: '/x' }), false, ExitCode.Internal, 'prewarm: cannot read /x: EWHATEVER\n'],
-    ['a bug', bug, false, ExitCode.Internal, "prewarm: internal error: Cannot read properties of undefined (reading 'x') (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n"],
-    ['a thrown string', 'boom', false, ExitCode.Internal, 'prewarm: internal error: boom (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n'],
+    [
+      'a CLI error',
+      new CliError('1 error found; nothing was written', ExitCode.InvalidInput),
+      false,
+      ExitCode.InvalidInput,
+      'prewarm: 1 error found; nothing was written\n',
+    ],
+    [
+      'EACCES on mkdir',
+      sysError('EACCES', -13, 'mkdir', '/srv/out'),
+      false,
+      ExitCode.Internal,
+      'prewarm: cannot write /srv/out: permission denied (EACCES)\n',
+    ],
+    [
+      'EACCES on open',
+      sysError('EACCES', -13, 'open', '/srv/a.yaml'),
+      false,
+      ExitCode.Internal,
+      'prewarm: cannot read /srv/a.yaml: permission denied (EACCES)\n',
+    ],
+    [
+      'ENOSPC on write',
+      sysError('ENOSPC', -28, 'write', '/srv/out/x'),
+      false,
+      ExitCode.Internal,
+      'prewarm: cannot write /srv/out/x: no space left on device (ENOSPC)\n',
+    ],
+    [
+      'EROFS on rename',
+      sysError('EROFS', -30, 'rename', '/ro/out'),
+      false,
+      ExitCode.Internal,
+      'prewarm: cannot write /ro/out: read-only file system (EROFS)\n',
+    ],
+    [
+      'an error code without errno',
+      Object.assign(new Error('x'), { code: 'EWHATEVER', syscall: 'open', path: '/x' }),
+      false,
+      ExitCode.Internal,
+      'prewarm: cannot read /x: EWHATEVER\n',
+    ],
+    [
+      'a bug',
+      bug,
+      false,
+      ExitCode.Internal,
+      "prewarm: internal error: Cannot read properties of undefined (reading 'x') (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n",
+    ],
+    [
+      'a thrown string',
+      'boom',
+      false,
+      ExitCode.Internal,
+      'prewarm: internal error: boom (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n',
+    ],
   ])('%s: one line and its exit code', (_name, err, debug, code, line) => {
     let stderr = '';
     expect(reportFailure(err, { stdout: () => undefined, stderr: (t) => (stderr += t) }, debug)).toBe(code);
@@ -267,7 +367,11 @@ describe('failure reports', () => {
   it.each<[string, (root: string) => Promise<string>, string]>([
     ['-o /proc/x', () => Promise.resolve('/proc/x'), 'prewarm: cannot write /proc/x: no such file or directory (ENOENT)\n'],
     ['-o /sys/x', () => Promise.resolve('/sys/x'), 'prewarm: cannot write /sys/x: operation not permitted (EPERM)\n'],
-    ['-o below a file', async (root) => (await writeFile(join(root, 'notes.txt'), 'x'), join(root, 'notes.txt', 'out')), 'prewarm: cannot write ROOT/notes.txt/out: not a directory (ENOTDIR)\n'],
+    [
+      '-o below a file',
+      async (root) => (await writeFile(join(root, 'notes.txt'), 'x'), join(root, 'notes.txt', 'out')),
+      'prewarm: cannot write ROOT/notes.txt/out: not a directory (ENOTDIR)\n',
+    ],
   ])('%s: one line, exit 70, no stack', async (_name, target, line) => {
     const root = await specDir({ 'a.yaml': quiet });
     const out = await target(root);
@@ -276,7 +380,7 @@ describe('failure reports', () => {
     expect(r.stderr).toBe(line.replace('ROOT', root));
   });
 
-  it('EACCES on the output folder\'s parent: one line, exit 70 (the real executable, as an unprivileged user)', async () => {
+  it("EACCES on the output folder's parent: one line, exit 70 (the real executable, as an unprivileged user)", async () => {
     const root = await specDir({ 'a.yaml': quiet });
     await mkdir(join(root, 'locked'));
     await chmod(join(root, 'locked'), 0o555);
@@ -285,8 +389,16 @@ describe('failure reports', () => {
     const tsx = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
     // root ignores permissions: drop to nobody for the run.
     const user = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-    const err = await exec(process.execPath, ['--import', tsx, join(process.cwd(), 'src/cli/bin.ts'), 'synth', join(root, 'a.yaml'), '-o', join(root, 'locked', 'out')], { ...user, env: { ...process.env, HOME: root } }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: ExitCode.Internal, stdout: '', stderr: `prewarm: cannot write ${join(root, 'locked', 'out')}: permission denied (EACCES)\n` });
+    const err = await exec(
+      process.execPath,
+      ['--import', tsx, join(process.cwd(), 'src/cli/bin.ts'), 'synth', join(root, 'a.yaml'), '-o', join(root, 'locked', 'out')],
+      { ...user, env: { ...process.env, HOME: root } },
+    ).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: ExitCode.Internal,
+      stdout: '',
+      stderr: `prewarm: cannot write ${join(root, 'locked', 'out')}: permission denied (EACCES)\n`,
+    });
     expect(await readdir(join(root, 'locked'))).toEqual([]);
   }, 60_000);
 });
@@ -320,9 +432,16 @@ spec:
 
   it('--write changes only the bytes that convert: CRLF, BOM, Latin-1 and untouched files kept', async () => {
     const crlf = (...l: string[]) => l.map((x) => `${x}\r\n`).join('');
-    const source = Buffer.from(`\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]')}`, 'latin1');
-    const expected = Buffer.from(`\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations:', '    - operator: Exists')}`, 'latin1');
-    const untouched = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: pw, namespace: ns}      # spacing kept\nspec:\n    cacheSpec:\n        - {images: [busybox:1], tolerations: []}\n';
+    const source = Buffer.from(
+      `\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]')}`,
+      'latin1',
+    );
+    const expected = Buffer.from(
+      `\uFEFF${crlf('# caf\xe9 \xfcber', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata: {name: c, namespace: ns}   # \xe9', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations:', '    - operator: Exists')}`,
+      'latin1',
+    );
+    const untouched =
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: pw, namespace: ns}      # spacing kept\nspec:\n    cacheSpec:\n        - {images: [busybox:1], tolerations: []}\n';
     const dir = await specDir({ 'b.yaml': untouched });
     // Latin-1 bytes and a UTF-8 BOM in one file: it is not UTF-8, so it is kept byte for byte.
     await writeFile(join(dir, 'a.yaml'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), source.subarray(1)]));
@@ -337,14 +456,19 @@ spec:
   });
 
   it('--write keeps JSON formatting, file modes and links', async () => {
-    const json = '{\n  "apiVersion": "kubefledged.io/v1alpha2",\n  "kind": "ImageCache",\n  "metadata": {"name": "j", "namespace": "ns"},\n  "spec": {\n    "cacheSpec": [\n      {"images": ["redis:7"]}\n    ]\n  }\n}\n';
+    const json =
+      '{\n  "apiVersion": "kubefledged.io/v1alpha2",\n  "kind": "ImageCache",\n  "metadata": {"name": "j", "namespace": "ns"},\n  "spec": {\n    "cacheSpec": [\n      {"images": ["redis:7"]}\n    ]\n  }\n}\n';
     const dir = await specDir({ 'j.yaml': json, 'target.txt': fledged });
     await chmod(join(dir, 'j.yaml'), 0o600);
     await chmod(join(dir, 'target.txt'), 0o640);
     await symlink('target.txt', join(dir, 'link.yaml'));
     const r = await cli('migrate', dir, '--write');
     expect(r.code, r.stderr).toBe(ExitCode.Success);
-    expect(await readFile(join(dir, 'j.yaml'), 'utf8')).toBe(json.replace('kubefledged.io/v1alpha2', 'prewarm.dev/v1alpha1').replace('{"images": ["redis:7"]}', '{"images": ["redis:7"], "tolerations": [{"operator":"Exists"}]}'));
+    expect(await readFile(join(dir, 'j.yaml'), 'utf8')).toBe(
+      json
+        .replace('kubefledged.io/v1alpha2', 'prewarm.dev/v1alpha1')
+        .replace('{"images": ["redis:7"]}', '{"images": ["redis:7"], "tolerations": [{"operator":"Exists"}]}'),
+    );
     expect((await stat(join(dir, 'j.yaml'))).mode & 0o777).toBe(0o600);
     expect((await lstat(join(dir, 'link.yaml'))).isSymbolicLink()).toBe(true);
     expect(await readFile(join(dir, 'target.txt'), 'utf8')).toContain('apiVersion: prewarm.dev/v1alpha1');
@@ -377,7 +501,11 @@ spec:
   });
 
   it('exits 1 when there is nothing to convert, and 2 when told nothing', async () => {
-    const dir = await specDir({ 'a.yaml': fledged.replace('kubefledged.io/v1alpha2', 'prewarm.dev/v1alpha1').replace('nodeSelector', 'tolerations: []\n    nodeSelector') });
+    const dir = await specDir({
+      'a.yaml': fledged
+        .replace('kubefledged.io/v1alpha2', 'prewarm.dev/v1alpha1')
+        .replace('nodeSelector', 'tolerations: []\n    nodeSelector'),
+    });
     expect((await cli('migrate', dir)).code).toBe(ExitCode.InvalidInput);
     expect((await cli('migrate')).code).toBe(ExitCode.Usage);
     expect((await cli('migrate', dir, '--from-cluster')).code).toBe(ExitCode.Usage);
@@ -390,14 +518,17 @@ describe('prewarm pin (no registry needed)', () => {
     const dir = await specDir({ 'a.yaml': text });
     const r = await cli('pin', dir);
     expect(r.code, r.stderr).toBe(ExitCode.Success);
-    expect(r.stderr).toContain(`${join(dir, 'a.yaml')}:7:11: warning: document 1: spec.cacheSpec[0].images[0]: redis:7 is not pinned: it is a block scalar`);
+    expect(r.stderr).toContain(
+      `${join(dir, 'a.yaml')}:7:11: warning: document 1: spec.cacheSpec[0].images[0]: redis:7 is not pinned: it is a block scalar`,
+    );
     expect(r.stderr).toContain('nothing to pin in place; see the warnings above');
     expect(r.stdout).toBe('');
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
   });
 
   it('reports an image given through an alias as one it cannot pin, naming the place, and changes nothing', async () => {
-    const text = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - *img\n';
+    const text =
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - *img\n';
     const dir = await specDir({ 'a.yaml': text });
     const r = await cli('pin', dir);
     expect(r.code, r.stderr).toBe(ExitCode.Success);
@@ -413,7 +544,11 @@ describe('prewarm pin (no registry needed)', () => {
   it('takes --plain-http before or after the paths, once per registry', async () => {
     const pinned = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images: [busybox@sha256:${'a'.repeat(64)}]\n`;
     const dir = await specDir({ 'a.yaml': pinned });
-    for (const argv of [['pin', '--plain-http', 'r1:5000', dir], ['pin', '--plain-http', 'r1:5000', '--plain-http', 'r2:5000', dir, '--dry-run'], ['pin', dir, '--plain-http', 'r1:5000']]) {
+    for (const argv of [
+      ['pin', '--plain-http', 'r1:5000', dir],
+      ['pin', '--plain-http', 'r1:5000', '--plain-http', 'r2:5000', dir, '--dry-run'],
+      ['pin', dir, '--plain-http', 'r1:5000'],
+    ]) {
       const r = await cli(...argv);
       expect(r.code, `${argv.join(' ')}: ${r.stderr}`).toBe(ExitCode.Success);
       expect(r.stderr).toBe('nothing to pin: every image reference has a digest\n');
@@ -442,12 +577,39 @@ describe('prewarm synth --own-namespace', () => {
 
   it.each([
     { case: 'none', args: [], code: ExitCode.Success, expected: { a: 'none', b: 'none', c: 'none' } },
-    { case: 'one, after the paths', args: ['--own-namespace', 'b'], code: ExitCode.Success, expected: { a: 'none', b: 'restricted', c: 'none' } },
-    { case: 'repeated, before the paths', args: ['--own-namespace', 'a', '--own-namespace', 'c'], before: true, code: ExitCode.Success, expected: { a: 'restricted', b: 'none', c: 'restricted' } },
-    { case: "the cluster's own", args: ['--own-namespace', 'kube-system'], code: ExitCode.Usage, stderr: 'prewarm: --own-namespace: namespace "kube-system" exists in every cluster; prewarm never owns it' },
-    { case: 'an invalid name', args: ['--own-namespace', 'Bad NS'], code: ExitCode.Usage, stderr: 'prewarm: --own-namespace: namespace "Bad NS" is not a valid namespace name' },
+    {
+      case: 'one, after the paths',
+      args: ['--own-namespace', 'b'],
+      code: ExitCode.Success,
+      expected: { a: 'none', b: 'restricted', c: 'none' },
+    },
+    {
+      case: 'repeated, before the paths',
+      args: ['--own-namespace', 'a', '--own-namespace', 'c'],
+      before: true,
+      code: ExitCode.Success,
+      expected: { a: 'restricted', b: 'none', c: 'restricted' },
+    },
+    {
+      case: "the cluster's own",
+      args: ['--own-namespace', 'kube-system'],
+      code: ExitCode.Usage,
+      stderr: 'prewarm: --own-namespace: namespace "kube-system" exists in every cluster; prewarm never owns it',
+    },
+    {
+      case: 'an invalid name',
+      args: ['--own-namespace', 'Bad NS'],
+      code: ExitCode.Usage,
+      stderr: 'prewarm: --own-namespace: namespace "Bad NS" is not a valid namespace name',
+    },
     { case: 'no value', args: ['--own-namespace'], code: ExitCode.Usage, stderr: 'own-namespace' },
-    { case: 'one no ImageCache is in: a warning', args: ['--own-namespace', 'typo'], code: ExitCode.Success, stderr: 'Namespace typo: warning: namespace "typo" is owned, but no ImageCache is in it', expected: { a: 'none', b: 'none', c: 'none' } },
+    {
+      case: 'one no ImageCache is in: a warning',
+      args: ['--own-namespace', 'typo'],
+      code: ExitCode.Success,
+      stderr: 'Namespace typo: warning: namespace "typo" is owned, but no ImageCache is in it',
+      expected: { a: 'none', b: 'none', c: 'none' },
+    },
   ])('$case', async ({ args, before, code, stderr, expected }) => {
     const dir = await specDir({ 'a.yaml': ns('a'), 'b.yaml': ns('b'), 'c.yaml': ns('c') });
     const r = await cli('synth', ...(before === true ? [...args, dir] : [dir, ...args]), '--stdout');

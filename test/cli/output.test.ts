@@ -33,10 +33,35 @@ describe('replaceDirectory', () => {
   });
 
   it.each<[string, (root: string) => Promise<string>]>([
-    ['a link to a previous output', async (root) => (await replaceDirectory(join(root, 'real'), writeOne('a')), await symlink('real', join(root, 'out')), join(root, 'real'))],
-    ['a link to a link', async (root) => (await replaceDirectory(join(root, 'real'), writeOne('a')), await symlink('real', join(root, 'mid')), await symlink(join(root, 'mid'), join(root, 'out')), join(root, 'real'))],
-    ['a link to an empty folder elsewhere', async (root) => (await mkdir(join(root, 'elsewhere', 'real'), { recursive: true }), await symlink(join(root, 'elsewhere', 'real'), join(root, 'out')), join(root, 'elsewhere', 'real'))],
-    ['a dangling link', async (root) => (await mkdir(join(root, 'build')), await symlink('build/dist', join(root, 'out')), join(root, 'build', 'dist'))],
+    [
+      'a link to a previous output',
+      async (root) => (
+        await replaceDirectory(join(root, 'real'), writeOne('a')),
+        await symlink('real', join(root, 'out')),
+        join(root, 'real')
+      ),
+    ],
+    [
+      'a link to a link',
+      async (root) => (
+        await replaceDirectory(join(root, 'real'), writeOne('a')),
+        await symlink('real', join(root, 'mid')),
+        await symlink(join(root, 'mid'), join(root, 'out')),
+        join(root, 'real')
+      ),
+    ],
+    [
+      'a link to an empty folder elsewhere',
+      async (root) => (
+        await mkdir(join(root, 'elsewhere', 'real'), { recursive: true }),
+        await symlink(join(root, 'elsewhere', 'real'), join(root, 'out')),
+        join(root, 'elsewhere', 'real')
+      ),
+    ],
+    [
+      'a dangling link',
+      async (root) => (await mkdir(join(root, 'build')), await symlink('build/dist', join(root, 'out')), join(root, 'build', 'dist')),
+    ],
   ])('keeps %s a link and writes into the folder it leads to', async (_name, layout) => {
     const root = await workdir();
     const real = await layout(root);
@@ -67,7 +92,10 @@ describe('replaceDirectory', () => {
     const root = await workdir();
     await symlink('b', join(root, 'a'));
     await symlink('a', join(root, 'b'));
-    await expect(replaceDirectory(join(root, 'a'), writeOne('x'))).rejects.toMatchObject({ exitCode: ExitCode.Internal, message: `cannot write ${join(root, 'a')}: too many symbolic links encountered (ELOOP)` });
+    await expect(replaceDirectory(join(root, 'a'), writeOne('x'))).rejects.toMatchObject({
+      exitCode: ExitCode.Internal,
+      message: `cannot write ${join(root, 'a')}: too many symbolic links encountered (ELOOP)`,
+    });
     await rm(root, { recursive: true });
   });
 });

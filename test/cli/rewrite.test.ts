@@ -47,14 +47,19 @@ describe('readEditable', () => {
 });
 
 describe('writeAll', () => {
-  it('writes edited text back in the file\'s own encoding, and leaves unchanged files alone', async () => {
+  it("writes edited text back in the file's own encoding, and leaves unchanged files alone", async () => {
     const dir = await workdir();
     await writeFile(join(dir, 'l1.yaml'), Buffer.from('image: a:1   # caf\xe9\r\n', 'latin1'));
     await writeFile(join(dir, 'same.yaml'), 'x: 1\n');
     const l1 = await readEditable(join(dir, 'l1.yaml'));
     const same = await readEditable(join(dir, 'same.yaml'));
     const before = await stat(join(dir, 'same.yaml'));
-    expect(await writeAll([{ file: l1, text: l1.text.replace('a:1', 'a:2') }, { file: same, text: same.text }])).toBe(1);
+    expect(
+      await writeAll([
+        { file: l1, text: l1.text.replace('a:1', 'a:2') },
+        { file: same, text: same.text },
+      ]),
+    ).toBe(1);
     expect((await readFile(join(dir, 'l1.yaml'))).equals(Buffer.from('image: a:2   # caf\xe9\r\n', 'latin1'))).toBe(true);
     const after = await stat(join(dir, 'same.yaml'));
     expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
@@ -78,7 +83,12 @@ describe('writeAll', () => {
     await symlink('store/real.yaml', join(dir, 'link.yaml'));
     const viaLink = await readEditable(join(dir, 'link.yaml'));
     const direct = await readEditable(join(dir, 'store', 'real.yaml'));
-    expect(await writeAll([{ file: viaLink, text: 'x: 2\n' }, { file: direct, text: 'x: 2\n' }])).toBe(1);
+    expect(
+      await writeAll([
+        { file: viaLink, text: 'x: 2\n' },
+        { file: direct, text: 'x: 2\n' },
+      ]),
+    ).toBe(1);
     expect((await lstat(join(dir, 'link.yaml'))).isSymbolicLink()).toBe(true);
     expect(await readlink(join(dir, 'link.yaml'))).toBe('store/real.yaml');
     expect(await readFile(join(dir, 'store', 'real.yaml'), 'utf8')).toBe('x: 2\n');
@@ -95,7 +105,12 @@ describe('writeAll', () => {
     const a = await readEditable(join(dir, 'a.yaml'));
     const b = await readEditable(join(dir, 'z', 'b.yaml'));
     breakIt(dir);
-    await expect(writeAll([{ file: a, text: 'x: 2\n' }, { file: b, text: 'y: 2\n' }])).rejects.toMatchObject({
+    await expect(
+      writeAll([
+        { file: a, text: 'x: 2\n' },
+        { file: b, text: 'y: 2\n' },
+      ]),
+    ).rejects.toMatchObject({
       exitCode: ExitCode.Internal,
       message: `cannot write ${join(dir, failing)}: operation not permitted (EPERM); no file was changed`,
     });

@@ -33,14 +33,33 @@ async function repo() {
 
 describe('validate and synth on hostile spec folders', () => {
   it.each([
-    ['a link out of the specs', async (base: string, specs: string) => symlink(join(base, 'private', 'token.yaml'), join(specs, 'env.yaml')), 'env.yaml: error: is a link whose target is outside the spec roots'],
-    ['a link to /proc/self/environ', async (_: string, specs: string) => symlink('/proc/self/environ', join(specs, 'env.yaml')), 'env.yaml: error: is a link whose target is outside the spec roots'],
-    ['a link to /dev/zero', async (_: string, specs: string) => symlink('/dev/zero', join(specs, 'zero.yaml')), 'zero.yaml: error: is a link whose target is outside the spec roots'],
-    ['a FIFO', (_: string, specs: string) => (execFileSync('mkfifo', [join(specs, 'x.yaml')]), Promise.resolve()), 'x.yaml: error: is a FIFO (named pipe), not a regular file'],
+    [
+      'a link out of the specs',
+      async (base: string, specs: string) => symlink(join(base, 'private', 'token.yaml'), join(specs, 'env.yaml')),
+      'env.yaml: error: is a link whose target is outside the spec roots',
+    ],
+    [
+      'a link to /proc/self/environ',
+      async (_: string, specs: string) => symlink('/proc/self/environ', join(specs, 'env.yaml')),
+      'env.yaml: error: is a link whose target is outside the spec roots',
+    ],
+    [
+      'a link to /dev/zero',
+      async (_: string, specs: string) => symlink('/dev/zero', join(specs, 'zero.yaml')),
+      'zero.yaml: error: is a link whose target is outside the spec roots',
+    ],
+    [
+      'a FIFO',
+      (_: string, specs: string) => (execFileSync('mkfifo', [join(specs, 'x.yaml')]), Promise.resolve()),
+      'x.yaml: error: is a FIFO (named pipe), not a regular file',
+    ],
   ])('%s: exit 1 at once, naming the entry, printing nothing of the target', async (_name, setup, message) => {
     const { base, specs } = await repo();
     await setup(base, specs);
-    for (const argv of [['validate', specs], ['synth', specs, '--stdout']]) {
+    for (const argv of [
+      ['validate', specs],
+      ['synth', specs, '--stdout'],
+    ]) {
       const r = await cli(...argv);
       expect(r.code).toBe(ExitCode.InvalidInput);
       expect(r.stdout).toBe('');
@@ -67,7 +86,9 @@ describe('the size limit per spec file', () => {
     await truncate(big, 70 * 1024 * 1024);
     const r = await cli('validate', specs);
     expect(r.code).toBe(ExitCode.InvalidInput);
-    expect(r.stderr).toContain(`${big}: error: is 70.0 MiB (73400320 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read`);
+    expect(r.stderr).toContain(
+      `${big}: error: is 70.0 MiB (73400320 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read`,
+    );
     expect(r.ms).toBeLessThan(2_000);
   });
 });
@@ -82,8 +103,13 @@ describe('floods of ImageCaches and diagnostics', () => {
     expect(r.stderr).not.toContain('internal error');
     const lines = r.stderr.trimEnd().split('\n');
     expect(lines.filter((l) => l.includes(': warning: '))).toHaveLength(99);
-    expect(lines.filter((l) => l.includes(': error: '))).toEqual([expect.stringContaining('images[150000]: invalid image reference "Bad:1"')]);
-    expect(lines.slice(-2)).toEqual(['... and 149901 more warnings, not shown (only the first 100 are)', 'prewarm: 1 error found; nothing was written']);
+    expect(lines.filter((l) => l.includes(': error: '))).toEqual([
+      expect.stringContaining('images[150000]: invalid image reference "Bad:1"'),
+    ]);
+    expect(lines.slice(-2)).toEqual([
+      '... and 149901 more warnings, not shown (only the first 100 are)',
+      'prewarm: 1 error found; nothing was written',
+    ]);
   }, 120_000);
 });
 
@@ -91,9 +117,9 @@ describe('folders that hold other manifests', () => {
   const deploy = fileURLToPath(new URL('../fixtures/kube-fledged-deploy', import.meta.url));
 
   it.each([
-    ['kube-fledged\'s sample ImageCache', [join(deploy, 'kubefledged-imagecache.yaml')], undefined],
+    ["kube-fledged's sample ImageCache", [join(deploy, 'kubefledged-imagecache.yaml')], undefined],
     [
-      'a folder laid out like kube-fledged\'s deploy/ (CRD, Deployments, RBAC, webhook, operator, Helm chart)',
+      "a folder laid out like kube-fledged's deploy/ (CRD, Deployments, RBAC, webhook, operator, Helm chart)",
       [deploy],
       'skipped 21 documents of other kinds in 21 files, 4 Helm chart templates',
     ],
@@ -110,8 +136,14 @@ describe('folders that hold other manifests', () => {
 
   it('skips a Deployment, a Kustomization and a KEDA object beside an ImageCache, in one file or many', async () => {
     const { specs } = await repo();
-    await writeFile(join(specs, 'kustomization.yaml'), 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n');
-    await writeFile(join(specs, 'app.yaml'), 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: web}\n');
+    await writeFile(
+      join(specs, 'kustomization.yaml'),
+      'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n',
+    );
+    await writeFile(
+      join(specs, 'app.yaml'),
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: web}\n',
+    );
     const r = await cli('validate', specs);
     expect(r.code).toBe(ExitCode.Success);
     expect(r.stderr).toBe('skipped 3 documents of other kinds in 2 files\nok: 1 ImageCaches, 1 pools, 1 images\n');
@@ -119,7 +151,10 @@ describe('folders that hold other manifests', () => {
 
   it('keeps typos within kubefledged.io and prewarm.dev as errors, and still says what it skipped', async () => {
     const { specs } = await repo();
-    await writeFile(join(specs, 'b.yaml'), 'apiVersion: apps/v1\nkind: Deployment\n---\n' + good.replace('kubefledged.io/v1alpha2', 'kubefledged.io/v1alpha1'));
+    await writeFile(
+      join(specs, 'b.yaml'),
+      'apiVersion: apps/v1\nkind: Deployment\n---\n' + good.replace('kubefledged.io/v1alpha2', 'kubefledged.io/v1alpha1'),
+    );
     const r = await cli('validate', specs);
     expect(r.code).toBe(ExitCode.InvalidInput);
     expect(r.stderr).toBe(
@@ -141,7 +176,9 @@ describe("prewarm's own output inside a spec folder", () => {
     let documents = 0;
     let outputFiles = 0;
     for (const f of files) {
-      const labelled = parseAllDocuments(await readFile(join(out, f), 'utf8')).filter((d) => d.getIn(['metadata', 'labels', 'app.kubernetes.io/managed-by']) === 'prewarm').length;
+      const labelled = parseAllDocuments(await readFile(join(out, f), 'utf8')).filter(
+        (d) => d.getIn(['metadata', 'labels', 'app.kubernetes.io/managed-by']) === 'prewarm',
+      ).length;
       documents += labelled;
       if (labelled > 0) outputFiles += 1;
     }
@@ -169,11 +206,41 @@ spec:
   # - name: regcred
 `;
   it.each([
-    ['merge keys and commented-out nodeSelector and imagePullSecrets', { 'm.yaml': merged }, (d: string) => [d], 0, 'ok: 1 ImageCaches, 1 pools, 2 images\n'],
-    ['one file by a relative and an absolute path', { 'a.yaml': good }, (d: string) => [join(d, 'a.yaml'), relative(process.cwd(), join(d, 'a.yaml'))], 0, 'ok: 1 ImageCaches, 1 pools, 1 images\n'],
-    ['one file through its folder and directly', { 'a.yaml': good }, (d: string) => [d, join(d, 'a.yaml')], 0, 'ok: 1 ImageCaches, 1 pools, 1 images\n'],
-    ['a UTF-16 file', { 'a.yaml': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(good, 'utf16le')]) }, (d: string) => [d], 1, 'a.yaml: error: file is UTF-16; save it as UTF-8\nprewarm: 1 error found; nothing was written\n'],
-    ['a duplicate name', { 'a.yaml': good, 'b.yaml': `# copy\n${good}` }, (d: string) => [d], 1, 'b.yaml:4:18: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:3:18 (document 1)\n'],
+    [
+      'merge keys and commented-out nodeSelector and imagePullSecrets',
+      { 'm.yaml': merged },
+      (d: string) => [d],
+      0,
+      'ok: 1 ImageCaches, 1 pools, 2 images\n',
+    ],
+    [
+      'one file by a relative and an absolute path',
+      { 'a.yaml': good },
+      (d: string) => [join(d, 'a.yaml'), relative(process.cwd(), join(d, 'a.yaml'))],
+      0,
+      'ok: 1 ImageCaches, 1 pools, 1 images\n',
+    ],
+    [
+      'one file through its folder and directly',
+      { 'a.yaml': good },
+      (d: string) => [d, join(d, 'a.yaml')],
+      0,
+      'ok: 1 ImageCaches, 1 pools, 1 images\n',
+    ],
+    [
+      'a UTF-16 file',
+      { 'a.yaml': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(good, 'utf16le')]) },
+      (d: string) => [d],
+      1,
+      'a.yaml: error: file is UTF-16; save it as UTF-8\nprewarm: 1 error found; nothing was written\n',
+    ],
+    [
+      'a duplicate name',
+      { 'a.yaml': good, 'b.yaml': `# copy\n${good}` },
+      (d: string) => [d],
+      1,
+      'b.yaml:4:18: error: document 1: metadata.name: duplicate ImageCache "ns/c": already defined at a.yaml:3:18 (document 1)\n',
+    ],
   ])('%s', async (_name, files, paths, code, stderr) => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-cli-small-'));
     for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);

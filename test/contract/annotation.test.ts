@@ -4,7 +4,9 @@ import { digest } from '../reconciler/fixtures.js';
 
 describe('renderAnnotation', () => {
   it('stays under the size cap for hundreds of images, counting what it omits', () => {
-    const digests = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`registry.example/team/very/long/repository/name-${i}:v1.2.3`, digest('a')]));
+    const digests = Object.fromEntries(
+      Array.from({ length: 300 }, (_, i) => [`registry.example/team/very/long/repository/name-${i}:v1.2.3`, digest('a')]),
+    );
     const failing = Array.from({ length: 40 }, (_, i) => ({ image: `reg/f${i}:1`, reason: 'ErrImagePull', message: 'm'.repeat(200) }));
     const text = renderAnnotation({ v: 1, pod: 'p', state: 'partial', images: 340, present: 300, digests, failing });
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(ANNOTATION_MAX_BYTES);

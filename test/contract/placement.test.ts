@@ -51,9 +51,21 @@ describe('tolerates (core/v1 Toleration.ToleratesTaint)', () => {
 
 describe('placementOf', () => {
   it('sorts the selector and the tolerations, drops duplicates and adds the gate toleration last', () => {
-    const p = placementOf({ z: '1', a: '2' }, [{ key: 'b', operator: 'Exists' }, { key: 'a', operator: 'Exists' }, { key: 'b', operator: 'Exists' }], GATE);
+    const p = placementOf(
+      { z: '1', a: '2' },
+      [
+        { key: 'b', operator: 'Exists' },
+        { key: 'a', operator: 'Exists' },
+        { key: 'b', operator: 'Exists' },
+      ],
+      GATE,
+    );
     expect(Object.keys(p.nodeSelector)).toEqual(['a', 'z']);
-    expect(p.tolerations).toEqual([{ key: 'a', operator: 'Exists' }, { key: 'b', operator: 'Exists' }, { key: GATE, operator: 'Exists' }]);
+    expect(p.tolerations).toEqual([
+      { key: 'a', operator: 'Exists' },
+      { key: 'b', operator: 'Exists' },
+      { key: GATE, operator: 'Exists' },
+    ]);
   });
   it.each<[string, Toleration[], boolean]>([
     ['no tolerations', [], true],
@@ -89,9 +101,9 @@ describe('rendering', () => {
   });
   it('adds extra requirements to the same term', () => {
     const extra: NodeSelectorRequirement[] = [{ key: 'prewarm.dev/x', operator: 'NotIn', values: ['warm', 'partial'] }];
-    expect(renderNodeAffinity(placementOf({ a: 'b' }, []), extra)?.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).toEqual([
-      { matchExpressions: [{ key: 'a', operator: 'In', values: ['b'] }, ...extra] },
-    ]);
+    expect(
+      renderNodeAffinity(placementOf({ a: 'b' }, []), extra)?.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms,
+    ).toEqual([{ matchExpressions: [{ key: 'a', operator: 'In', values: ['b'] }, ...extra] }]);
     expect(renderNodeAffinity(placementOf({}, []))).toBeUndefined();
   });
   it('keeps tolerations whole: key, operator, value, effect, tolerationSeconds', () => {
@@ -134,15 +146,50 @@ describe('placementSelectsNode (the DaemonSet controller)', () => {
     ['its own gate taint is tolerated', backend, node({ tier: 'backend', zone: 'a' }, [t(GATE)]), true],
     ['an untolerated NoSchedule taint', backend, node({ tier: 'backend', zone: 'a' }, [t('dedicated')]), false],
     ['an untolerated NoExecute taint', backend, node({ tier: 'backend', zone: 'a' }, [t('dedicated', 'NoExecute')]), false],
-    ['an untolerated PreferNoSchedule taint never keeps a daemon pod away', backend, node({ tier: 'backend', zone: 'a' }, [t('soft', 'PreferNoSchedule')]), true],
-    ['not-ready NoExecute is tolerated by every daemon pod', placementOf({}, []), node({}, [t('node.kubernetes.io/not-ready', 'NoExecute')]), true],
-    ['not-ready NoSchedule is not (the default toleration has effect NoExecute)', placementOf({}, []), node({}, [t('node.kubernetes.io/not-ready')]), false],
+    [
+      'an untolerated PreferNoSchedule taint never keeps a daemon pod away',
+      backend,
+      node({ tier: 'backend', zone: 'a' }, [t('soft', 'PreferNoSchedule')]),
+      true,
+    ],
+    [
+      'not-ready NoExecute is tolerated by every daemon pod',
+      placementOf({}, []),
+      node({}, [t('node.kubernetes.io/not-ready', 'NoExecute')]),
+      true,
+    ],
+    [
+      'not-ready NoSchedule is not (the default toleration has effect NoExecute)',
+      placementOf({}, []),
+      node({}, [t('node.kubernetes.io/not-ready')]),
+      false,
+    ],
     ['unschedulable NoSchedule is tolerated', placementOf({}, []), node({}, [t('node.kubernetes.io/unschedulable')]), true],
     ['disk-pressure NoExecute is not', placementOf({}, []), node({}, [t('node.kubernetes.io/disk-pressure', 'NoExecute')]), false],
-    ['network-unavailable is tolerated only by hostNetwork pods', placementOf({}, []), node({}, [t('node.kubernetes.io/network-unavailable')]), false],
-    ['a keyless toleration with an effect tolerates only that effect', placementOf({}, [{ operator: 'Exists', effect: 'NoExecute' }]), node({}, [t('x')]), false],
-    ['… and tolerates that effect for any key', placementOf({}, [{ operator: 'Exists', effect: 'NoExecute' }]), node({}, [t('x', 'NoExecute')]), true],
-    ['an Equal toleration needs the value', placementOf({}, [{ key: 'k', operator: 'Equal', value: 'v' }]), node({}, [t('k', 'NoSchedule', 'w')]), false],
+    [
+      'network-unavailable is tolerated only by hostNetwork pods',
+      placementOf({}, []),
+      node({}, [t('node.kubernetes.io/network-unavailable')]),
+      false,
+    ],
+    [
+      'a keyless toleration with an effect tolerates only that effect',
+      placementOf({}, [{ operator: 'Exists', effect: 'NoExecute' }]),
+      node({}, [t('x')]),
+      false,
+    ],
+    [
+      '… and tolerates that effect for any key',
+      placementOf({}, [{ operator: 'Exists', effect: 'NoExecute' }]),
+      node({}, [t('x', 'NoExecute')]),
+      true,
+    ],
+    [
+      'an Equal toleration needs the value',
+      placementOf({}, [{ key: 'k', operator: 'Equal', value: 'v' }]),
+      node({}, [t('k', 'NoSchedule', 'w')]),
+      false,
+    ],
   ])('%s', (_name, p, n, want) => {
     expect(placementSelectsNode(p, n)).toBe(want);
   });
@@ -185,7 +232,15 @@ function kubernetesPlaces(affinity: ReturnType<typeof renderNodeAffinity>, toler
   return (n.spec?.taints ?? []).filter((x) => x.effect === 'NoSchedule' || x.effect === 'NoExecute').every(ok);
 }
 
-const KEYS = ['tier', 'zone', 'gpu', GATE, 'node.kubernetes.io/not-ready', 'node.kubernetes.io/unschedulable', 'node.kubernetes.io/disk-pressure'];
+const KEYS = [
+  'tier',
+  'zone',
+  'gpu',
+  GATE,
+  'node.kubernetes.io/not-ready',
+  'node.kubernetes.io/unschedulable',
+  'node.kubernetes.io/disk-pressure',
+];
 const VALUES = ['a', 'b', ''];
 const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
 const effectArb = fc.option(fc.constantFrom(...EFFECTS), { nil: undefined });
@@ -193,7 +248,12 @@ const tolerationArb: fc.Arbitrary<Toleration> = fc.oneof(
   effectArb.map((effect): Toleration => ({ operator: 'Exists', ...(effect ? { effect } : {}) })),
   fc
     .tuple(fc.constantFrom(...KEYS), effectArb, fc.option(fc.integer({ min: 0, max: 60 }), { nil: undefined }))
-    .map(([key, effect, s]): Toleration => ({ key, operator: 'Exists', ...(effect ? { effect } : {}), ...(effect === 'NoExecute' && s !== undefined ? { tolerationSeconds: s } : {}) })),
+    .map(([key, effect, s]): Toleration => ({
+      key,
+      operator: 'Exists',
+      ...(effect ? { effect } : {}),
+      ...(effect === 'NoExecute' && s !== undefined ? { tolerationSeconds: s } : {}),
+    })),
   fc
     .tuple(fc.constantFrom(...KEYS), fc.constantFrom('a', 'b'), effectArb)
     .map(([key, value, effect]): Toleration => ({ key, operator: 'Equal', value, ...(effect ? { effect } : {}) })),
@@ -203,7 +263,9 @@ const nodeArb = fc
   .tuple(
     fc.dictionary(fc.constantFrom('tier', 'zone', 'gpu', 'other'), fc.constantFrom('a', 'b'), { maxKeys: 4 }),
     fc.array(
-      fc.tuple(fc.constantFrom(...KEYS), fc.constantFrom(...VALUES), fc.constantFrom(...EFFECTS)).map(([key, value, effect]) => t(key, effect, value || undefined)),
+      fc
+        .tuple(fc.constantFrom(...KEYS), fc.constantFrom(...VALUES), fc.constantFrom(...EFFECTS))
+        .map(([key, value, effect]) => t(key, effect, value || undefined)),
       { maxLength: 3 },
     ),
   )
@@ -212,23 +274,31 @@ const nodeArb = fc
 describe('round trip: render, then evaluate (property)', () => {
   it('the DaemonSet as Kubernetes reads it, the sidecar after pools.json, and the placement agree on every node', () => {
     fc.assert(
-      fc.property(selectorArb, fc.array(tolerationArb, { maxLength: 4 }), fc.boolean(), fc.array(nodeArb, { minLength: 1, maxLength: 6 }), (selector, tolerations, gates, nodes) => {
-        const placement = placementOf(selector, tolerations, gates ? GATE : '');
-        const entry = { id: 'p', namespace: 'ns', nodeLabelKey: 'prewarm.dev/p', placement, gateTaintKey: gates ? GATE : '' };
-        const parsed = parsePoolsFile(renderPoolsFile([entry])).pools[0];
-        expect(parsed).toEqual(entry);
-        for (const n of nodes) {
-          const want = placementSelectsNode(placement, n);
-          expect(kubernetesPlaces(renderNodeAffinity(placement), renderTolerations(placement), n)).toBe(want);
-          expect(placementSelectsNode(parsed?.placement ?? placement, n)).toBe(want);
-        }
-      }),
+      fc.property(
+        selectorArb,
+        fc.array(tolerationArb, { maxLength: 4 }),
+        fc.boolean(),
+        fc.array(nodeArb, { minLength: 1, maxLength: 6 }),
+        (selector, tolerations, gates, nodes) => {
+          const placement = placementOf(selector, tolerations, gates ? GATE : '');
+          const entry = { id: 'p', namespace: 'ns', nodeLabelKey: 'prewarm.dev/p', placement, gateTaintKey: gates ? GATE : '' };
+          const parsed = parsePoolsFile(renderPoolsFile([entry])).pools[0];
+          expect(parsed).toEqual(entry);
+          for (const n of nodes) {
+            const want = placementSelectsNode(placement, n);
+            expect(kubernetesPlaces(renderNodeAffinity(placement), renderTolerations(placement), n)).toBe(want);
+            expect(placementSelectsNode(parsed?.placement ?? placement, n)).toBe(want);
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('reads a pools.json of an earlier release (no gate toleration, no tolerationSeconds) as the same placement', () => {
-    const old = JSON.stringify({ pools: [{ id: 'p', namespace: 'ns', nodeLabelKey: 'prewarm.dev/p', nodeSelector: { a: 'b' }, tolerations: [], gateTaintKey: GATE }] });
+    const old = JSON.stringify({
+      pools: [{ id: 'p', namespace: 'ns', nodeLabelKey: 'prewarm.dev/p', nodeSelector: { a: 'b' }, tolerations: [], gateTaintKey: GATE }],
+    });
     const parsed = parsePoolsFile(old).pools[0];
     expect(parsed?.placement).toEqual(placementOf({ a: 'b' }, [], GATE));
   });

@@ -25,7 +25,9 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
 
   /** Synthesizes `bundle` with the sidecar and checks the contract on the output. */
   function checkRoundTrip(bundle: Bundle): void {
-    const manifests: Manifest[] = parseAllDocuments(synthYaml(bundle, { reconciler: { image: 'registry.example/prewarm-reconciler:1' } })).map((d) => d.toJS());
+    const manifests: Manifest[] = parseAllDocuments(
+      synthYaml(bundle, { reconciler: { image: 'registry.example/prewarm-reconciler:1' } }),
+    ).map((d) => d.toJS());
     const want = bundle.pools.map(poolEntryOf).sort(byId);
     expect(want.length).toBeGreaterThan(0);
 
@@ -122,14 +124,22 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
       'prewarm.dev: a pool that does not gate, and one whose toleration already covers its gate key',
       {
         'a.yaml': prewarm('a', 'apps', '  cacheSpec:\n  - images: [nginx:1.25]\n  gate: {enabled: false}\n'),
-        'b.yaml': prewarm('b', 'apps', '  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: prewarm.dev/warming, operator: Exists}]\n'),
+        'b.yaml': prewarm(
+          'b',
+          'apps',
+          '  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: prewarm.dev/warming, operator: Exists}]\n',
+        ),
       },
     ],
     [
       'both dialects in several namespaces: every ConfigMap lists every pool',
       {
         'kf.yaml': fledged('kf', 'kube-fledged', '  cacheSpec:\n  - images: [nginx:1.25]\n    nodeSelector: {tier: web}\n'),
-        'ml.yaml': prewarm('ml', 'ml', '  cacheSpec:\n  - images: [python:3.12-slim]\n    nodeSelector: {tier: web}\n  gate: {deadline: 20m}\n'),
+        'ml.yaml': prewarm(
+          'ml',
+          'ml',
+          '  cacheSpec:\n  - images: [python:3.12-slim]\n    nodeSelector: {tier: web}\n  gate: {deadline: 20m}\n',
+        ),
         'base.yaml': prewarm('base', 'prewarm', '  cacheSpec:\n  - images: [busybox:1.36]\n    tolerations: [{operator: Exists}]\n'),
       },
     ],
@@ -153,12 +163,21 @@ describe('parsePoolsFile', () => {
 
   it('parses a valid file into the placement synth renders', () => {
     expect(parsePoolsFile(file({})).pools).toEqual([
-      { id: 'gpu', namespace: 'ns', nodeLabelKey: 'prewarm.dev/gpu', placement: placementOf({ a: 'b' }, [{ key: 'k', operator: 'Exists' }]), gateTaintKey: '', deadlineSeconds: 30 },
+      {
+        id: 'gpu',
+        namespace: 'ns',
+        nodeLabelKey: 'prewarm.dev/gpu',
+        placement: placementOf({ a: 'b' }, [{ key: 'k', operator: 'Exists' }]),
+        gateTaintKey: '',
+        deadlineSeconds: 30,
+      },
     ]);
   });
 
   it('renders what it parses, byte for byte', () => {
-    const text = renderPoolsFile(parsePoolsFile(file({ tolerations: [{ operator: 'Exists', effect: 'NoExecute' }], gateTaintKey: 'g/k' })).pools);
+    const text = renderPoolsFile(
+      parsePoolsFile(file({ tolerations: [{ operator: 'Exists', effect: 'NoExecute' }], gateTaintKey: 'g/k' })).pools,
+    );
     expect(renderPoolsFile(parsePoolsFile(text).pools)).toBe(text);
   });
 
@@ -174,8 +193,14 @@ describe('parsePoolsFile', () => {
     [file({ tolerations: [{ key: 3 }] }), 'pools.json: pools[0].tolerations[0].key must be a string'],
     [file({ tolerations: [null] }), 'pools.json: pools[0].tolerations[0]: toleration must be an object'],
     [file({ tolerations: [{ operator: 'Lt' }] }), 'pools.json: pools[0].tolerations[0].operator must be "Exists" or "Equal"'],
-    [file({ tolerations: [{ operator: 'Exists', effect: 'Never' }] }), 'pools.json: pools[0].tolerations[0].effect must be one of NoSchedule, PreferNoSchedule, NoExecute'],
-    [file({ tolerations: [{ operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1.5 }] }), 'pools.json: pools[0].tolerations[0].tolerationSeconds must be an integer'],
+    [
+      file({ tolerations: [{ operator: 'Exists', effect: 'Never' }] }),
+      'pools.json: pools[0].tolerations[0].effect must be one of NoSchedule, PreferNoSchedule, NoExecute',
+    ],
+    [
+      file({ tolerations: [{ operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1.5 }] }),
+      'pools.json: pools[0].tolerations[0].tolerationSeconds must be an integer',
+    ],
   ])('rejects %s', (text, msg) => {
     expect(() => parsePoolsFile(text)).toThrow(msg);
   });

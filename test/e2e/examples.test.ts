@@ -14,9 +14,7 @@ import { normalize } from '../../harness/cluster/images.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { secs } from '../../harness/time.js';
-import {
-  applyServerSide, describePool, waitImagesOnNode, waitPoolPodRunning, pods,
-} from './helpers.js';
+import { applyServerSide, describePool, waitImagesOnNode, waitPoolPodRunning, pods } from './helpers.js';
 
 /** Labels and taint that make a node match every pool of the examples. */
 const ALL_POOLS_NODE = {
@@ -73,7 +71,9 @@ describe('examples/ synth output on a real cluster', () => {
     }
     // The namespaces prewarm does not own belong to someone else, who restricts them here (as an
     // ML team may); prewarm's pods must pass, and prewarm's apply must not strip the labels.
-    const own = shared.map((ns) => `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n  labels: {${ENFORCE}: restricted, ${WARN}: restricted}\n`).join('---\n');
+    const own = shared
+      .map((ns) => `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n  labels: {${ENFORCE}: restricted, ${WARN}: restricted}\n`)
+      .join('---\n');
     expect(applyServerSide(own, 'namespace-owner').warnings).toEqual([]);
     const { yaml } = synth(['examples'], SYNTH_ARGS);
     const applied = applyServerSide(yaml);

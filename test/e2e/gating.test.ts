@@ -32,9 +32,7 @@ import { nodeImageDigests, nodeImages, nodePaths, type Taint } from '../../harne
 import { runAsync } from '../../harness/cluster/sh.js';
 import { secs, sleep, waitFor } from '../../harness/time.js';
 import { podSpecOf, type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
-import {
-  applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, specDir,
-} from './helpers.js';
+import { applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, specDir } from './helpers.js';
 
 const NS = 'e2e-gating';
 const WL_NS = 'e2e-gating-wl';
@@ -81,7 +79,8 @@ interface CoreEvent {
 /** The node label and annotation keys synthesis hands the pool's sidecar. */
 function poolKeys(objects: KubeObject[], pool: PoolImages): PoolKeys {
   const ds = objects.find((o) => o.kind === 'DaemonSet' && o.metadata.name === pool.daemonSet);
-  const sidecar = (podSpecOf(ds as KubeObject)?.containers ?? []).find((c) => c.name === SIDECAR_CONTAINER) as { env?: { name: string; value?: string }[] } | undefined;
+  const sidecar = (podSpecOf(ds as KubeObject)?.containers ?? []).find((c) => c.name === SIDECAR_CONTAINER) as
+    { env?: { name: string; value?: string }[] } | undefined;
   const env = (name: string): string => {
     const v = sidecar?.env?.find((e) => e.name === name)?.value;
     if (!v) throw new Error(`DaemonSet ${pool.daemonSet} sets no ${name} on the sidecar`);
@@ -107,17 +106,25 @@ function nodeDigestOf(node: string, ref: string): string[] {
 }
 
 async function pullPodOn(kube: Kube, pool: PoolImages, node: string): Promise<KubeObject | undefined> {
-  const l = await kube.list(`/api/v1/namespaces/${pool.namespace}/pods`, { labelSelector: `prewarm.dev/pool=${pool.pool}`, fieldSelector: `spec.nodeName=${node}` });
+  const l = await kube.list(`/api/v1/namespaces/${pool.namespace}/pods`, {
+    labelSelector: `prewarm.dev/pool=${pool.pool}`,
+    fieldSelector: `spec.nodeName=${node}`,
+  });
   return l.items.find((p) => !p.metadata.deletionTimestamp);
 }
 
 /** Events about this incarnation of the node (its uid: a kept cluster may hold older ones). */
 async function nodeEvents(kube: Kube, node: KubeObject, reason: string): Promise<CoreEvent[]> {
   const sel = `involvedObject.kind=Node,involvedObject.name=${node.metadata.name},involvedObject.uid=${node.metadata.uid ?? ''},reason=${reason}`;
-  return waitFor(`${reason} Event about ${node.metadata.name}`, async () => {
-    const l = await kube.list<CoreEvent>('/api/v1/namespaces/default/events', { fieldSelector: sel });
-    return l.items.length ? l.items : undefined;
-  }, 30_000, 500);
+  return waitFor(
+    `${reason} Event about ${node.metadata.name}`,
+    async () => {
+      const l = await kube.list<CoreEvent>('/api/v1/namespaces/default/events', { fieldSelector: sel });
+      return l.items.length ? l.items : undefined;
+    },
+    30_000,
+    500,
+  );
 }
 
 /** A pod with no toleration, restricted-compliant, that can only go to gate-node. */
@@ -130,7 +137,9 @@ function workloadPod(): object {
       nodeSelector: { 'kubernetes.io/hostname': NODE_A },
       terminationGracePeriodSeconds: 0,
       securityContext: { runAsNonRoot: true, runAsUser: 65535, seccompProfile: { type: 'RuntimeDefault' } },
-      containers: [{ name: 'app', image: IMAGES.pause, securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }],
+      containers: [
+        { name: 'app', image: IMAGES.pause, securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } },
+      ],
     },
   };
 }
@@ -152,7 +161,8 @@ interface Sample {
 
 async function sampleJoin(kube: Kube, pool: PoolImages, stopAt: number): Promise<Sample[]> {
   const out: Sample[] = [];
-  const workloadBound = async (): Promise<boolean> => Boolean((await kube.getOpt(`/api/v1/namespaces/${WL_NS}/pods/${WORKLOAD}`))?.spec?.nodeName);
+  const workloadBound = async (): Promise<boolean> =>
+    Boolean((await kube.getOpt(`/api/v1/namespaces/${WL_NS}/pods/${WORKLOAD}`))?.spec?.nodeName);
   while (Date.now() < stopAt) {
     const workloadBoundBefore = await workloadBound();
     const pull = await pullPodOn(kube, pool, NODE_A);
@@ -205,7 +215,9 @@ describe('gating on real kubelets', () => {
     kubectl(['delete', 'namespace', NS, WL_NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
     const dir = specDir('gating', [
       imageCache(NS, 'gated', [{ pool: 'gated', nodeSelector: { [SEL]: 'gated' }, images: GATED_IMAGES }]),
-      imageCache(NS, 'failopen', [{ pool: 'failopen', nodeSelector: { [SEL]: 'failopen' }, images: [PARTIAL_OK, ABSENT] }], { gate: { deadline: `${DEADLINE_S}s` } }),
+      imageCache(NS, 'failopen', [{ pool: 'failopen', nodeSelector: { [SEL]: 'failopen' }, images: [PARTIAL_OK, ABSENT] }], {
+        gate: { deadline: `${DEADLINE_S}s` },
+      }),
     ]);
     const { yaml } = synth([dir]);
     objects = yamlObjects(yaml);
@@ -254,15 +266,29 @@ describe('gating on real kubelets', () => {
     // The kubelet registered the node with the taint: it was there from the first event on.
     expect(t.taintsAt.get(GATE_TAINT.key)).toBe(t.registeredAt);
     const samples = await sampling;
-    expect(samples.some((s) => s.pullBound && s.tainted), 'pull pod bound while the taint was on the node').toBe(true);
-    expect(samples.filter((s) => s.workloadBoundBefore && s.tainted), 'workload bound while the taint was on the node').toEqual([]);
-    expect(samples.some((s) => s.readyGateOnly && !s.workloadBoundAfter), 'workload unbound while the gate was the Ready node\'s only taint').toBe(true);
+    expect(
+      samples.some((s) => s.pullBound && s.tainted),
+      'pull pod bound while the taint was on the node',
+    ).toBe(true);
+    expect(
+      samples.filter((s) => s.workloadBoundBefore && s.tainted),
+      'workload bound while the taint was on the node',
+    ).toEqual([]);
+    expect(
+      samples.some((s) => s.readyGateOnly && !s.workloadBoundAfter),
+      "workload unbound while the gate was the Ready node's only taint",
+    ).toBe(true);
 
     // The workload is scheduled once the taint is gone, and runs.
-    await waitFor(`${WL_NS}/${WORKLOAD} Running on ${NODE_A}`, async () => {
-      const p = await kube.get(`/api/v1/namespaces/${WL_NS}/pods/${WORKLOAD}`);
-      return p.spec?.nodeName === NODE_A && p.status?.phase === 'Running';
-    }, 120_000, 500);
+    await waitFor(
+      `${WL_NS}/${WORKLOAD} Running on ${NODE_A}`,
+      async () => {
+        const p = await kube.get(`/api/v1/namespaces/${WL_NS}/pods/${WORKLOAD}`);
+        return p.spec?.nodeName === NODE_A && p.status?.phase === 'Running';
+      },
+      120_000,
+      500,
+    );
 
     // The pull pod runs all its containers; they started before the taint went (it is the
     // sidecar in that pod that removes it).
@@ -292,7 +318,9 @@ describe('gating on real kubelets', () => {
     const readyTransition = Date.parse(readyCondition(node)?.lastTransitionTime ?? '');
     const podCreated = Date.parse(pull?.metadata.creationTimestamp ?? '');
     const warmAt = Date.parse(ann.warmAt ?? '');
-    console.log(`(${NODE_A}: pull pod created ${secs(podCreated - readyTransition)}s after the Ready transition; ttwSeconds ${ann.ttwSeconds})`);
+    console.log(
+      `(${NODE_A}: pull pod created ${secs(podCreated - readyTransition)}s after the Ready transition; ttwSeconds ${ann.ttwSeconds})`,
+    );
     expect(warmAt).toBeLessThanOrEqual(goneAt);
     expect(ann.ttwSeconds).toBeGreaterThanOrEqual(0);
     expect(Math.abs(warmAt - Math.max(readyTransition, podCreated) - (ann.ttwSeconds ?? NaN) * 1000)).toBeLessThanOrEqual(60);
@@ -320,7 +348,9 @@ describe('gating on real kubelets', () => {
     const readyTransition = Date.parse(readyCondition(node)?.lastTransitionTime ?? '');
     const podCreated = Date.parse(pull?.metadata.creationTimestamp ?? '');
     console.log(`fail-open after ${secs(goneAt - readyTransition)}s`);
-    console.log(`(deadline ${DEADLINE_S}s; pull pod created ${secs(podCreated - readyTransition)}s after Ready, first seen Ready ${secs((t.readyAt as number) - readyTransition)}s after the transition time)`);
+    console.log(
+      `(deadline ${DEADLINE_S}s; pull pod created ${secs(podCreated - readyTransition)}s after Ready, first seen Ready ${secs((t.readyAt as number) - readyTransition)}s after the transition time)`,
+    );
     // The origin is the later of Ready and the pod's creation; the gate must not open before.
     const origin = Math.max(readyTransition, podCreated);
     expect(goneAt - readyTransition).toBeGreaterThanOrEqual(DEADLINE_S * 1000 - TOLERANCE_MS);
@@ -347,14 +377,22 @@ describe('gating on real kubelets', () => {
     expect(have.has(normalize(ABSENT))).toBe(false);
   });
 
-  it('a real sidecar\'s projected token: denied on another node and for foreign keys, allowed on its own pool label', async () => {
+  it("a real sidecar's projected token: denied on another node and for foreign keys, allowed on its own pool label", async () => {
     const pod = await pullPodOn(kube, gated, NODE_A);
     expect(pod, describePool(gated)).toBeDefined();
     const volumes = (pod?.spec?.volumes ?? []) as { name: string; projected?: { sources: { serviceAccountToken?: { path: string } }[] } }[];
     const vol = volumes.find((v) => v.projected?.sources.some((s) => s.serviceAccountToken));
     const tokenPath = vol?.projected?.sources.find((s) => s.serviceAccountToken)?.serviceAccountToken?.path;
     expect(vol && tokenPath, 'the pull pod mounts a projected ServiceAccount token').toBeTruthy();
-    const file = join(nodePaths(NODE_A).kubeletRoot, 'pods', pod?.metadata.uid as string, 'volumes', 'kubernetes.io~projected', vol?.name as string, tokenPath as string);
+    const file = join(
+      nodePaths(NODE_A).kubeletRoot,
+      'pods',
+      pod?.metadata.uid as string,
+      'volumes',
+      'kubernetes.io~projected',
+      vol?.name as string,
+      tokenPath as string,
+    );
     const token = readFileSync(file, 'utf8').trim();
 
     // ServiceAccountTokenPodNodeInfo (beta, on by default since 1.30, GA in 1.32) puts the node
@@ -368,7 +406,9 @@ describe('gating on real kubelets', () => {
 
     sa = new KubeHttp({ server: apiserverUrl(), ca: readFileSync(CA_CRT), token: () => token });
     const review = await sa.json<{ status: { userInfo: { username: string; extra?: Record<string, string[]> } } }>(
-      'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      'POST',
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
     );
     expect(review.status.userInfo.username).toBe(`system:serviceaccount:${NS}:prewarm-reconciler`);
     expect(review.status.userInfo.extra?.[NODE_NAME_EXTRA]).toEqual([NODE_A]);
@@ -377,21 +417,30 @@ describe('gating on real kubelets', () => {
     // (a) adding a taint to the other node: RBAC allows `patch nodes`, the policy denies.
     const nodeB = await kube.get(`/api/v1/nodes/${NODE_B}`);
     const addTaint = (n: KubeObject): object[] => [
-      (n.spec?.taints ?? []).length ? { op: 'add', path: '/spec/taints/-', value: { key: 'e2e.prewarm.dev/evil', effect: 'NoSchedule' } } : { op: 'add', path: '/spec/taints', value: [{ key: 'e2e.prewarm.dev/evil', effect: 'NoSchedule' }] },
+      (n.spec?.taints ?? []).length
+        ? { op: 'add', path: '/spec/taints/-', value: { key: 'e2e.prewarm.dev/evil', effect: 'NoSchedule' } }
+        : { op: 'add', path: '/spec/taints', value: [{ key: 'e2e.prewarm.dev/evil', effect: 'NoSchedule' }] },
     ];
     await expectDenied(
       sa.json('PATCH', `/api/v1/nodes/${NODE_B}`, addTaint(nodeB), 'application/json-patch+json'),
-      policy, `may only write the node its pod runs on (token node: ${NODE_A}, target: ${NODE_B})`,
+      policy,
+      `may only write the node its pod runs on (token node: ${NODE_A}, target: ${NODE_B})`,
     );
     // The same taint on its own node is denied too, by the taint rule.
     await expectDenied(
       sa.json('PATCH', `/api/v1/nodes/${NODE_A}`, addTaint(await kube.get(`/api/v1/nodes/${NODE_A}`)), 'application/json-patch+json'),
-      policy, 'may only remove the gating taints',
+      policy,
+      'may only remove the gating taints',
     );
 
     // (b) a label outside prewarm.dev/ on its own node.
-    const merge = (node: string, body: object): Promise<KubeObject> => (sa as KubeHttp).json<KubeObject>('PATCH', `/api/v1/nodes/${node}`, body, 'application/strategic-merge-patch+json');
-    await expectDenied(merge(NODE_A, { metadata: { labels: { 'e2e.example.com/team': 'x' } } }), policy, 'may only change node labels under prewarm.dev/');
+    const merge = (node: string, body: object): Promise<KubeObject> =>
+      (sa as KubeHttp).json<KubeObject>('PATCH', `/api/v1/nodes/${node}`, body, 'application/strategic-merge-patch+json');
+    await expectDenied(
+      merge(NODE_A, { metadata: { labels: { 'e2e.example.com/team': 'x' } } }),
+      policy,
+      'may only change node labels under prewarm.dev/',
+    );
 
     // (c) positive control: its own pool label on its own node, then restored.
     const changed = await merge(NODE_A, { metadata: { labels: { [gatedKeys.label]: 'partial' } } });
@@ -412,17 +461,34 @@ describe('gating on real kubelets', () => {
     expect(before.metadata.labels?.[gatedKeys.label]).toBe('warm');
     expect(before.metadata.annotations?.[gatedKeys.annotation]).toBeDefined();
     // The sidecar's whole log, streamed until the container exits.
-    const logs = runAsync([BIN.kubectl, `--kubeconfig=${kubeconfigPath()}`, '-n', NS, 'logs', '-f', pod?.metadata.name as string, '-c', SIDECAR_CONTAINER], { allowFail: true, timeoutMs: 120_000 });
+    const logs = runAsync(
+      [BIN.kubectl, `--kubeconfig=${kubeconfigPath()}`, '-n', NS, 'logs', '-f', pod?.metadata.name as string, '-c', SIDECAR_CONTAINER],
+      { allowFail: true, timeoutMs: 120_000 },
+    );
     await sleep(500);
     const t0 = Date.now();
     labelNode(NODE_A, { [SEL]: null });
-    const podGone = waitFor(`pull pod ${pod?.metadata.name} deleted`, async () => (await kube.getOpt(`/api/v1/namespaces/${NS}/pods/${pod?.metadata.name as string}`)) === undefined, 90_000, 250).then(() => Date.now());
-    const cleaned = waitFor(`${gatedKeys.label} and ${gatedKeys.annotation} removed from ${NODE_A}`, async () => {
-      const n = await kube.get(`/api/v1/nodes/${NODE_A}`);
-      return n.metadata.labels?.[gatedKeys.label] === undefined && n.metadata.annotations?.[gatedKeys.annotation] === undefined ? n : undefined;
-    }, 60_000, 250).then((n) => ({ node: n, at: Date.now() }));
+    const podGone = waitFor(
+      `pull pod ${pod?.metadata.name} deleted`,
+      async () => (await kube.getOpt(`/api/v1/namespaces/${NS}/pods/${pod?.metadata.name as string}`)) === undefined,
+      90_000,
+      250,
+    ).then(() => Date.now());
+    const cleaned = waitFor(
+      `${gatedKeys.label} and ${gatedKeys.annotation} removed from ${NODE_A}`,
+      async () => {
+        const n = await kube.get(`/api/v1/nodes/${NODE_A}`);
+        return n.metadata.labels?.[gatedKeys.label] === undefined && n.metadata.annotations?.[gatedKeys.annotation] === undefined
+          ? n
+          : undefined;
+      },
+      60_000,
+      250,
+    ).then((n) => ({ node: n, at: Date.now() }));
     const [podGoneAt, { node, at: cleanedAt }] = await Promise.all([podGone, cleaned]);
-    console.log(`pool label removed: prewarm label and annotation gone after ${secs(cleanedAt - t0)}s, pull pod object gone after ${secs(podGoneAt - t0)}s`);
+    console.log(
+      `pool label removed: prewarm label and annotation gone after ${secs(cleanedAt - t0)}s, pull pod object gone after ${secs(podGoneAt - t0)}s`,
+    );
     // The pod object goes only once all its containers stopped: the sidecar cleaned up while alive.
     expect(cleanedAt).toBeLessThanOrEqual(podGoneAt);
     expect(Object.keys(node.metadata.labels ?? {}).filter((k) => k.startsWith('prewarm.dev/'))).toEqual([]);

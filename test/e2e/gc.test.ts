@@ -17,9 +17,7 @@ import { logFile } from '../../harness/cluster/sh.js';
 import { sleep } from '../../harness/time.js';
 import { readFileSync } from 'node:fs';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
-import {
-  applyServerSide, containersUsing, imageCache, specDir, waitImagesOnNode, waitPoolPodRunning,
-} from './helpers.js';
+import { applyServerSide, containersUsing, imageCache, specDir, waitImagesOnNode, waitPoolPodRunning } from './helpers.js';
 
 const NODE = 'gc-node';
 const SEL = 'e2e.prewarm.dev/gc';
@@ -71,7 +69,9 @@ describe('kubelet image GC', () => {
     }
     const log = readFileSync(logFile(`node-${NODE}-kubelet`), 'utf8');
     const gcLines = log.split('\n').filter((l) => /garbage collection|over the high threshold|Removing image|Image deleted/i.test(l));
-    console.log(`image GC on ${NODE} ${((Date.now() - restartedAt) / 1000).toFixed(0)}s after the kubelet restart (${((Date.now() - readyAt) / 1000).toFixed(0)}s after Ready): control image ${removed ? 'removed' : 'still present'}\n${gcLines.slice(-6).join('\n')}`);
+    console.log(
+      `image GC on ${NODE} ${((Date.now() - restartedAt) / 1000).toFixed(0)}s after the kubelet restart (${((Date.now() - readyAt) / 1000).toFixed(0)}s after Ready): control image ${removed ? 'removed' : 'still present'}\n${gcLines.slice(-6).join('\n')}`,
+    );
     expect(removed, 'kubelet image GC removed the non-cached control image').toBe(true);
     const have = new Set(nodeImages(NODE));
     for (const ref of CACHED) expect(have.has(normalize(ref)), `${ref} survived GC`).toBe(true);

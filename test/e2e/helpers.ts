@@ -25,7 +25,10 @@ export function applyServerSide(yaml: string, fieldManager = 'prewarm-e2e'): App
 }
 
 export function runKubectl(args: string[], input?: string): { stdout: string; stderr: string } {
-  const r = run([BIN.kubectl, `--kubeconfig=${kubeconfigPath()}`, ...args], { ...(input !== undefined ? { input } : {}), timeoutMs: 300_000 });
+  const r = run([BIN.kubectl, `--kubeconfig=${kubeconfigPath()}`, ...args], {
+    ...(input !== undefined ? { input } : {}),
+    timeoutMs: 300_000,
+  });
   return { stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -88,24 +91,33 @@ export function poolPodOnNode(pool: PoolImages, node: string): PodInfo | undefin
 }
 
 export async function waitPoolPodRunning(pool: PoolImages, node: string, timeoutMs = 180_000): Promise<PodInfo> {
-  return waitFor(`pod of pool ${pool.pool} Running on ${node}`, () => {
-    const p = poolPodOnNode(pool, node);
-    return p && p.phase === 'Running' ? p : undefined;
-  }, timeoutMs, 500).catch((e: unknown) => {
+  return waitFor(
+    `pod of pool ${pool.pool} Running on ${node}`,
+    () => {
+      const p = poolPodOnNode(pool, node);
+      return p && p.phase === 'Running' ? p : undefined;
+    },
+    timeoutMs,
+    500,
+  ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${describePool(pool)}`);
   });
 }
 
 export function describePool(pool: PoolImages): string {
-  return kubectl(['-n', pool.namespace, 'get', 'pods', '-l', `prewarm.dev/pool=${pool.pool}`, '-o', 'wide'], { allowFail: true }) +
-    kubectl(['-n', pool.namespace, 'get', 'events', '--sort-by=.lastTimestamp'], { allowFail: true }).split('\n').slice(-25).join('\n');
+  return (
+    kubectl(['-n', pool.namespace, 'get', 'pods', '-l', `prewarm.dev/pool=${pool.pool}`, '-o', 'wide'], { allowFail: true }) +
+    kubectl(['-n', pool.namespace, 'get', 'events', '--sort-by=.lastTimestamp'], { allowFail: true }).split('\n').slice(-25).join('\n')
+  );
 }
 
 /** {@link waitImages} that throws, naming the images still missing, when they are not there in time. */
 export async function waitImagesOnNode(node: string, refs: readonly string[], timeoutMs = 300_000, intervalMs = 100): Promise<number> {
   const at = await waitImages(node, refs, Date.now() + timeoutMs, intervalMs);
   if (at !== undefined) return at;
-  throw new Error(`timed out after ${timeoutMs} ms waiting for images on ${node}: ${refs.map(normalize).join(', ')}\nstill missing: ${(await missingImages(node, refs)).join(', ')}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for images on ${node}: ${refs.map(normalize).join(', ')}\nstill missing: ${(await missingImages(node, refs)).join(', ')}`,
+  );
 }
 
 export function labelNode(node: string, labels: Record<string, string | null>): void {

@@ -11,7 +11,13 @@ import { waitFor } from '../../harness/time.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, imageCache, poolPodOnNode, registryPullSecret, specDir, waitImagesOnNode, waitPoolPodRunning,
+  applyServerSide,
+  imageCache,
+  poolPodOnNode,
+  registryPullSecret,
+  specDir,
+  waitImagesOnNode,
+  waitPoolPodRunning,
 } from './helpers.js';
 
 const NODE = 'kinds-node';
@@ -53,7 +59,10 @@ describe('image kinds: scratch, private, missing', () => {
   });
 
   it('applies cleanly (namespaces first, then the pull secret, then the pools)', () => {
-    const nsYaml = objects.filter((o) => o.kind === 'Namespace').map((o) => JSON.stringify(o)).join('\n---\n');
+    const nsYaml = objects
+      .filter((o) => o.kind === 'Namespace')
+      .map((o) => JSON.stringify(o))
+      .join('\n---\n');
     expect(applyServerSide(nsYaml).warnings).toEqual([]);
     const secret = registryPullSecret('e2e-private', 'regcred');
     expect(applyServerSide(JSON.stringify(secret)).warnings).toEqual([]);
@@ -75,19 +84,33 @@ describe('image kinds: scratch, private, missing', () => {
   it('a nonexistent image leaves the other images cached and the failure visible', async () => {
     const p = pool('e2e-missing');
     await waitImagesOnNode(NODE, [GOOD], 180_000);
-    const bad = await waitFor('pull failure in pod status', () => {
-      const pod = poolPodOnNode(p, NODE);
-      const st = pod?.containerStatuses.find((c) => c.image === TEST_IMAGES.missing || c.image === normalize(TEST_IMAGES.missing));
-      const waiting = st?.state['waiting'];
-      return waiting && /ErrImagePull|ImagePullBackOff/.test(waiting.reason ?? '') ? { pod, waiting } : undefined;
-    }, 180_000, 1_000);
+    const bad = await waitFor(
+      'pull failure in pod status',
+      () => {
+        const pod = poolPodOnNode(p, NODE);
+        const st = pod?.containerStatuses.find((c) => c.image === TEST_IMAGES.missing || c.image === normalize(TEST_IMAGES.missing));
+        const waiting = st?.state['waiting'];
+        return waiting && /ErrImagePull|ImagePullBackOff/.test(waiting.reason ?? '') ? { pod, waiting } : undefined;
+      },
+      180_000,
+      1_000,
+    );
     console.log(`missing image status: ${bad.waiting.reason}: ${bad.waiting.message ?? ''}`);
     expect(nodeImages(NODE)).toContain(normalize(GOOD));
     expect(nodeImages(NODE)).not.toContain(normalize(TEST_IMAGES.missing));
     // The good image's container runs.
     const good = bad.pod?.containerStatuses.find((c) => c.image === normalize(GOOD) || c.image === GOOD);
     expect(good?.state['running'], JSON.stringify(bad.pod?.containerStatuses)).toBeDefined();
-    const events = kubectl(['-n', 'e2e-missing', 'get', 'events', '--field-selector', 'reason=Failed', '-o', 'jsonpath={.items[*].message}']);
+    const events = kubectl([
+      '-n',
+      'e2e-missing',
+      'get',
+      'events',
+      '--field-selector',
+      'reason=Failed',
+      '-o',
+      'jsonpath={.items[*].message}',
+    ]);
     expect(events).toContain('does-not-exist');
   });
 });

@@ -9,7 +9,14 @@ import { sleep, waitFor } from '../../harness/time.js';
 import { normalize } from '../../harness/cluster/images.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, imageCache, labelNode, poolPodOnNode, containersUsing, specDir, waitImagesOnNode, waitPoolPodRunning,
+  applyServerSide,
+  imageCache,
+  labelNode,
+  poolPodOnNode,
+  containersUsing,
+  specDir,
+  waitImagesOnNode,
+  waitPoolPodRunning,
 } from './helpers.js';
 
 const NODE = 'lbl-node';
@@ -21,7 +28,9 @@ describe('pool label changes on a running node', () => {
   let pool: PoolImages;
 
   beforeAll(async () => {
-    const dir = specDir('labels', [imageCache(NS, 'label-pool', [{ pool: 'labelled', nodeSelector: { [POOL_LABEL]: 'yes' }, images: IMAGES }])]);
+    const dir = specDir('labels', [
+      imageCache(NS, 'label-pool', [{ pool: 'labelled', nodeSelector: { [POOL_LABEL]: 'yes' }, images: IMAGES }]),
+    ]);
     const { yaml } = synth([dir]);
     const objects = yamlObjects(yaml);
     prepareImages(objects);

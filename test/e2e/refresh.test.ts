@@ -22,9 +22,7 @@ import { registryLogOffset, registryRequests, type RegistryRequest } from '../..
 import { secs, sleep, waitFor } from '../../harness/time.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
-import {
-  applyServerSide, imageCache, poolPodOnNode, registryPullSecret, specDir, waitPoolPodRunning, type PodInfo,
-} from './helpers.js';
+import { applyServerSide, imageCache, poolPodOnNode, registryPullSecret, specDir, waitPoolPodRunning, type PodInfo } from './helpers.js';
 
 const NODE = 'refresh-node';
 const NS = 'e2e-refresh';
@@ -60,7 +58,12 @@ function templateOf(ds: KubeObject): PodSpecJson {
  * applies; synthesis does not know the CA.
  */
 function trustRegistryCa(objects: KubeObject[]): KubeObject[] {
-  const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'registry-ca', namespace: NS }, data: { 'ca.crt': readFileSync(CA_CRT, 'utf8') } };
+  const cm: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'registry-ca', namespace: NS },
+    data: { 'ca.crt': readFileSync(CA_CRT, 'utf8') },
+  };
   for (const o of objects.filter((x) => x.kind === 'DaemonSet' && x.metadata.namespace === NS)) {
     const spec = templateOf(o);
     spec.volumes = [...(spec.volumes ?? []), { name: 'registry-ca', configMap: { name: 'registry-ca' } }];
@@ -73,13 +76,17 @@ function trustRegistryCa(objects: KubeObject[]): KubeObject[] {
 }
 
 function sidecarEnv(ds: KubeObject, name: string): string {
-  const v = templateOf(ds).containers.find((c) => c.name === SIDECAR)?.env?.find((e) => e.name === name)?.value;
+  const v = templateOf(ds)
+    .containers.find((c) => c.name === SIDECAR)
+    ?.env?.find((e) => e.name === name)?.value;
   if (!v) throw new Error(`sidecar of ${ds.metadata.name} has no ${name}`);
   return v;
 }
 
 function nodeMeta(): { labels: Record<string, string>; annotations: Record<string, string> } {
-  const n = JSON.parse(kubectl(['get', 'node', NODE, '-o', 'json'])) as { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } };
+  const n = JSON.parse(kubectl(['get', 'node', NODE, '-o', 'json'])) as {
+    metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  };
   return { labels: n.metadata.labels ?? {}, annotations: n.metadata.annotations ?? {} };
 }
 
@@ -92,7 +99,9 @@ function repoOf(ref: string): string {
 function requestsFor(ref: string, offset: number): { checks: RegistryRequest[]; all: RegistryRequest[] } {
   const prefix = `/v2/${repoOf(ref)}/`;
   const all = registryRequests(true, offset).filter((r) => r.path.startsWith(prefix));
-  const checks = all.filter((r) => r.method === 'HEAD' && r.status === 200 && r.userAgent === SIDECAR && r.path === `${prefix}manifests/v1`);
+  const checks = all.filter(
+    (r) => r.method === 'HEAD' && r.status === 200 && r.userAgent === SIDECAR && r.path === `${prefix}manifests/v1`,
+  );
   return { checks, all };
 }
 
@@ -145,7 +154,11 @@ describe('moved-tag refresh on a real node', () => {
     const namespaces = objects.filter((o) => o.kind === 'Namespace');
     expect(applyServerSide(namespaces.map((o) => JSON.stringify(o)).join('\n---\n')).warnings).toEqual([]);
     expect(applyServerSide(JSON.stringify(registryPullSecret(NS, 'regcred'))).warnings).toEqual([]);
-    const applied = applyServerSide(trustRegistryCa(objects).map((o) => JSON.stringify(o)).join('\n---\n'));
+    const applied = applyServerSide(
+      trustRegistryCa(objects)
+        .map((o) => JSON.stringify(o))
+        .join('\n---\n'),
+    );
     expect(applied.warnings, applied.stderr).toEqual([]);
   });
 
@@ -155,7 +168,9 @@ describe('moved-tag refresh on a real node', () => {
   });
 
   it('synthesizes what refresh needs: Always for tags, shared PID namespace, the pull secret mounted', () => {
-    const spec = (ds.spec as { template: { spec: { shareProcessNamespace?: boolean; containers: { name: string; imagePullPolicy?: string }[] } } }).template.spec;
+    const spec = (
+      ds.spec as { template: { spec: { shareProcessNamespace?: boolean; containers: { name: string; imagePullPolicy?: string }[] } } }
+    ).template.spec;
     expect(spec.shareProcessNamespace).toBe(true);
     for (const c of spec.containers.filter((x) => x.name !== SIDECAR)) expect(c.imagePullPolicy, c.name).toBe('Always');
     const mounts = templateOf(ds).containers.find((c) => c.name === SIDECAR)?.volumeMounts ?? [];
@@ -166,10 +181,15 @@ describe('moved-tag refresh on a real node', () => {
     await waitPoolPodRunning(pool, NODE, 180_000);
     await waitFor(`${labelKey}=warm on ${NODE}`, () => nodeMeta().labels[labelKey] === 'warm', 120_000, 500);
     const onNode = nodeImageDigests(NODE);
-    const ann = await waitFor('annotation digests', () => {
-      const d = annotationDigests();
-      return d[STATIC] && d[MOVING] ? d : undefined;
-    }, 30_000, 500);
+    const ann = await waitFor(
+      'annotation digests',
+      () => {
+        const d = annotationDigests();
+        return d[STATIC] && d[MOVING] ? d : undefined;
+      },
+      30_000,
+      500,
+    );
     for (const ref of [STATIC, MOVING]) {
       const reg = registryDigest(ref);
       expect(reg, `registry has ${ref}`).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -183,10 +203,15 @@ describe('moved-tag refresh on a real node', () => {
   it('unchanged tag: over two intervals only manifest HEADs reach the registry, nothing restarts', async () => {
     const offset = registryLogOffset(true);
     const t0 = Date.now();
-    await waitFor('two digest checks per image over at least two intervals', () => {
-      if (Date.now() - t0 < 2 * MAX_DELAY_MS) return false;
-      return [STATIC, MOVING].every((ref) => requestsFor(ref, offset).checks.length >= 2);
-    }, 4 * MAX_DELAY_MS + 10_000, 500);
+    await waitFor(
+      'two digest checks per image over at least two intervals',
+      () => {
+        if (Date.now() - t0 < 2 * MAX_DELAY_MS) return false;
+        return [STATIC, MOVING].every((ref) => requestsFor(ref, offset).checks.length >= 2);
+      },
+      4 * MAX_DELAY_MS + 10_000,
+      500,
+    );
     const elapsed = Date.now() - t0;
     for (const ref of [STATIC, MOVING]) {
       const { checks, all } = requestsFor(ref, offset);
@@ -209,7 +234,12 @@ describe('moved-tag refresh on a real node', () => {
     const moved = registryDigest(MOVING) as string;
     expect(moved).not.toBe(before.get(MOVING));
 
-    await waitFor(`${MOVING} re-pulled on ${NODE}`, () => nodeImageDigests(NODE).get(normalize(MOVING)) === moved && status(MOVING).restartCount >= 1, MAX_DELAY_MS + 60_000, 250);
+    await waitFor(
+      `${MOVING} re-pulled on ${NODE}`,
+      () => nodeImageDigests(NODE).get(normalize(MOVING)) === moved && status(MOVING).restartCount >= 1,
+      MAX_DELAY_MS + 60_000,
+      250,
+    );
     const repulledMs = Date.now() - pushedAt;
     console.log(`refresh re-pulled after ${secs(repulledMs)}s (interval ${INTERVAL}s)`);
     expect(repulledMs).toBeLessThan(MAX_DELAY_MS + 60_000);
@@ -224,10 +254,22 @@ describe('moved-tag refresh on a real node', () => {
 
     // containerd re-pulled the new manifest of `moving` (the push itself is skopeo's), nothing of `static`.
     const movingReqs = requestsFor(MOVING, offset).all;
-    expect(movingReqs.some((r) => r.method === 'GET' && r.path.includes('/manifests/') && r.userAgent.startsWith('containerd')), describeRequests(movingReqs)).toBe(true);
+    expect(
+      movingReqs.some((r) => r.method === 'GET' && r.path.includes('/manifests/') && r.userAgent.startsWith('containerd')),
+      describeRequests(movingReqs),
+    ).toBe(true);
     const staticOther = requestsFor(STATIC, offset).all.filter((r) => r.method !== 'HEAD');
     expect(staticOther, describeRequests(staticOther)).toEqual([]);
-    const events = kubectl(['-n', 'default', 'get', 'events', '--field-selector', `reason=TagMoved,involvedObject.name=${NODE}`, '-o', 'jsonpath={.items[*].message}']);
+    const events = kubectl([
+      '-n',
+      'default',
+      'get',
+      'events',
+      '--field-selector',
+      `reason=TagMoved,involvedObject.name=${NODE}`,
+      '-o',
+      'jsonpath={.items[*].message}',
+    ]);
     expect(events).toContain(moved);
 
     // The tag is stable again: one more check finds it unchanged and nothing restarts again.

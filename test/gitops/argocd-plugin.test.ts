@@ -8,7 +8,21 @@
  * sidecar; deploy/argocd/plugin.yaml is used unchanged.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -35,7 +49,11 @@ interface CmpResponse {
   error?: string;
   millis: number;
 }
-interface Param { name: string; string?: string; array?: string[] }
+interface Param {
+  name: string;
+  string?: string;
+  array?: string[];
+}
 interface Req {
   appPath: string;
   op?: 'match' | 'generate';
@@ -72,7 +90,9 @@ function readOnly(path: string): void {
 
 function treeHash(path: string): string {
   const h = createHash('sha256');
-  for (const e of readdirSync(path, { withFileTypes: true, recursive: true }).map((x) => join(x.parentPath, x.name)).sort()) {
+  for (const e of readdirSync(path, { withFileTypes: true, recursive: true })
+    .map((x) => join(x.parentPath, x.name))
+    .sort()) {
     const st = statSync(e);
     h.update(`${e}\0${st.mode}\0`);
     if (st.isFile()) h.update(readFileSync(e));
@@ -145,10 +165,26 @@ beforeAll(async () => {
   mkdirSync(join(repo, 'scale'));
   for (let i = 0; i < SCALE; i++) {
     const pool = i % 50;
-    const images = Array.from({ length: 20 }, (_, j) => `      - registry.example.invalid/pool-${pool}/app-${(i * 7 + j * 13) % 200}:v1.${((i * 7 + j * 13) % 200) % 10}`);
+    const images = Array.from(
+      { length: 20 },
+      (_, j) => `      - registry.example.invalid/pool-${pool}/app-${(i * 7 + j * 13) % 200}:v1.${((i * 7 + j * 13) % 200) % 10}`,
+    );
     writeFileSync(
       join(repo, 'scale', `cache-${i}.yaml`),
-      ['apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata:', `  name: cache-${i}`, `  namespace: team-${pool % 10}`, 'spec:', '  cacheSpec:', '    - nodeSelector:', `        example.com/pool: p${pool}`, '      images:', ...images, ''].join('\n'),
+      [
+        'apiVersion: prewarm.dev/v1alpha1',
+        'kind: ImageCache',
+        'metadata:',
+        `  name: cache-${i}`,
+        `  namespace: team-${pool % 10}`,
+        'spec:',
+        '  cacheSpec:',
+        '    - nodeSelector:',
+        `        example.com/pool: p${pool}`,
+        '      images:',
+        ...images,
+        '',
+      ].join('\n'),
     );
   }
   readOnly(repo);
@@ -243,7 +279,7 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     // Every object kube.SplitYAML accepted: nothing but manifests came through stdout.
     expect(got.every((o) => typeof o['apiVersion'] === 'string' && typeof o['kind'] === 'string')).toBe(true);
     console.log(`[gitops] generate under argocd-cmp-server: ${res.millis} ms for ${got.length} objects (deadline ${ARGO_TIMEOUT_S} s)`);
-    expect(res.millis).toBeLessThan(ARGO_TIMEOUT_S * 1000 / 4);
+    expect(res.millis).toBeLessThan((ARGO_TIMEOUT_S * 1000) / 4);
   });
 
   it('output is a function of the repository alone, not of app name, revision or Kubernetes version', () => {
@@ -255,11 +291,15 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     const text = (a.manifests ?? []).join('\n');
     // Argo CD's own tracking never leaks in; prewarm's only Argo CD key is the constant
     // `argocd.argoproj.io/sync-options` that keeps namespaces it does not own from being pruned.
-    const keys = (a.manifests ?? []).flatMap((m) => yamlObjects(m)).flatMap((o) => {
-      const meta = o['metadata'] as { labels?: Record<string, string>; annotations?: Record<string, string> };
-      return [...Object.entries(meta.labels ?? {}), ...Object.entries(meta.annotations ?? {})].map(([k, v]) => `${k}=${v}`);
-    });
-    expect(keys.filter((kv) => kv.startsWith('argocd.argoproj.io/') && kv !== 'argocd.argoproj.io/sync-options=Prune=false,Delete=false')).toEqual([]);
+    const keys = (a.manifests ?? [])
+      .flatMap((m) => yamlObjects(m))
+      .flatMap((o) => {
+        const meta = o['metadata'] as { labels?: Record<string, string>; annotations?: Record<string, string> };
+        return [...Object.entries(meta.labels ?? {}), ...Object.entries(meta.annotations ?? {})].map(([k, v]) => `${k}=${v}`);
+      });
+    expect(
+      keys.filter((kv) => kv.startsWith('argocd.argoproj.io/') && kv !== 'argocd.argoproj.io/sync-options=Prune=false,Delete=false'),
+    ).toEqual([]);
     expect(text).not.toContain('app.kubernetes.io/instance');
   });
 
@@ -277,7 +317,9 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     });
     expect(res.env?.find((e) => e.startsWith('ARGOCD_APP_PARAMETERS='))).toContain('"team-a/platform"');
     const got = manifestsOf(res);
-    expect(got).toEqual(yamlObjects(cliStream(['synth', 'team-a/platform', '--stdout', '-n', 'warm', '--no-reconciler'], join(repo, 'nested'))));
+    expect(got).toEqual(
+      yamlObjects(cliStream(['synth', 'team-a/platform', '--stdout', '-n', 'warm', '--no-reconciler'], join(repo, 'nested'))),
+    );
     expect(JSON.stringify(got)).not.toContain('reconciler:');
   });
 
@@ -285,15 +327,23 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     const image = 'registry.example.invalid/prewarm/reconciler:9.9.9';
     const res = cmp({
       appPath: 'imagecaches',
-      plugin: { name: PLUGIN, env: [{ name: 'PREWARM_RECONCILER_IMAGE', value: image }, { name: 'PREWARM_NAMESPACE', value: 'from-env' }] },
+      plugin: {
+        name: PLUGIN,
+        env: [
+          { name: 'PREWARM_RECONCILER_IMAGE', value: image },
+          { name: 'PREWARM_NAMESPACE', value: 'from-env' },
+        ],
+      },
     });
     expect(res.env).toContain(`ARGOCD_ENV_PREWARM_RECONCILER_IMAGE=${image}`);
     const got = manifestsOf(res);
-    expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout', '-n', 'from-env', '--reconciler-image', image], join(repo, 'imagecaches'))));
+    expect(got).toEqual(
+      yamlObjects(cliStream(['synth', '.', '--stdout', '-n', 'from-env', '--reconciler-image', image], join(repo, 'imagecaches'))),
+    );
     expect(JSON.stringify(got)).toContain(image);
   });
 
-  it('an invalid spec fails the sync with prewarm\'s located error and yields no manifests', () => {
+  it("an invalid spec fails the sync with prewarm's located error and yields no manifests", () => {
     const res = cmp({ appPath: 'broken' });
     expect(res.manifests ?? []).toEqual([]);
     expect(res.error).toMatch(/bad\.yaml:\d+:\d+: error: .*images\[1\]: must be a string, got the number 3\.12/);
@@ -316,8 +366,10 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     const res = cmp({ appPath: 'scale' });
     const got = manifestsOf(res);
     expect(got.filter((o) => o['kind'] === 'DaemonSet')).toHaveLength(50);
-    console.log(`[gitops] generate under argocd-cmp-server: ${res.millis} ms for ${SCALE} ImageCaches, ${got.length} objects (deadline ${ARGO_TIMEOUT_S} s)`);
-    expect(res.millis).toBeLessThan(ARGO_TIMEOUT_S * 1000 / 3);
+    console.log(
+      `[gitops] generate under argocd-cmp-server: ${res.millis} ms for ${SCALE} ImageCaches, ${got.length} objects (deadline ${ARGO_TIMEOUT_S} s)`,
+    );
+    expect(res.millis).toBeLessThan((ARGO_TIMEOUT_S * 1000) / 3);
   });
 
   it('left the repository copy untouched', () => {

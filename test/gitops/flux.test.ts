@@ -67,18 +67,26 @@ describe('dist/ as Flux reads it', () => {
   it('builds with kustomize as kustomize-controller generates it for a path without kustomization.yaml', () => {
     const dir = join(work, 'kustomize');
     cpSync(join(REPO_DIR, 'dist'), dir, { recursive: true });
-    writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n${files.map((f) => `  - ${basename(f)}\n`).join('')}`);
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n${files.map((f) => `  - ${basename(f)}\n`).join('')}`,
+    );
     const r = ok(run([BIN.kubectl, 'kustomize', dir]));
     expect(yamlObjects(r.stdout).map(id).sort()).toEqual(distDocs().map(id).sort());
   });
 
   it('deploy/flux/kustomization.yaml health-checks exactly the DaemonSets of dist/', () => {
-    const [k] = yamlObjects(readFileSync(join(REPO_DIR, 'deploy/flux/kustomization.yaml'), 'utf8')) as unknown as [{ spec: { path: string; prune: boolean; timeout: string; healthChecks: Record<string, string>[] } }];
+    const [k] = yamlObjects(readFileSync(join(REPO_DIR, 'deploy/flux/kustomization.yaml'), 'utf8')) as unknown as [
+      { spec: { path: string; prune: boolean; timeout: string; healthChecks: Record<string, string>[] } },
+    ];
     expect(k.spec.path).toBe('./dist');
     expect(k.spec.prune).toBe(true);
     expect(k.spec.timeout).toMatch(/^\d+m$/);
     const checks = k.spec.healthChecks.map((h) => `${h['apiVersion']}/${h['kind']}/${h['namespace']}/${h['name']}`).sort();
-    const daemonSets = distDocs().filter((d) => d['kind'] === 'DaemonSet').map(id).sort();
+    const daemonSets = distDocs()
+      .filter((d) => d['kind'] === 'DaemonSet')
+      .map(id)
+      .sort();
     expect(daemonSets.length).toBeGreaterThan(0);
     expect(checks).toEqual(daemonSets);
   });
@@ -99,9 +107,17 @@ describe('server-side apply of dist/ against kube-apiserver', () => {
       expect(warnings(r), f).toEqual([]);
       expect(r.stdout, f).toMatch(/serverside-applied/);
     }
-    const ds = JSON.parse(ok(kubectl(['get', 'daemonsets', '-A', '-o', 'json'])).stdout) as { items: { metadata: { namespace: string; name: string } }[] };
+    const ds = JSON.parse(ok(kubectl(['get', 'daemonsets', '-A', '-o', 'json'])).stdout) as {
+      items: { metadata: { namespace: string; name: string } }[];
+    };
     expect(ds.items.map((d) => `${d.metadata.namespace}/${d.metadata.name}`).sort()).toEqual(
-      distDocs().filter((d) => d['kind'] === 'DaemonSet').map((d) => { const m = d['metadata'] as { namespace: string; name: string }; return `${m.namespace}/${m.name}`; }).sort(),
+      distDocs()
+        .filter((d) => d['kind'] === 'DaemonSet')
+        .map((d) => {
+          const m = d['metadata'] as { namespace: string; name: string };
+          return `${m.namespace}/${m.name}`;
+        })
+        .sort(),
     );
   });
 
@@ -115,12 +131,27 @@ describe('server-side apply of dist/ against kube-apiserver', () => {
   });
 });
 
-describe('deploy/ against the controllers\' real CRDs', () => {
+describe("deploy/ against the controllers' real CRDs", () => {
   beforeAll(() => {
-    for (const f of ['kustomize.toolkit.fluxcd.io_kustomizations.yaml', 'source.toolkit.fluxcd.io_gitrepositories.yaml', 'source.toolkit.fluxcd.io_ocirepositories.yaml', 'argocd-application-crd.yaml']) {
+    for (const f of [
+      'kustomize.toolkit.fluxcd.io_kustomizations.yaml',
+      'source.toolkit.fluxcd.io_gitrepositories.yaml',
+      'source.toolkit.fluxcd.io_ocirepositories.yaml',
+      'argocd-application-crd.yaml',
+    ]) {
       ok(kubectl(['apply', '--server-side', '-f', join(crdDir, f)]));
     }
-    ok(kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/kustomizations.kustomize.toolkit.fluxcd.io', 'crd/gitrepositories.source.toolkit.fluxcd.io', 'crd/ocirepositories.source.toolkit.fluxcd.io', 'crd/applications.argoproj.io']));
+    ok(
+      kubectl([
+        'wait',
+        '--for=condition=Established',
+        '--timeout=60s',
+        'crd/kustomizations.kustomize.toolkit.fluxcd.io',
+        'crd/gitrepositories.source.toolkit.fluxcd.io',
+        'crd/ocirepositories.source.toolkit.fluxcd.io',
+        'crd/applications.argoproj.io',
+      ]),
+    );
     for (const ns of ['flux-system', 'argocd']) kubectl(['create', 'namespace', ns]);
   });
 
@@ -134,12 +165,12 @@ describe('deploy/ against the controllers\' real CRDs', () => {
     expect(kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], bad).code).not.toBe(0);
   });
 
-  it('deploy/argocd/application.yaml validates against Argo CD\'s Application CRD', () => {
+  it("deploy/argocd/application.yaml validates against Argo CD's Application CRD", () => {
     const r = ok(kubectl(['apply', '--server-side', '--dry-run=server', '-f', join(REPO_DIR, 'deploy/argocd/application.yaml')]));
     expect(warnings(r)).toEqual([]);
   });
 
-  it('deploy/argocd kustomization puts the sidecar into Argo CD\'s real argocd-repo-server and applies', () => {
+  it("deploy/argocd kustomization puts the sidecar into Argo CD's real argocd-repo-server and applies", () => {
     const dir = join(work, 'argocd');
     cpSync(join(REPO_DIR, 'deploy/argocd'), dir, { recursive: true });
     cpSync(join(crdDir, 'install.yaml'), join(dir, 'install.yaml'));
@@ -152,11 +183,26 @@ describe('deploy/ against the controllers\' real CRDs', () => {
     expect(cm, 'generated ConfigMap').toBeDefined();
     expect((cm!['data'] as Record<string, string>)['plugin.yaml']).toBe(readFileSync(join(REPO_DIR, 'deploy/argocd/plugin.yaml'), 'utf8'));
     const deploy = out.find((o) => o['kind'] === 'Deployment' && (o['metadata'] as { name: string }).name === 'argocd-repo-server') as {
-      spec: { template: { spec: { containers: { name: string; command?: string[]; securityContext?: { runAsUser?: number }; volumeMounts?: { name: string; mountPath: string; subPath?: string }[] }[]; volumes: { name: string; configMap?: { name: string }; emptyDir?: object }[] } } };
+      spec: {
+        template: {
+          spec: {
+            containers: {
+              name: string;
+              command?: string[];
+              securityContext?: { runAsUser?: number };
+              volumeMounts?: { name: string; mountPath: string; subPath?: string }[];
+            }[];
+            volumes: { name: string; configMap?: { name: string }; emptyDir?: object }[];
+          };
+        };
+      };
     };
     const pod = deploy.spec.template.spec;
     expect(pod.containers.map((c) => c.name).sort()).toEqual(['argocd-repo-server', 'prewarm']);
-    expect((deploy as unknown as { spec: { template: { metadata: { annotations: Record<string, string> } } } }).spec.template.metadata.annotations['kubectl.kubernetes.io/default-container']).toBe('argocd-repo-server');
+    expect(
+      (deploy as unknown as { spec: { template: { metadata: { annotations: Record<string, string> } } } }).spec.template.metadata
+        .annotations['kubectl.kubernetes.io/default-container'],
+    ).toBe('argocd-repo-server');
     const side = pod.containers.find((c) => c.name === 'prewarm')!;
     expect(side.command).toEqual(['/var/run/argocd/argocd-cmp-server']);
     expect(side.securityContext?.runAsUser).toBe(999);

@@ -21,7 +21,10 @@ export function id(o: KubeObject): string {
 
 /** The YAML files directly in dist/ (what Flux applies), sorted. */
 export function distFiles(): string[] {
-  return readdirSync(join(REPO_DIR, 'dist')).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(REPO_DIR, 'dist', f));
+  return readdirSync(join(REPO_DIR, 'dist'))
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()
+    .map((f) => join(REPO_DIR, 'dist', f));
 }
 
 /** Every object of dist/'s YAML files. */

@@ -14,13 +14,29 @@ import { REPO_DIR } from '../../harness/cluster/config.js';
 import { yamlObjects } from '../../harness/manifests.js';
 import { CLI, run } from './helpers.js';
 
-interface Manager { customType: string; managerFilePatterns: string[]; matchStrings: string[]; matchStringsStrategy?: 'any' | 'recursive' | 'combination'; datasourceTemplate: string }
-interface Found { depName: string; currentValue?: string; currentDigest?: string; replaceString: string }
+interface Manager {
+  customType: string;
+  managerFilePatterns: string[];
+  matchStrings: string[];
+  matchStringsStrategy?: 'any' | 'recursive' | 'combination';
+  datasourceTemplate: string;
+}
+interface Found {
+  depName: string;
+  currentValue?: string;
+  currentDigest?: string;
+  replaceString: string;
+}
 
 /** renovate.json5 as written: JSON plus whole-line // comments. */
 function readConfig(): { customManagers: Manager[]; ignorePaths: string[]; packageRules: Record<string, unknown>[] } {
   const text = readFileSync(join(REPO_DIR, 'deploy/renovate/renovate.json5'), 'utf8');
-  return JSON.parse(text.split('\n').filter((l) => !/^\s*\/\//.test(l)).join('\n'));
+  return JSON.parse(
+    text
+      .split('\n')
+      .filter((l) => !/^\s*\/\//.test(l))
+      .join('\n'),
+  );
 }
 const config = readConfig();
 
@@ -34,8 +50,15 @@ function extract(manager: Manager, content: string): Found[] {
   const level = (texts: string[], i: number): Found[] => {
     const re = new RegExp(manager.matchStrings[i]!, 'g');
     const matches = texts.flatMap((t) => [...t.matchAll(re)]);
-    if (manager.matchStringsStrategy === 'recursive' && i + 1 < manager.matchStrings.length) return level(matches.map((m) => m[0]), i + 1);
-    return matches.map((m) => ({ ...(m.groups as { depName: string; currentValue?: string; currentDigest?: string }), replaceString: m[0] }));
+    if (manager.matchStringsStrategy === 'recursive' && i + 1 < manager.matchStrings.length)
+      return level(
+        matches.map((m) => m[0]),
+        i + 1,
+      );
+    return matches.map((m) => ({
+      ...(m.groups as { depName: string; currentValue?: string; currentDigest?: string }),
+      replaceString: m[0],
+    }));
   };
   if (manager.matchStringsStrategy === 'recursive') return level([content], 0);
   return manager.matchStrings.flatMap((_, i) => {
@@ -79,8 +102,16 @@ describe('deploy/renovate/renovate.json5', () => {
       expect(m.customType).toBe('regex');
       expect(m.datasourceTemplate).toBe('docker');
       const res = m.managerFilePatterns.map(filePattern);
-      for (const f of specFiles) expect(res.some((r) => r.test(f)), f).toBe(true);
-      for (const f of readdirSync(join(REPO_DIR, 'dist'))) expect(res.some((r) => r.test(`dist/${f}`)), f).toBe(false);
+      for (const f of specFiles)
+        expect(
+          res.some((r) => r.test(f)),
+          f,
+        ).toBe(true);
+      for (const f of readdirSync(join(REPO_DIR, 'dist')))
+        expect(
+          res.some((r) => r.test(`dist/${f}`)),
+          f,
+        ).toBe(false);
     }
     expect(config.ignorePaths).toContain('**/dist/**');
     expect(config.packageRules.some((r) => r['pinDigests'] === true)).toBe(true);
@@ -98,12 +129,16 @@ describe('deploy/renovate/renovate.json5', () => {
     for (const image of specImages(lines.join('\n'))) {
       const esc = image.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
       const own = new RegExp(`^\\s*(-|helperImage:)\\s+["']?${esc}["']?\\s*(#.*)?$`);
-      expect(lines.filter((l) => own.test(l)), image).toHaveLength(1);
+      expect(
+        lines.filter((l) => own.test(l)),
+        image,
+      ).toHaveLength(1);
     }
   });
 
   it('would not mistake flow-style lists, tolerations or pull secrets for images (control)', () => {
-    const text = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: x}\nspec:\n  cacheSpec:\n    - images: [a.io/b:1]\n      tolerations:\n        - key: nvidia.com/gpu\n  imagePullSecrets:\n    - name: reg\n';
+    const text =
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: x}\nspec:\n  cacheSpec:\n    - images: [a.io/b:1]\n      tolerations:\n        - key: nvidia.com/gpu\n  imagePullSecrets:\n    - name: reg\n';
     expect(allFound(text)).toEqual([]);
   });
 
@@ -132,21 +167,30 @@ describe('deploy/renovate/renovate.json5', () => {
     expect(v.code, v.stderr).toBe(0);
     const s = run(['node', CLI, 'synth', dir, '--stdout']);
     expect(s.code, s.stderr).toBe(0);
-    const images = new Set(yamlObjects(s.stdout).flatMap((o) => JSON.stringify(o).match(/"image":"[^"]+"/g) ?? []).map((x) => x.slice(9, -1)));
+    const images = new Set(
+      yamlObjects(s.stdout)
+        .flatMap((o) => JSON.stringify(o).match(/"image":"[^"]+"/g) ?? [])
+        .map((x) => x.slice(9, -1)),
+    );
     for (const p of pinned) {
       const short = p.replace(/^docker\.io\/library\//, '');
       expect(images.has(p) || images.has(short) || images.has(`docker.io/library/${p}`), p).toBe(true);
     }
     // The bot's edit touched nothing but those lines: same line count per file.
     for (const file of specFiles) {
-      expect(readFileSync(join(dir, relative('examples', file)), 'utf8').split('\n').length).toBe(readFileSync(join(REPO_DIR, file), 'utf8').split('\n').length);
+      expect(readFileSync(join(dir, relative('examples', file)), 'utf8').split('\n').length).toBe(
+        readFileSync(join(REPO_DIR, file), 'utf8').split('\n').length,
+      );
     }
   });
 });
 
 describe('deploy/renovate/dependabot.yml', () => {
   it('is a version 2 config that never points Dependabot at dist/', () => {
-    const d = parse(readFileSync(join(REPO_DIR, 'deploy/renovate/dependabot.yml'), 'utf8')) as { version: number; updates: { 'package-ecosystem': string; directory?: string; directories?: string[] }[] };
+    const d = parse(readFileSync(join(REPO_DIR, 'deploy/renovate/dependabot.yml'), 'utf8')) as {
+      version: number;
+      updates: { 'package-ecosystem': string; directory?: string; directories?: string[] }[];
+    };
     expect(d.version).toBe(2);
     const dirs = d.updates.flatMap((u) => u.directories ?? [u.directory ?? '']);
     expect(dirs.length).toBeGreaterThan(0);

@@ -39,8 +39,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   console.log(`[gitops] argocd-cmp-server ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${argocdBin}`);
   project.provide('argocdBin', argocdBin);
 
-  const crdDir = execFileSync('bash', [join(REPO_DIR, 'test/gitops/fetch-crds.sh')], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000, encoding: 'utf8' })
-    .trim().split('\n').pop() ?? '';
+  const crdDir =
+    execFileSync('bash', [join(REPO_DIR, 'test/gitops/fetch-crds.sh')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 600_000,
+      encoding: 'utf8',
+    })
+      .trim()
+      .split('\n')
+      .pop() ?? '';
   project.provide('crdDir', crdDir);
 
   requireBinaries(['etcd', 'kubeApiserver', 'kubectl']);

@@ -25,10 +25,15 @@ describe('pollUntil', () => {
 describe('waitFor', () => {
   it('treats a throw as not yet and returns the value that follows', async () => {
     let n = 0;
-    const v = await waitFor('three polls', () => {
-      if (++n < 3) throw new Error('not up');
-      return n;
-    }, 5_000, 1);
+    const v = await waitFor(
+      'three polls',
+      () => {
+        if (++n < 3) throw new Error('not up');
+        return n;
+      },
+      5_000,
+      1,
+    );
     expect(v).toBe(3);
   });
 

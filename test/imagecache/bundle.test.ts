@@ -20,8 +20,14 @@ function bundle(files: SourceFile[]) {
 describe('buildBundle', () => {
   it('merges ImageCaches with the same namespace, selector and tolerations into one pool, de-duplicating images', () => {
     const { bundle: b, diagnostics } = bundle([
-      cache('a', '  cacheSpec:\n  - images: [python:3.12, redis:7]\n    nodeSelector: {pool: gpu, zone: a}\n  imagePullSecrets: [{name: s1}]\n'),
-      cache('b', '  cacheSpec:\n  - images: [docker.io/library/python:3.12]\n    nodeSelector: {zone: a, pool: gpu}\n  imagePullSecrets: [{name: s2}]\n'),
+      cache(
+        'a',
+        '  cacheSpec:\n  - images: [python:3.12, redis:7]\n    nodeSelector: {pool: gpu, zone: a}\n  imagePullSecrets: [{name: s1}]\n',
+      ),
+      cache(
+        'b',
+        '  cacheSpec:\n  - images: [docker.io/library/python:3.12]\n    nodeSelector: {zone: a, pool: gpu}\n  imagePullSecrets: [{name: s2}]\n',
+      ),
     ]);
     expect(diagnostics).toEqual([]);
     expect(b.pools).toHaveLength(1);
@@ -41,7 +47,10 @@ describe('buildBundle', () => {
 
   it('keeps registry-1.docker.io apart: containerd stores it under that name, so it is another image to warm', () => {
     const { bundle: bb } = bundle([cache('a', '  cacheSpec:\n  - images: [python:3.12, registry-1.docker.io/library/python:3.12]\n')]);
-    expect(bb.pools[0]?.images.map((i) => i.canonical)).toEqual(['docker.io/library/python:3.12', 'registry-1.docker.io/library/python:3.12']);
+    expect(bb.pools[0]?.images.map((i) => i.canonical)).toEqual([
+      'docker.io/library/python:3.12',
+      'registry-1.docker.io/library/python:3.12',
+    ]);
   });
 
   it('keeps pools apart by namespace and by tolerations', () => {
@@ -105,14 +114,25 @@ describe('buildBundle', () => {
 
   // One row per setting: the table is keyed by PoolSettings, so a new setting needs a row too.
   const conflicts: Record<keyof PoolSettings, readonly [first: string, second: string, shown: string]> = {
-    helperImage: ['  helperImage: busybox:1.36\n', '  helperImage: docker.io/library/busybox:1.37\n', 'docker.io/library/busybox:1.37 vs docker.io/library/busybox:1.36'],
+    helperImage: [
+      '  helperImage: busybox:1.36\n',
+      '  helperImage: docker.io/library/busybox:1.37\n',
+      'docker.io/library/busybox:1.37 vs docker.io/library/busybox:1.36',
+    ],
     priorityClassName: ['  priorityClassName: high\n', '', 'unset vs "high"'],
     maxUnavailable: ['  rollout: {maxUnavailable: 1}\n', '  rollout: {maxUnavailable: "10%"}\n', '"10%" vs 1'],
-    gate: ['  gate: {taintKey: example.com/warming, deadline: 5m}\n', '  gate: {enabled: false}\n', 'unset vs {"taintKey":"example.com/warming","deadlineSeconds":300}'],
+    gate: [
+      '  gate: {taintKey: example.com/warming, deadline: 5m}\n',
+      '  gate: {enabled: false}\n',
+      'unset vs {"taintKey":"example.com/warming","deadlineSeconds":300}',
+    ],
     refreshSeconds: ['  refresh: {interval: 1h}\n', '  refresh: {interval: 1h30m}\n', '5400 vs 3600'],
   };
   it.each(Object.entries(conflicts))('reports a conflict on %s, and only that one', (field, [first, second, shown]) => {
-    const parsed = parseFiles([cache('a', `  cacheSpec:\n  - images: [redis:7]\n${first}`), cache('b', `  cacheSpec:\n  - images: [redis:6]\n${second}`)]);
+    const parsed = parseFiles([
+      cache('a', `  cacheSpec:\n  - images: [redis:7]\n${first}`),
+      cache('b', `  cacheSpec:\n  - images: [redis:6]\n${second}`),
+    ]);
     expect(parsed.diagnostics).toEqual([]);
     const messages = buildBundle(parsed.caches).diagnostics.map((d) => d.message);
     expect(messages).toHaveLength(1);

@@ -6,16 +6,54 @@ describe('applyEdits', () => {
   it.each<[string, string, TextEdit[], string]>([
     ['no edits', 'abc', [], 'abc'],
     ['a replacement', 'a: b\n', [{ start: 3, end: 4, text: 'c' }], 'a: c\n'],
-    ['edits in any order', '0123456789', [{ start: 8, end: 9, text: 'X' }, { start: 1, end: 2, text: 'Y' }], '0Y234567X9'],
-    ['an insertion next to a deletion that starts there', 'ab\ncd\n', [{ start: 3, end: 6, text: '' }, { start: 3, end: 3, text: 'x\n' }], 'ab\nx\n'],
-    ['two insertions at one point, in the order given', 'ac', [{ start: 1, end: 1, text: 'b' }, { start: 1, end: 1, text: 'B' }], 'abBc'],
-    ['adjacent deletions', '0123', [{ start: 1, end: 2, text: '' }, { start: 2, end: 3, text: '' }], '03'],
+    [
+      'edits in any order',
+      '0123456789',
+      [
+        { start: 8, end: 9, text: 'X' },
+        { start: 1, end: 2, text: 'Y' },
+      ],
+      '0Y234567X9',
+    ],
+    [
+      'an insertion next to a deletion that starts there',
+      'ab\ncd\n',
+      [
+        { start: 3, end: 6, text: '' },
+        { start: 3, end: 3, text: 'x\n' },
+      ],
+      'ab\nx\n',
+    ],
+    [
+      'two insertions at one point, in the order given',
+      'ac',
+      [
+        { start: 1, end: 1, text: 'b' },
+        { start: 1, end: 1, text: 'B' },
+      ],
+      'abBc',
+    ],
+    [
+      'adjacent deletions',
+      '0123',
+      [
+        { start: 1, end: 2, text: '' },
+        { start: 2, end: 3, text: '' },
+      ],
+      '03',
+    ],
   ])('%s', (_name, text, edits, expected) => {
     expect(applyEdits(text, edits)).toBe(expected);
   });
 
   it.each<[string, TextEdit[]]>([
-    ['overlapping edits', [{ start: 0, end: 3, text: '' }, { start: 2, end: 4, text: '' }]],
+    [
+      'overlapping edits',
+      [
+        { start: 0, end: 3, text: '' },
+        { start: 2, end: 4, text: '' },
+      ],
+    ],
     ['an edit past the end', [{ start: 3, end: 9, text: '' }]],
     ['an edit that ends before it starts', [{ start: 3, end: 2, text: '' }]],
   ])('refuses %s: a bug in the caller', (_name, edits) => {

@@ -1,16 +1,56 @@
 import { describe, expect, it } from 'vitest';
-import { excerpt, formatDiagnostic, formatDiagnostics, quote, SpecError, type Diagnostic, type Severity } from '../../src/imagecache/errors.js';
+import {
+  excerpt,
+  formatDiagnostic,
+  formatDiagnostics,
+  quote,
+  SpecError,
+  type Diagnostic,
+  type Severity,
+} from '../../src/imagecache/errors.js';
 
-const at = (severity: Severity, line: number): Diagnostic => ({ severity, file: 'f.yaml', document: 1, line, column: 1, path: '', message: `${severity} ${line}` });
+const at = (severity: Severity, line: number): Diagnostic => ({
+  severity,
+  file: 'f.yaml',
+  document: 1,
+  line,
+  column: 1,
+  path: '',
+  message: `${severity} ${line}`,
+});
 const many = (severity: Severity, count: number, from = 1) => Array.from({ length: count }, (_, i) => at(severity, from + i));
 
 describe('formatDiagnostics', () => {
   it.each([
-    ['all of them when under the limit, in location order', [at('warning', 2), at('error', 1)], 3, ['f.yaml:1:1: error: document 1: error 1', 'f.yaml:2:1: warning: document 1: warning 2'], undefined],
+    [
+      'all of them when under the limit, in location order',
+      [at('warning', 2), at('error', 1)],
+      3,
+      ['f.yaml:1:1: error: document 1: error 1', 'f.yaml:2:1: warning: document 1: warning 2'],
+      undefined,
+    ],
     ['exactly the limit: no count line', many('warning', 3), 3, ['warning 1', 'warning 2', 'warning 3'], undefined],
-    ['warnings over the limit', many('warning', 5), 3, ['warning 1', 'warning 2', 'warning 3'], '... and 2 more warnings, not shown (only the first 3 are)'],
-    ['errors before warnings, even when the warnings come first', [...many('warning', 5), at('error', 9)], 3, ['warning 1', 'warning 2', 'error 9'], '... and 3 more warnings, not shown (only the first 3 are)'],
-    ['errors over the limit hide every warning', [...many('error', 4), ...many('warning', 2, 10)], 3, ['error 1', 'error 2', 'error 3'], '... and 1 more error and 2 more warnings, not shown (only the first 3 are)'],
+    [
+      'warnings over the limit',
+      many('warning', 5),
+      3,
+      ['warning 1', 'warning 2', 'warning 3'],
+      '... and 2 more warnings, not shown (only the first 3 are)',
+    ],
+    [
+      'errors before warnings, even when the warnings come first',
+      [...many('warning', 5), at('error', 9)],
+      3,
+      ['warning 1', 'warning 2', 'error 9'],
+      '... and 3 more warnings, not shown (only the first 3 are)',
+    ],
+    [
+      'errors over the limit hide every warning',
+      [...many('error', 4), ...many('warning', 2, 10)],
+      3,
+      ['error 1', 'error 2', 'error 3'],
+      '... and 1 more error and 2 more warnings, not shown (only the first 3 are)',
+    ],
   ])('%s', (_name, diagnostics, limit, shown, more) => {
     const lines = formatDiagnostics(diagnostics, limit);
     expect(lines.slice(0, shown.length).map((l) => l.replace(/^.*: /, ''))).toEqual(shown.map((s) => s.replace(/^.*: /, '')));
@@ -60,7 +100,15 @@ describe('quote: every input value in a message is a short, escaped excerpt', ()
   });
 
   it('formatDiagnostic escapes file names and bounds messages that did not come through quote', () => {
-    const line = formatDiagnostic({ severity: 'error', file: 'evil\u001b[2J.yaml', document: 0, line: 0, column: 0, path: '', message: `x${'y'.repeat(5000)}\u0000` });
+    const line = formatDiagnostic({
+      severity: 'error',
+      file: 'evil\u001b[2J.yaml',
+      document: 0,
+      line: 0,
+      column: 0,
+      path: '',
+      message: `x${'y'.repeat(5000)}\u0000`,
+    });
     expect(line).toMatch(/^evil\\x1b\[2J\.yaml: error: xy+… \(5002 chars\)$/);
     expect(line.length).toBeLessThan(1100);
   });

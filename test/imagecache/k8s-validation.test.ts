@@ -11,7 +11,10 @@ describe('Kubernetes name rules', () => {
     ['a/b/c', "a qualified name must consist of an optional DNS subdomain prefix and a name, separated by '/'"],
     ['x'.repeat(64), 'name part must be no more than 63 characters'],
     ['-x', "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"],
-    ['Bad_Prefix/x', "prefix part must be a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' or '.', starting and ending with an alphanumeric"],
+    [
+      'Bad_Prefix/x',
+      "prefix part must be a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' or '.', starting and ending with an alphanumeric",
+    ],
   ])('rejects key %j', (key, message) => {
     expect(checkQualifiedName(key)).toBe(message);
   });

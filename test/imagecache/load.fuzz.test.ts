@@ -32,7 +32,9 @@ interface Entry {
 
 const target: fc.Arbitrary<Target> = fc.oneof(
   fc.record({ t: fc.constant('entry' as const), index: fc.nat() }),
-  fc.constantFrom(...(['outside-file', 'outside-dir', 'dev-zero', 'proc', 'dangling-inside', 'dangling-outside', 'self'] as const)).map((t) => ({ t })),
+  fc
+    .constantFrom(...(['outside-file', 'outside-dir', 'dev-zero', 'proc', 'dangling-inside', 'dangling-outside', 'self'] as const))
+    .map((t) => ({ t })),
 );
 const kind: fc.Arbitrary<Kind> = fc.oneof(
   { arbitrary: fc.constantFrom(...(['dir', 'valid'] as const)).map((t) => ({ t })), weight: 4 },
@@ -120,7 +122,8 @@ function readable(entries: readonly Entry[], i: number, depth = 0): boolean {
   return readable(entries, k.to.index % i, depth + 1);
 }
 
-const cache = (name: string) => `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
+const cache = (name: string) =>
+  `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
 
 /** Rejects when `promise` takes longer than `ms`: a hang is a failure, not a stuck test run. */
 async function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -93,12 +93,28 @@ describe('loadBundle', () => {
 describe('readSources: links stay inside the spec roots, only regular files are read', () => {
   type Case = [name: string, setup: (l: Awaited<ReturnType<typeof layout>>) => Promise<void>, problems: [string, string | RegExp][]];
   const cases: Case[] = [
-    ['a link to a file inside the root is read', async ({ root }) => symlink(join(root, 'sub', 'shared.yaml'), join(root, 'link.yaml')), []],
+    [
+      'a link to a file inside the root is read',
+      async ({ root }) => symlink(join(root, 'sub', 'shared.yaml'), join(root, 'link.yaml')),
+      [],
+    ],
     ['a relative link inside the root is read', async ({ root }) => symlink('../a.yaml', join(root, 'sub', 'up.yaml')), []],
-    ['a link to a file outside the root is refused', async ({ root, outside }) => symlink(join(outside, 'secret.yaml'), join(root, 'env.yaml')), [['env.yaml', OUTSIDE]]],
-    ['a relative link out of the root is refused', async ({ root }) => symlink('../../outside/valid.yaml', join(root, 'sub', 'out.yaml')), [['sub/out.yaml', OUTSIDE]]],
+    [
+      'a link to a file outside the root is refused',
+      async ({ root, outside }) => symlink(join(outside, 'secret.yaml'), join(root, 'env.yaml')),
+      [['env.yaml', OUTSIDE]],
+    ],
+    [
+      'a relative link out of the root is refused',
+      async ({ root }) => symlink('../../outside/valid.yaml', join(root, 'sub', 'out.yaml')),
+      [['sub/out.yaml', OUTSIDE]],
+    ],
     ['a link to /etc/passwd is refused', async ({ root }) => symlink('/etc/passwd', join(root, 'passwd.yaml')), [['passwd.yaml', OUTSIDE]]],
-    ['a link to /proc/self/environ is refused', async ({ root }) => symlink('/proc/self/environ', join(root, 'env.yaml')), [['env.yaml', OUTSIDE]]],
+    [
+      'a link to /proc/self/environ is refused',
+      async ({ root }) => symlink('/proc/self/environ', join(root, 'env.yaml')),
+      [['env.yaml', OUTSIDE]],
+    ],
     ['a link to /dev/zero is refused', async ({ root }) => symlink('/dev/zero', join(root, 'zero.yaml')), [['zero.yaml', OUTSIDE]]],
     [
       'a link inside the root that leads on to a file outside is refused',
@@ -108,8 +124,16 @@ describe('readSources: links stay inside the spec roots, only regular files are 
       },
       [['hop2.yaml', OUTSIDE]],
     ],
-    ['a dangling link inside the root', async ({ root }) => symlink(join(root, 'gone.yaml'), join(root, 'dangling.yaml')), [['dangling.yaml', 'cannot read: ENOENT (a link whose target does not exist)']]],
-    ['a dangling link out of the root says only that it leaves the root', async ({ root, outside }) => symlink(join(outside, 'gone.yaml'), join(root, 'd.yaml')), [['d.yaml', OUTSIDE]]],
+    [
+      'a dangling link inside the root',
+      async ({ root }) => symlink(join(root, 'gone.yaml'), join(root, 'dangling.yaml')),
+      [['dangling.yaml', 'cannot read: ENOENT (a link whose target does not exist)']],
+    ],
+    [
+      'a dangling link out of the root says only that it leaves the root',
+      async ({ root, outside }) => symlink(join(outside, 'gone.yaml'), join(root, 'd.yaml')),
+      [['d.yaml', OUTSIDE]],
+    ],
     [
       'a loop of links',
       async ({ root }) => {
@@ -121,9 +145,17 @@ describe('readSources: links stay inside the spec roots, only regular files are 
         ['l2.yaml', 'cannot read: ELOOP (a loop of links)'],
       ],
     ],
-    ['a link with a YAML name to a folder', async ({ root }) => symlink(root, join(root, 'loop.yaml')), [['loop.yaml', /^is a link to a folder; links to folders are not followed/]]],
+    [
+      'a link with a YAML name to a folder',
+      async ({ root }) => symlink(root, join(root, 'loop.yaml')),
+      [['loop.yaml', /^is a link to a folder; links to folders are not followed/]],
+    ],
     ['a link to a folder without a YAML name is not walked', async ({ root, outside }) => symlink(outside, join(root, 'vendor')), []],
-    ['a FIFO', ({ root }) => (execFileSync('mkfifo', [join(root, 'pipe.yaml')]), Promise.resolve()), [['pipe.yaml', 'is a FIFO (named pipe), not a regular file; only regular files are read']]],
+    [
+      'a FIFO',
+      ({ root }) => (execFileSync('mkfifo', [join(root, 'pipe.yaml')]), Promise.resolve()),
+      [['pipe.yaml', 'is a FIFO (named pipe), not a regular file; only regular files are read']],
+    ],
     [
       'a link to a FIFO inside the root',
       async ({ root }) => {
@@ -132,14 +164,20 @@ describe('readSources: links stay inside the spec roots, only regular files are 
       },
       [['p.yaml', 'is a FIFO (named pipe), not a regular file; only regular files are read']],
     ],
-    ['a socket', async ({ root }) => listen(join(root, 'sock.yaml')), [['sock.yaml', 'is a socket, not a regular file; only regular files are read']]],
+    [
+      'a socket',
+      async ({ root }) => listen(join(root, 'sock.yaml')),
+      [['sock.yaml', 'is a socket, not a regular file; only regular files are read']],
+    ],
   ];
 
   it.each(cases)('%s', async (_name, setup, problems) => {
     const l = await layout();
     await setup(l);
     const r = await readAll(l.root, [l.root]);
-    expect(r.problems).toEqual(problems.map(([file, message]) => [file, typeof message === 'string' ? message : expect.stringMatching(message)]));
+    expect(r.problems).toEqual(
+      problems.map(([file, message]) => [file, typeof message === 'string' ? message : expect.stringMatching(message)]),
+    );
     expect(r.files).toEqual(expect.arrayContaining(['a.yaml', 'sub/shared.yaml']));
     expect(r.texts.match(/name: (a|shared),/g)?.length).toBe(2);
     expect(r.texts).not.toContain(SECRET);
@@ -150,8 +188,16 @@ describe('readSources: links stay inside the spec roots, only regular files are 
 
   type Named = [name: string, path: (l: Awaited<ReturnType<typeof layout>>) => Promise<string>, problem: string];
   const named: Named[] = [
-    ['/dev/zero named directly fails at once', () => Promise.resolve('/dev/zero'), 'is a character device, not a regular file; only regular files are read'],
-    ['/proc/self/environ named directly is not read', () => Promise.resolve('/proc/self/environ'), 'is not a plain file on disk (its content does not match its size, as with /proc and /sys files, or it changed while being read); not read'],
+    [
+      '/dev/zero named directly fails at once',
+      () => Promise.resolve('/dev/zero'),
+      'is a character device, not a regular file; only regular files are read',
+    ],
+    [
+      '/proc/self/environ named directly is not read',
+      () => Promise.resolve('/proc/self/environ'),
+      'is not a plain file on disk (its content does not match its size, as with /proc and /sys files, or it changed while being read); not read',
+    ],
     [
       'a FIFO named directly does not block',
       ({ root }) => {
@@ -199,8 +245,16 @@ describe('readSources: the size limit per file', () => {
 
   it.each([
     ['exactly the limit is read', MAX_SPEC_FILE_BYTES, undefined],
-    ['one byte over is refused', MAX_SPEC_FILE_BYTES + 1, 'is 4.0 MiB (4194305 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read'],
-    ['70 MB is refused without reading it', 70 * 1024 * 1024, 'is 70.0 MiB (73400320 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read'],
+    [
+      'one byte over is refused',
+      MAX_SPEC_FILE_BYTES + 1,
+      'is 4.0 MiB (4194305 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read',
+    ],
+    [
+      '70 MB is refused without reading it',
+      70 * 1024 * 1024,
+      'is 70.0 MiB (73400320 bytes), over the limit of 4.0 MiB (4194304 bytes) per spec file; not read',
+    ],
   ])('%s', async (_name, bytes, problem) => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-size-'));
     const file = join(dir, 'big.yaml');
@@ -248,19 +302,33 @@ describe('loadBundle: encodings and files named twice', () => {
   const text = doc('a').replace('redis:7', 'Redis:7');
   const utf16be = (s: string) => Buffer.from(s, 'utf16le').swap16();
   it.each([
-    ['UTF-16 LE with a byte order mark', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]), 'file is UTF-16; save it as UTF-8'],
+    [
+      'UTF-16 LE with a byte order mark',
+      Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]),
+      'file is UTF-16; save it as UTF-8',
+    ],
     ['UTF-16 BE with a byte order mark', Buffer.concat([Buffer.from([0xfe, 0xff]), utf16be(text)]), 'file is UTF-16; save it as UTF-8'],
     ['UTF-16 LE without one (NULs between the bytes)', Buffer.from(text, 'utf16le'), 'file is UTF-16; save it as UTF-8'],
     ['UTF-16 BE without one', utf16be(text), 'file is UTF-16; save it as UTF-8'],
-    ['UTF-32 LE', Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.from([...Buffer.from(text)].flatMap((b) => [b, 0, 0, 0]))]), 'file is UTF-32; save it as UTF-8'],
-    ['UTF-8 with a byte order mark: read, positions as without it', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]), 'f.yaml:6:14: invalid image reference "Redis:7": repository name "Redis" must be lowercase'],
+    [
+      'UTF-32 LE',
+      Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.from([...Buffer.from(text)].flatMap((b) => [b, 0, 0, 0]))]),
+      'file is UTF-32; save it as UTF-8',
+    ],
+    [
+      'UTF-8 with a byte order mark: read, positions as without it',
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]),
+      'f.yaml:6:14: invalid image reference "Redis:7": repository name "Redis" must be lowercase',
+    ],
     ['UTF-8 without one', Buffer.from(text), 'f.yaml:6:14: invalid image reference "Redis:7": repository name "Redis" must be lowercase'],
   ])('%s', async (_name, bytes, message) => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-load-enc-'));
     await writeFile(join(dir, 'f.yaml'), bytes);
     const err = await loadBundle([dir]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SpecError);
-    expect((err as SpecError).diagnostics.map((d) => (d.line > 0 ? `${relative(dir, d.file)}:${d.line}:${d.column}: ${d.message}` : d.message))).toEqual([message]);
+    expect(
+      (err as SpecError).diagnostics.map((d) => (d.line > 0 ? `${relative(dir, d.file)}:${d.line}:${d.column}: ${d.message}` : d.message)),
+    ).toEqual([message]);
   });
 
   it.each([

@@ -36,7 +36,10 @@ function checkInvariants(text: string): void {
 
 describe('parseFiles under fuzzing', () => {
   it('never throws on arbitrary text', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 400 }), (text) => checkInvariants(text)), { numRuns: 400 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 400 }), (text) => checkInvariants(text)),
+      { numRuns: 400 },
+    );
   });
 
   it('never throws on arbitrary YAML values in ImageCache clothing', () => {
@@ -62,7 +65,12 @@ describe('parseFiles under fuzzing', () => {
   it('passes over other manifests and plain YAML mixed in, reporting nothing about them', () => {
     const other = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }).map((spec) => stringify({ apiVersion: 'apps/v1', kind: 'Deployment', spec })),
-      fc.dictionary(fc.string().filter((k) => k !== 'apiVersion' && k !== 'kind'), fc.jsonValue({ maxDepth: 2 })).map((d) => stringify(d)),
+      fc
+        .dictionary(
+          fc.string().filter((k) => k !== 'apiVersion' && k !== 'kind'),
+          fc.jsonValue({ maxDepth: 2 }),
+        )
+        .map((d) => stringify(d)),
       fc.array(fc.jsonValue({ maxDepth: 2 })).map((a) => stringify(a)),
     );
     const document = fc.oneof(fc.constant(undefined), other);

@@ -12,7 +12,8 @@ function diagnose(text: string): string[] {
 
 const fledged = (spec: string, metadata = 'name: c\n  namespace: ns') =>
   `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata:\n  ${metadata}\nspec:\n${spec}`;
-const prewarm = (spec: string) => `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\nspec:\n${spec}`;
+const prewarm = (spec: string) =>
+  `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\nspec:\n${spec}`;
 
 describe('parseFiles: invalid input', () => {
   it.each([
@@ -61,7 +62,11 @@ describe('parseFiles: invalid input', () => {
       fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector:\n      gpus: 8\n'),
       'in.yaml:10:13: error: document 1: spec.cacheSpec[0].nodeSelector.gpus: must be a string, got the number 8 (quote it)',
     ],
-    ['empty image list', fledged('  cacheSpec:\n  - images: []\n'), 'in.yaml:8:13: error: document 1: spec.cacheSpec[0].images: must not be empty'],
+    [
+      'empty image list',
+      fledged('  cacheSpec:\n  - images: []\n'),
+      'in.yaml:8:13: error: document 1: spec.cacheSpec[0].images: must not be empty',
+    ],
     ['empty cacheSpec', fledged('  cacheSpec: []\n'), 'in.yaml:7:14: error: document 1: spec.cacheSpec: must not be empty'],
     [
       'missing images',
@@ -109,7 +114,11 @@ describe('parseFiles: invalid input', () => {
       'in.yaml:2:7: error: document 1: kind: unsupported kind "ConfigMap": expected "ImageCache"',
     ],
     ['spec not a mapping', fledged('- a\n'), 'in.yaml:7:1: error: document 1: spec: must be a mapping, got a list'],
-    ['an ImageCache without apiVersion', 'kind: ImageCache\nmetadata: {name: c}\n', 'in.yaml:1:1: error: document 1: apiVersion: required field "apiVersion" is missing'],
+    [
+      'an ImageCache without apiVersion',
+      'kind: ImageCache\nmetadata: {name: c}\n',
+      'in.yaml:1:1: error: document 1: apiVersion: required field "apiVersion" is missing',
+    ],
     [
       'bad maxUnavailable',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: 0}\n'),
@@ -162,9 +171,13 @@ describe('parseFiles: invalid input', () => {
 
   it('treats Object.prototype names as unknown fields and plain label keys (found by fuzzing)', () => {
     expect(diagnose(fledged('  cacheSpec:\n  - images: [redis:7]\n  constructor: 1\n'))[0]).toMatch(/unknown field "constructor"/);
-    const r = parseFiles([{ path: 'p', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {constructor: x, toString: y}\n') }]);
+    const r = parseFiles([
+      { path: 'p', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {constructor: x, toString: y}\n') },
+    ]);
     expect(r.caches[0]?.entries[0]?.nodeSelector).toEqual({ constructor: 'x', toString: 'y' });
-    expect(diagnose(fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {__proto__: x}\n'))[0]).toMatch(/label key "__proto__" is invalid/);
+    expect(diagnose(fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {__proto__: x}\n'))[0]).toMatch(
+      /label key "__proto__" is invalid/,
+    );
   });
 
   it('reports every error, not just the first', () => {
@@ -193,7 +206,9 @@ describe('parseFiles: valid input', () => {
     const r = parseFiles([
       {
         path: 'f.yaml',
-        text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: backend}\n  imagePullSecrets: [{name: s}]\nstatus:\n  status: Succeeded\n'),
+        text: fledged(
+          '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: backend}\n  imagePullSecrets: [{name: s}]\nstatus:\n  status: Succeeded\n',
+        ),
       },
     ]);
     expect(r.diagnostics).toEqual([]);
@@ -202,12 +217,16 @@ describe('parseFiles: valid input', () => {
       name: 'c',
       namespace: 'ns',
       imagePullSecrets: ['s'],
-      entries: [{ nodeSelector: { tier: 'backend' }, tolerations: [{ operator: 'Exists' }], images: [{ canonical: 'docker.io/library/redis:7' }] }],
+      entries: [
+        { nodeSelector: { tier: 'backend' }, tolerations: [{ operator: 'Exists' }], images: [{ canonical: 'docker.io/library/redis:7' }] },
+      ],
     });
   });
 
   it('keeps YAML 1.2 strings as strings: yes, on and 0755 are not booleans or octals', () => {
-    const r = parseFiles([{ path: 'f.yaml', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {a: yes, b: on, c: "0755"}\n') }]);
+    const r = parseFiles([
+      { path: 'f.yaml', text: fledged('  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {a: yes, b: on, c: "0755"}\n') },
+    ]);
     expect(r.caches[0]?.entries[0]?.nodeSelector).toEqual({ a: 'yes', b: 'on', c: '0755' });
   });
 
@@ -221,7 +240,7 @@ describe('parseFiles: valid input', () => {
   it('warns about a refresh interval under a minute, and accepts it', () => {
     const text = prewarm('  cacheSpec:\n  - images: [redis:7]\n  refresh: {interval: 30s}\n');
     expect(diagnose(text)).toEqual([
-      'in.yaml:9:23: warning: document 1: spec.refresh.interval: 30s is under 1m: every node of the pool checks every image\'s tag this often, so registry requests grow with the node count',
+      "in.yaml:9:23: warning: document 1: spec.refresh.interval: 30s is under 1m: every node of the pool checks every image's tag this often, so registry requests grow with the node count",
     ]);
     expect(parseFiles([{ path: 'in.yaml', text }]).caches[0]?.settings.refreshSeconds).toBe(30);
     expect(diagnose(prewarm('  cacheSpec:\n  - images: [redis:7]\n  refresh: {interval: 1m}\n'))).toEqual([]);
@@ -261,7 +280,10 @@ describe('parseFiles: valid input', () => {
       gate: { taintKey: 'example.com/cold', deadlineSeconds: 900 },
       refreshSeconds: 21600,
     });
-    expect(r.caches[0]?.entries[0]).toMatchObject({ pool: 'gpu', tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] });
+    expect(r.caches[0]?.entries[0]).toMatchObject({
+      pool: 'gpu',
+      tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+    });
   });
 
   it('turns gating off with gate.enabled: false', () => {
@@ -278,8 +300,16 @@ describe('parseFiles: valid input', () => {
 
   it('bounds alias expansion (billion laughs)', () => {
     const lines = ['a: &a ["x:1","x:1","x:1","x:1","x:1","x:1","x:1","x:1","x:1","x:1"]'];
-    for (let i = 0; i < 8; i++) lines.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(',')}]`);
-    const text = prewarm(`  cacheSpec:\n  - images: *i\n`).replace('spec:\n', `x-anchors:\n${lines.map((l) => `  ${l}`).join('\n')}\nspec:\n`);
+    for (let i = 0; i < 8; i++)
+      lines.push(
+        `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(97 + i)}`)
+          .join(',')}]`,
+      );
+    const text = prewarm(`  cacheSpec:\n  - images: *i\n`).replace(
+      'spec:\n',
+      `x-anchors:\n${lines.map((l) => `  ${l}`).join('\n')}\nspec:\n`,
+    );
     const started = performance.now();
     const out = diagnose(text);
     expect(performance.now() - started).toBeLessThan(10_000);
@@ -332,16 +362,25 @@ describe('parseFiles: documents that are not ImageCaches', () => {
   it.each([
     ['a Deployment', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kubefledged-controller}\nspec: {replicas: 1}\n'],
     ['a Namespace (core group)', 'apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-fledged}\n'],
-    ['the ImageCache CRD itself', 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: imagecaches.kubefledged.io}\nspec: {group: kubefledged.io}\n'],
+    [
+      'the ImageCache CRD itself',
+      'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: imagecaches.kubefledged.io}\nspec: {group: kubefledged.io}\n',
+    ],
     ['a kustomization.yaml', 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [imagecache.yaml]\n'],
     ['a KEDA ScaledObject', 'apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: s}\nspec: {scaleTargetRef: {name: d}}\n'],
-    ['an operator CR in a subdomain of kubefledged.io', 'apiVersion: charts.helm.kubefledged.io/v1alpha2\nkind: KubeFledged\nmetadata: {name: k}\n'],
-    ['another vendor\'s ImageCache', 'apiVersion: images.example.com/v1\nkind: ImageCache\nspec: {anything: [1, 2]}\n'],
+    [
+      'an operator CR in a subdomain of kubefledged.io',
+      'apiVersion: charts.helm.kubefledged.io/v1alpha2\nkind: KubeFledged\nmetadata: {name: k}\n',
+    ],
+    ["another vendor's ImageCache", 'apiVersion: images.example.com/v1\nkind: ImageCache\nspec: {anything: [1, 2]}\n'],
     ['plain configuration, no apiVersion or kind', 'replicaCount: 1\nimage: {repository: nginx}\n'],
     ['a list', '- group: charts.helm.k8s.io\n  kind: KubeFledged\n'],
     ['a scalar', 'just text\n'],
     ['an explicit null', '~\n'],
-    ['another group\'s document that YAML refuses (a repeated key)', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, name: b}\n'],
+    [
+      "another group's document that YAML refuses (a repeated key)",
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, name: b}\n',
+    ],
   ])('%s is skipped, counted and never reported on', (_name, text) => {
     const result = parseFiles([{ path: 'in.yaml', text: `${text}---\n${cache}` }]);
     expect(result.diagnostics).toEqual([]);
@@ -350,14 +389,42 @@ describe('parseFiles: documents that are not ImageCaches', () => {
   });
 
   it.each([
-    ['an unknown version of kubefledged.io', 'apiVersion: kubefledged.io/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "kubefledged.io/v1alpha1"'],
-    ['an unknown version of prewarm.dev', 'apiVersion: prewarm.dev/v2\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "prewarm.dev/v2"'],
-    ['an unknown kind of prewarm.dev', 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCacheList\n', 'kind: unsupported kind "ImageCacheList"'],
-    ['a typo in the group', 'apiVersion: kubefleged.io/v1alpha2\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "kubefleged.io/v1alpha2"'],
-    ['a group in capitals', 'apiVersion: Prewarm.dev/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "Prewarm.dev/v1alpha1"'],
+    [
+      'an unknown version of kubefledged.io',
+      'apiVersion: kubefledged.io/v1alpha1\nkind: ImageCache\n',
+      'apiVersion: unsupported apiVersion "kubefledged.io/v1alpha1"',
+    ],
+    [
+      'an unknown version of prewarm.dev',
+      'apiVersion: prewarm.dev/v2\nkind: ImageCache\n',
+      'apiVersion: unsupported apiVersion "prewarm.dev/v2"',
+    ],
+    [
+      'an unknown kind of prewarm.dev',
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCacheList\n',
+      'kind: unsupported kind "ImageCacheList"',
+    ],
+    [
+      'a typo in the group',
+      'apiVersion: kubefleged.io/v1alpha2\nkind: ImageCache\n',
+      'apiVersion: unsupported apiVersion "kubefleged.io/v1alpha2"',
+    ],
+    [
+      'a group in capitals',
+      'apiVersion: Prewarm.dev/v1alpha1\nkind: ImageCache\n',
+      'apiVersion: unsupported apiVersion "Prewarm.dev/v1alpha1"',
+    ],
     ['a group without its version', 'apiVersion: prewarm.dev\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "prewarm.dev"'],
-    ['kube-fledged\'s former group', 'apiVersion: fledged.k8s.io/v1alpha1\nkind: ImageCache\n', 'apiVersion: unsupported apiVersion "fledged.k8s.io/v1alpha1"'],
-    ['a document that YAML refuses and that names no group', 'kind: ImageCache\nmetadata: {name: a, name: b}\n', 'YAML syntax error: Map keys must be unique'],
+    [
+      "kube-fledged's former group",
+      'apiVersion: fledged.k8s.io/v1alpha1\nkind: ImageCache\n',
+      'apiVersion: unsupported apiVersion "fledged.k8s.io/v1alpha1"',
+    ],
+    [
+      'a document that YAML refuses and that names no group',
+      'kind: ImageCache\nmetadata: {name: a, name: b}\n',
+      'YAML syntax error: Map keys must be unique',
+    ],
   ])('%s stays an error (typo protection)', (_name, text, message) => {
     const result = parseFiles([{ path: 'in.yaml', text }]);
     expect(result.diagnostics.map((d) => `${d.path}: ${d.message}`)).toEqual([expect.stringContaining(message)]);
@@ -405,7 +472,9 @@ describe('parseFiles: smaller items of issue 13', () => {
   it.each([
     [
       'a merge key in a cacheSpec entry; keys written beside it win',
-      prewarm('  cacheSpec:\n  - &gpu\n    images: [a:1]\n    nodeSelector: {tier: gpu}\n    tolerations: [{key: g, operator: Exists}]\n  - <<: *gpu\n    images: [b:1]\n'),
+      prewarm(
+        '  cacheSpec:\n  - &gpu\n    images: [a:1]\n    nodeSelector: {tier: gpu}\n    tolerations: [{key: g, operator: Exists}]\n  - <<: *gpu\n    images: [b:1]\n',
+      ),
       [
         { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'gpu' } },
         { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'gpu' } },
@@ -413,7 +482,9 @@ describe('parseFiles: smaller items of issue 13', () => {
     ],
     [
       'a merge key in a nodeSelector',
-      prewarm('  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &sel {tier: gpu}\n  - images: [b:1]\n    nodeSelector: {<<: *sel, zone: a}\n'),
+      prewarm(
+        '  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &sel {tier: gpu}\n  - images: [b:1]\n    nodeSelector: {<<: *sel, zone: a}\n',
+      ),
       [
         { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'gpu' } },
         { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'gpu', zone: 'a' } },
@@ -421,7 +492,9 @@ describe('parseFiles: smaller items of issue 13', () => {
     ],
     [
       'a list of merged mappings: the earlier one wins',
-      prewarm('  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &x {tier: x, zone: x}\n  - images: [b:1]\n    nodeSelector: &y {tier: y, rack: y}\n  - images: [c:1]\n    nodeSelector: {<<: [*y, *x]}\n'),
+      prewarm(
+        '  cacheSpec:\n  - images: [a:1]\n    nodeSelector: &x {tier: x, zone: x}\n  - images: [b:1]\n    nodeSelector: &y {tier: y, rack: y}\n  - images: [c:1]\n    nodeSelector: {<<: [*y, *x]}\n',
+      ),
       [
         { images: ['docker.io/library/a:1'], nodeSelector: { tier: 'x', zone: 'x' } },
         { images: ['docker.io/library/b:1'], nodeSelector: { tier: 'y', rack: 'y' } },
@@ -433,7 +506,11 @@ describe('parseFiles: smaller items of issue 13', () => {
       fledged('  cacheSpec:\n  - images: [a:1]\n    nodeSelector:\n      # tier: gpu\n  imagePullSecrets:\n  # - name: regcred\n'),
       [{ images: ['docker.io/library/a:1'], nodeSelector: {} }],
     ],
-    ['an explicit null for optional prewarm fields', prewarm('  cacheSpec:\n  - images: [a:1]\n    tolerations: ~\n    pool: null\n  gate: ~\n'), [{ images: ['docker.io/library/a:1'], nodeSelector: {} }]],
+    [
+      'an explicit null for optional prewarm fields',
+      prewarm('  cacheSpec:\n  - images: [a:1]\n    tolerations: ~\n    pool: null\n  gate: ~\n'),
+      [{ images: ['docker.io/library/a:1'], nodeSelector: {} }],
+    ],
   ])('accepts %s', (_name, text, expected) => {
     const r = read(text);
     expect(r.errors).toEqual([]);
@@ -442,12 +519,32 @@ describe('parseFiles: smaller items of issue 13', () => {
   });
 
   it.each([
-    ['a merge key whose value is not a mapping', fledged('  cacheSpec:\n  - <<: 1\n    images: [a:1]\n'), 'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) takes a mapping or a list of mappings, got the number 1'],
-    ['a mapping that merges itself', fledged('  cacheSpec:\n  - &e {<<: *e, images: [a:1]}\n'), 'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) includes a mapping that includes this one'],
-    ['a quoted "<<" is a plain key', fledged('  cacheSpec:\n  - "<<": {}\n    images: [a:1]\n'), 'in.yaml:8:5: error: document 1: spec.cacheSpec[0]["<<"]: unknown field "<<" (known fields: "images", "nodeSelector")'],
+    [
+      'a merge key whose value is not a mapping',
+      fledged('  cacheSpec:\n  - <<: 1\n    images: [a:1]\n'),
+      'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) takes a mapping or a list of mappings, got the number 1',
+    ],
+    [
+      'a mapping that merges itself',
+      fledged('  cacheSpec:\n  - &e {<<: *e, images: [a:1]}\n'),
+      'in.yaml:8:9: error: document 1: spec.cacheSpec[0]: a merge key (<<) includes a mapping that includes this one',
+    ],
+    [
+      'a quoted "<<" is a plain key',
+      fledged('  cacheSpec:\n  - "<<": {}\n    images: [a:1]\n'),
+      'in.yaml:8:5: error: document 1: spec.cacheSpec[0]["<<"]: unknown field "<<" (known fields: "images", "nodeSelector")',
+    ],
     ['a null for a required field', fledged('  cacheSpec:\n'), 'in.yaml:7:13: error: document 1: spec.cacheSpec: must be a list, got null'],
-    ['an undefined alias, at the alias', fledged('  cacheSpec:\n  - images:\n    - *nope\n'), 'in.yaml:9:7: error: document 1: spec.cacheSpec[0].images[0]: undefined alias *nope: no anchor &nope comes before it in this document'],
-    ['an undefined alias as a key', fledged('  cacheSpec:\n  - images: [a:1]\n    *k : x\n'), 'in.yaml:9:5: error: document 1: spec.cacheSpec[0]: undefined alias *k: no anchor &k comes before it in this document'],
+    [
+      'an undefined alias, at the alias',
+      fledged('  cacheSpec:\n  - images:\n    - *nope\n'),
+      'in.yaml:9:7: error: document 1: spec.cacheSpec[0].images[0]: undefined alias *nope: no anchor &nope comes before it in this document',
+    ],
+    [
+      'an undefined alias as a key',
+      fledged('  cacheSpec:\n  - images: [a:1]\n    *k : x\n'),
+      'in.yaml:9:5: error: document 1: spec.cacheSpec[0]: undefined alias *k: no anchor &k comes before it in this document',
+    ],
   ])('refuses %s', (_name, text, expected) => {
     expect(read(text).errors).toEqual([expected]);
   });

@@ -35,8 +35,11 @@ describe('pin', () => {
       { file: 'specs/a.yaml', document: 1, line: 11, column: 11, path: 'spec.cacheSpec[0].images[1]' },
       { file: 'specs/a.yaml', document: 1, line: 12, column: 11, path: 'spec.cacheSpec[0].images[2]' },
     ]);
-    const flow = 'kind: ConfigMap\n---\napiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nspec:\n  cacheSpec:\n  - {}\n  - images: [a:1, "b:2"]\n';
-    expect(findImages(flow, 'f.yaml').map((s) => [s.text, s.location.document, s.location.line, s.location.column, s.location.path])).toEqual([
+    const flow =
+      'kind: ConfigMap\n---\napiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nspec:\n  cacheSpec:\n  - {}\n  - images: [a:1, "b:2"]\n';
+    expect(
+      findImages(flow, 'f.yaml').map((s) => [s.text, s.location.document, s.location.line, s.location.column, s.location.path]),
+    ).toEqual([
       ['a:1', 2, 8, 14, 'spec.cacheSpec[1].images[0]'],
       ['b:2', 2, 8, 19, 'spec.cacheSpec[1].images[1]'],
     ]);
@@ -73,35 +76,72 @@ describe('pin', () => {
   });
 
   it('marks block scalars and escaped strings as not rewritable and leaves them alone; CRLF lines stay CRLF', () => {
-    const text = 'apiVersion: prewarm.dev/v1alpha1\r\nkind: ImageCache\r\nspec:\r\n  cacheSpec:\r\n    - images:\r\n        - redis:7\r\n        - "a\\x3a1"\r\n        - |-\r\n          b:1\r\n';
+    const text =
+      'apiVersion: prewarm.dev/v1alpha1\r\nkind: ImageCache\r\nspec:\r\n  cacheSpec:\r\n    - images:\r\n        - redis:7\r\n        - "a\\x3a1"\r\n        - |-\r\n          b:1\r\n';
     const sites = findImages(text);
-    expect(sites.map((s) => [s.text, s.literal])).toEqual([['redis:7', true], ['a:1', false], ['b:1', false]]);
-    const digests = new Map([['redis:7', D], ['a:1', D], ['b:1', D]]);
+    expect(sites.map((s) => [s.text, s.literal])).toEqual([
+      ['redis:7', true],
+      ['a:1', false],
+      ['b:1', false],
+    ]);
+    const digests = new Map([
+      ['redis:7', D],
+      ['a:1', D],
+      ['b:1', D],
+    ]);
     expect(applyPins(text, sites, digests)).toBe(text.replace('- redis:7\r\n', `- redis:7@${D}\r\n`));
   });
 
   it('is idempotent: pinned references are not found again', () => {
     const digests = new Map([['redis:7', D]]);
     const once = applyPins(spec, findImages(spec), digests);
-    expect(findImages(once).filter((s) => needsPin(s.text)).map((s) => s.text)).toEqual(['ghcr.io/me/busybox:1.36', 'python:3.12-slim']);
+    expect(
+      findImages(once)
+        .filter((s) => needsPin(s.text))
+        .map((s) => s.text),
+    ).toEqual(['ghcr.io/me/busybox:1.36', 'python:3.12-slim']);
   });
 
   const head = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\n';
   it.each<[string, string, [string, boolean, number, string, ImageSite['alias']][]]>([
-    ['an alias of an image field is pinned with it', `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - images: [&img redis:7, *img]\n`, [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]]],
-    ['a shared images list is found once', `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - images: &common [redis:7]\n  - images: *common\n    nodeSelector: {a: b}\n`, [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]]],
+    [
+      'an alias of an image field is pinned with it',
+      `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - images: [&img redis:7, *img]\n`,
+      [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]],
+    ],
+    [
+      'a shared images list is found once',
+      `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - images: &common [redis:7]\n  - images: *common\n    nodeSelector: {a: b}\n`,
+      [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]],
+    ],
     [
       'an alias of an annotation cannot be pinned',
       `${head}metadata:\n  name: c\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - busybox:1\n    - *img\n`,
-      [['busybox:1', true, 9, 'spec.cacheSpec[0].images[0]', undefined], ['redis:7', false, 10, 'spec.cacheSpec[0].images[1]', { anchor: 'img', anchorLine: 5 }]],
+      [
+        ['busybox:1', true, 9, 'spec.cacheSpec[0].images[0]', undefined],
+        ['redis:7', false, 10, 'spec.cacheSpec[0].images[1]', { anchor: 'img', anchorLine: 5 }],
+      ],
     ],
-    ['helperImage through an alias', `${head}metadata: {name: c, annotations: {h: &h "busybox:1"}}\nspec:\n  helperImage: *h\n  cacheSpec:\n  - images: [redis@${D}]\n`, [['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3 }], [`redis@${D}`, true, 7, 'spec.cacheSpec[0].images[0]', undefined]]],
+    [
+      'helperImage through an alias',
+      `${head}metadata: {name: c, annotations: {h: &h "busybox:1"}}\nspec:\n  helperImage: *h\n  cacheSpec:\n  - images: [redis@${D}]\n`,
+      [
+        ['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3 }],
+        [`redis@${D}`, true, 7, 'spec.cacheSpec[0].images[0]', undefined],
+      ],
+    ],
   ])('%s', (_name, text, expected) => {
     const sites = findImages(text, 'a.yaml');
     expect(sites.map((s) => [s.text, s.literal, s.location.line, s.location.path, s.alias])).toEqual(expected);
     for (const s of sites.filter((x) => x.alias !== undefined)) expect(text.slice(s.start, s.end)).toMatch(/^\*/);
     // Nothing given through an alias is ever rewritten.
-    expect(applyPins(text, sites.filter((x) => x.alias !== undefined), new Map(sites.map((x) => [x.text, D])))).toBe(text);
+    expect(
+      applyPins(
+        text,
+        sites.filter((x) => x.alias !== undefined),
+        new Map(sites.map((x) => [x.text, D])),
+      ),
+    ).toBe(text);
   });
 
   it('keeps Latin-1 characters (read one per byte) around the references it rewrites', () => {

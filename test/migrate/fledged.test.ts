@@ -9,7 +9,11 @@ import { parseFiles } from '../../src/imagecache/parse.js';
 function placement(text: string) {
   const parsed = parseFiles([{ path: 'x.yaml', text }]);
   expect(parsed.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
-  return buildBundle(parsed.caches).bundle.pools.map((p) => ({ key: p.key, images: p.images.map((i) => i.canonical), secrets: p.imagePullSecrets }));
+  return buildBundle(parsed.caches).bundle.pools.map((p) => ({
+    key: p.key,
+    images: p.images.map((i) => i.canonical),
+    secrets: p.imagePullSecrets,
+  }));
 }
 
 describe('migrateText', () => {
@@ -63,25 +67,90 @@ describe('migrateText', () => {
 
 /** Lines joined with `eol`, ending with one. */
 const lines = (eol: string, ...l: string[]) => l.map((x) => x + eol).join('');
-const pw = 'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: pw}   # team cache\nspec:\n  cacheSpec:\n    - images: [redis:7]\n      tolerations: []\n';
+const pw =
+  'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: pw}   # team cache\nspec:\n  cacheSpec:\n    - images: [redis:7]\n      tolerations: []\n';
 
 describe('migrateText: only the spans that change', () => {
   it.each<[string, string, string]>([
     ['a prewarm.dev file: nothing to convert, every byte kept', pw, pw],
     [
       'kube-fledged block style: apiVersion, and tolerations at the sequence style of the file',
-      lines('\n', 'apiVersion: kubefledged.io/v1alpha2   # was', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images:', '    - redis:7   # cache', '    nodeSelector: {tier: backend}'),
-      lines('\n', 'apiVersion: prewarm.dev/v1alpha1   # was', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images:', '    - redis:7   # cache', '    nodeSelector: {tier: backend}', '    tolerations:', '    - operator: Exists'),
+      lines(
+        '\n',
+        'apiVersion: kubefledged.io/v1alpha2   # was',
+        'kind: ImageCache',
+        'metadata: {name: a}',
+        'spec:',
+        '  cacheSpec:',
+        '  - images:',
+        '    - redis:7   # cache',
+        '    nodeSelector: {tier: backend}',
+      ),
+      lines(
+        '\n',
+        'apiVersion: prewarm.dev/v1alpha1   # was',
+        'kind: ImageCache',
+        'metadata: {name: a}',
+        'spec:',
+        '  cacheSpec:',
+        '  - images:',
+        '    - redis:7   # cache',
+        '    nodeSelector: {tier: backend}',
+        '    tolerations:',
+        '    - operator: Exists',
+      ),
     ],
     [
       'indented sequences get indented tolerations',
-      lines('\n', 'apiVersion: "kubefledged.io/v1alpha2"', 'kind: ImageCache', 'metadata:', '    name: a', 'spec:', '    cacheSpec:', '        -   images:', '                - redis:7'),
-      lines('\n', 'apiVersion: "prewarm.dev/v1alpha1"', 'kind: ImageCache', 'metadata:', '    name: a', 'spec:', '    cacheSpec:', '        -   images:', '                - redis:7', '            tolerations:', '              - operator: Exists'),
+      lines(
+        '\n',
+        'apiVersion: "kubefledged.io/v1alpha2"',
+        'kind: ImageCache',
+        'metadata:',
+        '    name: a',
+        'spec:',
+        '    cacheSpec:',
+        '        -   images:',
+        '                - redis:7',
+      ),
+      lines(
+        '\n',
+        'apiVersion: "prewarm.dev/v1alpha1"',
+        'kind: ImageCache',
+        'metadata:',
+        '    name: a',
+        'spec:',
+        '    cacheSpec:',
+        '        -   images:',
+        '                - redis:7',
+        '            tolerations:',
+        '              - operator: Exists',
+      ),
     ],
     [
       'CRLF lines stay CRLF, added ones too; a BOM stays',
-      '\uFEFF' + lines('\r\n', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images: [redis:7]   # caf\u00e9'),
-      '\uFEFF' + lines('\r\n', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata: {name: a}', 'spec:', '  cacheSpec:', '  - images: [redis:7]   # caf\u00e9', '    tolerations:', '    - operator: Exists'),
+      '\uFEFF' +
+        lines(
+          '\r\n',
+          'apiVersion: kubefledged.io/v1alpha2',
+          'kind: ImageCache',
+          'metadata: {name: a}',
+          'spec:',
+          '  cacheSpec:',
+          '  - images: [redis:7]   # caf\u00e9',
+        ),
+      '\uFEFF' +
+        lines(
+          '\r\n',
+          'apiVersion: prewarm.dev/v1alpha1',
+          'kind: ImageCache',
+          'metadata: {name: a}',
+          'spec:',
+          '  cacheSpec:',
+          '  - images: [redis:7]   # caf\u00e9',
+          '    tolerations:',
+          '    - operator: Exists',
+        ),
     ],
     [
       'no final newline',
@@ -100,13 +169,89 @@ describe('migrateText: only the spans that change', () => {
     ],
     [
       'indented JSON keeps its indentation',
-      lines('\n', '{', '  "apiVersion": "kubefledged.io/v1alpha2",', '  "kind": "ImageCache",', '  "metadata": {', '    "uid": "u-1",', '    "resourceVersion": "9",', '    "name": "a"', '  },', '  "spec": {', '    "cacheSpec": [', '      {', '        "images": ["redis:7"]', '      }', '    ]', '  }', '}'),
-      lines('\n', '{', '  "apiVersion": "prewarm.dev/v1alpha1",', '  "kind": "ImageCache",', '  "metadata": {', '    "name": "a"', '  },', '  "spec": {', '    "cacheSpec": [', '      {', '        "images": ["redis:7"], "tolerations": [{"operator":"Exists"}]', '      }', '    ]', '  }', '}'),
+      lines(
+        '\n',
+        '{',
+        '  "apiVersion": "kubefledged.io/v1alpha2",',
+        '  "kind": "ImageCache",',
+        '  "metadata": {',
+        '    "uid": "u-1",',
+        '    "resourceVersion": "9",',
+        '    "name": "a"',
+        '  },',
+        '  "spec": {',
+        '    "cacheSpec": [',
+        '      {',
+        '        "images": ["redis:7"]',
+        '      }',
+        '    ]',
+        '  }',
+        '}',
+      ),
+      lines(
+        '\n',
+        '{',
+        '  "apiVersion": "prewarm.dev/v1alpha1",',
+        '  "kind": "ImageCache",',
+        '  "metadata": {',
+        '    "name": "a"',
+        '  },',
+        '  "spec": {',
+        '    "cacheSpec": [',
+        '      {',
+        '        "images": ["redis:7"], "tolerations": [{"operator":"Exists"}]',
+        '      }',
+        '    ]',
+        '  }',
+        '}',
+      ),
     ],
     [
       'cluster-only fields and kube-fledged annotations go, with their lines and comments; other annotations stay',
-      lines('\n', 'apiVersion: kubefledged.io/v1alpha2', 'kind: ImageCache', 'metadata:', '  name: a', '  uid: 1234   # from kubectl get', '  creationTimestamp: "2024-01-01T00:00:00Z"', '  managedFields:', '  - manager: kubectl', '    operation: Update', '  annotations:', '    kubefledged.io/refresh-imagecache: refresh', '    team: ml   # kept', '  labels: {app: x}', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations: [{operator: Exists}]', 'status:', '  status: Succeeded', '  failures:', '    x: [1]', '---', 'kind: ConfigMap   # untouched', 'metadata: {name: c, uid: 1}'),
-      lines('\n', 'apiVersion: prewarm.dev/v1alpha1', 'kind: ImageCache', 'metadata:', '  name: a', '  annotations:', '    team: ml   # kept', '  labels: {app: x}', 'spec:', '  cacheSpec:', '  - images: [redis:7]', '    tolerations: [{operator: Exists}]', '---', 'kind: ConfigMap   # untouched', 'metadata: {name: c, uid: 1}'),
+      lines(
+        '\n',
+        'apiVersion: kubefledged.io/v1alpha2',
+        'kind: ImageCache',
+        'metadata:',
+        '  name: a',
+        '  uid: 1234   # from kubectl get',
+        '  creationTimestamp: "2024-01-01T00:00:00Z"',
+        '  managedFields:',
+        '  - manager: kubectl',
+        '    operation: Update',
+        '  annotations:',
+        '    kubefledged.io/refresh-imagecache: refresh',
+        '    team: ml   # kept',
+        '  labels: {app: x}',
+        'spec:',
+        '  cacheSpec:',
+        '  - images: [redis:7]',
+        '    tolerations: [{operator: Exists}]',
+        'status:',
+        '  status: Succeeded',
+        '  failures:',
+        '    x: [1]',
+        '---',
+        'kind: ConfigMap   # untouched',
+        'metadata: {name: c, uid: 1}',
+      ),
+      lines(
+        '\n',
+        'apiVersion: prewarm.dev/v1alpha1',
+        'kind: ImageCache',
+        'metadata:',
+        '  name: a',
+        '  annotations:',
+        '    team: ml   # kept',
+        '  labels: {app: x}',
+        'spec:',
+        '  cacheSpec:',
+        '  - images: [redis:7]',
+        '    tolerations: [{operator: Exists}]',
+        '---',
+        'kind: ConfigMap   # untouched',
+        'metadata: {name: c, uid: 1}',
+      ),
     ],
     [
       'annotations left empty go, in flow style; leading flow pairs go with their commas',
@@ -130,7 +275,8 @@ describe('migrateText: only the spans that change', () => {
   });
 
   it('refuses a layout it cannot edit in place, naming the document', () => {
-    const source = 'kind: ConfigMap\n---\napiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n? status\n: {status: x}\n';
+    const source =
+      'kind: ConfigMap\n---\napiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: a}\nspec: {cacheSpec: [{images: [redis:7], tolerations: []}]}\n? status\n: {status: x}\n';
     expect(() => migrateText(source)).toThrow(new InPlaceError(2, 'cannot remove status: it shares its line with other syntax'));
   });
 });
@@ -150,7 +296,10 @@ describe('migrateObjects', () => {
       apiVersion: 'prewarm.dev/v1alpha1',
       kind: 'ImageCache',
       metadata: { name: 'a', namespace: 'a' },
-      spec: { cacheSpec: [{ images: ['nginx:1'], nodeSelector: { tier: 'web' }, tolerations: [{ operator: 'Exists' }] }], imagePullSecrets: [{ name: 's' }] },
+      spec: {
+        cacheSpec: [{ images: ['nginx:1'], nodeSelector: { tier: 'web' }, tolerations: [{ operator: 'Exists' }] }],
+        imagePullSecrets: [{ name: 's' }],
+      },
     });
   });
 
@@ -159,7 +308,10 @@ describe('migrateObjects', () => {
       "import { migrateObjects } from './src/migrate/fledged.ts';" +
       "const yaml = migrateObjects(['t', 'z', 's'].map((name) => ({ metadata: { name, namespace: 'ns' }, spec: { cacheSpec: [{ images: ['redis:7'] }] } })));" +
       'console.log(JSON.stringify([...yaml.matchAll(/^  name: (\\w+)$/gm)].map((m) => m[1])));';
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, LC_ALL: 'et_EE.UTF-8' }, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      env: { ...process.env, LC_ALL: 'et_EE.UTF-8' },
+      encoding: 'utf8',
+    });
     expect(JSON.parse(out)).toEqual(['s', 't', 'z']);
   }, 60_000);
 });

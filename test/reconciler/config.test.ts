@@ -29,22 +29,46 @@ describe('configFromEnv', () => {
     });
   });
   it('reads every variable', () => {
-    const c = configFromEnv({ ...base, [ENV.gateTaintKey]: 'prewarm.dev/warming', [ENV.deadlineSeconds]: '30', [ENV.refreshSeconds]: '3600', [ENV.metricsPort]: '0', [ENV.podIP]: '10.0.0.5' });
-    expect(c).toMatchObject({ gateTaintKey: 'prewarm.dev/warming', deadlineSeconds: 30, refreshSeconds: 3600, metricsPort: 0, metricsHost: '10.0.0.5' });
+    const c = configFromEnv({
+      ...base,
+      [ENV.gateTaintKey]: 'prewarm.dev/warming',
+      [ENV.deadlineSeconds]: '30',
+      [ENV.refreshSeconds]: '3600',
+      [ENV.metricsPort]: '0',
+      [ENV.podIP]: '10.0.0.5',
+    });
+    expect(c).toMatchObject({
+      gateTaintKey: 'prewarm.dev/warming',
+      deadlineSeconds: 30,
+      refreshSeconds: 3600,
+      metricsPort: 0,
+      metricsHost: '10.0.0.5',
+    });
   });
   it('accepts every gate deadline and refresh interval the spec accepts, and the spec refuses the rest', () => {
     const spec = (deadline: string, interval: string): string =>
       `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec: [{images: [redis:7]}]\n  gate: {deadline: ${deadline}}\n  refresh: {interval: ${interval}}\n`;
-    for (const [deadline, interval] of [['1s', '0s'], ['24h', '720h']] as const) {
+    for (const [deadline, interval] of [
+      ['1s', '0s'],
+      ['24h', '720h'],
+    ] as const) {
       const r = parseFiles([{ path: 'in.yaml', text: spec(deadline, interval) }]);
       expect(r.diagnostics).toEqual([]);
       const s = r.caches[0]?.settings;
-      const c = configFromEnv({ ...base, [ENV.deadlineSeconds]: String(s?.gate?.deadlineSeconds), [ENV.refreshSeconds]: String(s?.refreshSeconds) });
+      const c = configFromEnv({
+        ...base,
+        [ENV.deadlineSeconds]: String(s?.gate?.deadlineSeconds),
+        [ENV.refreshSeconds]: String(s?.refreshSeconds),
+      });
       expect([c.deadlineSeconds, c.refreshSeconds]).toEqual([s?.gate?.deadlineSeconds, s?.refreshSeconds]);
     }
     expect(parseFiles([{ path: 'in.yaml', text: spec('0s', '0s') }]).caches).toEqual([]);
-    expect(() => configFromEnv({ ...base, [ENV.deadlineSeconds]: String(LIMITS.deadlineSeconds.max + 1) })).toThrow('must be an integer between 0 and 86400');
-    expect(() => configFromEnv({ ...base, [ENV.refreshSeconds]: String(LIMITS.refreshSeconds.max + 1) })).toThrow('must be an integer between 0 and 2592000');
+    expect(() => configFromEnv({ ...base, [ENV.deadlineSeconds]: String(LIMITS.deadlineSeconds.max + 1) })).toThrow(
+      'must be an integer between 0 and 86400',
+    );
+    expect(() => configFromEnv({ ...base, [ENV.refreshSeconds]: String(LIMITS.refreshSeconds.max + 1) })).toThrow(
+      'must be an integer between 0 and 2592000',
+    );
   });
   it.each([
     [{ [ENV.nodeName]: '' }, 'environment variable PREWARM_NODE_NAME is required'],

@@ -29,10 +29,20 @@ afterEach(async () => {
 
 /** Pool gpu on node-a: node Ready at 10 s, the gate and another taint on it; the clock at `now`. */
 function setup(
-  over: { pools?: ReturnType<typeof pools>; registry?: Registry; restarter?: Restarter; refreshSeconds?: number; now?: number; opts?: Partial<ControllerOptions> } = {},
+  over: {
+    pools?: ReturnType<typeof pools>;
+    registry?: Registry;
+    restarter?: Restarter;
+    refreshSeconds?: number;
+    now?: number;
+    opts?: Partial<ControllerOptions>;
+  } = {},
 ) {
   const clock = new FakeClock(over.now ?? at(60));
-  const kube = new FakeKube(pod(IMAGES, [st.creating('c1'), st.creating('c2')]), node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }));
+  const kube = new FakeKube(
+    pod(IMAGES, [st.creating('c1'), st.creating('c2')]),
+    node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }),
+  );
   const log = logger();
   const metrics = new Metrics();
   const ctl = new Controller(

@@ -38,14 +38,29 @@ export function pool(
 ): PoolEntry {
   const { nodeSelector = {}, tolerations = [], ...rest } = over;
   const gateTaintKey = rest.gateTaintKey ?? DEFAULT_GATE_TAINT_KEY;
-  return { id, namespace: 'prewarm', nodeLabelKey: `prewarm.dev/${id}`, gateTaintKey, ...rest, placement: placementOf(nodeSelector, tolerations, gateTaintKey) };
+  return {
+    id,
+    namespace: 'prewarm',
+    nodeLabelKey: `prewarm.dev/${id}`,
+    gateTaintKey,
+    ...rest,
+    placement: placementOf(nodeSelector, tolerations, gateTaintKey),
+  };
 }
 
 export const pools = (...p: PoolEntry[]): PoolsFile => ({ pools: p });
 
 export const gate: KTaint = { key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' };
 
-export function node(over: { labels?: Record<string, string>; annotations?: Record<string, string>; taints?: KTaint[]; readyAt?: number | null; createdAt?: number } = {}): KNode {
+export function node(
+  over: {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    taints?: KTaint[];
+    readyAt?: number | null;
+    createdAt?: number;
+  } = {},
+): KNode {
   const readyAt = over.readyAt === undefined ? 10 : over.readyAt;
   return {
     metadata: {
@@ -57,7 +72,12 @@ export function node(over: { labels?: Record<string, string>; annotations?: Reco
       ...(over.annotations ? { annotations: over.annotations } : {}),
     },
     spec: { ...(over.taints ? { taints: over.taints } : {}) },
-    status: { conditions: readyAt === null ? [{ type: 'Ready', status: 'False', lastTransitionTime: iso(0) }] : [{ type: 'Ready', status: 'True', lastTransitionTime: iso(readyAt) }] },
+    status: {
+      conditions:
+        readyAt === null
+          ? [{ type: 'Ready', status: 'False', lastTransitionTime: iso(0) }]
+          : [{ type: 'Ready', status: 'True', lastTransitionTime: iso(readyAt) }],
+    },
   };
 }
 
@@ -65,9 +85,18 @@ export const digest = (c: string): string => `sha256:${c.repeat(64).slice(0, 64)
 
 /** Container status shorthands. */
 export const st = {
-  running: (name: string, image: string, at = 30, d = 'a'): KContainerStatus => ({ name, image, imageID: `${image.split(':')[0]}@${digest(d)}`, state: { running: { startedAt: iso(at) } } }),
+  running: (name: string, image: string, at = 30, d = 'a'): KContainerStatus => ({
+    name,
+    image,
+    imageID: `${image.split(':')[0]}@${digest(d)}`,
+    state: { running: { startedAt: iso(at) } },
+  }),
   creating: (name: string): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
-  waiting: (name: string, reason: string, message = `${reason} happened`): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason, message } } }),
+  waiting: (name: string, reason: string, message = `${reason} happened`): KContainerStatus => ({
+    name,
+    imageID: '',
+    state: { waiting: { reason, message } },
+  }),
   crashed: (name: string, image: string, at = 40): KContainerStatus => ({
     name,
     image,
@@ -75,11 +104,19 @@ export const st = {
     state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } },
     lastState: { terminated: { exitCode: 1, startedAt: iso(at), finishedAt: iso(at + 1) } },
   }),
-  terminated: (name: string, at = 50): KContainerStatus => ({ name, imageID: '', state: { terminated: { exitCode: 0, startedAt: iso(at) } } }),
+  terminated: (name: string, at = 50): KContainerStatus => ({
+    name,
+    imageID: '',
+    state: { terminated: { exitCode: 0, startedAt: iso(at) } },
+  }),
 };
 
 /** A pull pod with images i1..iN (containers c1..cN), the sidecar, and the given statuses. */
-export function pod(images: string[], statuses: KContainerStatus[], over: { createdAt?: number; deleting?: boolean; initStatuses?: KContainerStatus[] } = {}): KPod {
+export function pod(
+  images: string[],
+  statuses: KContainerStatus[],
+  over: { createdAt?: number; deleting?: boolean; initStatuses?: KContainerStatus[] } = {},
+): KPod {
   return {
     metadata: {
       name: 'pull-a-xyz',
@@ -90,7 +127,10 @@ export function pod(images: string[], statuses: KContainerStatus[], over: { crea
     },
     spec: {
       nodeName: 'node-a',
-      initContainers: [{ name: 'prewarm-init', image: 'reg/busybox:1' }, { name: SIDECAR, image: 'reg/prewarm:1', restartPolicy: 'Always' }],
+      initContainers: [
+        { name: 'prewarm-init', image: 'reg/busybox:1' },
+        { name: SIDECAR, image: 'reg/prewarm:1', restartPolicy: 'Always' },
+      ],
       containers: images.map((image, i) => ({ name: `c${i + 1}`, image, imagePullPolicy: 'Always' })),
     },
     status: {

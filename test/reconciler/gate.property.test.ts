@@ -8,11 +8,20 @@ describe('gate properties', () => {
   it('never keeps the gate past the absolute bound, whatever the pools report', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ state: fc.constantFrom(undefined, 'warm', 'partial', 'junk'), deadline: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined }) }), { maxLength: 5 }),
+        fc.array(
+          fc.record({
+            state: fc.constantFrom(undefined, 'warm', 'partial', 'junk'),
+            deadline: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined }),
+          }),
+          { maxLength: 5 },
+        ),
         fc.constantFrom('warming' as const, 'warm' as const, 'partial' as const),
         fc.integer({ min: 0, max: 20_000 }),
         (others, own, now) => {
-          const ps = pools(pool('gpu'), ...others.map((o, i) => pool(`p${i}`, o.deadline !== undefined ? { deadlineSeconds: o.deadline } : {})));
+          const ps = pools(
+            pool('gpu'),
+            ...others.map((o, i) => pool(`p${i}`, o.deadline !== undefined ? { deadlineSeconds: o.deadline } : {})),
+          );
           const labels = Object.fromEntries(others.flatMap((o, i) => (o.state ? [[`prewarm.dev/p${i}`, o.state]] : [])));
           const n = node({ labels, taints: [gate] });
           const g = decideGate(n, ps, config(), own, T0 + now * 1000);

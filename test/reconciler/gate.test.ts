@@ -11,20 +11,134 @@ import { IMAGES, at, config, gate, node, observed as obs, pod, pool, pools, st }
 
 describe('decideGate', () => {
   const c = config();
-  const cases: { name: string; node: KNode; pools: ReturnType<typeof pools>; own: 'warming' | 'warm' | 'partial'; now: number; remove: boolean; outcome?: string; waiting?: string[]; forceAt?: number }[] = [
-    { name: 'only pool warm → open', node: node({ taints: [gate] }), pools: pools(pool('gpu')), own: 'warm', now: at(60), remove: true, outcome: GateOutcome.Ready, waiting: [] },
-    { name: 'only pool partial → open', node: node({ taints: [gate] }), pools: pools(pool('gpu')), own: 'partial', now: at(60), remove: true, outcome: GateOutcome.Ready },
-    { name: 'own still warming → wait for the absolute bound', node: node({ taints: [gate] }), pools: pools(pool('gpu')), own: 'warming', now: at(60), remove: false, waiting: ['gpu'], forceAt: at(600 + ABSOLUTE_GRACE_SECONDS) },
-    { name: 'another selecting pool has no label yet → wait', node: node({ taints: [gate] }), pools: pools(pool('gpu'), pool('base')), own: 'warm', now: at(60), remove: false, waiting: ['base'] },
-    { name: 'other pool partial → open', node: node({ taints: [gate], labels: { 'prewarm.dev/base': 'partial' } }), pools: pools(pool('gpu'), pool('base')), own: 'warm', now: at(60), remove: true, outcome: GateOutcome.Ready },
-    { name: 'other pool does not select the node (selector) → ignored', node: node({ taints: [gate] }), pools: pools(pool('gpu'), pool('arm', { nodeSelector: { arch: 'arm64' } })), own: 'warm', now: at(60), remove: true },
-    { name: 'a passing not-ready:NoSchedule keeps no pool from gating (it gets its pod once the node is Ready) → wait', node: node({ taints: [gate, { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }] }), pools: pools(pool('gpu'), pool('base')), own: 'warm', now: at(60), remove: false, waiting: ['base'] },
-    { name: 'other pool does not tolerate a taint on the node → ignored', node: node({ taints: [gate, { key: 'dedicated', effect: 'NoSchedule' }] }), pools: pools(pool('gpu', { tolerations: [{ operator: 'Exists' }] }), pool('base')), own: 'warm', now: at(60), remove: true },
-    { name: 'other pool gates another key → ignored', node: node({ taints: [gate] }), pools: pools(pool('gpu'), pool('x', { gateTaintKey: 'other/key' })), own: 'warm', now: at(60), remove: true },
-    { name: 'non-gating pool → ignored', node: node({ taints: [gate] }), pools: pools(pool('gpu'), pool('x', { gateTaintKey: '' })), own: 'warm', now: at(60), remove: true },
-    { name: 'a pool whose pod never starts: forced open at the absolute bound', node: node({ taints: [gate] }), pools: pools(pool('gpu'), pool('base')), own: 'warm', now: at(1200), remove: true, outcome: GateOutcome.Forced, waiting: ['base'] },
-    { name: 'the absolute bound uses the longest deadline of the gating pools', node: node({ taints: [gate] }), pools: pools(pool('gpu'), pool('base', { deadlineSeconds: 1800 })), own: 'warm', now: at(1200), remove: false, forceAt: at(1800 + ABSOLUTE_GRACE_SECONDS) },
-    { name: 'the absolute bound counts from node creation even if Ready moved', node: node({ taints: [gate], readyAt: 5000 }), pools: pools(pool('gpu')), own: 'warming', now: at(1200), remove: true, outcome: GateOutcome.Forced, waiting: ['gpu'] },
+  const cases: {
+    name: string;
+    node: KNode;
+    pools: ReturnType<typeof pools>;
+    own: 'warming' | 'warm' | 'partial';
+    now: number;
+    remove: boolean;
+    outcome?: string;
+    waiting?: string[];
+    forceAt?: number;
+  }[] = [
+    {
+      name: 'only pool warm → open',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu')),
+      own: 'warm',
+      now: at(60),
+      remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
+    },
+    {
+      name: 'only pool partial → open',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu')),
+      own: 'partial',
+      now: at(60),
+      remove: true,
+      outcome: GateOutcome.Ready,
+    },
+    {
+      name: 'own still warming → wait for the absolute bound',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu')),
+      own: 'warming',
+      now: at(60),
+      remove: false,
+      waiting: ['gpu'],
+      forceAt: at(600 + ABSOLUTE_GRACE_SECONDS),
+    },
+    {
+      name: 'another selecting pool has no label yet → wait',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu'), pool('base')),
+      own: 'warm',
+      now: at(60),
+      remove: false,
+      waiting: ['base'],
+    },
+    {
+      name: 'other pool partial → open',
+      node: node({ taints: [gate], labels: { 'prewarm.dev/base': 'partial' } }),
+      pools: pools(pool('gpu'), pool('base')),
+      own: 'warm',
+      now: at(60),
+      remove: true,
+      outcome: GateOutcome.Ready,
+    },
+    {
+      name: 'other pool does not select the node (selector) → ignored',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu'), pool('arm', { nodeSelector: { arch: 'arm64' } })),
+      own: 'warm',
+      now: at(60),
+      remove: true,
+    },
+    {
+      name: 'a passing not-ready:NoSchedule keeps no pool from gating (it gets its pod once the node is Ready) → wait',
+      node: node({ taints: [gate, { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }] }),
+      pools: pools(pool('gpu'), pool('base')),
+      own: 'warm',
+      now: at(60),
+      remove: false,
+      waiting: ['base'],
+    },
+    {
+      name: 'other pool does not tolerate a taint on the node → ignored',
+      node: node({ taints: [gate, { key: 'dedicated', effect: 'NoSchedule' }] }),
+      pools: pools(pool('gpu', { tolerations: [{ operator: 'Exists' }] }), pool('base')),
+      own: 'warm',
+      now: at(60),
+      remove: true,
+    },
+    {
+      name: 'other pool gates another key → ignored',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu'), pool('x', { gateTaintKey: 'other/key' })),
+      own: 'warm',
+      now: at(60),
+      remove: true,
+    },
+    {
+      name: 'non-gating pool → ignored',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu'), pool('x', { gateTaintKey: '' })),
+      own: 'warm',
+      now: at(60),
+      remove: true,
+    },
+    {
+      name: 'a pool whose pod never starts: forced open at the absolute bound',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu'), pool('base')),
+      own: 'warm',
+      now: at(1200),
+      remove: true,
+      outcome: GateOutcome.Forced,
+      waiting: ['base'],
+    },
+    {
+      name: 'the absolute bound uses the longest deadline of the gating pools',
+      node: node({ taints: [gate] }),
+      pools: pools(pool('gpu'), pool('base', { deadlineSeconds: 1800 })),
+      own: 'warm',
+      now: at(1200),
+      remove: false,
+      forceAt: at(1800 + ABSOLUTE_GRACE_SECONDS),
+    },
+    {
+      name: 'the absolute bound counts from node creation even if Ready moved',
+      node: node({ taints: [gate], readyAt: 5000 }),
+      pools: pools(pool('gpu')),
+      own: 'warming',
+      now: at(1200),
+      remove: true,
+      outcome: GateOutcome.Forced,
+      waiting: ['gpu'],
+    },
   ];
   it.each(cases)('$name', (tc) => {
     const g = decideGate(tc.node, tc.pools, c, tc.own, tc.now);
@@ -35,15 +149,23 @@ describe('decideGate', () => {
   });
 
   it('does nothing when the pool does not gate or the taint is gone', () => {
-    expect(decideGate(node({ taints: [gate] }), pools(pool('gpu')), config({ gateTaintKey: '' }), 'warm', at(60))).toEqual({ waitingFor: [] });
+    expect(decideGate(node({ taints: [gate] }), pools(pool('gpu')), config({ gateTaintKey: '' }), 'warm', at(60))).toEqual({
+      waitingFor: [],
+    });
     expect(decideGate(node({ taints: [] }), pools(pool('gpu')), c, 'warm', at(60))).toEqual({ waitingFor: [] });
   });
 });
 
 describe('events and timers', () => {
   it('merges the gate note into the pool transition Event: one Event per reconcile', () => {
-    const ev = mergeEvents([{ reason: EventReason.Warm, message: 'pool gpu: warm' }], { removeTaintKey: 'k', outcome: GateOutcome.Ready, waitingFor: [] });
-    expect(ev).toEqual([{ reason: EventReason.Warm, message: 'pool gpu: warm; removed gate taint k: every pool selecting the node is warm or partial' }]);
+    const ev = mergeEvents([{ reason: EventReason.Warm, message: 'pool gpu: warm' }], {
+      removeTaintKey: 'k',
+      outcome: GateOutcome.Ready,
+      waitingFor: [],
+    });
+    expect(ev).toEqual([
+      { reason: EventReason.Warm, message: 'pool gpu: warm; removed gate taint k: every pool selecting the node is warm or partial' },
+    ]);
     expect(mergeEvents([], { removeTaintKey: 'k', outcome: GateOutcome.Forced, waitingFor: ['base'] })).toEqual([
       { reason: EventReason.GateForcedOpen, message: 'removed gate taint k at the absolute bound; pools not ready: base' },
     ]);

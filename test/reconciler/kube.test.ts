@@ -34,7 +34,15 @@ describe('podOf', () => {
       spec: {
         nodeName: 'n1',
         serviceAccountName: 'prewarm-reconciler',
-        containers: [{ name: 'c0', image: 'redis:7', imagePullPolicy: 'IfNotPresent', command: ['/prewarm/busybox', 'sleep', 'infinity'], resources: { limits: { cpu: '10m' } } }],
+        containers: [
+          {
+            name: 'c0',
+            image: 'redis:7',
+            imagePullPolicy: 'IfNotPresent',
+            command: ['/prewarm/busybox', 'sleep', 'infinity'],
+            resources: { limits: { cpu: '10m' } },
+          },
+        ],
         initContainers: [{ name: 'helper', image: 'busybox:1.36.1-musl', restartPolicy: 'Always', volumeMounts: [] }],
       },
       status: {
@@ -42,12 +50,42 @@ describe('podOf', () => {
         startTime: '2026-12-03T09:59:01Z',
         conditions: [{ type: 'Ready', status: 'True' }],
         hostIP: '10.250.0.2',
-        containerStatuses: [{ name: 'c0', image: 'docker.io/library/redis:7', imageID: 'docker.io/library/redis@sha256:ab', containerID: 'containerd://1', restartCount: 0, started: true, ready: true, state: running, lastState: {}, volumeMounts: [] }],
-        initContainerStatuses: [{ name: 'helper', image: 'busybox', imageID: '', restartCount: 1, state: { terminated: { exitCode: 0, reason: 'Completed' } }, allocatedResources: {} }],
+        containerStatuses: [
+          {
+            name: 'c0',
+            image: 'docker.io/library/redis:7',
+            imageID: 'docker.io/library/redis@sha256:ab',
+            containerID: 'containerd://1',
+            restartCount: 0,
+            started: true,
+            ready: true,
+            state: running,
+            lastState: {},
+            volumeMounts: [],
+          },
+        ],
+        initContainerStatuses: [
+          {
+            name: 'helper',
+            image: 'busybox',
+            imageID: '',
+            restartCount: 1,
+            state: { terminated: { exitCode: 0, reason: 'Completed' } },
+            allocatedResources: {},
+          },
+        ],
       },
     };
     expect(podOf(raw)).toStrictEqual({
-      metadata: { name: 'pull-a', namespace: 'prewarm', uid: 'u1', resourceVersion: '42', creationTimestamp: '2026-12-03T09:59:00Z', labels: { app: 'prewarm' }, annotations: { a: 'b' } },
+      metadata: {
+        name: 'pull-a',
+        namespace: 'prewarm',
+        uid: 'u1',
+        resourceVersion: '42',
+        creationTimestamp: '2026-12-03T09:59:00Z',
+        labels: { app: 'prewarm' },
+        annotations: { a: 'b' },
+      },
       spec: {
         nodeName: 'n1',
         containers: [{ name: 'c0', image: 'redis:7', imagePullPolicy: 'IfNotPresent' }],
@@ -56,8 +94,21 @@ describe('podOf', () => {
       status: {
         phase: 'Running',
         startTime: '2026-12-03T09:59:01Z',
-        containerStatuses: [{ name: 'c0', image: 'docker.io/library/redis:7', imageID: 'docker.io/library/redis@sha256:ab', containerID: 'containerd://1', restartCount: 0, started: true, state: running, lastState: {} }],
-        initContainerStatuses: [{ name: 'helper', image: 'busybox', imageID: '', restartCount: 1, state: { terminated: { exitCode: 0, reason: 'Completed' } } }],
+        containerStatuses: [
+          {
+            name: 'c0',
+            image: 'docker.io/library/redis:7',
+            imageID: 'docker.io/library/redis@sha256:ab',
+            containerID: 'containerd://1',
+            restartCount: 0,
+            started: true,
+            state: running,
+            lastState: {},
+          },
+        ],
+        initContainerStatuses: [
+          { name: 'helper', image: 'busybox', imageID: '', restartCount: 1, state: { terminated: { exitCode: 0, reason: 'Completed' } } },
+        ],
       },
     });
   });
@@ -81,7 +132,10 @@ describe('the apiserver adapters over HTTP', () => {
   });
 
   async function serve() {
-    const api = await new FakeApiserver(pod(IMAGES, [st.creating('c1'), st.creating('c2')]), node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] })).start();
+    const api = await new FakeApiserver(
+      pod(IMAGES, [st.creating('c1'), st.creating('c2')]),
+      node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }),
+    ).start();
     const http = new KubeHttp({ server: api.url });
     close = async () => {
       http.close();
@@ -134,7 +188,9 @@ describe('the apiserver adapters over HTTP', () => {
     const stop = new AbortController();
     const watch = pods.watch('7', (e) => (got.push(e), delivered()), stop.signal);
     await api.watching();
-    expect(api.requests.at(-1)?.path).toBe('/api/v1/namespaces/prewarm/pods?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=290');
+    expect(api.requests.at(-1)?.path).toBe(
+      '/api/v1/namespaces/prewarm/pods?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=290',
+    );
     const arrived = new Promise<void>((resolve) => (delivered = resolve));
     api.setPod(pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]));
     await arrived;

@@ -11,8 +11,21 @@ describe('classifyContainer', () => {
     ['crash after pull (CrashLoopBackOff with lastState)', st.crashed('c1', 'reg/a:1'), 'present'],
     ['CreateContainerConfigError comes after the pull', st.waiting('c1', 'CreateContainerConfigError'), 'present'],
     ['CreateContainerError comes after the pull', st.waiting('c1', 'CreateContainerError'), 'present'],
-    ['imageID set while waiting', { name: 'c1', imageID: `reg/a@${digest('e')}`, state: { waiting: { reason: 'ContainerCreating' } } }, 'present'],
-    ['back-off re-pull after it ran once', { name: 'c1', imageID: '', state: { waiting: { reason: 'ImagePullBackOff' } }, lastState: { terminated: { exitCode: 137, startedAt: iso(5) } } }, 'present'],
+    [
+      'imageID set while waiting',
+      { name: 'c1', imageID: `reg/a@${digest('e')}`, state: { waiting: { reason: 'ContainerCreating' } } },
+      'present',
+    ],
+    [
+      'back-off re-pull after it ran once',
+      {
+        name: 'c1',
+        imageID: '',
+        state: { waiting: { reason: 'ImagePullBackOff' } },
+        lastState: { terminated: { exitCode: 137, startedAt: iso(5) } },
+      },
+      'present',
+    ],
     ['ErrImagePull', st.waiting('c1', 'ErrImagePull'), 'failing', 'ErrImagePull'],
     ['ImagePullBackOff', st.waiting('c1', 'ImagePullBackOff'), 'failing', 'ImagePullBackOff'],
     ['InvalidImageName', st.waiting('c1', 'InvalidImageName'), 'failing', 'InvalidImageName'],

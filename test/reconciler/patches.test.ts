@@ -23,7 +23,11 @@ describe('metadata patch', () => {
   it.each([
     ['label only', { label: 'warm' }, { metadata: { labels: { 'prewarm.dev/gpu': 'warm' } } }],
     ['annotation only', { annotation: '{}' }, { metadata: { annotations: { 'status.prewarm.dev/gpu': '{}' } } }],
-    ['removal of both', { label: null, annotation: null }, { metadata: { labels: { 'prewarm.dev/gpu': null }, annotations: { 'status.prewarm.dev/gpu': null } } }],
+    [
+      'removal of both',
+      { label: null, annotation: null },
+      { metadata: { labels: { 'prewarm.dev/gpu': null }, annotations: { 'status.prewarm.dev/gpu': null } } },
+    ],
   ])('sets or removes only our keys: %s', (_name, d, want) => {
     expect(metadataPatch(c, d)).toEqual(want);
   });

@@ -16,24 +16,31 @@ import { SIDECAR, T0, config, digest, gate, iso, node, pod, pool, pools } from '
 const statusArb = (name: string): fc.Arbitrary<KContainerStatus> =>
   fc.oneof(
     fc.constant<KContainerStatus>({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
-    fc.integer({ min: 0, max: 2000 }).map((s): KContainerStatus => ({ name, imageID: `r/x@${digest('a')}`, state: { running: { startedAt: iso(s) } } })),
-    fc.constantFrom('ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'RegistryUnavailable').chain((reason) =>
-      fc.string({ maxLength: 300 }).map((message): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason, message } } })),
-    ),
-    fc.integer({ min: 0, max: 2000 }).map((s): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 1, startedAt: iso(s) } } })),
+    fc
+      .integer({ min: 0, max: 2000 })
+      .map((s): KContainerStatus => ({ name, imageID: `r/x@${digest('a')}`, state: { running: { startedAt: iso(s) } } })),
+    fc
+      .constantFrom('ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'RegistryUnavailable')
+      .chain((reason) =>
+        fc.string({ maxLength: 300 }).map((message): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason, message } } })),
+      ),
+    fc.integer({ min: 0, max: 2000 }).map((s): KContainerStatus => ({
+      name,
+      imageID: '',
+      state: { waiting: { reason: 'CrashLoopBackOff' } },
+      lastState: { terminated: { exitCode: 1, startedAt: iso(s) } },
+    })),
   );
 
-const scenario = fc
-  .integer({ min: 0, max: 30 })
-  .chain((n) =>
-    fc.record({
-      images: fc.constant(Array.from({ length: n }, (_, i) => `registry.example/team/image-number-${i}:v${i}`)),
-      statuses: fc.tuple(...Array.from({ length: n }, (_, i) => statusArb(`c${i + 1}`))),
-      now: fc.integer({ min: 0, max: 3000 }),
-      readyAt: fc.integer({ min: 0, max: 1000 }),
-      otherLabels: fc.dictionary(fc.constantFrom('a', 'kubernetes.io/os', 'prewarm.dev/other'), fc.constantFrom('x', 'warm')),
-    }),
-  );
+const scenario = fc.integer({ min: 0, max: 30 }).chain((n) =>
+  fc.record({
+    images: fc.constant(Array.from({ length: n }, (_, i) => `registry.example/team/image-number-${i}:v${i}`)),
+    statuses: fc.tuple(...Array.from({ length: n }, (_, i) => statusArb(`c${i + 1}`))),
+    now: fc.integer({ min: 0, max: 3000 }),
+    readyAt: fc.integer({ min: 0, max: 1000 }),
+    otherLabels: fc.dictionary(fc.constantFrom('a', 'kubernetes.io/os', 'prewarm.dev/other'), fc.constantFrom('x', 'warm')),
+  }),
+);
 
 function apply(n: KNode, patch: object | undefined): KNode {
   if (!patch) return n;
@@ -46,7 +53,10 @@ function apply(n: KNode, patch: object | undefined): KNode {
     }
     return out;
   };
-  return { ...n, metadata: { ...n.metadata, labels: merge(n.metadata.labels, md.labels), annotations: merge(n.metadata.annotations, md.annotations) } };
+  return {
+    ...n,
+    metadata: { ...n.metadata, labels: merge(n.metadata.labels, md.labels), annotations: merge(n.metadata.annotations, md.annotations) },
+  };
 }
 
 describe('pool decision properties', () => {

@@ -18,7 +18,9 @@ describe('decidePool', () => {
   });
 
   it('marks warm when every image runs, with digests and time-to-warm from node Ready', () => {
-    const d = decidePool(obs({ pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 70, 'b')]), now: at(75) }));
+    const d = decidePool(
+      obs({ pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 70, 'b')]), now: at(75) }),
+    );
     expect(d.state).toBe('warm');
     expect(d.label).toBe('warm');
     expect(d.timeToWarmSeconds).toBe(60);
@@ -36,7 +38,11 @@ describe('decidePool', () => {
 
   it('is a no-op when the node already shows our warm state (restart is idempotent)', () => {
     const first = decidePool(obs({ pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.running('c2', 'reg/b:1')]) }));
-    const n = node({ taints: [], labels: { 'prewarm.dev/gpu': 'warm' }, annotations: { 'status.prewarm.dev/gpu': first.annotation as string } });
+    const n = node({
+      taints: [],
+      labels: { 'prewarm.dev/gpu': 'warm' },
+      annotations: { 'status.prewarm.dev/gpu': first.annotation as string },
+    });
     const again = decidePool(obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.running('c2', 'reg/b:1')]), now: at(5000) }));
     expect(again).toMatchObject({ state: 'warm', events: [] });
     expect(again.label).toBeUndefined();
@@ -49,18 +55,25 @@ describe('decidePool', () => {
     const d = decidePool(obs({ pod: p }));
     expect(d.state).toBe('warming');
     expect(d.label).toBeUndefined();
-    expect(parseAnnotation(d.annotation ?? undefined)?.failing).toEqual([{ image: 'reg/b:1', reason: 'ErrImagePull', message: 'manifest unknown' }]);
+    expect(parseAnnotation(d.annotation ?? undefined)?.failing).toEqual([
+      { image: 'reg/b:1', reason: 'ErrImagePull', message: 'manifest unknown' },
+    ]);
     expect(d.events).toEqual([{ reason: EventReason.ImagePullFailing, message: 'pool gpu: reg/b:1: ErrImagePull (manifest unknown)' }]);
 
     // The kubelet flips to ImagePullBackOff: same failing set, same annotation, no Event.
     const n = node({ taints: [gate], annotations: { 'status.prewarm.dev/gpu': d.annotation as string } });
-    const flip = decidePool(obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.waiting('c2', 'ImagePullBackOff', 'Back-off pulling image')]) }));
+    const flip = decidePool(
+      obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.waiting('c2', 'ImagePullBackOff', 'Back-off pulling image')]) }),
+    );
     expect(flip.annotation).toBeUndefined();
     expect(flip.events).toEqual([]);
   });
 
   it('fails open at the deadline: partial, naming failing and missing images with reasons', () => {
-    const p = pod(['reg/a:1', 'reg/b:1', 'reg/c:1'], [st.running('c1', 'reg/a:1'), st.waiting('c2', 'InvalidImageName', 'bad ref'), st.creating('c3')]);
+    const p = pod(
+      ['reg/a:1', 'reg/b:1', 'reg/c:1'],
+      [st.running('c1', 'reg/a:1'), st.waiting('c2', 'InvalidImageName', 'bad ref'), st.creating('c3')],
+    );
     const d = decidePool(obs({ pod: p, now: at(610) }));
     expect(d.state).toBe('partial');
     expect(d.label).toBe('partial');
@@ -71,7 +84,9 @@ describe('decidePool', () => {
       { image: 'reg/c:1', reason: 'ContainerCreating' },
     ]);
     expect(d.events[0]?.reason).toBe(EventReason.Partial);
-    expect(d.events[0]?.message).toBe('pool gpu: deadline of 600s passed with 2 of 3 images missing: reg/b:1: InvalidImageName (bad ref); reg/c:1: ContainerCreating');
+    expect(d.events[0]?.message).toBe(
+      'pool gpu: deadline of 600s passed with 2 of 3 images missing: reg/b:1: InvalidImageName (bad ref); reg/c:1: ContainerCreating',
+    );
   });
 
   it('does not fail open one millisecond before the deadline', () => {
@@ -90,7 +105,9 @@ describe('decidePool', () => {
 
   it('goes from partial to warm when the last image arrives', () => {
     const n = node({ labels: { 'prewarm.dev/gpu': 'partial' }, annotations: { 'status.prewarm.dev/gpu': ownAnn({ state: 'partial' }) } });
-    const d = decidePool(obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30), st.running('c2', 'reg/b:1', 900)]), now: at(901) }));
+    const d = decidePool(
+      obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30), st.running('c2', 'reg/b:1', 900)]), now: at(901) }),
+    );
     expect(d.label).toBe('warm');
     expect(d.events[0]?.reason).toBe(EventReason.Warm);
     expect(d.timeToWarmSeconds).toBe(890);
@@ -108,12 +125,17 @@ describe('decidePool', () => {
     ['SIGTERM', { terminating: true }],
     ['deletionTimestamp', { pod: pod(IMAGES, [], { deleting: true }) }],
   ])('cleans up its label and annotation on %s', (_n, over) => {
-    const n = node({ labels: { 'prewarm.dev/gpu': 'warm', 'prewarm.dev/other': 'warm' }, annotations: { 'status.prewarm.dev/gpu': ownAnn({ state: 'warm' }) } });
+    const n = node({
+      labels: { 'prewarm.dev/gpu': 'warm', 'prewarm.dev/other': 'warm' },
+      annotations: { 'status.prewarm.dev/gpu': ownAnn({ state: 'warm' }) },
+    });
     const d = decidePool(obs({ node: n, ...over }));
     expect(d.state).toBe('terminating');
     expect(d.label).toBeNull();
     expect(d.annotation).toBeNull();
-    expect(metadataPatch(config(), d)).toEqual({ metadata: { labels: { 'prewarm.dev/gpu': null }, annotations: { 'status.prewarm.dev/gpu': null } } });
+    expect(metadataPatch(config(), d)).toEqual({
+      metadata: { labels: { 'prewarm.dev/gpu': null }, annotations: { 'status.prewarm.dev/gpu': null } },
+    });
   });
 
   it('writes nothing on cleanup when nothing of ours is on the node', () => {
@@ -122,7 +144,9 @@ describe('decidePool', () => {
   });
 
   it('reports an unpullable init container as blocking every image', () => {
-    const p = pod(IMAGES, [st.waiting('c1', 'PodInitializing'), st.waiting('c2', 'PodInitializing')], { initStatuses: [st.waiting('prewarm-init', 'ErrImagePull', 'denied')] });
+    const p = pod(IMAGES, [st.waiting('c1', 'PodInitializing'), st.waiting('c2', 'PodInitializing')], {
+      initStatuses: [st.waiting('prewarm-init', 'ErrImagePull', 'denied')],
+    });
     const d = decidePool(obs({ pod: p, now: at(700) }));
     expect(d.state).toBe('partial');
     expect(parseAnnotation(d.annotation ?? undefined)?.failing?.map((f) => f.image)).toEqual(['reg/a:1', 'reg/b:1', 'reg/busybox:1']);

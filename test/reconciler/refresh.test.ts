@@ -13,7 +13,15 @@ import { SIDECAR, T0, digest, pod, st } from './fixtures.js';
 
 describe('refreshCandidates', () => {
   it('checks only tagged images under imagePullPolicy Always that report a repo digest', () => {
-    const p = pod(['reg/a:1', `reg/b@${digest('b')}`, 'reg/c:1', 'reg/d:1'], [st.running('c1', 'reg/a:1', 1, 'a'), st.running('c2', 'reg/b', 1, 'b'), { ...st.running('c3', 'reg/c:1'), imageID: `sha256:${'c'.repeat(64)}` }, st.creating('c4')]);
+    const p = pod(
+      ['reg/a:1', `reg/b@${digest('b')}`, 'reg/c:1', 'reg/d:1'],
+      [
+        st.running('c1', 'reg/a:1', 1, 'a'),
+        st.running('c2', 'reg/b', 1, 'b'),
+        { ...st.running('c3', 'reg/c:1'), imageID: `sha256:${'c'.repeat(64)}` },
+        st.creating('c4'),
+      ],
+    );
     const { candidates, skipped } = refreshCandidates(p, SIDECAR);
     expect(candidates).toEqual([{ container: 'c1', image: 'reg/a:1', running: digest('a') }]);
     expect(skipped).toEqual(['c3', 'c4']);
@@ -38,7 +46,9 @@ function refresher(current: () => KPod | undefined, over: { registry?: Registry;
   const reported: EventIntent[] = [];
   const warnings: string[] = [];
   const metrics = new Metrics();
-  const registry: Registry = over.registry ?? { digest: (img) => (checked.push(img), Promise.resolve(img === 'reg/b:1' ? digest('f') : digest('a'))) };
+  const registry: Registry = over.registry ?? {
+    digest: (img) => (checked.push(img), Promise.resolve(img === 'reg/b:1' ? digest('f') : digest('a'))),
+  };
   const r = new Refresher(
     {
       registry,
@@ -63,7 +73,12 @@ describe('Refresher', () => {
     const { r, restarted, reported, metrics } = refresher(both);
     await r.once();
     expect(restarted).toEqual(['c2']);
-    expect(reported).toEqual([{ reason: EventReason.TagMoved, message: `pool gpu: reg/b:1 moved from ${digest('b')} to ${digest('f')}; restarted container c2 to pull it` }]);
+    expect(reported).toEqual([
+      {
+        reason: EventReason.TagMoved,
+        message: `pool gpu: reg/b:1 moved from ${digest('b')} to ${digest('f')}; restarted container c2 to pull it`,
+      },
+    ]);
     expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="moved",pool="gpu"} 1');
     expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="unchanged",pool="gpu"} 1');
   });

@@ -48,11 +48,18 @@ describe('OciRegistry against a loopback registry', () => {
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', ...(req.headers.authorization ? { auth: req.headers.authorization } : {}), ...(req.headers.accept ? { accept: req.headers.accept } : {}), ...(req.headers['user-agent'] ? { agent: req.headers['user-agent'] } : {}) });
+      seen.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        ...(req.headers.authorization ? { auth: req.headers.authorization } : {}),
+        ...(req.headers.accept ? { accept: req.headers.accept } : {}),
+        ...(req.headers['user-agent'] ? { agent: req.headers['user-agent'] } : {}),
+      });
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname === '/token') {
         if (req.headers.authorization !== `Basic ${b64('tok:en')}`) return void res.writeHead(401).end();
-        if (url.searchParams.get('scope') !== 'repository:bearer/app:pull' || url.searchParams.get('service') !== 'test-registry') return void res.writeHead(400).end();
+        if (url.searchParams.get('scope') !== 'repository:bearer/app:pull' || url.searchParams.get('service') !== 'test-registry')
+          return void res.writeHead(400).end();
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token: 'T0K', expires_in: 300 }));
       }
       const m = /^\/v2\/(.+)\/manifests\/([^/]+)$/.exec(url.pathname);
@@ -62,7 +69,11 @@ describe('OciRegistry against a loopback registry', () => {
         return void res.writeHead(401, { 'www-authenticate': 'Basic realm="test"' }).end();
       }
       if (repo.startsWith('bearer/') && req.headers.authorization !== 'Bearer T0K') {
-        return void res.writeHead(401, { 'www-authenticate': `Bearer realm="http://${host}/token",service="test-registry",scope="repository:${repo}:pull"` }).end();
+        return void res
+          .writeHead(401, {
+            'www-authenticate': `Bearer realm="http://${host}/token",service="test-registry",scope="repository:${repo}:pull"`,
+          })
+          .end();
       }
       const d = tags[`${repo}:${tag}`];
       if (!d) return void res.writeHead(404).end();

@@ -27,7 +27,9 @@ async function helper(name: string, host: string, user: string, secret: string):
 
 describe('loadRegistryCredentials', () => {
   it('reads auths as docker login writes them (auth base64, or username/password), keys with or without a scheme', async () => {
-    const dir = await configDir({ auths: { 'reg.example:5443': { auth: b64('u:p:with:colons') }, 'https://other.example/': { username: 'o', password: 'q' } } });
+    const dir = await configDir({
+      auths: { 'reg.example:5443': { auth: b64('u:p:with:colons') }, 'https://other.example/': { username: 'o', password: 'q' } },
+    });
     const c = await loadRegistryCredentials(undefined, ['reg.example:5443'], { DOCKER_CONFIG: dir });
     expect(c).toMatchObject({ file: join(dir, 'config.json'), found: true });
     expect(c.keyring.lookup('reg.example:5443', 'team/app')).toEqual({ username: 'u', password: 'p:with:colons' });

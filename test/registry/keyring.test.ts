@@ -10,7 +10,15 @@ const b64 = (s: string): string => Buffer.from(s).toString('base64');
 describe('Keyring', () => {
   it('matches the most specific key, folding Docker Hub aliases and schemes', () => {
     const k = new Keyring();
-    k.add(JSON.stringify({ auths: { 'https://index.docker.io/v1/': { auth: b64('hub:pw') }, 'reg.io': { username: 'u1', password: 'p1' }, 'reg.io/team': { auth: b64('u2:p2') } } }));
+    k.add(
+      JSON.stringify({
+        auths: {
+          'https://index.docker.io/v1/': { auth: b64('hub:pw') },
+          'reg.io': { username: 'u1', password: 'p1' },
+          'reg.io/team': { auth: b64('u2:p2') },
+        },
+      }),
+    );
     expect(k.lookup('docker.io', 'library/nginx')).toEqual({ username: 'hub', password: 'pw' });
     expect(k.lookup('reg.io', 'team/app')).toEqual({ username: 'u2', password: 'p2' });
     expect(k.lookup('reg.io', 'other/app')).toEqual({ username: 'u1', password: 'p1' });

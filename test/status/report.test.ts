@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { watch } from '../../src/cli/commands/status.js';
-import { buildReport, renderTable, type ObservedDaemonSet, type ObservedNode, type ObservedPod, type StatusReport } from '../../src/status/report.js';
+import {
+  buildReport,
+  renderTable,
+  type ObservedDaemonSet,
+  type ObservedNode,
+  type ObservedPod,
+  type StatusReport,
+} from '../../src/status/report.js';
 
 const ds = (pool: string, desired: number): ObservedDaemonSet => ({
   metadata: { name: `prewarm-${pool}`, namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
@@ -9,9 +16,22 @@ const ds = (pool: string, desired: number): ObservedDaemonSet => ({
 const pod = (pool: string, node: string, waiting?: { image: string; reason: string; message?: string }): ObservedPod => ({
   metadata: { namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
   spec: { nodeName: node },
-  status: { containerStatuses: waiting === undefined ? [] : [{ name: 'c', image: waiting.image, state: { waiting: { reason: waiting.reason, ...(waiting.message ? { message: waiting.message } : {}) } } }] },
+  status: {
+    containerStatuses:
+      waiting === undefined
+        ? []
+        : [
+            {
+              name: 'c',
+              image: waiting.image,
+              state: { waiting: { reason: waiting.reason, ...(waiting.message ? { message: waiting.message } : {}) } },
+            },
+          ],
+  },
 });
-const node = (name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): ObservedNode => ({ metadata: { name, labels, annotations } });
+const node = (name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): ObservedNode => ({
+  metadata: { name, labels, annotations },
+});
 const annotation = (a: object) => JSON.stringify({ v: 1, pod: 'p', images: 2, ...a });
 
 describe('buildReport', () => {
@@ -21,7 +41,13 @@ describe('buildReport', () => {
       [pod('gpu', 'n1'), pod('gpu', 'n2'), pod('gpu', 'n3', { image: 'bad:1', reason: 'ErrImagePull', message: 'not found' })],
       [
         node('n1', { 'prewarm.dev/gpu': 'warm' }, { 'status.prewarm.dev/gpu': annotation({ state: 'warm', present: 2, ttwSeconds: 42 }) }),
-        node('n2', { 'prewarm.dev/gpu': 'partial' }, { 'status.prewarm.dev/gpu': annotation({ state: 'partial', present: 1, failing: [{ image: 'x:1', reason: 'ImagePullBackOff' }] }) }),
+        node(
+          'n2',
+          { 'prewarm.dev/gpu': 'partial' },
+          {
+            'status.prewarm.dev/gpu': annotation({ state: 'partial', present: 1, failing: [{ image: 'x:1', reason: 'ImagePullBackOff' }] }),
+          },
+        ),
         node('n3'),
       ],
     );
@@ -41,7 +67,11 @@ describe('buildReport', () => {
   });
 
   it('renders a pool table, and node rows for what needs attention (all of them with wide)', () => {
-    const report = buildReport([ds('gpu', 2)], [pod('gpu', 'n1'), pod('gpu', 'n2')], [node('n1', { 'prewarm.dev/gpu': 'warm' }), node('n2')]);
+    const report = buildReport(
+      [ds('gpu', 2)],
+      [pod('gpu', 'n1'), pod('gpu', 'n2')],
+      [node('n1', { 'prewarm.dev/gpu': 'warm' }), node('n2')],
+    );
     const narrow = renderTable(report, false);
     expect(narrow).toContain('NAMESPACE   POOL   DESIRED   WARM   PARTIAL   COLD');
     expect(narrow).toContain('n2');
@@ -51,13 +81,22 @@ describe('buildReport', () => {
 });
 
 describe('status --watch', () => {
-  const cold: StatusReport = { pools: [{ pool: 'p', namespace: 'ml', daemonSet: 'd', desired: 1, warm: 0, partial: 0, cold: 1, nodes: [] }], allWarm: false };
+  const cold: StatusReport = {
+    pools: [{ pool: 'p', namespace: 'ml', daemonSet: 'd', desired: 1, warm: 0, partial: 0, cold: 1, nodes: [] }],
+    allWarm: false,
+  };
   const warm: StatusReport = { pools: [{ ...cold.pools[0]!, warm: 1, cold: 0 }], allWarm: true };
 
   it('prints plain lines only on change when stdout is not a TTY, and stops once warm', async () => {
     const reads = [cold, cold, cold, warm];
     let out = '';
-    const result = await watch({ read: () => Promise.resolve(reads.shift() ?? warm) }, { output: 'table', interval: 0.01 }, undefined, { stdout: (t) => (out += t), stderr: () => undefined }, false);
+    const result = await watch(
+      { read: () => Promise.resolve(reads.shift() ?? warm) },
+      { output: 'table', interval: 0.01 },
+      undefined,
+      { stdout: (t) => (out += t), stderr: () => undefined },
+      false,
+    );
     expect(result.allWarm).toBe(true);
     expect(out.match(/NAMESPACE/g)).toHaveLength(2);
     expect(out).not.toContain('\u001b[');
@@ -65,7 +104,13 @@ describe('status --watch', () => {
 
   it('redraws in place on a TTY, and gives up at the timeout', async () => {
     let out = '';
-    const result = await watch({ read: () => Promise.resolve(cold) }, { output: 'table', interval: 0.01 }, 50, { stdout: (t) => (out += t), stderr: () => undefined }, true);
+    const result = await watch(
+      { read: () => Promise.resolve(cold) },
+      { output: 'table', interval: 0.01 },
+      50,
+      { stdout: (t) => (out += t), stderr: () => undefined },
+      true,
+    );
     expect(result.allWarm).toBe(false);
     expect(out.startsWith('\u001b[H\u001b[2J')).toBe(true);
   });

@@ -19,12 +19,21 @@ describe('ReconcilerAccess', () => {
   });
 
   it('custom', () => {
-    expect(synth({ namespaces: ['team-b', 'team-a', 'team-b'], serviceAccountName: 'warmer', gateTaintKeys: ['example.com/cold', 'prewarm.dev/warming'], requireNodeClaim: false })).toMatchSnapshot();
+    expect(
+      synth({
+        namespaces: ['team-b', 'team-a', 'team-b'],
+        serviceAccountName: 'warmer',
+        gateTaintKeys: ['example.com/cold', 'prewarm.dev/warming'],
+        requireNodeClaim: false,
+      }),
+    ).toMatchSnapshot();
   });
 
   it('grants exactly the calls the sidecar makes: no wildcards, no secrets, no lists', () => {
     const objs = synth({ namespaces: ['a', 'b'] });
-    const rules = byKind(objs, 'ClusterRole').flatMap((r) => (r as unknown as { rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[] }).rules);
+    const rules = byKind(objs, 'ClusterRole').flatMap(
+      (r) => (r as unknown as { rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[] }).rules,
+    );
     expect(rules).toEqual([
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] },
@@ -40,13 +49,29 @@ describe('ReconcilerAccess', () => {
     const objs = synth({ namespaces: ['b', 'a'] });
     const crb = byKind(objs, 'ClusterRoleBinding');
     expect(crb).toHaveLength(1);
-    expect(crb[0]).toMatchObject({ roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.nodesRole }, subjects: [{ kind: 'ServiceAccount', name: 'prewarm-reconciler', namespace: 'a' }, { kind: 'ServiceAccount', name: 'prewarm-reconciler', namespace: 'b' }] });
+    expect(crb[0]).toMatchObject({
+      roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.nodesRole },
+      subjects: [
+        { kind: 'ServiceAccount', name: 'prewarm-reconciler', namespace: 'a' },
+        { kind: 'ServiceAccount', name: 'prewarm-reconciler', namespace: 'b' },
+      ],
+    });
     const rbs = byKind(objs, 'RoleBinding');
-    expect(rbs.map((r) => `${r.metadata.namespace}/${r.metadata.name}`)).toEqual(['a/prewarm-reconciler', 'b/prewarm-reconciler', 'default/prewarm-reconciler-events']);
+    expect(rbs.map((r) => `${r.metadata.namespace}/${r.metadata.name}`)).toEqual([
+      'a/prewarm-reconciler',
+      'b/prewarm-reconciler',
+      'default/prewarm-reconciler-events',
+    ]);
     for (const rb of rbs.slice(0, 2)) expect(rb).toMatchObject({ roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.podsRole } });
     // Events about Nodes must be in "default": only there may the sidecars create them.
-    expect(rbs[2]).toMatchObject({ roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.eventsRole }, subjects: [{ namespace: 'a' }, { namespace: 'b' }] });
-    expect(byKind(objs, 'ServiceAccount').map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual(['a/prewarm-reconciler', 'b/prewarm-reconciler']);
+    expect(rbs[2]).toMatchObject({
+      roleRef: { kind: 'ClusterRole', name: ACCESS_NAMES.eventsRole },
+      subjects: [{ namespace: 'a' }, { namespace: 'b' }],
+    });
+    expect(byKind(objs, 'ServiceAccount').map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual([
+      'a/prewarm-reconciler',
+      'b/prewarm-reconciler',
+    ]);
   });
 
   it('keeps cluster-scoped objects namespace-less and namespaced ones explicit', () => {
@@ -58,18 +83,33 @@ describe('ReconcilerAccess', () => {
 
   it('admission policy: v1, fail closed, matches only the sidecars, checks node claim, prefixes and taint removal', () => {
     const objs = synth({ namespaces: ['a', 'b'], gateTaintKeys: ['prewarm.dev/warming', 'example.com/cold'] });
-    const [vap] = byKind(objs, 'ValidatingAdmissionPolicy') as unknown as { apiVersion: string; spec: { failurePolicy: string; matchConstraints: unknown; matchConditions: { expression: string }[]; validations: { expression: string }[] } }[];
+    const [vap] = byKind(objs, 'ValidatingAdmissionPolicy') as unknown as {
+      apiVersion: string;
+      spec: {
+        failurePolicy: string;
+        matchConstraints: unknown;
+        matchConditions: { expression: string }[];
+        validations: { expression: string }[];
+      };
+    }[];
     expect(vap?.apiVersion).toBe('admissionregistration.k8s.io/v1');
     expect(vap?.spec.failurePolicy).toBe('Fail');
-    expect(vap?.spec.matchConstraints).toEqual({ resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['nodes'] }] });
-    expect(vap?.spec.matchConditions[0]?.expression).toBe("request.userInfo.username in ['system:serviceaccount:a:prewarm-reconciler', 'system:serviceaccount:b:prewarm-reconciler']");
+    expect(vap?.spec.matchConstraints).toEqual({
+      resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['nodes'] }],
+    });
+    expect(vap?.spec.matchConditions[0]?.expression).toBe(
+      "request.userInfo.username in ['system:serviceaccount:a:prewarm-reconciler', 'system:serviceaccount:b:prewarm-reconciler']",
+    );
     const ex = vap?.spec.validations.map((v) => v.expression) ?? [];
     expect(ex[0]).toBe('variables.tokenNode.size() == 1 && variables.tokenNode[0] == object.metadata.name');
     expect(ex[1]).toContain("k.startsWith('prewarm.dev/')");
     expect(ex[2]).toContain("k.startsWith('status.prewarm.dev/')");
     expect(ex[3]).toContain("o.key in ['example.com/cold', 'prewarm.dev/warming']");
     const [binding] = byKind(objs, 'ValidatingAdmissionPolicyBinding');
-    expect(binding).toMatchObject({ metadata: { name: ACCESS_NAMES.policy }, spec: { policyName: ACCESS_NAMES.policy, validationActions: ['Deny'] } });
+    expect(binding).toMatchObject({
+      metadata: { name: ACCESS_NAMES.policy },
+      spec: { policyName: ACCESS_NAMES.policy, validationActions: ['Deny'] },
+    });
   });
 
   it('drops the node-claim check when asked, and the ServiceAccounts when another construct owns them', () => {
@@ -93,7 +133,9 @@ describe('ReconcilerAccess', () => {
     const app = new App({ outdir: '/tmp/prewarm-access-test-unused' });
     const chart = new Chart(app, 'c', { namespace: 'oops' });
     new ReconcilerAccess(chart, 'access', { namespaces: ['a'] });
-    expect(() => app.synth()).toThrow('ReconcilerAccess must be placed in a chart without a namespace (found "oops"): it emits cluster-scoped objects');
+    expect(() => app.synth()).toThrow(
+      'ReconcilerAccess must be placed in a chart without a namespace (found "oops"): it emits cluster-scoped objects',
+    );
   });
 
   it('is deterministic', () => {

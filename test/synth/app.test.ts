@@ -62,12 +62,21 @@ describe('synthYaml', () => {
     const bundle = bundleOf(...specs);
     const file = parsePoolsFile(renderPoolsFile(bundle.pools.map(poolEntryOf)));
     expect(file.pools.map((p) => p.id)).toEqual([...file.pools.map((p) => p.id)].sort());
-    expect(file.pools.find((p) => p.placement.nodeSelector['pool'] === 'gpu')).toMatchObject({ namespace: 'ml', gateTaintKey: 'prewarm.dev/warming' });
+    expect(file.pools.find((p) => p.placement.nodeSelector['pool'] === 'gpu')).toMatchObject({
+      namespace: 'ml',
+      gateTaintKey: 'prewarm.dev/warming',
+    });
   });
 
   it('emits the sidecar access objects only with the sidecar, cluster-scoped ones without a namespace', () => {
     const all = docs(synthYaml(bundleOf(...specs), reconciler));
-    for (const kind of ['ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Namespace']) {
+    for (const kind of [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+      'Namespace',
+    ]) {
       for (const o of all.filter((d) => d.kind === kind)) expect(o.metadata.namespace).toBeUndefined();
     }
     expect(all.filter((d) => d.kind === 'ServiceAccount').map((d) => d.metadata.namespace)).toEqual(['ml']);
@@ -80,7 +89,8 @@ describe('synthYaml', () => {
 });
 
 describe('namespace ownership', () => {
-  const spec = (ns: string) => `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ${ns}}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
+  const spec = (ns: string) =>
+    `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ${ns}}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
   const bundle = (...namespaces: string[]) => {
     const parsed = parseFiles(namespaces.map((ns, i) => ({ path: `${i}.yaml`, text: spec(ns) })));
     return buildBundle(parsed.caches).bundle;
@@ -97,11 +107,32 @@ describe('namespace ownership', () => {
   const shared = { labels: {}, annotations: SHARED };
 
   it.each([
-    { case: 'nothing owned by default: every namespace bare and protected from pruning', ns: ['kube-fledged', 'ml-serving'], own: undefined, expected: { 'kube-fledged': shared, 'ml-serving': shared } },
-    { case: 'an owned namespace is restricted; the others stay bare', ns: ['kube-fledged', 'ml-serving', 'prewarm'], own: ['prewarm'], expected: { 'kube-fledged': shared, 'ml-serving': shared, prewarm: owned } },
+    {
+      case: 'nothing owned by default: every namespace bare and protected from pruning',
+      ns: ['kube-fledged', 'ml-serving'],
+      own: undefined,
+      expected: { 'kube-fledged': shared, 'ml-serving': shared },
+    },
+    {
+      case: 'an owned namespace is restricted; the others stay bare',
+      ns: ['kube-fledged', 'ml-serving', 'prewarm'],
+      own: ['prewarm'],
+      expected: { 'kube-fledged': shared, 'ml-serving': shared, prewarm: owned },
+    },
     { case: 'several owned namespaces', ns: ['a', 'b', 'c'], own: ['c', 'a'], expected: { a: owned, b: shared, c: owned } },
-    { case: "the cluster's own namespaces are never emitted", ns: ['default', 'kube-system', 'kube-public', 'kube-node-lease', 'x'], own: ['x'], expected: { x: owned } },
-    { case: 'with the sidecar too', ns: ['kube-fledged', 'prewarm'], own: ['prewarm'], sidecar: true, expected: { 'kube-fledged': shared, prewarm: owned } },
+    {
+      case: "the cluster's own namespaces are never emitted",
+      ns: ['default', 'kube-system', 'kube-public', 'kube-node-lease', 'x'],
+      own: ['x'],
+      expected: { x: owned },
+    },
+    {
+      case: 'with the sidecar too',
+      ns: ['kube-fledged', 'prewarm'],
+      own: ['prewarm'],
+      sidecar: true,
+      expected: { 'kube-fledged': shared, prewarm: owned },
+    },
   ])('$case', ({ ns, own, sidecar, expected }) => {
     const options: SynthOptions = { ...(own === undefined ? {} : { ownedNamespaces: own }), ...(sidecar === true ? reconciler : {}) };
     expect(namespaces(bundle(...ns), options)).toEqual(expected);

@@ -32,7 +32,10 @@ function collision(make: (i: number) => string, bound = 1_000_000): [number, num
 }
 
 function cache(file: string, name: string, namespace: string, spec: string): SourceFile {
-  return { path: file, text: `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ${namespace}}\nspec:\n${spec}` };
+  return {
+    path: file,
+    text: `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ${namespace}}\nspec:\n${spec}`,
+  };
 }
 
 function bundleOf(files: SourceFile[]): Bundle {
@@ -55,7 +58,8 @@ function refusal(files: SourceFile[], options: SynthOptions = sidecar): string[]
   throw new Error('synth did not refuse');
 }
 
-const tolerating = (key: string) => `  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {pool: gpu}\n    tolerations: [{key: ${key}, operator: Exists}]\n`;
+const tolerating = (key: string) =>
+  `  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {pool: gpu}\n    tolerations: [{key: ${key}, operator: Exists}]\n`;
 const key = (ns: string, t: string) => poolKey(ns, { nodeSelector: { pool: 'gpu' }, tolerations: [{ key: t, operator: 'Exists' }] });
 
 // Two pools in one namespace that differ only in a toleration key, found to share a derived id.
@@ -87,12 +91,18 @@ describe('name collisions are refused, naming both sources', () => {
     {
       case: 'two derived pool ids in one namespace (hash collision): one DaemonSet, one node label',
       files: [cache('a.yaml', 'a', 'ml', tolerating(`t${p1}`)), cache('b.yaml', 'b', 'ml', tolerating(`t${p2}`))],
-      expected: [/^b\.yaml:6:5: error: document 1: spec\.cacheSpec\[0\]: this pool gets id "gpu-[0-9a-f]{8}", as does the pool of ImageCache ml\/a \(a\.yaml:6:5 spec\.cacheSpec\[0\]\): both would use node label prewarm\.dev\/gpu-[0-9a-f]{8} and DaemonSet ml\/prewarm-gpu-[0-9a-f]{8}/],
+      expected: [
+        /^b\.yaml:6:5: error: document 1: spec\.cacheSpec\[0\]: this pool gets id "gpu-[0-9a-f]{8}", as does the pool of ImageCache ml\/a \(a\.yaml:6:5 spec\.cacheSpec\[0\]\): both would use node label prewarm\.dev\/gpu-[0-9a-f]{8} and DaemonSet ml\/prewarm-gpu-[0-9a-f]{8}/,
+      ],
     },
     {
       case: 'an explicit pool name equal to an id derived in the same namespace',
       files: [cache('a.yaml', 'a', 'ml', web), cache('b.yaml', 'b', 'ml', explicit(derived))],
-      expected: [new RegExp(`^b\\.yaml:6:5: error: .*this pool gets id "${derived}", as does the pool of ImageCache ml/a \\(a\\.yaml:6:5 .*and DaemonSet ml/prewarm-${derived},`)],
+      expected: [
+        new RegExp(
+          `^b\\.yaml:6:5: error: .*this pool gets id "${derived}", as does the pool of ImageCache ml/a \\(a\\.yaml:6:5 .*and DaemonSet ml/prewarm-${derived},`,
+        ),
+      ],
     },
     {
       case: 'an explicit pool name equal to an id derived in another namespace: only the node label is shared',
@@ -102,17 +112,33 @@ describe('name collisions are refused, naming both sources', () => {
     {
       case: 'two images of one pool with the same container name (hash collision)',
       files: [cache('a.yaml', 'a', 'ml', `  cacheSpec:\n  - images: [docker.io/r${c1}/app:1, docker.io/r${c2}/app:1]\n`)],
-      expected: [/^a\.yaml:6:5: error: document 1: spec\.cacheSpec\[0\]\.images\[[01]\]: image "docker\.io\/r\d+\/app:1" gets container name "app-1-[0-9a-f]{8}", as does "docker\.io\/r\d+\/app:1" \(a\.yaml:6:5 spec\.cacheSpec\[0\]\.images\[[01]\]\), in DaemonSet ml\/prewarm-all-[0-9a-f]{8}; the apiserver would refuse the pod/],
+      expected: [
+        /^a\.yaml:6:5: error: document 1: spec\.cacheSpec\[0\]\.images\[[01]\]: image "docker\.io\/r\d+\/app:1" gets container name "app-1-[0-9a-f]{8}", as does "docker\.io\/r\d+\/app:1" \(a\.yaml:6:5 spec\.cacheSpec\[0\]\.images\[[01]\]\), in DaemonSet ml\/prewarm-all-[0-9a-f]{8}; the apiserver would refuse the pod/,
+      ],
     },
     {
       case: 'the colliding images in two ImageCaches that feed one pool',
-      files: [cache('a.yaml', 'a', 'ml', `  cacheSpec:\n  - images: [docker.io/r${c1}/app:1]\n`), cache('b.yaml', 'b', 'ml', `  cacheSpec:\n  - images: [busybox:1, docker.io/r${c2}/app:1]\n`)],
-      expected: [/^[ab]\.yaml:6:5: error: .*container name "app-1-[0-9a-f]{8}", as does .* \([ab]\.yaml:6:5 spec\.cacheSpec\[0\]\.images\[[01]\]\)/],
+      files: [
+        cache('a.yaml', 'a', 'ml', `  cacheSpec:\n  - images: [docker.io/r${c1}/app:1]\n`),
+        cache('b.yaml', 'b', 'ml', `  cacheSpec:\n  - images: [busybox:1, docker.io/r${c2}/app:1]\n`),
+      ],
+      expected: [
+        /^[ab]\.yaml:6:5: error: .*container name "app-1-[0-9a-f]{8}", as does .* \([ab]\.yaml:6:5 spec\.cacheSpec\[0\]\.images\[[01]\]\)/,
+      ],
     },
     {
       case: 'two pull secrets of a refreshing pool with the same volume name (hash collision)',
-      files: [cache('a.yaml', 'a', 'ml', `  cacheSpec:\n  - images: [redis:7]\n  imagePullSecrets: [{name: ${SECRET}-${s1}}, {name: ${SECRET}-${s2}}]\n  refresh: {interval: 1h}\n`)],
-      expected: [/^a\.yaml:6:5: error: .*the pull secrets ".*" and ".*" of this pool \(ImageCaches ml\/a\) both get volume name "pull-secret-registry-credentials-for-the-x+-[0-9a-f]{8}" in the sidecar/],
+      files: [
+        cache(
+          'a.yaml',
+          'a',
+          'ml',
+          `  cacheSpec:\n  - images: [redis:7]\n  imagePullSecrets: [{name: ${SECRET}-${s1}}, {name: ${SECRET}-${s2}}]\n  refresh: {interval: 1h}\n`,
+        ),
+      ],
+      expected: [
+        /^a\.yaml:6:5: error: .*the pull secrets ".*" and ".*" of this pool \(ImageCaches ml\/a\) both get volume name "pull-secret-registry-credentials-for-the-x+-[0-9a-f]{8}" in the sidecar/,
+      ],
     },
   ])('$case', ({ files, expected }) => {
     const got = refusal(files);
@@ -121,7 +147,8 @@ describe('name collisions are refused, naming both sources', () => {
   });
 
   it('lets the colliding pull secrets pass when nothing mounts them (no sidecar, or no refresh)', () => {
-    const spec = (refresh: string) => `  cacheSpec:\n  - images: [redis:7]\n  imagePullSecrets: [{name: ${SECRET}-${s1}}, {name: ${SECRET}-${s2}}]\n${refresh}`;
+    const spec = (refresh: string) =>
+      `  cacheSpec:\n  - images: [redis:7]\n  imagePullSecrets: [{name: ${SECRET}-${s1}}, {name: ${SECRET}-${s2}}]\n${refresh}`;
     expect(() => synthYaml(bundleOf([cache('a.yaml', 'a', 'ml', spec('  refresh: {interval: 1h}\n'))]))).not.toThrow();
     expect(() => synthYaml(bundleOf([cache('a.yaml', 'a', 'ml', spec(''))]), sidecar)).not.toThrow();
   });
@@ -132,7 +159,10 @@ describe('name collisions are refused, naming both sources', () => {
     await writeFile(join(dir, 'specs', 'a.yaml'), cache('', 'a', 'ml', tolerating(`t${p1}`)).text);
     await writeFile(join(dir, 'specs', 'b.yaml'), cache('', 'b', 'ml', tolerating(`t${p2}`)).text);
     let stderr = '';
-    const code = await run(['synth', join(dir, 'specs'), '-o', join(dir, 'out')], { stdout: () => undefined, stderr: (t) => (stderr += t) });
+    const code = await run(['synth', join(dir, 'specs'), '-o', join(dir, 'out')], {
+      stdout: () => undefined,
+      stderr: (t) => (stderr += t),
+    });
     expect(code).toBe(1);
     expect(stderr).toContain(`${join(dir, 'specs', 'b.yaml')}:6:5: error:`);
     expect(stderr).toContain(`ImageCache ml/a (${join(dir, 'specs', 'a.yaml')}:6:5 spec.cacheSpec[0])`);
@@ -143,19 +173,60 @@ describe('name collisions are refused, naming both sources', () => {
 
 describe('checkManifestNames', () => {
   const pod = (containers: string[], init: string[] = [], volumes: string[] = []) => ({
-    template: { spec: { containers: containers.map((name) => ({ name })), initContainers: init.map((name) => ({ name })), volumes: volumes.map((name) => ({ name })) } },
+    template: {
+      spec: {
+        containers: containers.map((name) => ({ name })),
+        initContainers: init.map((name) => ({ name })),
+        volumes: volumes.map((name) => ({ name })),
+      },
+    },
   });
   const obj = (kind: string, name: string, namespace?: string, spec?: unknown): Manifest =>
-    ({ apiVersion: kind === 'ClusterRole' ? 'rbac.authorization.k8s.io/v1' : 'v1', kind, metadata: { name, ...(namespace === undefined ? {} : { namespace }) }, ...(spec === undefined ? {} : { spec }) }) as Manifest;
+    ({
+      apiVersion: kind === 'ClusterRole' ? 'rbac.authorization.k8s.io/v1' : 'v1',
+      kind,
+      metadata: { name, ...(namespace === undefined ? {} : { namespace }) },
+      ...(spec === undefined ? {} : { spec }),
+    }) as Manifest;
   const empty: Bundle = { pools: [], namespaces: [] };
 
   it.each([
-    { case: 'distinct objects, containers and volumes', manifests: [obj('ConfigMap', 'a', 'x'), obj('ConfigMap', 'a', 'y'), obj('Secret', 'a', 'x'), obj('ClusterRole', 'a'), obj('DaemonSet', 'd', 'x', pod(['a', 'b'], ['c'], ['v', 'w']))], expected: [] },
-    { case: 'one object twice in a namespace', manifests: [obj('ConfigMap', 'a', 'x'), obj('ConfigMap', 'a', 'x')], expected: ['ConfigMap x/a: error: ConfigMap x/a is emitted twice; the second would replace the first'] },
-    { case: 'a cluster-scoped object twice', manifests: [obj('ClusterRole', 'r'), obj('ClusterRole', 'r')], expected: ['ClusterRole r: error: ClusterRole r is emitted twice; the second would replace the first'] },
-    { case: 'two containers of one name', manifests: [obj('DaemonSet', 'd', 'x', pod(['a', 'b', 'a']))], expected: ['DaemonSet x/d: error: DaemonSet x/d has two containers named "a"; the apiserver would refuse it'] },
-    { case: 'an init container named like a container', manifests: [obj('DaemonSet', 'd', 'x', pod(['a'], ['a']))], expected: ['DaemonSet x/d: error: DaemonSet x/d has two containers named "a"; the apiserver would refuse it'] },
-    { case: 'two volumes of one name', manifests: [obj('DaemonSet', 'd', 'x', pod(['a'], [], ['v', 'v']))], expected: ['DaemonSet x/d: error: DaemonSet x/d has two volumes named "v"; the apiserver would refuse it'] },
+    {
+      case: 'distinct objects, containers and volumes',
+      manifests: [
+        obj('ConfigMap', 'a', 'x'),
+        obj('ConfigMap', 'a', 'y'),
+        obj('Secret', 'a', 'x'),
+        obj('ClusterRole', 'a'),
+        obj('DaemonSet', 'd', 'x', pod(['a', 'b'], ['c'], ['v', 'w'])),
+      ],
+      expected: [],
+    },
+    {
+      case: 'one object twice in a namespace',
+      manifests: [obj('ConfigMap', 'a', 'x'), obj('ConfigMap', 'a', 'x')],
+      expected: ['ConfigMap x/a: error: ConfigMap x/a is emitted twice; the second would replace the first'],
+    },
+    {
+      case: 'a cluster-scoped object twice',
+      manifests: [obj('ClusterRole', 'r'), obj('ClusterRole', 'r')],
+      expected: ['ClusterRole r: error: ClusterRole r is emitted twice; the second would replace the first'],
+    },
+    {
+      case: 'two containers of one name',
+      manifests: [obj('DaemonSet', 'd', 'x', pod(['a', 'b', 'a']))],
+      expected: ['DaemonSet x/d: error: DaemonSet x/d has two containers named "a"; the apiserver would refuse it'],
+    },
+    {
+      case: 'an init container named like a container',
+      manifests: [obj('DaemonSet', 'd', 'x', pod(['a'], ['a']))],
+      expected: ['DaemonSet x/d: error: DaemonSet x/d has two containers named "a"; the apiserver would refuse it'],
+    },
+    {
+      case: 'two volumes of one name',
+      manifests: [obj('DaemonSet', 'd', 'x', pod(['a'], [], ['v', 'v']))],
+      expected: ['DaemonSet x/d: error: DaemonSet x/d has two volumes named "v"; the apiserver would refuse it'],
+    },
   ])('$case', ({ manifests, expected }) => {
     expect(checkManifestNames(manifests, empty).map(formatDiagnostic)).toEqual(expected);
   });
@@ -173,22 +244,25 @@ describe('checkLimits', () => {
   const id = (p: typeof all) => `${p.namespace}/${poolId(p)}`;
 
   /** A pull DaemonSet of `pool` whose containers request `memory` each (the init container 8Mi). */
-  const ds = (pool: typeof all, ...memory: string[]): Manifest =>
-    ({
-      apiVersion: 'apps/v1',
-      kind: 'DaemonSet',
-      metadata: { name: `prewarm-${poolId(pool)}`, namespace: pool.namespace },
-      spec: {
-        template: {
-          spec: {
-            initContainers: [{ name: 'h', resources: { requests: { memory: '8Mi' } } }],
-            containers: memory.map((m, i) => ({ name: `c${i}`, resources: { requests: { memory: m } } })),
-          },
+  const ds = (pool: typeof all, ...memory: string[]): Manifest => ({
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: { name: `prewarm-${poolId(pool)}`, namespace: pool.namespace },
+    spec: {
+      template: {
+        spec: {
+          initContainers: [{ name: 'h', resources: { requests: { memory: '8Mi' } } }],
+          containers: memory.map((m, i) => ({ name: `c${i}`, resources: { requests: { memory: m } } })),
         },
       },
-    });
-  const configMap = (namespace: string, dataBytes: number): Manifest =>
-    ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'prewarm-pools', namespace }, data: { 'pools.json': 'x'.repeat(dataBytes) } });
+    },
+  });
+  const configMap = (namespace: string, dataBytes: number): Manifest => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'prewarm-pools', namespace },
+    data: { 'pools.json': 'x'.repeat(dataBytes) },
+  });
   /** `m` grown by an annotation to exactly `bytes` of JSON. */
   const sized = (m: Manifest, bytes: number): Manifest => {
     const base = { ...m, metadata: { ...m.metadata, annotations: { pad: '' } } };
@@ -198,7 +272,11 @@ describe('checkLimits', () => {
 
   it.each([
     { case: 'small objects, little memory', manifests: [ds(all, '4Mi'), ds(web, '4Mi'), configMap('ml', 1000)], expected: [] },
-    { case: 'ConfigMap data of exactly 1 MiB', manifests: [configMap('ml', MIB)], expected: [/^ConfigMap prewarm-pools: warning: ConfigMap prewarm-pools in namespace ml is 1 MiB/] },
+    {
+      case: 'ConfigMap data of exactly 1 MiB',
+      manifests: [configMap('ml', MIB)],
+      expected: [/^ConfigMap prewarm-pools: warning: ConfigMap prewarm-pools in namespace ml is 1 MiB/],
+    },
     {
       case: 'ConfigMap data over 1 MiB, alike in two namespaces: reported once',
       manifests: [configMap('ml', MIB + 1), configMap('other', MIB + 1)],
@@ -211,19 +289,39 @@ describe('checkLimits', () => {
     {
       case: 'a DaemonSet over 256 KiB: client-side apply would fail',
       manifests: [sized(ds(web, '4Mi'), 256 * 1024 + 1)],
-      expected: [new RegExp(`^web\\.yaml:6:5: warning: document 1: spec\\.cacheSpec\\[0\\]: DaemonSet ml/prewarm-${poolId(web)} is 256 KiB \\(262,145 bytes\\) as JSON: client-side "kubectl apply" and Argo CD without ServerSideApply=true will fail on it.*apply it server-side; split the pool's 1 images across pools`)],
+      expected: [
+        new RegExp(
+          `^web\\.yaml:6:5: warning: document 1: spec\\.cacheSpec\\[0\\]: DaemonSet ml/prewarm-${poolId(web)} is 256 KiB \\(262,145 bytes\\) as JSON: client-side "kubectl apply" and Argo CD without ServerSideApply=true will fail on it.*apply it server-side; split the pool's 1 images across pools`,
+        ),
+      ],
     },
-    { case: 'a DaemonSet of exactly 1.5 MiB', manifests: [sized(ds(web, '4Mi'), 1.5 * MIB)], expected: [/^web\.yaml:6:5: warning: .* is 1\.5 MiB/] },
+    {
+      case: 'a DaemonSet of exactly 1.5 MiB',
+      manifests: [sized(ds(web, '4Mi'), 1.5 * MIB)],
+      expected: [/^web\.yaml:6:5: warning: .* is 1\.5 MiB/],
+    },
     {
       case: 'a DaemonSet over 1.5 MiB: the apiserver refuses it',
       manifests: [sized(ds(web, '4Mi'), 1.5 * MIB + 1)],
-      expected: [new RegExp(`^web\\.yaml:6:5: error: document 1: spec\\.cacheSpec\\[0\\]: DaemonSet ml/prewarm-${poolId(web)} would be 1\\.5 MiB \\(1,572,865 bytes\\) as JSON; the apiserver refuses an object over about 1\\.5 MiB \\(1,572,864 bytes\\)`)],
+      expected: [
+        new RegExp(
+          `^web\\.yaml:6:5: error: document 1: spec\\.cacheSpec\\[0\\]: DaemonSet ml/prewarm-${poolId(web)} would be 1\\.5 MiB \\(1,572,865 bytes\\) as JSON; the apiserver refuses an object over about 1\\.5 MiB \\(1,572,864 bytes\\)`,
+        ),
+      ],
     },
-    { case: 'pools sharing a node request exactly 1 GiB', manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi'), ds(db, '512Mi')], expected: [] },
+    {
+      case: 'pools sharing a node request exactly 1 GiB',
+      manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi'), ds(db, '512Mi')],
+      expected: [],
+    },
     {
       case: 'pools sharing a node request over 1 GiB: an every-node pool adds to a selected one',
       manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi', '1Mi'), ds(db, '4Mi')],
-      expected: [new RegExp(`^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there, over 1 GiB: every image reserves 4 MiB`)],
+      expected: [
+        new RegExp(
+          `^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there, over 1 GiB: every image reserves 4 MiB`,
+        ),
+      ],
     },
     {
       case: 'an every-node pool over 1 GiB alone',
@@ -231,7 +329,16 @@ describe('checkLimits', () => {
       expected: [new RegExp(`^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory`)],
     },
     { case: 'pools whose selectors exclude each other never add up', manifests: [ds(web, '700Mi'), ds(db, '700Mi')], expected: [] },
-    { case: 'the init container counts when it requests more than the containers', manifests: [{ ...ds(web), spec: { template: { spec: { initContainers: [{ name: 'h', resources: { requests: { memory: '2G' } } }], containers: [] } } } }], expected: [/request 1\.86 GiB/] },
+    {
+      case: 'the init container counts when it requests more than the containers',
+      manifests: [
+        {
+          ...ds(web),
+          spec: { template: { spec: { initContainers: [{ name: 'h', resources: { requests: { memory: '2G' } } }], containers: [] } } },
+        },
+      ],
+      expected: [/request 1\.86 GiB/],
+    },
   ])('$case', ({ manifests, expected }) => {
     const got = checkLimits(manifests, bundle).map(formatDiagnostic);
     expect(got).toHaveLength(expected.length);
@@ -243,10 +350,15 @@ describe('checkLimits', () => {
     const images = Array.from({ length: 260 }, (_, i) => `registry.example.com/team/app-${i}:v1`).join(', ');
     await writeFile(join(dir, 'big.yaml'), cache('', 'big', 'ml', `  cacheSpec:\n  - images: [${images}]\n`).text);
     let stderr = '';
-    const code = await run(['synth', join(dir, 'big.yaml'), '-o', join(dir, 'out')], { stdout: () => undefined, stderr: (t) => (stderr += t) });
+    const code = await run(['synth', join(dir, 'big.yaml'), '-o', join(dir, 'out')], {
+      stdout: () => undefined,
+      stderr: (t) => (stderr += t),
+    });
     expect(code, stderr).toBe(0);
     // 260 containers of 4 MiB and the sidecar's 48 MiB.
-    expect(stderr).toContain(`${join(dir, 'big.yaml')}:6:5: warning: document 1: spec.cacheSpec[0]: every node runs the pull pods of ml/all-`);
+    expect(stderr).toContain(
+      `${join(dir, 'big.yaml')}:6:5: warning: document 1: spec.cacheSpec[0]: every node runs the pull pods of ml/all-`,
+    );
     expect(stderr).toContain('which request 1.06 GiB of memory there, over 1 GiB');
     expect(await readdir(join(dir, 'out'))).toContain('prewarm-ns-ml.k8s.yaml');
   });

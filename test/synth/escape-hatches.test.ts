@@ -26,7 +26,10 @@ describe('escape hatches', () => {
   it('places pods exactly: every selector label in ONE term (ANDed), tolerations whole', () => {
     const placement = placementOf(
       { tier: 'backend', 'topology.kubernetes.io/zone': 'eu-west-1a' },
-      [{ operator: 'Exists', effect: 'NoExecute' }, { key: 'gpu', operator: 'Equal', value: 'a100', effect: 'NoExecute', tolerationSeconds: 30 }],
+      [
+        { operator: 'Exists', effect: 'NoExecute' },
+        { key: 'gpu', operator: 'Equal', value: 'a100', effect: 'NoExecute', tolerationSeconds: 30 },
+      ],
       'prewarm.dev/warming',
     );
     const spec = daemonSet({ placement }).spec.template.spec;
@@ -82,7 +85,10 @@ describe('escape hatches', () => {
 
   it('sets a RollingUpdate strategy with a count or a percentage', () => {
     expect(daemonSet({ maxUnavailable: 2 }).spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } });
-    expect(daemonSet({ maxUnavailable: '25%' }).spec.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%' } });
+    expect(daemonSet({ maxUnavailable: '25%' }).spec.updateStrategy).toEqual({
+      type: 'RollingUpdate',
+      rollingUpdate: { maxUnavailable: '25%' },
+    });
   });
 
   it('removes the construct-path label cdk8s-plus adds to the pod template', () => {

@@ -15,7 +15,12 @@ describe('assignLanes', () => {
     const all = images(50);
     const lanes = assignLanes(all, 4);
     expect(lanes).toHaveLength(4);
-    expect(lanes.flat().map((r) => r.canonical).sort()).toEqual(all.map((r) => r.canonical).sort());
+    expect(
+      lanes
+        .flat()
+        .map((r) => r.canonical)
+        .sort(),
+    ).toEqual(all.map((r) => r.canonical).sort());
   });
 
   it('with one lane is the holder alone, in the given order', () => {
@@ -36,7 +41,9 @@ describe('assignLanes', () => {
         const added = [...base, ref(5000 + extra)];
         const before = assignLanes(base, lanes);
         const after = assignLanes(added, lanes);
-        const changed = before.filter((lane, i) => JSON.stringify(lane.map((r) => r.canonical)) !== JSON.stringify((after[i] ?? []).map((r) => r.canonical)));
+        const changed = before.filter(
+          (lane, i) => JSON.stringify(lane.map((r) => r.canonical)) !== JSON.stringify((after[i] ?? []).map((r) => r.canonical)),
+        );
         expect(changed.length).toBeLessThanOrEqual(1);
       }),
     );

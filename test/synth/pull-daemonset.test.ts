@@ -42,7 +42,10 @@ describe('PullDaemonSet', () => {
     const spec = ds.spec.template.spec;
     expect(spec.initContainers).toHaveLength(1);
     expect(spec.initContainers[0].command).toEqual(['/bin/busybox', 'cp', '/bin/busybox', '/prewarm/busybox']);
-    expect(spec.containers.map((c: { image: string }) => c.image)).toEqual(['docker.io/library/python:3.12-slim', 'docker.io/library/redis:7']);
+    expect(spec.containers.map((c: { image: string }) => c.image)).toEqual([
+      'docker.io/library/python:3.12-slim',
+      'docker.io/library/redis:7',
+    ]);
     for (const c of spec.containers) {
       expect(c.command).toEqual(['/prewarm/busybox', 'sleep', '2147483647']);
       expect(c.imagePullPolicy).toBe('IfNotPresent');
@@ -110,7 +113,9 @@ describe('PullDaemonSet', () => {
     expect(without.volumes.map((v: { name: string }) => v.name)).toEqual(['prewarm-bin']);
     const spec = synth(custom, true).spec.template.spec;
     expect(spec.automountServiceAccountToken).toBe(false);
-    const withToken = spec.containers.filter((c: { volumeMounts: { name: string }[] }) => c.volumeMounts.some((m) => m.name === 'prewarm-token'));
+    const withToken = spec.containers.filter((c: { volumeMounts: { name: string }[] }) =>
+      c.volumeMounts.some((m) => m.name === 'prewarm-token'),
+    );
     expect(withToken.map((c: { name: string }) => c.name)).toEqual(['prewarm-reconciler']);
   });
 
@@ -136,7 +141,9 @@ describe('PullDaemonSet', () => {
     const spec = synth(custom, true).spec.template.spec;
     expect(spec.shareProcessNamespace).toBe(true);
     const images = spec.containers.slice(1);
-    expect(images.map((c: { image: string; imagePullPolicy: string }) => [c.image.includes('@') ? 'digest' : 'tag', c.imagePullPolicy])).toEqual([
+    expect(
+      images.map((c: { image: string; imagePullPolicy: string }) => [c.image.includes('@') ? 'digest' : 'tag', c.imagePullPolicy]),
+    ).toEqual([
       ['digest', 'IfNotPresent'],
       ['tag', 'Always'],
     ]);
@@ -150,7 +157,9 @@ describe('PullDaemonSet', () => {
       '/var/run/secrets/kubernetes.io/serviceaccount',
     ]);
     const secretVolumes = spec.volumes.filter((v: { secret?: unknown }) => v.secret !== undefined);
-    expect(secretVolumes.map((v: { secret: { secretName: string; optional: boolean } }) => [v.secret.secretName, v.secret.optional])).toEqual([
+    expect(
+      secretVolumes.map((v: { secret: { secretName: string; optional: boolean } }) => [v.secret.secretName, v.secret.optional]),
+    ).toEqual([
       ['mirror', true],
       ['ngc', true],
     ]);

@@ -54,7 +54,12 @@ export function checkOptions<T>(y: Argv<T>, checks: Readonly<Record<string, Opti
 /** `<paths..>` plus `--namespace`, the namespace for ImageCaches whose metadata names none. */
 export function specOptions(y: Argv) {
   const options = y
-    .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders (searched for *.yaml, *.yml)' })
+    .positional('paths', {
+      type: 'string',
+      array: true,
+      demandOption: true,
+      describe: 'Spec files or folders (searched for *.yaml, *.yml)',
+    })
     .option('namespace', {
       alias: 'n',
       type: 'string',

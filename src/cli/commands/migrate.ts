@@ -74,7 +74,8 @@ function convert(file: EditableFile): MigratedText {
   try {
     return migrateText(file.text);
   } catch (err) {
-    if (err instanceof InPlaceError) throw new CliError(`cannot convert ${file.path}: ${err.message}; nothing was converted`, ExitCode.Internal);
+    if (err instanceof InPlaceError)
+      throw new CliError(`cannot convert ${file.path}: ${err.message}; nothing was converted`, ExitCode.Internal);
     throw err;
   }
 }
@@ -87,10 +88,14 @@ function checkSamePlacement(before: readonly SourceFile[], after: readonly Sourc
   const placement = (files: readonly SourceFile[]) => {
     const parsed = parseFiles(files);
     const errors = parsed.diagnostics.filter((d) => d.severity === 'error');
-    if (errors.length > 0) throw new CliError(`converted output is invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
-    return JSON.stringify(buildBundle(parsed.caches).bundle.pools.map((p) => [p.key, p.images.map((i) => i.canonical), p.imagePullSecrets]));
+    if (errors.length > 0)
+      throw new CliError(`converted output is invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
+    return JSON.stringify(
+      buildBundle(parsed.caches).bundle.pools.map((p) => [p.key, p.images.map((i) => i.canonical), p.imagePullSecrets]),
+    );
   };
-  if (placement(before) !== placement(after)) throw new CliError('converted specs would place images differently; nothing was written', ExitCode.Internal);
+  if (placement(before) !== placement(after))
+    throw new CliError('converted specs would place images differently; nothing was written', ExitCode.Internal);
 }
 
 async function fromCluster(context: string | undefined): Promise<string> {
@@ -98,7 +103,9 @@ async function fromCluster(context: string | undefined): Promise<string> {
   const api = config.makeApiClient(k8s.CustomObjectsApi);
   let list: { items?: FledgedObject[] };
   try {
-    list = (await api.listClusterCustomObject({ group: 'kubefledged.io', version: 'v1alpha2', plural: 'imagecaches' })) as { items?: FledgedObject[] };
+    list = (await api.listClusterCustomObject({ group: 'kubefledged.io', version: 'v1alpha2', plural: 'imagecaches' })) as {
+      items?: FledgedObject[];
+    };
   } catch (err) {
     throw new CliError(`cannot list kubefledged.io/v1alpha2 imagecaches: ${(err as Error).message}`, ExitCode.Internal);
   }
@@ -107,7 +114,8 @@ async function fromCluster(context: string | undefined): Promise<string> {
   const yaml = migrateObjects(items);
   const parsed = parseFiles([{ path: '<cluster>', text: yaml }]);
   const errors = parsed.diagnostics.filter((d) => d.severity === 'error');
-  if (errors.length > 0) throw new CliError(`cluster ImageCaches are invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.InvalidInput);
+  if (errors.length > 0)
+    throw new CliError(`cluster ImageCaches are invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.InvalidInput);
   return yaml;
 }
 

@@ -30,8 +30,17 @@ export function pinCommand(io: Io) {
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
         // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.
-        .option('plain-http', { type: 'string', array: true, nargs: 1, describe: 'A registry (host:port) spoken to over plain HTTP; repeat for more' })
-        .option('docker-config', { type: 'string', describe: 'Docker config with registry credentials (auths, credHelpers, credsStore) [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]' })
+        .option('plain-http', {
+          type: 'string',
+          array: true,
+          nargs: 1,
+          describe: 'A registry (host:port) spoken to over plain HTTP; repeat for more',
+        })
+        .option('docker-config', {
+          type: 'string',
+          describe:
+            'Docker config with registry credentials (auths, credHelpers, credsStore) [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]',
+        })
         .example('$0 pin specs/ --dry-run', 'show the digests each tag would be pinned to')
         .example('NODE_EXTRA_CA_CERTS=ca.pem $0 pin specs/', 'pin against a registry with a private CA')
         .example('$0 pin --plain-http localhost:5000 specs/', 'a plain-HTTP registry'),
@@ -43,7 +52,8 @@ export function pinCommand(io: Io) {
       for (const d of diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
       if (diagnostics.length > 0) throw new CliError(`${diagnostics.length} error(s) found; nothing was pinned`, ExitCode.InvalidInput);
       // Like synth: a path that holds no spec at all is a mistake, not a success.
-      if (parsed.caches.length === 0) throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; nothing was pinned`, ExitCode.InvalidInput);
+      if (parsed.caches.length === 0)
+        throw new CliError(`no ImageCache found in ${args.paths.join(', ')}; nothing was pinned`, ExitCode.InvalidInput);
 
       // Read again as bytes to be kept (see rewrite.ts): the loader's text has U+FFFD for non-UTF-8 bytes.
       const editable = await Promise.all(files.map((f) => readEditable(f.path)));
@@ -59,7 +69,11 @@ export function pinCommand(io: Io) {
       const pending = unpinned.filter((s) => s.literal);
       const wanted = [...new Set(pending.map((s) => s.text))].sort();
       if (wanted.length === 0) {
-        io.stderr(unpinned.length === 0 ? 'nothing to pin: every image reference has a digest\n' : 'nothing to pin in place; see the warnings above\n');
+        io.stderr(
+          unpinned.length === 0
+            ? 'nothing to pin: every image reference has a digest\n'
+            : 'nothing to pin in place; see the warnings above\n',
+        );
         return;
       }
       const hosts = wanted.map((r) => registryRef(r).domain);
@@ -67,7 +81,11 @@ export function pinCommand(io: Io) {
         // The user's docker setup is wrong, not a registry: the command line must change.
         throw err instanceof DockerConfigError ? new CliError(err.message, ExitCode.Usage) : err;
       });
-      const registry = new OciRegistry({ keyring: credentials.keyring, userAgent: `prewarm-cli/${VERSION}`, plainHttp: new Set(args.plainHttp ?? []) });
+      const registry = new OciRegistry({
+        keyring: credentials.keyring,
+        userAgent: `prewarm-cli/${VERSION}`,
+        plainHttp: new Set(args.plainHttp ?? []),
+      });
       const digests = new Map<string, string>();
       const failures = new Map<string, string>();
       // Sequential on purpose: a handful of HEAD requests, and registries rate-limit bursts.
@@ -82,18 +100,25 @@ export function pinCommand(io: Io) {
         // Every place that names a failed image, so the user can jump to each.
         for (const s of pending) {
           const why = failures.get(s.text);
-          if (why !== undefined) io.stderr(`${formatDiagnostic({ ...s.location, severity: 'error', message: `cannot pin ${s.text}: ${why}` })}\n`);
+          if (why !== undefined)
+            io.stderr(`${formatDiagnostic({ ...s.location, severity: 'error', message: `cannot pin ${s.text}: ${why}` })}\n`);
         }
         throw new CliError(`${failures.size} image(s) could not be resolved; nothing was written`, ExitCode.Unresolved);
       }
 
-      const changed = sites.map(({ file, sites: found }) => ({ file, text: applyPins(file.text, found, digests) })).filter((c) => c.text !== c.file.text);
+      const changed = sites
+        .map(({ file, sites: found }) => ({ file, text: applyPins(file.text, found, digests) }))
+        .filter((c) => c.text !== c.file.text);
       const after = parseFiles(changed.map((c) => ({ path: c.file.path, text: c.text })));
       const broken = after.diagnostics.filter((d) => d.severity === 'error');
-      if (broken.length > 0) throw new CliError(`pinned specs would be invalid:\n${broken.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
+      if (broken.length > 0)
+        throw new CliError(`pinned specs would be invalid:\n${broken.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
 
       // The change list is the command's result: stdout, one line per place, in file order.
-      for (const s of pending) io.stdout(`${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`);
+      for (const s of pending)
+        io.stdout(
+          `${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`,
+        );
       const summary = `${pending.length} reference(s) of ${wanted.length} image(s) in ${changed.length} file(s)`;
       if (args.dryRun === true) {
         io.stderr(`would pin ${summary}; nothing was written (--dry-run)\n`);

@@ -33,7 +33,12 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
     describe: 'Show desired and warm nodes per pool, and failing images per node; exit 3 unless all are warm',
     builder: (y: Argv) =>
       checkOptions(y, { namespace: isNamespace })
-        .option('output', { alias: 'o', choices: ['table', 'wide', 'json', 'yaml'] as const, default: DEFAULT_FORMAT, describe: 'Output format' })
+        .option('output', {
+          alias: 'o',
+          choices: ['table', 'wide', 'json', 'yaml'] as const,
+          default: DEFAULT_FORMAT,
+          describe: 'Output format',
+        })
         .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
         .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m or 1h30m' })
         .option('interval', { type: 'number', default: 2, describe: 'With --watch: seconds between reads' })
@@ -76,7 +81,13 @@ export function render(report: StatusReport, format: StatusFormat): string {
  * Re-reads every `interval` seconds until all is warm or the timeout passes. On a TTY the screen
  * is redrawn in place; otherwise a new report is printed only when it changed, so logs stay short.
  */
-export async function watch(source: StatusSource, args: Pick<StatusArgs, 'output' | 'interval'>, timeoutMs: number | undefined, io: Io, tty: boolean): Promise<StatusReport> {
+export async function watch(
+  source: StatusSource,
+  args: Pick<StatusArgs, 'output' | 'interval'>,
+  timeoutMs: number | undefined,
+  io: Io,
+  tty: boolean,
+): Promise<StatusReport> {
   const started = Date.now();
   let last = '';
   for (;;) {
@@ -102,8 +113,12 @@ async function clusterSource(context: string | undefined, namespace: string | un
     async read() {
       try {
         const [daemonSets, pods, nodes] = await Promise.all([
-          namespace === undefined ? apps.listDaemonSetForAllNamespaces({ labelSelector: managed }) : apps.listNamespacedDaemonSet({ namespace, labelSelector: managed }),
-          namespace === undefined ? core.listPodForAllNamespaces({ labelSelector: LABEL_POOL }) : core.listNamespacedPod({ namespace, labelSelector: LABEL_POOL }),
+          namespace === undefined
+            ? apps.listDaemonSetForAllNamespaces({ labelSelector: managed })
+            : apps.listNamespacedDaemonSet({ namespace, labelSelector: managed }),
+          namespace === undefined
+            ? core.listPodForAllNamespaces({ labelSelector: LABEL_POOL })
+            : core.listNamespacedPod({ namespace, labelSelector: LABEL_POOL }),
           core.listNode(),
         ]);
         return buildReport(daemonSets.items, pods.items, nodes.items);

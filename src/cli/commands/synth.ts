@@ -36,15 +36,23 @@ export function synthCommand(io: Io) {
     describe: 'Synthesize ImageCache specs into pull DaemonSets',
     builder: (y: Argv) =>
       checkOptions(specOptions(y), { output: isPath, 'reconciler-image': isImage })
-        .option('output', { alias: 'o', type: 'string', describe: 'Folder to write, replaced only on success, and only if it is empty or a previous prewarm output [default: dist]' })
-        .option('force', { type: 'boolean', describe: 'Replace the output folder even if it holds files prewarm did not write (never an input)' })
+        .option('output', {
+          alias: 'o',
+          type: 'string',
+          describe: 'Folder to write, replaced only on success, and only if it is empty or a previous prewarm output [default: dist]',
+        })
+        .option('force', {
+          type: 'boolean',
+          describe: 'Replace the output folder even if it holds files prewarm did not write (never an input)',
+        })
         .option('stdout', { type: 'boolean', describe: 'Print one YAML stream to stdout instead' })
         .option('reconciler', { type: 'boolean', default: true, describe: 'Add the sidecar reconciler (--no-reconciler to omit)' })
         .option('reconciler-image', { type: 'string', default: DEFAULT_RECONCILER_IMAGE, describe: 'Image of the sidecar reconciler' })
         .option('own-namespace', {
           type: 'string',
           requiresArg: true,
-          describe: 'A namespace prewarm owns: emitted with Pod Security restricted, pruned with the output; repeat for more. Others are emitted bare and protected from GitOps pruning',
+          describe:
+            'A namespace prewarm owns: emitted with Pod Security restricted, pruned with the output; repeat for more. Others are emitted bare and protected from GitOps pruning',
           coerce: ownedNamespaces,
         })
         .conflicts('stdout', ['output', 'force'])

@@ -93,7 +93,8 @@ function requestOnce(o: RequestOptions): Promise<HttpResponse> {
     req.on('response', () => (responded = true));
     req.on('error', (e) => {
       const msg = `${o.method} ${o.url.host}${o.url.pathname}: ${e.message}`;
-      const stale = req.reusedSocket && !responded && ((e as NodeJS.ErrnoException).code === 'ECONNRESET' || e.message === 'socket hang up');
+      const stale =
+        req.reusedSocket && !responded && ((e as NodeJS.ErrnoException).code === 'ECONNRESET' || e.message === 'socket hang up');
       reject(stale ? new StaleSocket(0, msg) : new ApiError(0, msg));
     });
     if (o.body !== undefined) req.write(o.body);
@@ -129,7 +130,10 @@ export class KubeHttp {
       rejectUnauthorized: !endpoint.insecureSkipTLSVerify,
     };
     // One keep-alive connection serves the reconciles; the watch holds a second one.
-    this.agent = url.protocol === 'http:' ? new http.Agent({ keepAlive: true, maxSockets: 4 }) : new https.Agent({ keepAlive: true, maxSockets: 4, ...tls });
+    this.agent =
+      url.protocol === 'http:'
+        ? new http.Agent({ keepAlive: true, maxSockets: 4 })
+        : new https.Agent({ keepAlive: true, maxSockets: 4, ...tls });
     this.watchAgent = url.protocol === 'http:' ? new http.Agent({ keepAlive: false }) : new https.Agent({ keepAlive: false, ...tls });
   }
 
@@ -156,56 +160,69 @@ export class KubeHttp {
    * (its `timeoutSeconds`), rejects on errors; an `ERROR` event carrying a Status rejects with that
    * Status's code (410 Expired → the caller GETs again).
    */
-  watch(path: string, onObject: (o: { type: string; object: unknown }) => void, signal: AbortSignal, idleTimeoutMs = 330_000): Promise<void> {
+  watch(
+    path: string,
+    onObject: (o: { type: string; object: unknown }) => void,
+    signal: AbortSignal,
+    idleTimeoutMs = 330_000,
+  ): Promise<void> {
     const url = new URL(path, this.endpoint.server);
     const mod = url.protocol === 'http:' ? http : https;
     return new Promise((resolve, reject) => {
-      const req = mod.request(url, { method: 'GET', headers: this.headers({}), agent: this.watchAgent, signal, timeout: idleTimeoutMs }, (res) => {
-        if ((res.statusCode ?? 0) !== 200) {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => reject(statusError('WATCH', url.pathname, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })));
-          return;
-        }
-        let buf = '';
-        let failed = false;
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (!line) continue;
-            let ev: { type: string; object: { code?: number; message?: string; reason?: string } };
-            try {
-              ev = JSON.parse(line) as typeof ev;
-            } catch {
-              failed = true;
-              req.destroy();
-              reject(new ApiError(0, 'watch: malformed line'));
-              return;
-            }
-            if (ev.type === 'ERROR') {
-              failed = true;
-              req.destroy();
-              reject(new ApiError(ev.object.code ?? 500, `watch: ${ev.object.message ?? 'error'}`, ev.object.reason));
-              return;
-            }
-            onObject(ev);
+      const req = mod.request(
+        url,
+        { method: 'GET', headers: this.headers({}), agent: this.watchAgent, signal, timeout: idleTimeoutMs },
+        (res) => {
+          if ((res.statusCode ?? 0) !== 200) {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              reject(
+                statusError('WATCH', url.pathname, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+              ),
+            );
+            return;
           }
-        });
-        res.on('end', () => {
-          if (!failed) resolve();
-        });
-        res.on('error', (e) => {
-          if (!failed) reject(new ApiError(0, `watch: ${e.message}`));
-        });
-        // An abort after the headers arrived may end the stream with only 'close'.
-        res.on('close', () => {
-          if (!failed && !res.complete) reject(new ApiError(0, signal.aborted ? 'aborted' : 'watch: connection closed'));
-        });
-      });
+          let buf = '';
+          let failed = false;
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buf += chunk;
+            let nl: number;
+            while ((nl = buf.indexOf('\n')) >= 0) {
+              const line = buf.slice(0, nl).trim();
+              buf = buf.slice(nl + 1);
+              if (!line) continue;
+              let ev: { type: string; object: { code?: number; message?: string; reason?: string } };
+              try {
+                ev = JSON.parse(line) as typeof ev;
+              } catch {
+                failed = true;
+                req.destroy();
+                reject(new ApiError(0, 'watch: malformed line'));
+                return;
+              }
+              if (ev.type === 'ERROR') {
+                failed = true;
+                req.destroy();
+                reject(new ApiError(ev.object.code ?? 500, `watch: ${ev.object.message ?? 'error'}`, ev.object.reason));
+                return;
+              }
+              onObject(ev);
+            }
+          });
+          res.on('end', () => {
+            if (!failed) resolve();
+          });
+          res.on('error', (e) => {
+            if (!failed) reject(new ApiError(0, `watch: ${e.message}`));
+          });
+          // An abort after the headers arrived may end the stream with only 'close'.
+          res.on('close', () => {
+            if (!failed && !res.complete) reject(new ApiError(0, signal.aborted ? 'aborted' : 'watch: connection closed'));
+          });
+        },
+      );
       req.on('timeout', () => req.destroy(new Error('watch idle timeout')));
       req.on('error', (e) => reject(signal.aborted ? new ApiError(0, 'aborted') : new ApiError(0, `watch: ${e.message}`)));
       req.end();

@@ -44,7 +44,8 @@ function pick(src: Json | undefined, keys: readonly string[]): Json | undefined 
   return out;
 }
 /** Each element of the list `v` with only `keys`; undefined when `v` is not a list. */
-const pickAll = (v: unknown, keys: readonly string[]): Json[] | undefined => (Array.isArray(v) ? v.map((x) => pick(obj(x), keys) ?? {}) : undefined);
+const pickAll = (v: unknown, keys: readonly string[]): Json[] | undefined =>
+  Array.isArray(v) ? v.map((x) => pick(obj(x), keys) ?? {}) : undefined;
 
 const META = ['name', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp', 'deletionTimestamp', 'labels', 'annotations'] as const;
 const CONTAINER = ['name', 'image', 'imagePullPolicy', 'restartPolicy'] as const;
@@ -61,7 +62,11 @@ export function podOf(raw: unknown): KPod {
   const status = obj(p['status']);
   const pod: Json = { metadata: pick(obj(p['metadata']), META) ?? {} };
   if (spec) pod['spec'] = { ...pick(spec, ['nodeName']), ...lists(spec, { containers: CONTAINER, initContainers: CONTAINER }) };
-  if (status) pod['status'] = { ...pick(status, ['phase', 'startTime']), ...lists(status, { containerStatuses: CONTAINER_STATUS, initContainerStatuses: CONTAINER_STATUS }) };
+  if (status)
+    pod['status'] = {
+      ...pick(status, ['phase', 'startTime']),
+      ...lists(status, { containerStatuses: CONTAINER_STATUS, initContainerStatuses: CONTAINER_STATUS }),
+    };
   return pod as unknown as KPod;
 }
 
@@ -93,7 +98,11 @@ export class KubePodSource implements PodSource {
       allowWatchBookmarks: 'true',
       timeoutSeconds: '290',
     });
-    return this.http.watch(`/api/v1/namespaces/${enc(this.namespace)}/pods?${q.toString()}`, (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }), signal);
+    return this.http.watch(
+      `/api/v1/namespaces/${enc(this.namespace)}/pods?${q.toString()}`,
+      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }),
+      signal,
+    );
   }
 }
 
@@ -135,7 +144,12 @@ export class KubeEventSink implements EventSink {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name, namespace: EVENTS_NAMESPACE },
-      involvedObject: { apiVersion: 'v1', kind: 'Node', name: node.metadata.name ?? this.config.nodeName, ...(node.metadata.uid ? { uid: node.metadata.uid } : {}) },
+      involvedObject: {
+        apiVersion: 'v1',
+        kind: 'Node',
+        name: node.metadata.name ?? this.config.nodeName,
+        ...(node.metadata.uid ? { uid: node.metadata.uid } : {}),
+      },
       reason: e.reason,
       message: e.message,
       type: EVENT_TYPE[e.reason],

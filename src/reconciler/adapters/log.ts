@@ -5,7 +5,8 @@ import type { Logger } from '../ports.js';
 export function jsonLogger(base: Record<string, unknown>, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
   const line = (level: string, msg: string, fields?: Record<string, unknown>): void => {
     const f: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(fields ?? {})) f[k] = v instanceof Error ? { name: v.name, message: v.message, ...('code' in v ? { code: (v as { code: unknown }).code } : {}) } : v;
+    for (const [k, v] of Object.entries(fields ?? {}))
+      f[k] = v instanceof Error ? { name: v.name, message: v.message, ...('code' in v ? { code: (v as { code: unknown }).code } : {}) } : v;
     write(`${JSON.stringify({ ts: new Date().toISOString(), level, msg, ...base, ...f })}\n`);
   };
   return {

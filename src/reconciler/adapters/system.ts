@@ -33,7 +33,9 @@ export function serveMetrics(metrics: Metrics, host: string, port: number): Prom
     }
     if (req.url === '/metrics') {
       const body = metrics.render();
-      res.writeHead(200, { 'content-type': EXPOSITION_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) }).end(req.method === 'HEAD' ? undefined : body);
+      res
+        .writeHead(200, { 'content-type': EXPOSITION_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) })
+        .end(req.method === 'HEAD' ? undefined : body);
     } else if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
     } else {

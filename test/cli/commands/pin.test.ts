@@ -18,7 +18,10 @@ let registry: string;
 beforeAll(async () => {
   server = createServer((req, res) => {
     const known = req.method === 'HEAD' && req.url === '/v2/team/app/manifests/v1';
-    res.writeHead(known ? 200 : 404, known ? { 'docker-content-digest': D, 'content-type': 'application/vnd.oci.image.index.v1+json' } : {});
+    res.writeHead(
+      known ? 200 : 404,
+      known ? { 'docker-content-digest': D, 'content-type': 'application/vnd.oci.image.index.v1+json' } : {},
+    );
     res.end();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -31,14 +34,21 @@ async function pin(dir: string) {
   let stderr = '';
   const config = join(await mkdtemp(join(tmpdir(), 'prewarm-pin-config-')), 'config.json');
   await writeFile(config, '{}\n');
-  const code = await run(['pin', dir, '--plain-http', registry, '--docker-config', config], { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  const code = await run(['pin', dir, '--plain-http', registry, '--docker-config', config], {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+  });
   return { code, stdout, stderr };
 }
 
 describe('prewarm pin, writing', () => {
   it('keeps Latin-1 bytes, CRLF and a BOM, and the mode; writes through a link', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-pin-'));
-    const spec = (ref: string) => Buffer.from(`\xef\xbb\xbf# caf\xe9 \xfcber\r\napiVersion: prewarm.dev/v1alpha1\r\nkind: ImageCache\r\nmetadata: {name: c, namespace: ns}   # \xa9\r\nspec:\r\n  cacheSpec:\r\n  - images: ["${ref}"]\r\n`, 'latin1');
+    const spec = (ref: string) =>
+      Buffer.from(
+        `\xef\xbb\xbf# caf\xe9 \xfcber\r\napiVersion: prewarm.dev/v1alpha1\r\nkind: ImageCache\r\nmetadata: {name: c, namespace: ns}   # \xa9\r\nspec:\r\n  cacheSpec:\r\n  - images: ["${ref}"]\r\n`,
+        'latin1',
+      );
     await writeFile(join(dir, 'store.txt'), spec(`${registry}/team/app:v1`));
     await chmod(join(dir, 'store.txt'), 0o600);
     await symlink('store.txt', join(dir, 'a.yaml'));
@@ -57,7 +67,9 @@ describe('prewarm pin, writing', () => {
     await writeFile(join(dir, 'a.yaml'), text);
     const r = await pin(dir);
     expect(r.code, r.stderr).toBe(ExitCode.Unresolved);
-    expect(r.stderr).toContain(`cannot pin ${registry}/team/gone:v1: ${registry} has no manifest team/gone:v1 (404: no such tag or repository)`);
+    expect(r.stderr).toContain(
+      `cannot pin ${registry}/team/gone:v1: ${registry} has no manifest team/gone:v1 (404: no such tag or repository)`,
+    );
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
   });
 });

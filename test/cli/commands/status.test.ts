@@ -15,6 +15,8 @@ describe('status --timeout', () => {
 
   it.each(['15', '1.5h', '1d', '', '-5m'])('refuses %j as a usage error', (text) => {
     expect(() => parseTimeout(text)).toThrow(UsageError);
-    expect(() => parseTimeout(text)).toThrow(`--timeout: duration "${text}" is invalid: use whole numbers with h, m or s, e.g. 90s, 10m, 1h30m`);
+    expect(() => parseTimeout(text)).toThrow(
+      `--timeout: duration "${text}" is invalid: use whole numbers with h, m or s, e.g. 90s, 10m, 1h30m`,
+    );
   });
 });

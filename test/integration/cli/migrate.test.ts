@@ -10,7 +10,13 @@ import { waitFor } from '../../../harness/time.js';
 const kubeconfig = inject('kubeconfig');
 
 async function waitForCrd(api: k8s.ApiextensionsV1Api, name: string): Promise<void> {
-  await waitFor(`CRD ${name} Established`, async () => (await api.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'), 10_000, 100);
+  await waitFor(
+    `CRD ${name} Established`,
+    async () =>
+      (await api.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'),
+    10_000,
+    100,
+  );
 }
 
 describe('migrate --from-cluster', () => {
@@ -31,7 +37,13 @@ describe('migrate --from-cluster', () => {
     });
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const sample = parse(await readFile('examples/kube-fledged/imagecache.yaml', 'utf8')) as object;
-    await custom.createNamespacedCustomObject({ group: 'kubefledged.io', version: 'v1alpha2', namespace: 'kube-fledged', plural: 'imagecaches', body: sample });
+    await custom.createNamespacedCustomObject({
+      group: 'kubefledged.io',
+      version: 'v1alpha2',
+      namespace: 'kube-fledged',
+      plural: 'imagecaches',
+      body: sample,
+    });
   });
 
   it('exports what the cluster runs as prewarm.dev specs that place images the same way', async () => {
@@ -55,7 +67,10 @@ describe('migrate --from-cluster', () => {
         imagePullSecrets: [{ name: 'myregistrykey' }],
         cacheSpec: [
           { images: ['ghcr.io/jitesoft/nginx:1.23.1'], tolerations: [{ operator: 'Exists' }] },
-          { images: ['us.gcr.io/k8s-artifacts-prod/cassandra:v7', 'us.gcr.io/k8s-artifacts-prod/etcd:3.5.4-0'], nodeSelector: { tier: 'backend' } },
+          {
+            images: ['us.gcr.io/k8s-artifacts-prod/cassandra:v7', 'us.gcr.io/k8s-artifacts-prod/etcd:3.5.4-0'],
+            nodeSelector: { tier: 'backend' },
+          },
         ],
       },
     });

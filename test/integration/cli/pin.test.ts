@@ -5,13 +5,33 @@
  * expects is computed independently: sha256 of the manifest bytes `skopeo inspect --raw` reads.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../../src/cli/exit-codes.js';
 import { REGISTRY, REPO_DIR, STATE_DIR } from '../../../harness/cluster/config.js';
-import { buildOciImage, buildOciIndex, copyToRegistry, DOCKER_MANIFEST_LIST, OCI_INDEX, rawManifest, standInLayers, type RegistryTarget } from '../../../harness/cluster/images.js';
+import {
+  buildOciImage,
+  buildOciIndex,
+  copyToRegistry,
+  DOCKER_MANIFEST_LIST,
+  OCI_INDEX,
+  rawManifest,
+  standInLayers,
+  type RegistryTarget,
+} from '../../../harness/cluster/images.js';
 import { startLoopbackRegistries, type LoopbackRegistries } from '../../../harness/cluster/loopback.js';
 import { CA_CRT } from '../../../harness/cluster/pki.js';
 import { run } from '../../../harness/cluster/sh.js';
@@ -142,7 +162,8 @@ function prewarm(args: string[], env: Record<string, string | undefined> = {}) {
   const r = run([process.execPath, CLI, ...args], { env: base, allowFail: true, timeoutMs: 60_000 });
   return { code: r.code, stdout: r.stdout, stderr: r.stderr };
 }
-const pin = (dir: string, extra: string[] = [], env: Record<string, string | undefined> = {}) => prewarm(['pin', '--plain-http', plain.addr, dir, ...extra], env);
+const pin = (dir: string, extra: string[] = [], env: Record<string, string | undefined> = {}) =>
+  prewarm(['pin', '--plain-http', plain.addr, dir, ...extra], env);
 
 /** 1-based line:column where `needle` first starts in `text`. */
 function position(text: string, needle: string): string {
@@ -168,7 +189,10 @@ beforeAll(async () => {
     untagged: `${plain.addr}/base/busybox`,
   };
   served.set(img.untagged, served.get(push(plain, 'base/busybox:latest')) as string);
-  multiIndex = buildOciIndex('pin-multi', ['amd64', 'arm64'].map((architecture) => ({ architecture, layers: standInLayers(`multi-${architecture}`) })));
+  multiIndex = buildOciIndex(
+    'pin-multi',
+    ['amd64', 'arm64'].map((architecture) => ({ architecture, layers: standInLayers(`multi-${architecture}`) })),
+  );
   copyToRegistry(multiIndex, plain, 'multi/tool:v3');
   const raw = rawManifest(plain, 'multi/tool:v3');
   served.set(img.multi, sha256(raw));
@@ -245,12 +269,16 @@ describe('prewarm pin against real registries', () => {
     const wrong = dockerConfig('wrong', { auths: { [`https://${regs.tls}`]: { username: REGISTRY.user, password: 'not-the-password' } } });
     const refused = pin(dir, [], { DOCKER_CONFIG: wrong });
     expect(refused.code).toBe(ExitCode.Unresolved);
-    expect(refused.stderr).toContain(`cannot pin ${img.model}: ${regs.tls} refused the credentials from the docker config ${join(wrong, 'config.json')} (401)`);
+    expect(refused.stderr).toContain(
+      `cannot pin ${img.model}: ${regs.tls} refused the credentials from the docker config ${join(wrong, 'config.json')} (401)`,
+    );
     expect(snapshot(dir)).toEqual(before);
 
     const untrusted = pin(dir, [], { NODE_EXTRA_CA_CERTS: undefined });
     expect(untrusted.code).toBe(ExitCode.Unresolved);
-    expect(untrusted.stderr).toMatch(new RegExp(`${at}: .*cannot pin ${img.model.replace(/[.:/]/g, '\\$&')}: .*certificate.*set NODE_EXTRA_CA_CERTS`));
+    expect(untrusted.stderr).toMatch(
+      new RegExp(`${at}: .*cannot pin ${img.model.replace(/[.:/]/g, '\\$&')}: .*certificate.*set NODE_EXTRA_CA_CERTS`),
+    );
     expect(snapshot(dir)).toEqual(before);
 
     const ok = pin(dir);
@@ -282,7 +310,9 @@ describe('prewarm pin against real registries', () => {
       const asked = readFileSync(join(bin, 'asked'), 'utf8').trim().split('\n').sort();
       expect(asked).toEqual(name === 'helpers' ? [regs.tls] : [regs.plain, regs.tls].sort());
     }
-    const missing = pin(specDir('helper-missing'), [], { DOCKER_CONFIG: dockerConfig('missing', { credHelpers: { [regs.tls]: 'not-installed' } }) });
+    const missing = pin(specDir('helper-missing'), [], {
+      DOCKER_CONFIG: dockerConfig('missing', { credHelpers: { [regs.tls]: 'not-installed' } }),
+    });
     expect(missing.code).toBe(ExitCode.Usage);
     expect(missing.stderr).toContain(`credential helper for ${regs.tls}: docker-credential-not-installed is not on PATH`);
   });
@@ -295,7 +325,9 @@ describe('prewarm pin against real registries', () => {
     expect(snapshot(dir)).toEqual(before);
     const cpu = files(identity)['nested/cpu.yaml'] as string;
     expect(r.stdout).toContain(`${join(dir, 'nested/cpu.yaml')}:${position(cpu, img.multi)}: ${img.multi} -> ${pinned(img.multi)}\n`);
-    expect(r.stdout).toContain(`${join(dir, 'team.yaml')}:${position(files(identity)['team.yaml'] as string, `'${img.helper}`)}: ${img.helper} -> ${pinned(img.helper)}\n`);
+    expect(r.stdout).toContain(
+      `${join(dir, 'team.yaml')}:${position(files(identity)['team.yaml'] as string, `'${img.helper}`)}: ${img.helper} -> ${pinned(img.helper)}\n`,
+    );
     expect(r.stderr).toContain('would pin 10 reference(s) of 6 image(s) in 2 file(s); nothing was written (--dry-run)');
 
     // HTTPS is the default; a plain-HTTP registry is named in the error with the flag that fixes it.
@@ -331,7 +363,9 @@ describe('prewarm pin against real registries', () => {
       run(['chattr', '-i', unwritable]);
     }
     expect(w.code).toBe(ExitCode.Internal);
-    expect(w.stderr).toContain(`prewarm: cannot write ${join(unwritable, 'team.yaml')}: operation not permitted (EPERM); no file was changed\n`);
+    expect(w.stderr).toContain(
+      `prewarm: cannot write ${join(unwritable, 'team.yaml')}: operation not permitted (EPERM); no file was changed\n`,
+    );
     expect(snapshot(unwritable)).toEqual(frozen);
     expect(readdirSync(join(unwritable, 'nested'))).toEqual(['cpu.yaml']);
   });
@@ -378,7 +412,10 @@ describe('prewarm pin against real registries', () => {
     expect(s.code, s.stderr).toBe(ExitCode.Success);
     const images = new Set<string>();
     for (const doc of parseAllDocuments(s.stdout)) {
-      const o = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { image: string }[]; initContainers?: { image: string }[] } } } };
+      const o = doc.toJS() as {
+        kind?: string;
+        spec?: { template?: { spec?: { containers?: { image: string }[]; initContainers?: { image: string }[] } } };
+      };
       if (o?.kind !== 'DaemonSet') continue;
       const pod = o.spec?.template?.spec;
       for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) images.add(c.image);

@@ -64,7 +64,9 @@ describe('prewarm status', () => {
         body: {
           metadata: {
             labels: { 'prewarm.dev/gpu-it': 'warm' },
-            annotations: { 'status.prewarm.dev/gpu-it': JSON.stringify({ v: 1, pod: 'p-st-n1', state: 'warm', images: 1, present: 1, ttwSeconds: 12 }) },
+            annotations: {
+              'status.prewarm.dev/gpu-it': JSON.stringify({ v: 1, pod: 'p-st-n1', state: 'warm', images: 1, present: 1, ttwSeconds: 12 }),
+            },
           },
         },
       },

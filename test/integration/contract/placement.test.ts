@@ -123,7 +123,11 @@ interface Obj {
 }
 
 interface PodList {
-  items: { metadata: { name: string; labels?: Record<string, string> }; spec: { nodeName?: string; affinity?: unknown }; status?: { phase?: string } }[];
+  items: {
+    metadata: { name: string; labels?: Record<string, string> };
+    spec: { nodeName?: string; affinity?: unknown };
+    status?: { phase?: string };
+  }[];
 }
 
 let cp: LoopbackControlPlane;
@@ -131,7 +135,10 @@ let http: KubeHttp;
 let pools: PoolEntry[];
 
 beforeAll(async () => {
-  cp = await startLoopbackControlPlane('place', (m) => console.log(`[placement] ${m}`), { controllers: ['daemonset', 'serviceaccount'], scheduler: true });
+  cp = await startLoopbackControlPlane('place', (m) => console.log(`[placement] ${m}`), {
+    controllers: ['daemonset', 'serviceaccount'],
+    scheduler: true,
+  });
   http = new KubeHttp(endpointOf(cp.kubeconfig));
   for (const c of NODES) {
     await http.json('POST', '/api/v1/nodes', {
@@ -152,7 +159,16 @@ beforeAll(async () => {
         status: {
           capacity: { cpu: '8', memory: '32Gi', pods: '110' },
           allocatable: { cpu: '8', memory: '32Gi', pods: '110' },
-          conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'placement test', lastHeartbeatTime: now, lastTransitionTime: now }],
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              reason: 'KubeletReady',
+              message: 'placement test',
+              lastHeartbeatTime: now,
+              lastTransitionTime: now,
+            },
+          ],
         },
       },
       'application/strategic-merge-patch+json',
@@ -184,7 +200,10 @@ function predicted(): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const pool of pools) {
     out[pool.id] = NODES.filter((c) =>
-      placementSelectsNode(pool.placement, { metadata: { labels: { 'kubernetes.io/hostname': nodeName(c), ...c.labels } }, spec: { taints: c.taints ?? [] } }),
+      placementSelectsNode(pool.placement, {
+        metadata: { labels: { 'kubernetes.io/hostname': nodeName(c), ...c.labels } },
+        spec: { taints: c.taints ?? [] },
+      }),
     )
       .map(nodeName)
       .sort();
@@ -198,10 +217,12 @@ async function placed(): Promise<Record<string, string[]>> {
   return waitFor(
     'every pull pod bound, and DaemonSet counts settled',
     async () => {
-      const dss = await http.json<{ items: { metadata: { name: string; namespace: string; generation: number }; status?: { observedGeneration?: number; desiredNumberScheduled?: number } }[] }>(
-        'GET',
-        '/apis/apps/v1/daemonsets',
-      );
+      const dss = await http.json<{
+        items: {
+          metadata: { name: string; namespace: string; generation: number };
+          status?: { observedGeneration?: number; desiredNumberScheduled?: number };
+        }[];
+      }>('GET', '/apis/apps/v1/daemonsets');
       if (dss.items.length !== pools.length) return undefined;
       if (dss.items.some((d) => d.status?.observedGeneration !== d.metadata.generation)) return undefined;
       const pods = await http.json<PodList>('GET', '/api/v1/pods');
@@ -236,8 +257,12 @@ describe('placement on the real DaemonSet controller and scheduler', () => {
       // What the apiserver holds, to tell a wrong prediction from a node that is not what the table says.
       const nodes = await http.json<{ items: { metadata: { name: string }; spec?: { taints?: unknown } }[] }>('GET', '/api/v1/nodes');
       for (const n of nodes.items) console.log(`node ${n.metadata.name} taints ${JSON.stringify(n.spec?.taints ?? [])}`);
-      const pods = await http.json<{ items: { metadata: { name: string }; spec: { nodeName?: string; tolerations?: unknown } }[] }>('GET', '/api/v1/pods');
-      for (const p of pods.items.slice(0, 3)) console.log(`pod ${p.metadata.name} on ${p.spec.nodeName} tolerations ${JSON.stringify(p.spec.tolerations)}`);
+      const pods = await http.json<{ items: { metadata: { name: string }; spec: { nodeName?: string; tolerations?: unknown } }[] }>(
+        'GET',
+        '/api/v1/pods',
+      );
+      for (const p of pods.items.slice(0, 3))
+        console.log(`pod ${p.metadata.name} on ${p.spec.nodeName} tolerations ${JSON.stringify(p.spec.tolerations)}`);
     }
     expect(got).toEqual(want);
     // The table must exercise both answers for the shapes the contract is about.

@@ -42,7 +42,8 @@ async function denial(p: Promise<unknown>): Promise<ApiError> {
   throw new Error('request was allowed');
 }
 
-const merge = (node: string, body: object): Promise<KNode> => sa.json<KNode>('PATCH', `/api/v1/nodes/${node}`, body, 'application/strategic-merge-patch+json');
+const merge = (node: string, body: object): Promise<KNode> =>
+  sa.json<KNode>('PATCH', `/api/v1/nodes/${node}`, body, 'application/strategic-merge-patch+json');
 
 beforeAll(async () => {
   admin = new KubeHttp(adminEndpoint());
@@ -60,7 +61,12 @@ beforeAll(async () => {
   sa = new KubeHttp(tokenEndpoint(await podToken(admin, NS, SA, pod)));
   // The policy and its binding reach the admission plugin asynchronously: wait until a write
   // that only the policy forbids is denied.
-  await waitFor('the admission policy to be enforced', async () => (await status(merge('int-node-b', { metadata: { labels: { 'prewarm.dev/probe': 'x' } } }))) === 403, 30_000, 200);
+  await waitFor(
+    'the admission policy to be enforced',
+    async () => (await status(merge('int-node-b', { metadata: { labels: { 'prewarm.dev/probe': 'x' } } }))) === 403,
+    30_000,
+    200,
+  );
 });
 
 afterAll(() => {
@@ -70,14 +76,23 @@ afterAll(() => {
 
 describe('ReconcilerAccess on a real apiserver', () => {
   it('judges only the sidecars: other writers of nodes are untouched', async () => {
-    const n = await admin.json<KNode>('PATCH', '/api/v1/nodes/int-node-b', { metadata: { labels: { 'example.com/team': 'a' } } }, 'application/strategic-merge-patch+json');
+    const n = await admin.json<KNode>(
+      'PATCH',
+      '/api/v1/nodes/int-node-b',
+      { metadata: { labels: { 'example.com/team': 'a' } } },
+      'application/strategic-merge-patch+json',
+    );
     expect(n.metadata.labels?.['example.com/team']).toBe('a');
   });
 
   it('allows our label and annotation on our own node', async () => {
-    const n = await merge('int-node-a', { metadata: { labels: { 'prewarm.dev/pool-x': 'warm' }, annotations: { 'status.prewarm.dev/pool-x': '{"v":1}' } } });
+    const n = await merge('int-node-a', {
+      metadata: { labels: { 'prewarm.dev/pool-x': 'warm' }, annotations: { 'status.prewarm.dev/pool-x': '{"v":1}' } },
+    });
     expect(n.metadata.labels?.['prewarm.dev/pool-x']).toBe('warm');
-    const cleared = await merge('int-node-a', { metadata: { labels: { 'prewarm.dev/pool-x': null }, annotations: { 'status.prewarm.dev/pool-x': null } } });
+    const cleared = await merge('int-node-a', {
+      metadata: { labels: { 'prewarm.dev/pool-x': null }, annotations: { 'status.prewarm.dev/pool-x': null } },
+    });
     expect(cleared.metadata.labels?.['prewarm.dev/pool-x']).toBeUndefined();
   });
 
@@ -88,9 +103,13 @@ describe('ReconcilerAccess on a real apiserver', () => {
   });
 
   it('denies labels and annotations outside our prefixes', async () => {
-    expect((await denial(merge('int-node-a', { metadata: { labels: { 'node-role.kubernetes.io/control-plane': '' } } }))).message).toContain('may only change node labels under prewarm.dev/');
+    expect(
+      (await denial(merge('int-node-a', { metadata: { labels: { 'node-role.kubernetes.io/control-plane': '' } } }))).message,
+    ).toContain('may only change node labels under prewarm.dev/');
     expect((await denial(merge('int-node-a', { metadata: { labels: { 'kubernetes.io/hostname': null } } }))).code).toBe(403);
-    expect((await denial(merge('int-node-a', { metadata: { annotations: { 'prewarm.dev/not-status': 'x' } } }))).message).toContain('may only change node annotations under status.prewarm.dev/');
+    expect((await denial(merge('int-node-a', { metadata: { annotations: { 'prewarm.dev/not-status': 'x' } } }))).message).toContain(
+      'may only change node annotations under status.prewarm.dev/',
+    );
   });
 
   it('allows removing the gate taint, denies removing or adding any other taint and other spec changes', async () => {
@@ -99,7 +118,9 @@ describe('ReconcilerAccess on a real apiserver', () => {
     const otherIdx = taints.findIndex((t) => t.key === OTHER.key);
     const gateIdx = taints.findIndex((t) => t.key === GATE.key);
     const jp = (ops: object[]) => sa.json<KNode>('PATCH', '/api/v1/nodes/int-node-a', ops, 'application/json-patch+json');
-    expect((await denial(jp([{ op: 'remove', path: `/spec/taints/${otherIdx}` }]))).message).toContain('may only remove the gating taints prewarm.dev/warming');
+    expect((await denial(jp([{ op: 'remove', path: `/spec/taints/${otherIdx}` }]))).message).toContain(
+      'may only remove the gating taints prewarm.dev/warming',
+    );
     expect((await denial(jp([{ op: 'add', path: '/spec/taints/-', value: { key: 'evil', effect: 'NoSchedule' } }]))).code).toBe(403);
     expect((await denial(merge('int-node-a', { spec: { unschedulable: true } }))).message).toContain('may not change the node spec');
     const after = await jp([
@@ -111,7 +132,17 @@ describe('ReconcilerAccess on a real apiserver', () => {
   });
 
   it('a failed JSON-patch test is a 422 the controller treats as a conflict', async () => {
-    const e = await denial(sa.json('PATCH', '/api/v1/nodes/int-node-a', [{ op: 'test', path: '/spec/taints/0', value: { key: 'nope', effect: 'NoSchedule' } }, { op: 'remove', path: '/spec/taints/0' }], 'application/json-patch+json'));
+    const e = await denial(
+      sa.json(
+        'PATCH',
+        '/api/v1/nodes/int-node-a',
+        [
+          { op: 'test', path: '/spec/taints/0', value: { key: 'nope', effect: 'NoSchedule' } },
+          { op: 'remove', path: '/spec/taints/0' },
+        ],
+        'application/json-patch+json',
+      ),
+    );
     expect([409, 422]).toContain(e.code);
   });
 
@@ -127,7 +158,11 @@ describe('ReconcilerAccess on a real apiserver', () => {
     expect(await status(sa.json('GET', '/api/v1/nodes/int-node-a'))).toBe(200);
     const ac = new AbortController();
     const seen: string[] = [];
-    const w = sa.watch(`/api/v1/namespaces/${NS}/pods?watch=true&fieldSelector=metadata.name%3Dpull-a&timeoutSeconds=2`, (o) => seen.push(o.type), ac.signal);
+    const w = sa.watch(
+      `/api/v1/namespaces/${NS}/pods?watch=true&fieldSelector=metadata.name%3Dpull-a&timeoutSeconds=2`,
+      (o) => seen.push(o.type),
+      ac.signal,
+    );
     await w;
     expect(seen).toContain('ADDED');
     expect(
@@ -142,6 +177,16 @@ describe('ReconcilerAccess on a real apiserver', () => {
       ),
     ).toBe(200);
     // Events about a Node must live in "default"; the pool namespace is not granted.
-    expect(await status(sa.json('POST', `/api/v1/namespaces/${NS}/events`, { metadata: { name: `int-ev-${Date.now()}` }, involvedObject: { kind: 'Pod', name: 'pull-a', namespace: NS }, reason: 'Warm', message: 'test', type: 'Normal' }))).toBe(403);
+    expect(
+      await status(
+        sa.json('POST', `/api/v1/namespaces/${NS}/events`, {
+          metadata: { name: `int-ev-${Date.now()}` },
+          involvedObject: { kind: 'Pod', name: 'pull-a', namespace: NS },
+          reason: 'Warm',
+          message: 'test',
+          type: 'Normal',
+        }),
+      ),
+    ).toBe(403);
   });
 });

@@ -21,7 +21,8 @@ import { ReconcilerAccess, type ReconcilerAccessProps } from '../../../src/synth
  */
 export const INT_NAMESPACES = ['prewarm-int-access', 'prewarm-int-sidecar'];
 
-const read = (file?: string, data?: string): Buffer | undefined => (data ? Buffer.from(data, 'base64') : file ? fs.readFileSync(file) : undefined);
+const read = (file?: string, data?: string): Buffer | undefined =>
+  data ? Buffer.from(data, 'base64') : file ? fs.readFileSync(file) : undefined;
 
 /** The admin endpoint of the harness apiserver. */
 export function adminEndpoint(): Endpoint {
@@ -38,7 +39,13 @@ export function endpointOf(kubeconfig: string): Endpoint {
   const ca = read(cluster.caFile, cluster.caData);
   const cert = read(user.certFile, user.certData);
   const key = read(user.keyFile, user.keyData);
-  return { server: cluster.server, ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(user.token ? { token: () => user.token } : {}) };
+  return {
+    server: cluster.server,
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
+    ...(user.token ? { token: () => user.token } : {}),
+  };
 }
 
 /** An endpoint authenticating with a bearer token (no client cert). */
@@ -48,7 +55,10 @@ export function tokenEndpoint(token: string): Endpoint {
 }
 
 /** Creates an object, or replaces it if it exists (idempotent across reruns on a kept cluster). */
-export async function apply(http: KubeHttp, o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<void> {
+export async function apply(
+  http: KubeHttp,
+  o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } },
+): Promise<void> {
   try {
     await http.json('POST', collectionPath(o), o);
   } catch (e) {
@@ -63,28 +73,55 @@ export async function applyAccess(http: KubeHttp, props: ReconcilerAccessProps):
   for (const name of props.namespaces) await apply(http, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   const chart = Testing.chart();
   new ReconcilerAccess(chart, 'access', props);
-  for (const o of Testing.synth(chart) as { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }[]) await apply(http, o);
+  for (const o of Testing.synth(chart) as { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }[])
+    await apply(http, o);
 }
 
 /** Creates (or resets) a Node object with the given taints, Ready since `readyAt`. */
-export async function makeNode(http: KubeHttp, name: string, taints: { key: string; effect: string; value?: string }[], readyAt = new Date()): Promise<KNode> {
+export async function makeNode(
+  http: KubeHttp,
+  name: string,
+  taints: { key: string; effect: string; value?: string }[],
+  readyAt = new Date(),
+): Promise<KNode> {
   try {
     await http.json('DELETE', `/api/v1/nodes/${name}`);
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== 404) throw e;
   }
-  await waitFor(`node ${name} gone`, async () => {
-    try {
-      await http.json('GET', `/api/v1/nodes/${name}`);
-      return false;
-    } catch (e) {
-      if (e instanceof ApiError && e.code === 404) return true;
-      throw e;
-    }
-  }, 5_000, 100);
-  await http.json('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name } }, spec: { taints } });
+  await waitFor(
+    `node ${name} gone`,
+    async () => {
+      try {
+        await http.json('GET', `/api/v1/nodes/${name}`);
+        return false;
+      } catch (e) {
+        if (e instanceof ApiError && e.code === 404) return true;
+        throw e;
+      }
+    },
+    5_000,
+    100,
+  );
+  await http.json('POST', '/api/v1/nodes', {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name } },
+    spec: { taints },
+  });
   const t = readyAt.toISOString();
-  await http.json<KNode>('PATCH', `/api/v1/nodes/${name}/status`, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: t, lastTransitionTime: t }] } }, 'application/strategic-merge-patch+json');
+  await http.json<KNode>(
+    'PATCH',
+    `/api/v1/nodes/${name}/status`,
+    {
+      status: {
+        conditions: [
+          { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: t, lastTransitionTime: t },
+        ],
+      },
+    },
+    'application/strategic-merge-patch+json',
+  );
   // The NodeTaint admission plugin taints every new node node.kubernetes.io/not-ready:NoSchedule,
   // and the node lifecycle controller (not run here) lifts it once the node is Ready. Daemon pods
   // do not tolerate it, so a Ready node that kept it would select no pool.
@@ -111,7 +148,12 @@ export async function makePod(http: KubeHttp, ns: string, name: string, node: st
 
 /** Plays the kubelet: sets the pod's container statuses. */
 export async function setContainerStatuses(http: KubeHttp, pod: KPod, statuses: object[]): Promise<KPod> {
-  return http.json<KPod>('PATCH', `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`, { status: { phase: 'Running', containerStatuses: statuses } }, 'application/merge-patch+json');
+  return http.json<KPod>(
+    'PATCH',
+    `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`,
+    { status: { phase: 'Running', containerStatuses: statuses } },
+    'application/merge-patch+json',
+  );
 }
 
 /** A TokenRequest bound to `pod`: the apiserver embeds the pod's node name in its claims. */

@@ -31,9 +31,28 @@ const logs = new Map<ChildProcess, string>();
 
 const pools: PoolsFile = {
   pools: [
-    { id: 'int-p1', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p1', placement: placementOf({ 'kubernetes.io/hostname': 'int-node-s' }, [], DEFAULT_GATE_TAINT_KEY), gateTaintKey: DEFAULT_GATE_TAINT_KEY },
-    { id: 'int-p2', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p2', placement: placementOf({ 'kubernetes.io/hostname': 'int-node-s' }, [], DEFAULT_GATE_TAINT_KEY), gateTaintKey: DEFAULT_GATE_TAINT_KEY },
-    { id: 'int-p3', namespace: NS, nodeLabelKey: 'prewarm.dev/int-p3', placement: placementOf({ 'kubernetes.io/hostname': 'int-node-p' }, [], DEFAULT_GATE_TAINT_KEY), gateTaintKey: DEFAULT_GATE_TAINT_KEY, deadlineSeconds: 3 },
+    {
+      id: 'int-p1',
+      namespace: NS,
+      nodeLabelKey: 'prewarm.dev/int-p1',
+      placement: placementOf({ 'kubernetes.io/hostname': 'int-node-s' }, [], DEFAULT_GATE_TAINT_KEY),
+      gateTaintKey: DEFAULT_GATE_TAINT_KEY,
+    },
+    {
+      id: 'int-p2',
+      namespace: NS,
+      nodeLabelKey: 'prewarm.dev/int-p2',
+      placement: placementOf({ 'kubernetes.io/hostname': 'int-node-s' }, [], DEFAULT_GATE_TAINT_KEY),
+      gateTaintKey: DEFAULT_GATE_TAINT_KEY,
+    },
+    {
+      id: 'int-p3',
+      namespace: NS,
+      nodeLabelKey: 'prewarm.dev/int-p3',
+      placement: placementOf({ 'kubernetes.io/hostname': 'int-node-p' }, [], DEFAULT_GATE_TAINT_KEY),
+      gateTaintKey: DEFAULT_GATE_TAINT_KEY,
+      deadlineSeconds: 3,
+    },
   ],
 };
 
@@ -43,14 +62,19 @@ async function freshPod(name: string, node: string, images: string[]): Promise<K
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== 404) throw e;
   }
-  await waitFor(`pod ${name} gone`, async () => {
-    try {
-      await admin.json('GET', `/api/v1/namespaces/${NS}/pods/${name}`);
-      return false;
-    } catch (e) {
-      return e instanceof ApiError && e.code === 404;
-    }
-  }, 20_000, 200);
+  await waitFor(
+    `pod ${name} gone`,
+    async () => {
+      try {
+        await admin.json('GET', `/api/v1/namespaces/${NS}/pods/${name}`);
+        return false;
+      } catch (e) {
+        return e instanceof ApiError && e.code === 404;
+      }
+    },
+    20_000,
+    200,
+  );
   return makePod(admin, NS, name, node, SA, images);
 }
 
@@ -86,7 +110,16 @@ async function startSidecar(pod: KPod, pool: string, node: string, deadlineSecon
 }
 
 const running = (images: string[], at = new Date()) =>
-  images.map((image, i) => ({ name: `c${i}`, image, imageID: `${image.split(':')[0]}@sha256:${String(i).repeat(64)}`, ready: true, restartCount: 0, started: true, state: { running: { startedAt: at.toISOString() } }, lastState: {} }));
+  images.map((image, i) => ({
+    name: `c${i}`,
+    image,
+    imageID: `${image.split(':')[0]}@sha256:${String(i).repeat(64)}`,
+    ready: true,
+    restartCount: 0,
+    started: true,
+    state: { running: { startedAt: at.toISOString() } },
+    lastState: {},
+  }));
 const node = (name: string): Promise<KNode> => admin.json<KNode>('GET', `/api/v1/nodes/${name}`);
 const gateOn = (n: KNode): boolean => (n.spec?.taints ?? []).some((t) => t.key === DEFAULT_GATE_TAINT_KEY);
 
@@ -123,17 +156,31 @@ describe('the sidecar process on a real apiserver', () => {
       await waitFor('pool 1 warm', async () => (await node('int-node-s')).metadata.labels?.['prewarm.dev/int-p1'] === 'warm', 20_000, 200);
       const mid = await node('int-node-s');
       expect(gateOn(mid)).toBe(true);
-      expect(parseAnnotation(mid.metadata.annotations?.['status.prewarm.dev/int-p1'])).toMatchObject({ state: 'warm', images: 2, pod: 'pull-s1' });
+      expect(parseAnnotation(mid.metadata.annotations?.['status.prewarm.dev/int-p1'])).toMatchObject({
+        state: 'warm',
+        images: 2,
+        pod: 'pull-s1',
+      });
 
       await setContainerStatuses(admin, p2, running(imgs2));
-      const done = await waitFor('pool 2 warm and the gate lifted', async () => {
-        const n = await node('int-node-s');
-        return n.metadata.labels?.['prewarm.dev/int-p2'] === 'warm' && !gateOn(n) ? n : undefined;
-      }, 20_000, 200);
+      const done = await waitFor(
+        'pool 2 warm and the gate lifted',
+        async () => {
+          const n = await node('int-node-s');
+          return n.metadata.labels?.['prewarm.dev/int-p2'] === 'warm' && !gateOn(n) ? n : undefined;
+        },
+        20_000,
+        200,
+      );
       expect(done.metadata.labels?.['prewarm.dev/int-p1']).toBe('warm');
 
-      const events = await admin.json<{ items: { reason: string; message: string; involvedObject: { name: string } }[] }>('GET', '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-s');
-      expect(events.items.some((e) => e.reason === 'Warm' && e.message.includes('pool int-p2') && e.message.includes('removed gate taint'))).toBe(true);
+      const events = await admin.json<{ items: { reason: string; message: string; involvedObject: { name: string } }[] }>(
+        'GET',
+        '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-s',
+      );
+      expect(
+        events.items.some((e) => e.reason === 'Warm' && e.message.includes('pool int-p2') && e.message.includes('removed gate taint')),
+      ).toBe(true);
 
       s1.kill('SIGTERM');
       expect(await exitOf(s1)).toBe(0);
@@ -156,13 +203,35 @@ describe('the sidecar process on a real apiserver', () => {
     const s = await startSidecar(p, 'int-p3', 'int-node-p', 3);
     try {
       const ok = running(imgs)[0] as object;
-      await setContainerStatuses(admin, p, [ok, { name: 'c1', image: imgs[1], imageID: '', ready: false, restartCount: 0, started: false, state: { waiting: { reason: 'ErrImagePull', message: 'manifest unknown' } }, lastState: {} }]);
-      const n = await waitFor('partial and the gate lifted', async () => {
-        const x = await node('int-node-p');
-        return x.metadata.labels?.['prewarm.dev/int-p3'] === 'partial' && !gateOn(x) ? x : undefined;
-      }, 30_000, 200);
-      expect(parseAnnotation(n.metadata.annotations?.['status.prewarm.dev/int-p3'])?.failing).toEqual([{ image: 'reg.local/missing:1', reason: 'ErrImagePull', message: 'manifest unknown' }]);
-      const events = await admin.json<{ items: { reason: string; type: string; message: string }[] }>('GET', '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-p');
+      await setContainerStatuses(admin, p, [
+        ok,
+        {
+          name: 'c1',
+          image: imgs[1],
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          started: false,
+          state: { waiting: { reason: 'ErrImagePull', message: 'manifest unknown' } },
+          lastState: {},
+        },
+      ]);
+      const n = await waitFor(
+        'partial and the gate lifted',
+        async () => {
+          const x = await node('int-node-p');
+          return x.metadata.labels?.['prewarm.dev/int-p3'] === 'partial' && !gateOn(x) ? x : undefined;
+        },
+        30_000,
+        200,
+      );
+      expect(parseAnnotation(n.metadata.annotations?.['status.prewarm.dev/int-p3'])?.failing).toEqual([
+        { image: 'reg.local/missing:1', reason: 'ErrImagePull', message: 'manifest unknown' },
+      ]);
+      const events = await admin.json<{ items: { reason: string; type: string; message: string }[] }>(
+        'GET',
+        '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-p',
+      );
       const partial = events.items.find((e) => e.reason === 'Partial');
       expect(partial?.type).toBe('Warning');
       expect(partial?.message).toContain('reg.local/missing:1: ErrImagePull (manifest unknown)');
