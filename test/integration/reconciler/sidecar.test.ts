@@ -174,13 +174,20 @@ describe('the sidecar process on a real apiserver', () => {
       );
       expect(done.metadata.labels?.['prewarm.dev/int-p1']).toBe('warm');
 
-      const events = await admin.json<{ items: { reason: string; message: string; involvedObject: { name: string } }[] }>(
-        'GET',
-        '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-s',
+      // The Event is the third write of the transition, after the label and the taint: wait for it.
+      const warm = await waitFor(
+        'the Warm Event of pool int-p2',
+        async () => {
+          const events = await admin.json<{ items: { reason: string; message: string }[] }>(
+            'GET',
+            '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-s',
+          );
+          return events.items.find((e) => e.reason === 'Warm' && e.message.includes('pool int-p2'));
+        },
+        10_000,
+        200,
       );
-      expect(
-        events.items.some((e) => e.reason === 'Warm' && e.message.includes('pool int-p2') && e.message.includes('removed gate taint')),
-      ).toBe(true);
+      expect(warm.message).toContain('removed gate taint');
 
       s1.kill('SIGTERM');
       expect(await exitOf(s1)).toBe(0);
@@ -228,13 +235,20 @@ describe('the sidecar process on a real apiserver', () => {
       expect(parseAnnotation(n.metadata.annotations?.['status.prewarm.dev/int-p3'])?.failing).toEqual([
         { image: 'reg.local/missing:1', reason: 'ErrImagePull', message: 'manifest unknown' },
       ]);
-      const events = await admin.json<{ items: { reason: string; type: string; message: string }[] }>(
-        'GET',
-        '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-p',
+      const partial = await waitFor(
+        'the Partial Event',
+        async () => {
+          const events = await admin.json<{ items: { reason: string; type: string; message: string }[] }>(
+            'GET',
+            '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-p',
+          );
+          return events.items.find((e) => e.reason === 'Partial');
+        },
+        10_000,
+        200,
       );
-      const partial = events.items.find((e) => e.reason === 'Partial');
-      expect(partial?.type).toBe('Warning');
-      expect(partial?.message).toContain('reg.local/missing:1: ErrImagePull (manifest unknown)');
+      expect(partial.type).toBe('Warning');
+      expect(partial.message).toContain('reg.local/missing:1: ErrImagePull (manifest unknown)');
     } catch (e) {
       throw new Error(`${(e as Error).message}\n--- sidecar:\n${logs.get(s)}`, { cause: e });
     } finally {
