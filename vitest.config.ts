@@ -17,7 +17,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/e2e/**', 'test/integration/**', 'test/cluster/**', 'test/gitops/**'],
+          exclude: ['test/e2e/**', 'test/integration/**', 'test/gitops/**'],
         },
       },
       integrationProject,

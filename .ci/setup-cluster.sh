@@ -28,5 +28,5 @@ if [[ "${PREWARM_SKIP_APT:-0}" != 1 ]]; then
 fi
 
 command -v go >/dev/null || { echo "[setup-cluster] go is required (Go toolchain on PATH)" >&2; exit 1; }
-"$ROOT/test/cluster/build.sh"
+"$ROOT/harness/cluster/build.sh"
 echo "[setup-cluster] ready in $((SECONDS - T0))s"

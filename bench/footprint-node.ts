@@ -1,6 +1,6 @@
 /**
  * `npm run bench:footprint-node`: memory of image pre-pulling on a real harness node (kubelet +
- * containerd, test/cluster), per pool size (BENCH_SIZES, default 5, 50 and 200 images), in one run:
+ * containerd, harness/cluster), per pool size (BENCH_SIZES, default 5, 50 and 200 images), in one run:
  *
  *   prewarm      `prewarm synth` as shipped: one pull pod per node, one sleeping container per image
  *                (static busybox `sleep`, copied by an init container), plus the sidecar reconciler
@@ -30,15 +30,17 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REGISTRY, STATE_DIR } from '../test/cluster/config.js';
-import { ensureStandIns } from '../test/cluster/images.js';
-import { normalize, parseObjects, prepareImages, synth } from '../test/e2e/helpers.js';
+import { REGISTRY, STATE_DIR } from '../harness/cluster/config.js';
+import { ensureStandIns, normalize } from '../harness/cluster/images.js';
+import { Kube, type KubeObject } from '../harness/kube.js';
+import { prepareImages, synth, yamlObjects } from '../harness/manifests.js';
+import { NodeWatch, until, waitImages } from '../harness/nodes.js';
+import { secs, sleep } from '../harness/time.js';
 import { SIDECAR_CONTAINER } from '../src/contract/names.js';
-import { Kube, type KubeObject } from './support/kube.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel, waitModelStatus, type Model } from './support/kubefledged.js';
 import { podMemory, sampleNodePeak, type NodePeak, type PodMem } from './support/memory.js';
-import { ensureCluster, NodeWatch, releaseCluster, join as joinNode, leave, until, waitImages } from './support/nodes.js';
-import { log, RESULTS_DIR, saveResults, secs, sleep } from './support/stats.js';
+import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
+import { log, RESULTS_DIR, saveResults } from './support/stats.js';
 
 const SIZES = (process.env['BENCH_SIZES'] ?? '5,50,200').split(',').map(Number);
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'prewarm,che,kubefledged').split(',');
@@ -150,7 +152,7 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
   mkdirSync(dir, { recursive: true });
   const spec = { apiVersion: 'prewarm.dev/v1alpha1', kind: 'ImageCache', metadata: { name: `fp${n}`, namespace: ns }, spec: { cacheSpec: [{ pool: `fp${n}`, nodeSelector: { [LABEL]: value }, images }] } };
   writeFileSync(join(dir, 'imagecache.yaml'), JSON.stringify(spec, null, 2) + '\n');
-  const objs = parseObjects(synth([dir], config === 'che' ? ['--no-reconciler'] : []).yaml);
+  const objs = yamlObjects(synth([dir], config === 'che' ? ['--no-reconciler'] : []).yaml);
   prepareImages(objs);
   for (const o of [...objs.filter((x) => x.kind === 'Namespace'), ...objs.filter((x) => x.kind !== 'Namespace')]) await kube.apply(o as KubeObject);
 
@@ -314,7 +316,7 @@ function save(pools: PoolResult[], kf: KfResult[], print: boolean): string {
 async function main(): Promise<void> {
   const started = await ensureCluster();
   const kube = new Kube();
-  const watch = new NodeWatch(kube, LABEL);
+  const watch = new NodeWatch(kube, LABEL, log);
   const pools: PoolResult[] = [];
   const kf: KfResult[] = [];
   try {

@@ -17,12 +17,13 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { reconcilerNodeFlags } from '../test/cluster/images.js';
-import { FakeApiserver } from '../test/reconciler/fake-apiserver.js';
+import { reconcilerNodeFlags } from '../harness/cluster/images.js';
+import { freePort } from '../harness/cluster/loopback.js';
+import { FakeApiserver } from '../harness/fake-apiserver.js';
+import { sleep, waitFor } from '../harness/time.js';
 import { median } from './support/stats.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/contract/names.js';
 
@@ -52,27 +53,9 @@ function cpuTicks(pid: number): number {
   return Number(rest[11]) + Number(rest[12]); // utime + stime
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
 /** Median of the second half of per-second samples: the process after it has settled. */
 function steady(samples: readonly number[]): number {
   return median(samples.slice(Math.floor(samples.length / 2)));
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 /** managedFields of the size a real pull pod carries: the DaemonSet controller's entry per container, the kubelet's status. */
@@ -131,7 +114,7 @@ async function main(): Promise<number> {
   const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
   const pid = child.pid as number;
   try {
-    await until(() => api.requests.some((r) => r.path.includes('watch=true')), 10_000, 'the pod watch');
+    await waitFor('the pod watch', () => api.requests.some((r) => r.path.includes('watch=true')), 10_000, 20);
     const before = api.requests.length;
     // As the kubelet does: one status update per container start (it starts a pod's containers in
     // order), each event carrying the whole pod with managedFields, until every image runs.
@@ -145,7 +128,7 @@ async function main(): Promise<number> {
       } as unknown as typeof api.pod);
       if (n % 10 === 0) await sleep(5);
     }
-    await until(() => api.events.length === 1, 10_000, 'the Warm event');
+    await waitFor('the Warm event', () => api.events.length === 1, 10_000, 20);
     await sleep(300);
     const transition = api.requests.slice(before);
     const reads = transition.filter((r) => r.method === 'GET').length;

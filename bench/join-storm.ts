@@ -29,14 +29,15 @@ import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { DEFAULT_GATE_TAINT_KEY } from '../src/contract/names.js';
-import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../test/cluster/cluster.js';
-import { STATE_DIR } from '../test/cluster/config.js';
-import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../test/cluster/kwok.js';
+import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../harness/cluster/cluster.js';
+import { STATE_DIR } from '../harness/cluster/config.js';
+import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../harness/cluster/kwok.js';
+import { ApiError, Kube, diffTotals, objectPath, requestTotals, type KubeObject } from '../harness/kube.js';
+import { applyAll, synthObjects } from '../harness/manifests.js';
+import { pollUntil, secs, sleep } from '../harness/time.js';
 import { auditMark, countRequests, identity, operation, type AuditEvent } from './support/audit.js';
-import { ApiError, Kube, diffTotals, objectPath, requestTotals, type KubeObject } from './support/kube.js';
 import { KF_IMAGECACHES, KF_NS, MODEL_USER_AGENT, installKubeFledged, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
-import { applyAll, synthObjects } from './support/manifests.js';
-import { log, percentile, saveResults, secs, sleep } from './support/stats.js';
+import { log, percentile, saveResults } from './support/stats.js';
 
 const args = await yargs(hideBin(process.argv))
   .option('nodes', { type: 'number', default: 1000, describe: 'fake nodes to join (1..5000)' })
@@ -182,12 +183,7 @@ function prewarmSpec(): KubeObject {
 }
 
 async function waitGone(kube: Kube, path: string, boundMs: number): Promise<boolean> {
-  const end = Date.now() + boundMs;
-  while (Date.now() < end) {
-    if (!(await kube.getOpt(path))) return true;
-    await sleep(1000);
-  }
-  return false;
+  return (await pollUntil(async () => (await kube.getOpt(path)) === undefined, Date.now() + boundMs, 1000)) ?? false;
 }
 
 interface StormResult {

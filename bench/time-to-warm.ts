@@ -1,6 +1,6 @@
 /**
  * `npm run bench:time-to-warm`: time from a joining real node's Ready to every cached image being
- * in that node's own containerd, on the real-cluster harness (test/cluster), in one run:
+ * in that node's own containerd, on the real-cluster harness (harness/cluster), in one run:
  *
  *   raw        crictl pull of the same images, all at once, on a fresh bare containerd (the limit)
  *   prewarm    `prewarm synth --stdout --reconciler-image <local>` applied; nodes join the pool
@@ -18,14 +18,16 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REGISTRY, REPO_DIR, STATE_DIR } from '../test/cluster/config.js';
-import { rawPull, startBareRuntime, stopBareRuntime } from '../test/cluster/bare.js';
-import { buildOciImage, busyboxLayers, ensureReconcilerImage, ensureStandIn, imageInRegistry, parseRef, pushImage } from '../test/cluster/images.js';
-import { Kube, type KubeObject } from './support/kube.js';
+import { REGISTRY, REPO_DIR, STATE_DIR } from '../harness/cluster/config.js';
+import { rawPull, startBareRuntime, stopBareRuntime } from '../harness/cluster/bare.js';
+import { buildOciImage, busyboxLayers, ensureReconcilerImage, ensureStandIn, imageInRegistry, normalize, pushImage } from '../harness/cluster/images.js';
+import { Kube, type KubeObject } from '../harness/kube.js';
+import { applyAll, synthObjects } from '../harness/manifests.js';
+import { NodeWatch, until, waitImages, type NodeTimes } from '../harness/nodes.js';
+import { pollUntil, secs, sleep } from '../harness/time.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
-import { applyAll, synthObjects } from './support/manifests.js';
-import { ensureCluster, NodeWatch, releaseCluster, join as joinNode, leave, until, waitImages, type NodeTimes } from './support/nodes.js';
-import { log, median, saveResults, secs, sleep } from './support/stats.js';
+import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
+import { log, median, saveResults } from './support/stats.js';
 
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'raw,prewarm,prewarm-no-sidecar,prewarm-split,kf-0s,kf-1m,kf-15m').split(',');
 const NODES = Number(process.env['BENCH_NODES'] ?? 4);
@@ -36,10 +38,6 @@ const IMAGES = SIZES_MIB.map((_, i) => `${REGISTRY.plain}/bench/ttw-${i + 1}:v1`
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
 const PW_NS = 'prewarm-bench';
 
-function normalize(ref: string): string {
-  const r = parseRef(ref);
-  return `${r.host}/${r.path}:${r.tag}`;
-}
 const WANT = IMAGES.map(normalize);
 
 interface Sample {
@@ -192,12 +190,7 @@ function ttwImageCache(): KubeObject {
 }
 
 async function waitCacheStatus(kube: Kube, want: string, bound: number): Promise<boolean> {
-  while (Date.now() < bound) {
-    const ic = await kube.getOpt(`${KF_IMAGECACHES}/ttw`);
-    if (ic?.status?.status === want) return true;
-    await sleep(500);
-  }
-  return false;
+  return (await pollUntil(async () => (await kube.getOpt(`${KF_IMAGECACHES}/ttw`))?.status?.status === want, bound, 500)) ?? false;
 }
 
 /**
@@ -272,7 +265,7 @@ async function main(): Promise<void> {
   const started = await ensureCluster();
   prepareImages();
   const kube = new Kube();
-  const watch = new NodeWatch(kube, POOL_LABEL);
+  const watch = new NodeWatch(kube, POOL_LABEL, log);
   await watch.start();
   try {
     if (CONFIGS.includes('raw')) await benchRaw();

@@ -30,16 +30,19 @@
  * Usage: tsx bench/kubefledged/model.ts [--image-cache-refresh-frequency 15m] [--namespace kube-fledged]
  *          [--busybox-image docker.io/senthilrch/busybox:1.35.0] [--max-runtime 30m] [--qps 5 --burst 10]
  */
-import { Kube, TokenBucket, type KubeObject } from '../support/kube.js';
+import { Kube, TokenBucket, type KubeObject } from '../../harness/kube.js';
+import { parseDuration } from '../../src/imagecache/duration.js';
+import { sleep } from '../../harness/time.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] !== undefined ? (process.argv[i + 1] as string) : def;
 }
+/** A Go-style duration flag (`15m`, `0s`, `1h30m`) in ms, read by the spec's own parser. */
 function duration(s: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(s.trim());
-  if (!m) throw new Error(`bad duration ${s}`);
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+  const d = parseDuration(s.trim());
+  if ('error' in d) throw new Error(d.error);
+  return d.seconds * 1000;
 }
 
 const NS = arg('namespace', process.env['KUBEFLEDGED_NAMESPACE'] ?? 'kube-fledged');
@@ -54,7 +57,6 @@ const IC_PATH = `/apis/kubefledged.io/v1alpha2/namespaces/${NS}/imagecaches`;
 function emit(event: string, data: Record<string, unknown> = {}): void {
   process.stdout.write(JSON.stringify({ event, at: Date.now(), ...data }) + '\n');
 }
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** A list+watch cache of one resource, re-listing when the watch ends (bounded retries). */
 class Informer {

@@ -5,12 +5,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_DIR, STATE_DIR } from '../../test/cluster/config.js';
-import { buildOciImage, imageInRegistry, pushImage } from '../../test/cluster/images.js';
-import { run } from '../../test/cluster/sh.js';
-import type { Kube, KubeObject } from './kube.js';
-import { applyAll, yamlObjects } from './manifests.js';
-import { BENCH_DIR, log, sleep } from './stats.js';
+import { REPO_DIR, STATE_DIR } from '../../harness/cluster/config.js';
+import { buildOciImage, imageInRegistry, pushImage } from '../../harness/cluster/images.js';
+import { run } from '../../harness/cluster/sh.js';
+import type { Kube, KubeObject } from '../../harness/kube.js';
+import { applyAll, yamlObjects } from '../../harness/manifests.js';
+import { pollUntil, sleep, waitFor } from '../../harness/time.js';
+import { BENCH_DIR, log } from './stats.js';
 
 /** kube-fledged's default busybox image; its Jobs run `cp /bin/echo /tmp/bin` from it. */
 export const KF_BUSYBOX = 'docker.io/senthilrch/busybox:1.35.0';
@@ -32,11 +33,7 @@ export function ensureKfBusybox(): void {
 /** Creates the model's namespace and the ImageCache CRD (kubefledged.io/v1alpha2); waits until it is served. */
 export async function installKubeFledged(kube: Kube): Promise<void> {
   await applyAll(kube, [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: KF_NS } }, ...yamlObjects(readFileSync(join(BENCH_DIR, 'kubefledged/crd.yaml'), 'utf8'))]);
-  for (let i = 0; i < 60; i++) {
-    if ((await kube.raw('GET', KF_IMAGECACHES)).status === 200) return;
-    await sleep(500);
-  }
-  throw new Error('the kubefledged.io ImageCache CRD was not served within 30 s');
+  await waitFor('the kubefledged.io ImageCache CRD to be served', async () => (await kube.raw('GET', KF_IMAGECACHES)).status === 200, 30_000, 500);
 }
 
 /** A kubefledged.io/v1alpha2 ImageCache with one cacheSpec entry. */
@@ -106,10 +103,5 @@ export async function stopModel(m: Model): Promise<void> {
 
 /** Waits until the model writes `status` for `cache` after `afterMs`; the time, or undefined at `deadline`. */
 export async function waitModelStatus(m: Model, cache: string, status: string, afterMs: number, deadline: number): Promise<number | undefined> {
-  while (Date.now() < deadline) {
-    const s = m.statuses.find((x) => x.cache === cache && x.status === status && x.at > afterMs);
-    if (s) return s.at;
-    await sleep(200);
-  }
-  return undefined;
+  return pollUntil(() => m.statuses.find((x) => x.cache === cache && x.status === status && x.at > afterMs)?.at, deadline, 200);
 }

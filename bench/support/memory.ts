@@ -1,13 +1,13 @@
 /**
  * Memory of what runs on one real harness node, read from the host: per-process RSS/PSS from
  * /proc, and cgroup v1 memory accounting under the node's own kubelet cgroup root
- * (`/prewarm/<node>/kubepods/...`, cgroupfs driver; test/cluster/node.ts). Containers are named
+ * (`/prewarm/<node>/kubepods/...`, cgroupfs driver; harness/cluster/node.ts). Containers are named
  * through the node's CRI (crictl), and the containerd shims (one per pod sandbox, outside the pod
  * cgroups) are found by the containerd socket in their command line.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { crictl, nodePaths } from '../../test/cluster/node.js';
+import { crictl, nodePaths } from '../../harness/cluster/node.js';
 
 const MEMCG = '/sys/fs/cgroup/memory';
 

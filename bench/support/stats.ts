@@ -1,14 +1,17 @@
-/** Figures for the benchmarks: medians, ratios, formatting, machine description, results files. */
+/** Figures for the benchmarks: medians, percentiles, machine description, results files, progress log. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { VERSIONS } from '../../test/cluster/config.js';
-import { run } from '../../test/cluster/sh.js';
+import { VERSIONS } from '../../harness/cluster/config.js';
+import { run } from '../../harness/cluster/sh.js';
 
+/** The bench/ folder. */
 export const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Where the benchmarks write their figures (read by bench/plots.ts). */
 export const RESULTS_DIR = join(BENCH_DIR, 'results');
 
+/** Median of the finite values; NaN when there are none (a run that never got there does not count). */
 export function median(xs: readonly number[]): number {
   const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (s.length === 0) return Number.NaN;
@@ -23,10 +26,7 @@ export function percentile(xs: readonly number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
 }
 
-export function secs(ms: number): string {
-  return Number.isFinite(ms) ? (ms / 1000).toFixed(1) : 'never';
-}
-
+/** What ran the benchmark: cores, memory, CPU, node and component versions (stored with the results). */
 export function machine(): Record<string, string> {
   const containerd = run(['containerd', '--version'], { allowFail: true }).stdout.trim().split(' ').slice(2, 3).join('');
   return {
@@ -49,8 +49,7 @@ export function saveResults(name: string, data: unknown): string {
   return f;
 }
 
+/** A progress line on stderr, stamped with the time of day; stdout keeps the figures. */
 export function log(msg: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

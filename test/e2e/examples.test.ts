@@ -7,12 +7,15 @@
  * images on a fresh containerd.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, kubectl, removeNode } from '../cluster/cluster.js';
-import { startBareRuntime, stopBareRuntime, rawPull } from '../cluster/bare.js';
-import { nodeImages } from '../cluster/node.js';
+import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { startBareRuntime, stopBareRuntime, rawPull } from '../../harness/cluster/bare.js';
+import { nodeImages } from '../../harness/cluster/node.js';
+import { normalize } from '../../harness/cluster/images.js';
+import type { KubeObject } from '../../harness/kube.js';
+import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
+import { secs } from '../../harness/time.js';
 import {
-  applyServerSide, describePool, normalize, parseObjects, poolsOf, prepareImages, secs, synth,
-  waitImagesOnNode, waitPoolPodRunning, pods, type K8sObject, type PoolImages,
+  applyServerSide, describePool, waitImagesOnNode, waitPoolPodRunning, pods,
 } from './helpers.js';
 
 /** Labels and taint that make a node match every pool of the examples. */
@@ -30,12 +33,12 @@ const JOIN = 'ex-join';
 const RAW = 'ex-raw';
 
 describe('examples/ synth output on a real cluster', () => {
-  let objects: K8sObject[] = [];
+  let objects: KubeObject[] = [];
   let pools: PoolImages[] = [];
 
   beforeAll(async () => {
     const { yaml } = synth(['examples'], SYNTH_ARGS);
-    objects = parseObjects(yaml);
+    objects = yamlObjects(yaml);
     pools = poolsOf(objects);
     expect(pools.length).toBeGreaterThan(0);
     prepareImages(objects);

@@ -19,20 +19,21 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, type KubeObject } from '../../bench/support/kube.js';
-import { NodeWatch, until } from '../../bench/support/nodes.js';
+import { Kube, type KubeObject } from '../../harness/kube.js';
+import { NodeWatch, until } from '../../harness/nodes.js';
 import { KubeHttp } from '../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../src/reconciler/ports.js';
 import { ACCESS_NAMES, NODE_NAME_EXTRA } from '../../src/synth/access.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV, SIDECAR_CONTAINER } from '../../src/contract/names.js';
-import { addNode, apiserverUrl, CA_CRT, kubectl, removeNode } from '../cluster/cluster.js';
-import { BIN, IMAGES, VERSIONS } from '../cluster/config.js';
-import { imageInRegistry } from '../cluster/images.js';
-import { nodeImageDigests, nodeImages, nodePaths, type Taint } from '../cluster/node.js';
-import { runAsync, sleep, waitFor } from '../cluster/sh.js';
+import { addNode, CA_CRT, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { apiserverUrl, BIN, IMAGES, VERSIONS } from '../../harness/cluster/config.js';
+import { imageInRegistry, normalize } from '../../harness/cluster/images.js';
+import { nodeImageDigests, nodeImages, nodePaths, type Taint } from '../../harness/cluster/node.js';
+import { runAsync } from '../../harness/cluster/sh.js';
+import { secs, sleep, waitFor } from '../../harness/time.js';
+import { podSpecOf, type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, normalize, parseObjects, podSpecOf, poolsOf,
-  prepareImages, secs, specDir, synth, type K8sObject, type PoolImages,
+  applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, specDir,
 } from './helpers.js';
 
 const NS = 'e2e-gating';
@@ -78,9 +79,9 @@ interface CoreEvent {
 }
 
 /** The node label and annotation keys synthesis hands the pool's sidecar. */
-function poolKeys(objects: K8sObject[], pool: PoolImages): PoolKeys {
+function poolKeys(objects: KubeObject[], pool: PoolImages): PoolKeys {
   const ds = objects.find((o) => o.kind === 'DaemonSet' && o.metadata.name === pool.daemonSet);
-  const sidecar = (podSpecOf(ds as K8sObject)?.containers ?? []).find((c) => c.name === SIDECAR_CONTAINER) as { env?: { name: string; value?: string }[] } | undefined;
+  const sidecar = (podSpecOf(ds as KubeObject)?.containers ?? []).find((c) => c.name === SIDECAR_CONTAINER) as { env?: { name: string; value?: string }[] } | undefined;
   const env = (name: string): string => {
     const v = sidecar?.env?.find((e) => e.name === name)?.value;
     if (!v) throw new Error(`DaemonSet ${pool.daemonSet} sets no ${name} on the sidecar`);
@@ -190,7 +191,7 @@ async function expectDenied(p: Promise<unknown>, ...phrases: string[]): Promise<
 }
 
 describe('gating on real kubelets', () => {
-  let objects: K8sObject[] = [];
+  let objects: KubeObject[] = [];
   let gated: PoolImages;
   let failopen: PoolImages;
   let gatedKeys: PoolKeys;
@@ -207,7 +208,7 @@ describe('gating on real kubelets', () => {
       imageCache(NS, 'failopen', [{ pool: 'failopen', nodeSelector: { [SEL]: 'failopen' }, images: [PARTIAL_OK, ABSENT] }], { gate: { deadline: `${DEADLINE_S}s` } }),
     ]);
     const { yaml } = synth([dir]);
-    objects = parseObjects(yaml);
+    objects = yamlObjects(yaml);
     const pool = (id: string): PoolImages => {
       const p = poolsOf(objects).find((x) => x.pool === id);
       if (!p) throw new Error(`synth output has no pool ${id}`);

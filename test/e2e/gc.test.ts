@@ -10,14 +10,15 @@
  * control image and waits for the pass after that (bounded: 6 min after the restart).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, removeNode } from '../cluster/cluster.js';
-import { TEST_IMAGES } from '../cluster/images.js';
-import { crictl, loadSpec, nodeImages, restartKubelet } from '../cluster/node.js';
-import { logFile, sleep } from '../cluster/sh.js';
+import { addNode, removeNode } from '../../harness/cluster/cluster.js';
+import { normalize, TEST_IMAGES } from '../../harness/cluster/images.js';
+import { crictl, loadSpec, nodeImages, restartKubelet } from '../../harness/cluster/node.js';
+import { logFile } from '../../harness/cluster/sh.js';
+import { sleep } from '../../harness/time.js';
 import { readFileSync } from 'node:fs';
+import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, containersUsing, imageCache, normalize, parseObjects, poolsOf, prepareImages, specDir, synth,
-  waitImagesOnNode, waitPoolPodRunning, type PoolImages,
+  applyServerSide, containersUsing, imageCache, specDir, waitImagesOnNode, waitPoolPodRunning,
 } from './helpers.js';
 
 const NODE = 'gc-node';
@@ -31,7 +32,7 @@ describe('kubelet image GC', () => {
   beforeAll(async () => {
     const dir = specDir('gc', [imageCache('e2e-gc', 'gc', [{ pool: 'gc', nodeSelector: { [SEL]: 'yes' }, images: CACHED }])]);
     const { yaml } = synth([dir]);
-    const objects = parseObjects(yaml);
+    const objects = yamlObjects(yaml);
     prepareImages(objects);
     const p = poolsOf(objects).find((x) => x.namespace === 'e2e-gc');
     if (!p) throw new Error('no gc pool');

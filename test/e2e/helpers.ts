@@ -1,129 +1,15 @@
-/** Helpers shared by the e2e tests: synth, image preparation, apply, waits on nodes and pods. */
-import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+/** Helpers of the e2e tests: apply, pods of a pool, waits on nodes and pods, node images and labels. */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { BIN, REGISTRY, REPO_DIR, STATE_DIR } from '../cluster/config.js';
-import { kubectl } from '../cluster/cluster.js';
-import { busyboxLayers, buildOciImage, ensureReconcilerImage, ensureStandIn, imageInRegistry, parseRef, pushImage } from '../cluster/images.js';
-import { crictl, nodeImages } from '../cluster/node.js';
-import { run, waitFor } from '../cluster/sh.js';
-
-export interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  spec?: Record<string, unknown>;
-  [k: string]: unknown;
-}
-interface ContainerLike {
-  name: string;
-  image: string;
-}
-interface PodSpecLike {
-  containers: ContainerLike[];
-  initContainers?: ContainerLike[];
-  imagePullSecrets?: { name: string }[];
-}
-
-let built = false;
-/** Compiles the project once per test run (the e2e tests use what ships: lib/). */
-export function buildProject(): void {
-  if (built) return;
-  run(['npm', 'run', 'build', '--silent'], { cwd: REPO_DIR, timeoutMs: 600_000 });
-  built = true;
-}
-
-function cliBin(): string {
-  for (const p of ['lib/src/cli/bin.js', 'lib/cli/bin.js']) if (existsSync(join(REPO_DIR, p))) return join(REPO_DIR, p);
-  throw new Error('prewarm CLI not built (lib/src/cli/bin.js missing after npm run build)');
-}
-
-/** `prewarm synth PATH... --stdout [ARGS...]`: one YAML stream. */
-export function synth(paths: string[], args: readonly string[] = []): { yaml: string; stderr: string } {
-  buildProject();
-  const r = run(['node', cliBin(), 'synth', ...paths, '--stdout', ...args], { cwd: REPO_DIR });
-  return { yaml: r.stdout, stderr: r.stderr };
-}
-
-export function parseObjects(yaml: string): K8sObject[] {
-  return parseAllDocuments(yaml)
-    .map((d) => d.toJSON() as K8sObject | null)
-    .filter((o): o is K8sObject => o !== null && typeof o === 'object');
-}
-
-export function podSpecOf(o: K8sObject): PodSpecLike | undefined {
-  const tpl = (o.spec as { template?: { spec?: PodSpecLike } } | undefined)?.template?.spec;
-  return tpl;
-}
-
-export interface PoolImages {
-  namespace: string;
-  daemonSet: string;
-  pool: string;
-  /** Images of the pool's image containers (not the helper, not the sidecar). */
-  images: string[];
-  helper: string[];
-  sidecar: string[];
-  /** Every image the pull pod needs. */
-  all: string[];
-}
-
-export function poolsOf(objects: K8sObject[]): PoolImages[] {
-  return objects
-    .filter((o) => o.kind === 'DaemonSet')
-    .map((o) => {
-      const s = podSpecOf(o);
-      if (!s) throw new Error(`DaemonSet ${o.metadata.name} has no pod template`);
-      const images = s.containers.filter((c) => c.name !== 'prewarm-reconciler').map((c) => c.image);
-      const sidecar = s.containers.filter((c) => c.name === 'prewarm-reconciler').map((c) => c.image);
-      const helper = (s.initContainers ?? []).map((c) => c.image);
-      return {
-        namespace: o.metadata.namespace ?? 'default',
-        daemonSet: o.metadata.name,
-        pool: o.metadata.labels?.['prewarm.dev/pool'] ?? '',
-        images,
-        helper,
-        sidecar,
-        all: [...new Set([...helper, ...images, ...sidecar])],
-      };
-    });
-}
-
-/** Sizes of stand-ins for the heavy images of the examples (realistic ones are GBs). */
-const STAND_IN_BYTES: Record<string, number> = {
-  'nvcr.io/nvidia/pytorch:24.05-py3': 40 << 20,
-  'nvcr.io/nvidia/tritonserver:24.05-py3': 24 << 20,
-  'docker.io/vllm/vllm-openai:v0.5.0': 16 << 20,
-  'quay.io/jupyter/pytorch-notebook:cuda12-python-3.11': 8 << 20,
-};
-
-/**
- * Makes every image the manifests reference pullable from the local registry under its own
- * name: helper images get the static busybox, the sidecar image is built from lib/ (what
- * ships), every other image is a small stand-in. References listed in `skip` are left absent.
- */
-export function prepareImages(objects: K8sObject[], skip: readonly string[] = []): void {
-  const pools = poolsOf(objects);
-  const helpers = new Set(pools.flatMap((p) => p.helper));
-  const sidecars = new Set(pools.flatMap((p) => p.sidecar));
-  const others = new Set(pools.flatMap((p) => p.images));
-  for (const ref of helpers) {
-    if (!skip.includes(ref) && !imageInRegistry(ref)) pushImage(buildOciImage(`helper-${ref}`, busyboxLayers(), { cmd: ['/bin/sh'] }), ref);
-  }
-  if (sidecars.size) buildProject();
-  for (const ref of sidecars) if (!skip.includes(ref)) ensureReconcilerImage(ref, REPO_DIR);
-  for (const ref of others) {
-    if (skip.includes(ref) || helpers.has(ref) || sidecars.has(ref)) continue;
-    const size = STAND_IN_BYTES[normalize(ref)];
-    ensureStandIn(ref, size ? { sizeBytes: size } : {});
-  }
-}
-
-/** Docker-normalised form, as containerd names CRI-pulled images. */
-export function normalize(ref: string): string {
-  const r = parseRef(ref);
-  return `${r.host}/${r.path}:${r.tag}`;
-}
+import { BIN, REGISTRY, STATE_DIR } from '../../harness/cluster/config.js';
+import { kubectl } from '../../harness/cluster/cluster.js';
+import { normalize } from '../../harness/cluster/images.js';
+import { crictl } from '../../harness/cluster/node.js';
+import { run } from '../../harness/cluster/sh.js';
+import { waitFor } from '../../harness/time.js';
+import type { KubeObject } from '../../harness/kube.js';
+import type { PoolImages } from '../../harness/manifests.js';
+import { missingImages, waitImages } from '../../harness/nodes.js';
 
 export interface ApplyResult {
   stdout: string;
@@ -145,7 +31,7 @@ export function runKubectl(args: string[], input?: string): { stdout: string; st
 
 export function kubeconfigPath(): string {
   const k = process.env['PREWARM_KUBECONFIG'];
-  if (!k) throw new Error('PREWARM_KUBECONFIG not set: run through the e2e project (globalSetup test/cluster/global-setup.ts)');
+  if (!k) throw new Error('PREWARM_KUBECONFIG not set: run through the e2e project (globalSetup harness/cluster/global-setup.ts)');
   return k;
 }
 
@@ -215,21 +101,12 @@ export function describePool(pool: PoolImages): string {
     kubectl(['-n', pool.namespace, 'get', 'events', '--sort-by=.lastTimestamp'], { allowFail: true }).split('\n').slice(-25).join('\n');
 }
 
-/** Waits until every ref is in the node's containerd; returns the time it was first seen complete. */
+/** {@link waitImages} that throws, naming the images still missing, when they are not there in time. */
 export async function waitImagesOnNode(node: string, refs: readonly string[], timeoutMs = 300_000, intervalMs = 100): Promise<number> {
-  const want = refs.map(normalize);
-  await waitFor(`images on ${node}: ${want.join(', ')}`, () => {
-    const have = new Set(nodeImages(node));
-    const missing = want.filter((r) => !have.has(r));
-    if (missing.length === 0) return true;
-    lastMissing = missing;
-    return false;
-  }, timeoutMs, intervalMs).catch((e: Error) => {
-    throw new Error(`${e.message}\nstill missing: ${lastMissing.join(', ')}`);
-  });
-  return Date.now();
+  const at = await waitImages(node, refs, Date.now() + timeoutMs, intervalMs);
+  if (at !== undefined) return at;
+  throw new Error(`timed out after ${timeoutMs} ms waiting for images on ${node}: ${refs.map(normalize).join(', ')}\nstill missing: ${(await missingImages(node, refs)).join(', ')}`);
 }
-let lastMissing: string[] = [];
 
 export function labelNode(node: string, labels: Record<string, string | null>): void {
   const args = Object.entries(labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`));
@@ -262,10 +139,6 @@ export function runningContainers(node: string): { name: string; image: string; 
   return out.containers.map((c) => ({ name: c.metadata.name, image: c.image.image, imageRef: c.imageRef, state: c.state }));
 }
 
-export function secs(ms: number): string {
-  return (ms / 1000).toFixed(2);
-}
-
 /** Image ids (sha256:...) on a node by normalised tag, from the CRI image service. */
 export function imageIdsOnNode(node: string): Map<string, string> {
   const out = JSON.parse(crictl(node, ['images', '-o', 'json'])) as { images: { id: string; repoTags?: string[] }[] };
@@ -290,7 +163,7 @@ export function containersUsing(node: string, refs: readonly string[]): { name: 
 }
 
 /** A `kubernetes.io/dockerconfigjson` Secret with the harness TLS registry's credentials. */
-export function registryPullSecret(namespace: string, name: string): K8sObject {
+export function registryPullSecret(namespace: string, name: string): KubeObject {
   const auth = Buffer.from(`${REGISTRY.user}:${REGISTRY.password}`).toString('base64');
   const dockerconfig = { auths: { [REGISTRY.tls]: { username: REGISTRY.user, password: REGISTRY.password, auth } } };
   return {

@@ -4,13 +4,14 @@
  * cached and the failure visible in the pod status.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, kubectl, removeNode } from '../cluster/cluster.js';
-import { TEST_IMAGES } from '../cluster/images.js';
-import { crictl, nodeImages } from '../cluster/node.js';
-import { waitFor } from '../cluster/sh.js';
+import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { normalize, TEST_IMAGES } from '../../harness/cluster/images.js';
+import { crictl, nodeImages } from '../../harness/cluster/node.js';
+import { waitFor } from '../../harness/time.js';
+import type { KubeObject } from '../../harness/kube.js';
+import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, imageCache, normalize, parseObjects, poolPodOnNode, poolsOf, prepareImages, registryPullSecret, specDir, synth,
-  waitImagesOnNode, waitPoolPodRunning, type K8sObject, type PoolImages,
+  applyServerSide, imageCache, poolPodOnNode, registryPullSecret, specDir, waitImagesOnNode, waitPoolPodRunning,
 } from './helpers.js';
 
 const NODE = 'kinds-node';
@@ -18,7 +19,7 @@ const SEL = 'e2e.prewarm.dev/kinds';
 const GOOD = 'docker.io/e2e/good-app:1.0';
 
 describe('image kinds: scratch, private, missing', () => {
-  let objects: K8sObject[] = [];
+  let objects: KubeObject[] = [];
   let pools: PoolImages[] = [];
   const pool = (ns: string): PoolImages => {
     const p = pools.find((x) => x.namespace === ns);
@@ -35,7 +36,7 @@ describe('image kinds: scratch, private, missing', () => {
       imageCache('e2e-missing', 'missing', [{ pool: 'missing', nodeSelector: { [SEL]: 'yes' }, images: [GOOD, TEST_IMAGES.missing] }]),
     ]);
     const { yaml } = synth([dir]);
-    objects = parseObjects(yaml);
+    objects = yamlObjects(yaml);
     pools = poolsOf(objects);
     prepareImages(objects, [TEST_IMAGES.missing]);
     await addNode(NODE, { labels: { [SEL]: 'yes' } });

@@ -3,12 +3,13 @@
  * pool's pod, and the pool's images are unpinned (no running container uses them any more).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, removeNode } from '../cluster/cluster.js';
-import { nodeImages } from '../cluster/node.js';
-import { waitFor } from '../cluster/sh.js';
+import { addNode, removeNode } from '../../harness/cluster/cluster.js';
+import { nodeImages } from '../../harness/cluster/node.js';
+import { sleep, waitFor } from '../../harness/time.js';
+import { normalize } from '../../harness/cluster/images.js';
+import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, imageCache, labelNode, normalize, parseObjects, poolPodOnNode, poolsOf, prepareImages,
-  containersUsing, specDir, synth, waitImagesOnNode, waitPoolPodRunning, type PoolImages,
+  applyServerSide, imageCache, labelNode, poolPodOnNode, containersUsing, specDir, waitImagesOnNode, waitPoolPodRunning,
 } from './helpers.js';
 
 const NODE = 'lbl-node';
@@ -22,7 +23,7 @@ describe('pool label changes on a running node', () => {
   beforeAll(async () => {
     const dir = specDir('labels', [imageCache(NS, 'label-pool', [{ pool: 'labelled', nodeSelector: { [POOL_LABEL]: 'yes' }, images: IMAGES }])]);
     const { yaml } = synth([dir]);
-    const objects = parseObjects(yaml);
+    const objects = yamlObjects(yaml);
     prepareImages(objects);
     const found = poolsOf(objects).find((p) => p.namespace === NS);
     if (!found) throw new Error(`synth output has no pool in ${NS}`);
@@ -37,7 +38,7 @@ describe('pool label changes on a running node', () => {
   });
 
   it('has no pod and none of the images before the label', async () => {
-    await new Promise((r) => setTimeout(r, 3_000));
+    await sleep(3_000);
     expect(poolPodOnNode(pool, NODE)).toBeUndefined();
     const have = new Set(nodeImages(NODE));
     for (const ref of IMAGES) expect(have.has(normalize(ref))).toBe(false);

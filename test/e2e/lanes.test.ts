@@ -7,16 +7,17 @@
  * parallel `crictl pull` of the same images on a bare containerd in the same run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, type KubeObject } from '../../bench/support/kube.js';
-import { NodeWatch, until } from '../../bench/support/nodes.js';
+import { rawPull, startBareRuntime, stopBareRuntime } from '../../harness/cluster/bare.js';
+import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { REGISTRY } from '../../harness/cluster/config.js';
+import { ensureStandIn, normalize } from '../../harness/cluster/images.js';
+import { nodeImages, type Taint } from '../../harness/cluster/node.js';
+import { Kube, type KubeObject } from '../../harness/kube.js';
+import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
+import { NodeWatch, until } from '../../harness/nodes.js';
+import { secs, waitFor } from '../../harness/time.js';
 import { DEFAULT_GATE_TAINT_KEY, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
-import { rawPull, startBareRuntime, stopBareRuntime } from '../cluster/bare.js';
-import { addNode, kubectl, removeNode } from '../cluster/cluster.js';
-import { REGISTRY } from '../cluster/config.js';
-import { ensureStandIn } from '../cluster/images.js';
-import { nodeImages, type Taint } from '../cluster/node.js';
-import { waitFor } from '../cluster/sh.js';
-import { applyServerSide, imageCache, normalize, parseObjects, prepareImages, secs, specDir, synth } from './helpers.js';
+import { applyServerSide, imageCache, specDir } from './helpers.js';
 
 const NS = 'e2e-lanes';
 const SEL = 'e2e.prewarm.dev/lanes';
@@ -44,7 +45,7 @@ describe('lanes on real kubelets', () => {
     kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
     const dir = specDir('lanes', [imageCache(NS, 'lanes', [{ pool: POOL, nodeSelector: { [SEL]: 'yes' }, images: IMAGES }], { lanes: LANES })]);
     const { yaml } = synth([dir]);
-    const objects = parseObjects(yaml);
+    const objects = yamlObjects(yaml);
     pullerDaemonSets = objects.filter((o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] !== undefined).length;
     SIZES_MIB.forEach((mib, i) => ensureStandIn(IMAGES[i] as string, { sizeBytes: mib << 20 }));
     prepareImages(objects);
@@ -88,6 +89,6 @@ describe('lanes on real kubelets', () => {
     await startBareRuntime(RAW_NODE);
     const rawMs = await rawPull(RAW_NODE, IMAGES);
     await stopBareRuntime(RAW_NODE);
-    console.log(`time-to-warm lanes ${NODE}: ${secs(warmMs)}s (raw pull ${secs(rawMs)}s, ratio ${(warmMs / rawMs).toFixed(1)}) [${IMAGES.length} images, ${LANES} lanes]`);
+    console.log(`time-to-warm lanes ${NODE}: ${secs(warmMs, 2)}s (raw pull ${secs(rawMs, 2)}s, ratio ${(warmMs / rawMs).toFixed(1)}) [${IMAGES.length} images, ${LANES} lanes]`);
   });
 });

@@ -8,7 +8,7 @@ export const e2eProject = {
   test: {
     name: 'e2e',
     include: ['test/e2e/**/*.test.ts'],
-    globalSetup: ['test/cluster/global-setup.ts'],
+    globalSetup: ['harness/cluster/global-setup.ts'],
     // One cluster, 2 cores: files run one after another, in a single forked worker.
     fileParallelism: false,
     maxWorkers: 1,

@@ -13,16 +13,17 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, kubectl, removeNode } from '../cluster/cluster.js';
-import { REGISTRY } from '../cluster/config.js';
-import { ensureStandIn, localTarget, registryDigest } from '../cluster/images.js';
-import { nodeImageDigests } from '../cluster/node.js';
-import { CA_CRT } from '../cluster/pki.js';
-import { registryLogOffset, registryRequests, type RegistryRequest } from '../cluster/registry.js';
-import { sleep, waitFor } from '../cluster/sh.js';
+import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { REGISTRY } from '../../harness/cluster/config.js';
+import { ensureStandIn, localTarget, normalize, registryDigest } from '../../harness/cluster/images.js';
+import { nodeImageDigests } from '../../harness/cluster/node.js';
+import { CA_CRT } from '../../harness/cluster/pki.js';
+import { registryLogOffset, registryRequests, type RegistryRequest } from '../../harness/cluster/registry.js';
+import { secs, sleep, waitFor } from '../../harness/time.js';
+import type { KubeObject } from '../../harness/kube.js';
+import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import {
-  applyServerSide, imageCache, normalize, parseObjects, poolPodOnNode, poolsOf, prepareImages, registryPullSecret,
-  secs, specDir, synth, waitPoolPodRunning, type K8sObject, type PodInfo, type PoolImages,
+  applyServerSide, imageCache, poolPodOnNode, registryPullSecret, specDir, waitPoolPodRunning, type PodInfo,
 } from './helpers.js';
 
 const NODE = 'refresh-node';
@@ -47,7 +48,7 @@ interface PodSpecJson {
   volumes?: Record<string, unknown>[];
 }
 
-function templateOf(ds: K8sObject): PodSpecJson {
+function templateOf(ds: KubeObject): PodSpecJson {
   const spec = (ds.spec as { template?: { spec?: PodSpecJson } } | undefined)?.template?.spec;
   if (!spec) throw new Error(`DaemonSet ${ds.metadata.name} has no pod template`);
   return spec;
@@ -58,8 +59,8 @@ function templateOf(ds: K8sObject): PodSpecJson {
  * (src/reconciler/README.md, "Moved tags"). This is the overlay a user with a private registry CA
  * applies; synthesis does not know the CA.
  */
-function trustRegistryCa(objects: K8sObject[]): K8sObject[] {
-  const cm: K8sObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'registry-ca', namespace: NS }, data: { 'ca.crt': readFileSync(CA_CRT, 'utf8') } };
+function trustRegistryCa(objects: KubeObject[]): KubeObject[] {
+  const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'registry-ca', namespace: NS }, data: { 'ca.crt': readFileSync(CA_CRT, 'utf8') } };
   for (const o of objects.filter((x) => x.kind === 'DaemonSet' && x.metadata.namespace === NS)) {
     const spec = templateOf(o);
     spec.volumes = [...(spec.volumes ?? []), { name: 'registry-ca', configMap: { name: 'registry-ca' } }];
@@ -71,7 +72,7 @@ function trustRegistryCa(objects: K8sObject[]): K8sObject[] {
   return [cm, ...objects];
 }
 
-function sidecarEnv(ds: K8sObject, name: string): string {
+function sidecarEnv(ds: KubeObject, name: string): string {
   const v = templateOf(ds).containers.find((c) => c.name === SIDECAR)?.env?.find((e) => e.name === name)?.value;
   if (!v) throw new Error(`sidecar of ${ds.metadata.name} has no ${name}`);
   return v;
@@ -101,7 +102,7 @@ function describeRequests(rs: readonly RegistryRequest[]): string {
 
 describe('moved-tag refresh on a real node', () => {
   let pool: PoolImages;
-  let ds: K8sObject;
+  let ds: KubeObject;
   let labelKey = '';
   let annotationKey = '';
   const before = new Map<string, string>();
@@ -128,7 +129,7 @@ describe('moved-tag refresh on a real node', () => {
         refresh: { interval: `${INTERVAL}s` },
       }),
     ]);
-    const objects = parseObjects(synth([dir]).yaml);
+    const objects = yamlObjects(synth([dir]).yaml);
     const found = poolsOf(objects).find((p) => p.namespace === NS);
     const dsObj = objects.find((o) => o.kind === 'DaemonSet' && o.metadata.namespace === NS);
     if (!found || !dsObj) throw new Error(`synth output has no pool in ${NS}`);

@@ -13,7 +13,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CLI, REPO, distDocs, docs, id, run } from './helpers.js';
+import { REPO_DIR } from '../../harness/cluster/config.js';
+import type { KubeObject } from '../../harness/kube.js';
+import { yamlObjects } from '../../harness/manifests.js';
+import { CLI, distDocs, id, run } from './helpers.js';
+import { sleep } from '../../harness/time.js';
 
 const UID = 999;
 const AS_ARGOCD = ['setpriv', `--reuid=${UID}`, `--regid=${UID}`, '--clear-groups', '--'];
@@ -98,19 +102,19 @@ function cmp(req: Req): CmpResponse {
     env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: sockDir, TMPDIR: clientTmp, HOME: clientTmp },
     timeoutMs: (ARGO_TIMEOUT_S + 10) * 1000,
   });
-  if (r.status !== 0) throw new Error(`cmp-client exited ${r.status}: ${r.stderr}`);
+  if (r.code !== 0) throw new Error(`cmp-client exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as CmpResponse;
 }
 
 function cliStream(args: string[], cwd: string): string {
   const r = run(['node', CLI, ...args], { cwd });
-  if (r.status !== 0) throw new Error(`prewarm ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  if (r.code !== 0) throw new Error(`prewarm ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   return r.stdout;
 }
 
-function manifestsOf(res: CmpResponse): Record<string, unknown>[] {
+function manifestsOf(res: CmpResponse): KubeObject[] {
   expect(res.error, serverLog.slice(-4000)).toBeUndefined();
-  return (res.manifests ?? []).flatMap((m) => docs(m));
+  return (res.manifests ?? []).flatMap((m) => yamlObjects(m));
 }
 
 let repoHashBefore: string;
@@ -126,7 +130,7 @@ beforeAll(async () => {
   // The repository as the repo-server has it: read-only to the plugin.
   repo = join(work, 'repo');
   mkdirSync(repo);
-  cpSync(join(REPO, 'examples'), join(repo, 'imagecaches'), { recursive: true });
+  cpSync(join(REPO_DIR, 'examples'), join(repo, 'imagecaches'), { recursive: true });
   mkdirSync(join(repo, 'plain'));
   writeFileSync(join(repo, 'plain', 'configmap.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}\n');
   mkdirSync(join(repo, 'broken'));
@@ -135,7 +139,7 @@ beforeAll(async () => {
     'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: bad, namespace: ml}\nspec:\n  cacheSpec:\n    - images:\n        - python:3.12\n        - 3.12\n',
   );
   mkdirSync(join(repo, 'nested', 'team-a'), { recursive: true });
-  cpSync(join(REPO, 'examples', 'platform'), join(repo, 'nested', 'team-a', 'platform'), { recursive: true });
+  cpSync(join(REPO_DIR, 'examples', 'platform'), join(repo, 'nested', 'team-a', 'platform'), { recursive: true });
   writeFileSync(join(repo, 'nested', 'README.md'), 'not a spec\n');
   // 1,000 ImageCaches of 20 images over 50 pools (the shape of bench:synth), one file each.
   mkdirSync(join(repo, 'scale'));
@@ -153,13 +157,13 @@ beforeAll(async () => {
   // The plugin config as the ConfigMap mounts it: deploy/argocd/plugin.yaml, unchanged.
   const cfgDir = join(work, 'config');
   mkdirSync(cfgDir);
-  copyFileSync(join(REPO, 'deploy/argocd/plugin.yaml'), join(cfgDir, 'plugin.yaml'));
+  copyFileSync(join(REPO_DIR, 'deploy/argocd/plugin.yaml'), join(cfgDir, 'plugin.yaml'));
   readOnly(cfgDir);
 
   // What the sidecar image puts on PATH: prewarm-argocd, prewarm, node.
   const shims = join(work, 'bin');
   mkdirSync(shims);
-  symlinkSync(join(REPO, 'deploy/argocd/prewarm-argocd.mjs'), join(shims, 'prewarm-argocd'));
+  symlinkSync(join(REPO_DIR, 'deploy/argocd/prewarm-argocd.mjs'), join(shims, 'prewarm-argocd'));
   writeFileSync(join(shims, 'prewarm'), `#!/bin/sh\nexec node ${CLI} "$@"\n`, { mode: 0o755 });
   pathEnv = `${shims}:${dirname(process.execPath)}:/usr/bin:/bin`;
 
@@ -190,7 +194,7 @@ beforeAll(async () => {
   while (!existsSync(sock)) {
     if (server.exitCode !== null) throw new Error(`argocd-cmp-server exited ${server.exitCode}:\n${serverLog}`);
     if (Date.now() > deadline) throw new Error(`no ${sock} after 30 s:\n${serverLog}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 });
 
@@ -232,7 +236,7 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
   it('generate prints exactly the `prewarm synth --stdout` stream, the same objects as dist/', () => {
     const res = cmp({ appPath: 'imagecaches' });
     const got = manifestsOf(res);
-    const expected = docs(cliStream(['synth', '.', '--stdout'], join(repo, 'imagecaches')));
+    const expected = yamlObjects(cliStream(['synth', '.', '--stdout'], join(repo, 'imagecaches')));
     expect(got).toEqual(expected);
     expect(res.objects).toEqual(got.map(id));
     expect([...got.map(id)].sort()).toEqual(distDocs().map(id).sort());
@@ -251,7 +255,7 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     const text = (a.manifests ?? []).join('\n');
     // Argo CD's own tracking never leaks in; prewarm's only Argo CD key is the constant
     // `argocd.argoproj.io/sync-options` that keeps namespaces it does not own from being pruned.
-    const keys = (a.manifests ?? []).flatMap((m) => docs(m)).flatMap((o) => {
+    const keys = (a.manifests ?? []).flatMap((m) => yamlObjects(m)).flatMap((o) => {
       const meta = o['metadata'] as { labels?: Record<string, string>; annotations?: Record<string, string> };
       return [...Object.entries(meta.labels ?? {}), ...Object.entries(meta.annotations ?? {})].map(([k, v]) => `${k}=${v}`);
     });
@@ -273,7 +277,7 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     });
     expect(res.env?.find((e) => e.startsWith('ARGOCD_APP_PARAMETERS='))).toContain('"team-a/platform"');
     const got = manifestsOf(res);
-    expect(got).toEqual(docs(cliStream(['synth', 'team-a/platform', '--stdout', '-n', 'warm', '--no-reconciler'], join(repo, 'nested'))));
+    expect(got).toEqual(yamlObjects(cliStream(['synth', 'team-a/platform', '--stdout', '-n', 'warm', '--no-reconciler'], join(repo, 'nested'))));
     expect(JSON.stringify(got)).not.toContain('reconciler:');
   });
 
@@ -285,7 +289,7 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     });
     expect(res.env).toContain(`ARGOCD_ENV_PREWARM_RECONCILER_IMAGE=${image}`);
     const got = manifestsOf(res);
-    expect(got).toEqual(docs(cliStream(['synth', '.', '--stdout', '-n', 'from-env', '--reconciler-image', image], join(repo, 'imagecaches'))));
+    expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout', '-n', 'from-env', '--reconciler-image', image], join(repo, 'imagecaches'))));
     expect(JSON.stringify(got)).toContain(image);
   });
 
@@ -322,7 +326,7 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
 });
 
 describe('prewarm-argocd outside the cmp-server', () => {
-  const script = join(REPO, 'deploy/argocd/prewarm-argocd.mjs');
+  const script = join(REPO_DIR, 'deploy/argocd/prewarm-argocd.mjs');
   const env = (extra: NodeJS.ProcessEnv) => ({ PATH: process.env['PATH'], PREWARM_BIN: CLI, ...extra });
 
   it('generate with zero ImageCaches exits 1 and prints nothing on stdout', () => {
@@ -330,20 +334,20 @@ describe('prewarm-argocd outside the cmp-server', () => {
     try {
       writeFileSync(join(dir, 'notes.yaml'), '# nothing here\n');
       const r = run(['node', script, 'generate'], { cwd: dir, env: env({}) });
-      expect(r.status).toBe(1);
+      expect(r.code).toBe(1);
       expect(r.stdout).toBe('');
       expect(r.stderr).toContain('no ImageCache found');
       const d = run(['node', script, 'discover'], { cwd: dir, env: env({}) });
-      expect([d.status, d.stdout]).toEqual([0, '']);
+      expect([d.code, d.stdout]).toEqual([0, '']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
   it('rejects a malformed ARGOCD_APP_PARAMETERS and an unknown command with exit 2', () => {
-    const r = run(['node', script, 'generate'], { cwd: join(REPO, 'examples'), env: env({ ARGOCD_APP_PARAMETERS: '{' }) });
-    expect([r.status, r.stdout]).toEqual([2, '']);
+    const r = run(['node', script, 'generate'], { cwd: join(REPO_DIR, 'examples'), env: env({ ARGOCD_APP_PARAMETERS: '{' }) });
+    expect([r.code, r.stdout]).toEqual([2, '']);
     expect(r.stderr).toContain('ARGOCD_APP_PARAMETERS is not JSON');
-    expect(run(['node', script, 'render'], { env: env({}) }).status).toBe(2);
+    expect(run(['node', script, 'render'], { env: env({}) }).code).toBe(2);
   });
 });

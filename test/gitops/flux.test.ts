@@ -8,8 +8,10 @@ import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BIN } from '../cluster/config.js';
-import { REPO, distDocs, distFiles, docs, id, run, type RunResult } from './helpers.js';
+import { BIN, REPO_DIR } from '../../harness/cluster/config.js';
+import type { RunResult } from '../../harness/cluster/sh.js';
+import { yamlObjects } from '../../harness/manifests.js';
+import { distDocs, distFiles, id, run } from './helpers.js';
 
 const kubeconfig = inject('kubeconfig');
 const crdDir = inject('crdDir');
@@ -19,7 +21,7 @@ function kubectl(args: string[], input?: string): RunResult {
   return run([BIN.kubectl, '--kubeconfig', kubeconfig, ...args], input === undefined ? {} : { input });
 }
 function ok(r: RunResult): RunResult {
-  if (r.status !== 0) throw new Error(`kubectl exited ${r.status}: ${r.stderr}`);
+  if (r.code !== 0) throw new Error(`kubectl exited ${r.code}: ${r.stderr}`);
   return r;
 }
 /** Lines of stderr that are apiserver warnings (kubectl prints them as "Warning: ..."). */
@@ -44,7 +46,7 @@ describe('dist/ as Flux reads it', () => {
   it('holds manifests only: every document has apiVersion, kind and a name', () => {
     expect(files.length).toBeGreaterThan(0);
     for (const f of files) {
-      const ds = docs(readFileSync(f, 'utf8'));
+      const ds = yamlObjects(readFileSync(f, 'utf8'));
       expect(ds.length, f).toBeGreaterThan(0);
       for (const d of ds) {
         expect(typeof d['apiVersion'], `${f}: ${JSON.stringify(d).slice(0, 200)}`).toBe('string');
@@ -55,7 +57,7 @@ describe('dist/ as Flux reads it', () => {
   });
 
   it('never contains ${ (Flux postBuild substitution would rewrite it)', () => {
-    for (const f of readdirSync(join(REPO, 'dist'), { recursive: true, withFileTypes: true })) {
+    for (const f of readdirSync(join(REPO_DIR, 'dist'), { recursive: true, withFileTypes: true })) {
       if (!f.isFile()) continue;
       const full = join(f.parentPath, f.name);
       expect(readFileSync(full, 'utf8').includes('${'), full).toBe(false);
@@ -64,14 +66,14 @@ describe('dist/ as Flux reads it', () => {
 
   it('builds with kustomize as kustomize-controller generates it for a path without kustomization.yaml', () => {
     const dir = join(work, 'kustomize');
-    cpSync(join(REPO, 'dist'), dir, { recursive: true });
+    cpSync(join(REPO_DIR, 'dist'), dir, { recursive: true });
     writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n${files.map((f) => `  - ${basename(f)}\n`).join('')}`);
     const r = ok(run([BIN.kubectl, 'kustomize', dir]));
-    expect(docs(r.stdout).map(id).sort()).toEqual(distDocs().map(id).sort());
+    expect(yamlObjects(r.stdout).map(id).sort()).toEqual(distDocs().map(id).sort());
   });
 
   it('deploy/flux/kustomization.yaml health-checks exactly the DaemonSets of dist/', () => {
-    const [k] = docs(readFileSync(join(REPO, 'deploy/flux/kustomization.yaml'), 'utf8')) as [{ spec: { path: string; prune: boolean; timeout: string; healthChecks: Record<string, string>[] } }];
+    const [k] = yamlObjects(readFileSync(join(REPO_DIR, 'deploy/flux/kustomization.yaml'), 'utf8')) as unknown as [{ spec: { path: string; prune: boolean; timeout: string; healthChecks: Record<string, string>[] } }];
     expect(k.spec.path).toBe('./dist');
     expect(k.spec.prune).toBe(true);
     expect(k.spec.timeout).toMatch(/^\d+m$/);
@@ -84,10 +86,10 @@ describe('dist/ as Flux reads it', () => {
 
 describe('server-side apply of dist/ against kube-apiserver', () => {
   it('Pod Security warnings reach kubectl here (control: a privileged DaemonSet in a restricted namespace)', () => {
-    ok(ssa(join(REPO, 'dist/prewarm-cluster.k8s.yaml')));
+    ok(ssa(join(REPO_DIR, 'dist/prewarm-cluster.k8s.yaml')));
     const bad = `apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: control, namespace: prewarm}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: c, image: busybox:1.36.1, securityContext: {privileged: true}}]\n`;
     const r = kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], bad);
-    expect(r.status).toBe(0);
+    expect(r.code).toBe(0);
     expect(warnings(r).join('\n')).toMatch(/would violate PodSecurity "restricted:latest"/);
   });
 
@@ -124,31 +126,31 @@ describe('deploy/ against the controllers\' real CRDs', () => {
 
   it('deploy/flux/*.yaml validate against Flux v1 CRD schemas', () => {
     for (const f of ['gitrepository.yaml', 'ocirepository.yaml', 'kustomization.yaml']) {
-      const r = ok(kubectl(['apply', '--server-side', '--dry-run=server', '-f', join(REPO, 'deploy/flux', f)]));
+      const r = ok(kubectl(['apply', '--server-side', '--dry-run=server', '-f', join(REPO_DIR, 'deploy/flux', f)]));
       expect(warnings(r), f).toEqual([]);
     }
     // The schema is enforced: a typo in a field is refused, so the check above can fail.
-    const bad = readFileSync(join(REPO, 'deploy/flux/kustomization.yaml'), 'utf8').replace('prune: true', 'prune: yes-please');
-    expect(kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], bad).status).not.toBe(0);
+    const bad = readFileSync(join(REPO_DIR, 'deploy/flux/kustomization.yaml'), 'utf8').replace('prune: true', 'prune: yes-please');
+    expect(kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], bad).code).not.toBe(0);
   });
 
   it('deploy/argocd/application.yaml validates against Argo CD\'s Application CRD', () => {
-    const r = ok(kubectl(['apply', '--server-side', '--dry-run=server', '-f', join(REPO, 'deploy/argocd/application.yaml')]));
+    const r = ok(kubectl(['apply', '--server-side', '--dry-run=server', '-f', join(REPO_DIR, 'deploy/argocd/application.yaml')]));
     expect(warnings(r)).toEqual([]);
   });
 
   it('deploy/argocd kustomization puts the sidecar into Argo CD\'s real argocd-repo-server and applies', () => {
     const dir = join(work, 'argocd');
-    cpSync(join(REPO, 'deploy/argocd'), dir, { recursive: true });
+    cpSync(join(REPO_DIR, 'deploy/argocd'), dir, { recursive: true });
     cpSync(join(crdDir, 'install.yaml'), join(dir, 'install.yaml'));
     const k = readFileSync(join(dir, 'kustomization.yaml'), 'utf8');
     const remote = /^\s+- (https:\/\/\S+\/manifests\/install\.yaml)$/m.exec(k);
     expect(remote?.[1]).toContain('/v3.5.7/'); // the same release as the cmp-server under test
     writeFileSync(join(dir, 'kustomization.yaml'), k.replace(remote![1]!, 'install.yaml'));
-    const out = docs(ok(run([BIN.kubectl, 'kustomize', dir])).stdout);
+    const out = yamlObjects(ok(run([BIN.kubectl, 'kustomize', dir])).stdout);
     const cm = out.find((o) => o['kind'] === 'ConfigMap' && String((o['metadata'] as { name: string }).name).startsWith('prewarm-cmp-plugin-'));
     expect(cm, 'generated ConfigMap').toBeDefined();
-    expect((cm!['data'] as Record<string, string>)['plugin.yaml']).toBe(readFileSync(join(REPO, 'deploy/argocd/plugin.yaml'), 'utf8'));
+    expect((cm!['data'] as Record<string, string>)['plugin.yaml']).toBe(readFileSync(join(REPO_DIR, 'deploy/argocd/plugin.yaml'), 'utf8'));
     const deploy = out.find((o) => o['kind'] === 'Deployment' && (o['metadata'] as { name: string }).name === 'argocd-repo-server') as {
       spec: { template: { spec: { containers: { name: string; command?: string[]; securityContext?: { runAsUser?: number }; volumeMounts?: { name: string; mountPath: string; subPath?: string }[] }[]; volumes: { name: string; configMap?: { name: string }; emptyDir?: object }[] } } };
     };

@@ -9,15 +9,17 @@ import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
-import { CLI, REPO, docs, run } from './helpers.js';
+import { parse, parseAllDocuments } from 'yaml';
+import { REPO_DIR } from '../../harness/cluster/config.js';
+import { yamlObjects } from '../../harness/manifests.js';
+import { CLI, run } from './helpers.js';
 
 interface Manager { customType: string; managerFilePatterns: string[]; matchStrings: string[]; matchStringsStrategy?: 'any' | 'recursive' | 'combination'; datasourceTemplate: string }
 interface Found { depName: string; currentValue?: string; currentDigest?: string; replaceString: string }
 
 /** renovate.json5 as written: JSON plus whole-line // comments. */
 function readConfig(): { customManagers: Manager[]; ignorePaths: string[]; packageRules: Record<string, unknown>[] } {
-  const text = readFileSync(join(REPO, 'deploy/renovate/renovate.json5'), 'utf8');
+  const text = readFileSync(join(REPO_DIR, 'deploy/renovate/renovate.json5'), 'utf8');
   return JSON.parse(text.split('\n').filter((l) => !/^\s*\/\//.test(l)).join('\n'));
 }
 const config = readConfig();
@@ -58,9 +60,9 @@ function specImages(text: string): string[] {
   return out;
 }
 
-const specFiles = readdirSync(join(REPO, 'examples'), { recursive: true, withFileTypes: true })
+const specFiles = readdirSync(join(REPO_DIR, 'examples'), { recursive: true, withFileTypes: true })
   .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name))
-  .map((e) => relative(REPO, join(e.parentPath, e.name)))
+  .map((e) => relative(REPO_DIR, join(e.parentPath, e.name)))
   .sort();
 
 function allFound(content: string): Found[] {
@@ -78,21 +80,21 @@ describe('deploy/renovate/renovate.json5', () => {
       expect(m.datasourceTemplate).toBe('docker');
       const res = m.managerFilePatterns.map(filePattern);
       for (const f of specFiles) expect(res.some((r) => r.test(f)), f).toBe(true);
-      for (const f of readdirSync(join(REPO, 'dist'))) expect(res.some((r) => r.test(`dist/${f}`)), f).toBe(false);
+      for (const f of readdirSync(join(REPO_DIR, 'dist'))) expect(res.some((r) => r.test(`dist/${f}`)), f).toBe(false);
     }
     expect(config.ignorePaths).toContain('**/dist/**');
     expect(config.packageRules.some((r) => r['pinDigests'] === true)).toBe(true);
   });
 
   it.each(specFiles)('%s: the bot finds exactly the images prewarm reads', (file) => {
-    const text = readFileSync(join(REPO, file), 'utf8');
+    const text = readFileSync(join(REPO_DIR, file), 'utf8');
     const expected = specImages(text);
     expect(expected.length).toBeGreaterThan(0);
     expect(allFound(text).map(refOf).sort()).toEqual([...expected].sort());
   });
 
   it.each(specFiles)('%s: every image is a plain string on its own `- image` line', (file) => {
-    const lines = readFileSync(join(REPO, file), 'utf8').split('\n');
+    const lines = readFileSync(join(REPO_DIR, file), 'utf8').split('\n');
     for (const image of specImages(lines.join('\n'))) {
       const esc = image.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
       const own = new RegExp(`^\\s*(-|helperImage:)\\s+["']?${esc}["']?\\s*(#.*)?$`);
@@ -107,7 +109,7 @@ describe('deploy/renovate/renovate.json5', () => {
 
   it('a pinDigests rewrite (tag@sha256:digest) and a tag bump of each line still validate and synth', () => {
     const dir = join(tmp, 'pinned');
-    cpSync(join(REPO, 'examples'), dir, { recursive: true });
+    cpSync(join(REPO_DIR, 'examples'), dir, { recursive: true });
     const pinned: string[] = [];
     let n = 0;
     for (const file of specFiles) {
@@ -127,24 +129,24 @@ describe('deploy/renovate/renovate.json5', () => {
     }
     expect(pinned.length).toBeGreaterThan(5);
     const v = run(['node', CLI, 'validate', dir]);
-    expect(v.status, v.stderr).toBe(0);
+    expect(v.code, v.stderr).toBe(0);
     const s = run(['node', CLI, 'synth', dir, '--stdout']);
-    expect(s.status, s.stderr).toBe(0);
-    const images = new Set(docs(s.stdout).flatMap((o) => JSON.stringify(o).match(/"image":"[^"]+"/g) ?? []).map((x) => x.slice(9, -1)));
+    expect(s.code, s.stderr).toBe(0);
+    const images = new Set(yamlObjects(s.stdout).flatMap((o) => JSON.stringify(o).match(/"image":"[^"]+"/g) ?? []).map((x) => x.slice(9, -1)));
     for (const p of pinned) {
       const short = p.replace(/^docker\.io\/library\//, '');
       expect(images.has(p) || images.has(short) || images.has(`docker.io/library/${p}`), p).toBe(true);
     }
     // The bot's edit touched nothing but those lines: same line count per file.
     for (const file of specFiles) {
-      expect(readFileSync(join(dir, relative('examples', file)), 'utf8').split('\n').length).toBe(readFileSync(join(REPO, file), 'utf8').split('\n').length);
+      expect(readFileSync(join(dir, relative('examples', file)), 'utf8').split('\n').length).toBe(readFileSync(join(REPO_DIR, file), 'utf8').split('\n').length);
     }
   });
 });
 
 describe('deploy/renovate/dependabot.yml', () => {
   it('is a version 2 config that never points Dependabot at dist/', () => {
-    const [d] = docs(readFileSync(join(REPO, 'deploy/renovate/dependabot.yml'), 'utf8')) as [{ version: number; updates: { 'package-ecosystem': string; directory?: string; directories?: string[] }[] }];
+    const d = parse(readFileSync(join(REPO_DIR, 'deploy/renovate/dependabot.yml'), 'utf8')) as { version: number; updates: { 'package-ecosystem': string; directory?: string; directories?: string[] }[] };
     expect(d.version).toBe(2);
     const dirs = d.updates.flatMap((u) => u.directories ?? [u.directory ?? '']);
     expect(dirs.length).toBeGreaterThan(0);

@@ -12,8 +12,8 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { REPO_DIR, requireBinaries } from '../cluster/config.js';
-import { startLoopbackControlPlane } from '../cluster/loopback.js';
+import { REPO_DIR, requireBinaries } from '../../harness/cluster/config.js';
+import { startLoopbackControlPlane } from '../../harness/cluster/loopback.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -5,8 +5,8 @@
  * Missing binaries fail the run (run .ci/setup-cluster.sh).
  */
 import type { TestProject } from 'vitest/node';
-import { requireBinaries } from '../cluster/config.js';
-import { startLoopbackControlPlane } from '../cluster/loopback.js';
+import { requireBinaries } from '../../harness/cluster/config.js';
+import { startLoopbackControlPlane } from '../../harness/cluster/loopback.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

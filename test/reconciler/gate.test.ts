@@ -6,7 +6,7 @@ import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
 import { ApiError, type JsonPatchOp } from '../../src/reconciler/ports.js';
 import { EventReason, GateOutcome } from '../../src/reconciler/reasons.js';
-import { mergeNodeMetadata, patchNodeTaints } from './fake-kube.js';
+import { mergeNodeMetadata, patchNodeTaints } from '../../harness/node-patch.js';
 import { IMAGES, at, config, gate, node, observed as obs, pod, pool, pools, st } from './fixtures.js';
 
 describe('decideGate', () => {

@@ -10,7 +10,7 @@ import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource, podOf } 
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import type { PodWatchEvent } from '../../src/reconciler/ports.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
-import { FakeApiserver } from './fake-apiserver.js';
+import { FakeApiserver } from '../../harness/fake-apiserver.js';
 import { IMAGES, T0, config, gate, node, pod, st } from './fixtures.js';
 
 const running = { running: { startedAt: '2026-12-03T10:00:00Z' } };

@@ -5,16 +5,12 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../../src/cli/exit-codes.js';
 import { run } from '../../../src/cli/main.js';
+import { waitFor } from '../../../harness/time.js';
 
 const kubeconfig = inject('kubeconfig');
 
 async function waitForCrd(api: k8s.ApiextensionsV1Api, name: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const crd = await api.readCustomResourceDefinition({ name });
-    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`CRD ${name} never became Established`);
+  await waitFor(`CRD ${name} Established`, async () => (await api.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'), 10_000, 100);
 }
 
 describe('migrate --from-cluster', () => {

@@ -10,12 +10,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../../src/cli/exit-codes.js';
-import { REGISTRY, REPO_DIR, STATE_DIR } from '../../cluster/config.js';
-import { buildOciImage, buildOciIndex, copyToRegistry, DOCKER_MANIFEST_LIST, OCI_INDEX, rawManifest, standInLayers, type RegistryTarget } from '../../cluster/images.js';
-import { startLoopbackRegistries, type LoopbackRegistries } from '../../cluster/loopback.js';
-import { CA_CRT } from '../../cluster/pki.js';
-import { run } from '../../cluster/sh.js';
-import { buildProject } from '../../e2e/helpers.js';
+import { REGISTRY, REPO_DIR, STATE_DIR } from '../../../harness/cluster/config.js';
+import { buildOciImage, buildOciIndex, copyToRegistry, DOCKER_MANIFEST_LIST, OCI_INDEX, rawManifest, standInLayers, type RegistryTarget } from '../../../harness/cluster/images.js';
+import { startLoopbackRegistries, type LoopbackRegistries } from '../../../harness/cluster/loopback.js';
+import { CA_CRT } from '../../../harness/cluster/pki.js';
+import { run } from '../../../harness/cluster/sh.js';
+import { buildProject } from '../../../harness/manifests.js';
 
 const CLI = join(REPO_DIR, 'lib/src/cli/bin.js');
 

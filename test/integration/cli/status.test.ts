@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { ExitCode } from '../../../src/cli/exit-codes.js';
 import { run } from '../../../src/cli/main.js';
 import type { StatusReport } from '../../../src/status/report.js';
+import { sleep } from '../../../harness/time.js';
 
 const kubeconfig = inject('kubeconfig');
 const ns = 'status-it';
@@ -94,7 +95,7 @@ describe('prewarm status', () => {
 
   it('exits 0 once every node is warm, and --watch returns then', async () => {
     const watching = status('-n', ns, '--watch', '--interval', '0.2', '--timeout', '60s');
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     await core.patchNode(
       { name: 'st-n2', body: { metadata: { labels: { 'prewarm.dev/gpu-it': 'warm' } } } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),

@@ -24,8 +24,9 @@ import { parseFiles } from '../../../src/imagecache/parse.js';
 import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import { synthYaml } from '../../../src/synth/app.js';
 import { LABEL_POOL, POOLS_FILE } from '../../../src/contract/names.js';
-import { startLoopbackControlPlane, type LoopbackControlPlane } from '../../cluster/loopback.js';
-import { apply, endpointOf, eventually } from '../reconciler/cluster.js';
+import { startLoopbackControlPlane, type LoopbackControlPlane } from '../../../harness/cluster/loopback.js';
+import { waitFor } from '../../../harness/time.js';
+import { apply, endpointOf } from '../reconciler/cluster.js';
 
 const GATE = 'prewarm.dev/warming';
 
@@ -194,7 +195,8 @@ function predicted(): Record<string, string[]> {
 /** pool id → sorted node names of its pods, once every pod is bound and the counts settled. */
 async function placed(): Promise<Record<string, string[]>> {
   let previous = '';
-  return eventually(
+  return waitFor(
+    'every pull pod bound, and DaemonSet counts settled',
     async () => {
       const dss = await http.json<{ items: { metadata: { name: string; namespace: string; generation: number }; status?: { observedGeneration?: number; desiredNumberScheduled?: number } }[] }>(
         'GET',
@@ -222,7 +224,7 @@ async function placed(): Promise<Record<string, string[]>> {
       return settled ? byPool : undefined;
     },
     90_000,
-    'every pull pod bound, and DaemonSet counts settled',
+    200,
   );
 }
 

@@ -8,7 +8,8 @@ import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../../src/reconciler/ports.js';
 import type { KNode } from '../../../src/reconciler/kube-types.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
-import { adminEndpoint, apply, applyAccess, eventually, INT_NAMESPACES, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
+import { adminEndpoint, apply, applyAccess, INT_NAMESPACES, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
+import { waitFor } from '../../../harness/time.js';
 
 const NS = 'prewarm-int-access';
 const SA = 'prewarm-reconciler';
@@ -54,12 +55,12 @@ beforeAll(async () => {
   } catch {
     // first run
   }
-  await eventually(async () => (await status(admin.json('GET', `/api/v1/namespaces/${NS}/pods/pull-a`))) === 404, 20_000, 'old pod gone');
+  await waitFor('old pod gone', async () => (await status(admin.json('GET', `/api/v1/namespaces/${NS}/pods/pull-a`))) === 404, 20_000, 200);
   const pod = await makePod(admin, NS, 'pull-a', 'int-node-a', SA, ['reg.local/a:1']);
   sa = new KubeHttp(tokenEndpoint(await podToken(admin, NS, SA, pod)));
   // The policy and its binding reach the admission plugin asynchronously: wait until a write
   // that only the policy forbids is denied.
-  await eventually(async () => (await status(merge('int-node-b', { metadata: { labels: { 'prewarm.dev/probe': 'x' } } }))) === 403, 30_000, 'the admission policy to be enforced');
+  await waitFor('the admission policy to be enforced', async () => (await status(merge('int-node-b', { metadata: { labels: { 'prewarm.dev/probe': 'x' } } }))) === 403, 30_000, 200);
 });
 
 afterAll(() => {

@@ -10,6 +10,8 @@ import { Testing } from 'cdk8s';
 import { inject } from 'vitest';
 import { KubeHttp, type Endpoint } from '../../../src/reconciler/adapters/http.js';
 import { ApiError } from '../../../src/reconciler/ports.js';
+import { collectionPath, objectPath } from '../../../harness/kube.js';
+import { waitFor } from '../../../harness/time.js';
 import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
 import { ReconcilerAccess, type ReconcilerAccessProps } from '../../../src/synth/access.js';
 
@@ -45,21 +47,14 @@ export function tokenEndpoint(token: string): Endpoint {
   return { server: a.server, ...(a.ca ? { ca: a.ca } : {}), token: () => token };
 }
 
-/** The apiserver's path of an object. */
-export function pathOf(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string {
-  const plural = o.kind.toLowerCase().endsWith('y') ? `${o.kind.toLowerCase().slice(0, -1)}ies` : `${o.kind.toLowerCase()}s`;
-  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
-  return `${base}${o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''}/${plural}`;
-}
-
 /** Creates an object, or replaces it if it exists (idempotent across reruns on a kept cluster). */
 export async function apply(http: KubeHttp, o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<void> {
   try {
-    await http.json('POST', pathOf(o), o);
+    await http.json('POST', collectionPath(o), o);
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== 409) throw e;
-    const cur = await http.json<{ metadata: { resourceVersion: string } }>('GET', `${pathOf(o)}/${o.metadata.name}`);
-    await http.json('PUT', `${pathOf(o)}/${o.metadata.name}`, { ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata.resourceVersion } });
+    const cur = await http.json<{ metadata: { resourceVersion: string } }>('GET', objectPath(o));
+    await http.json('PUT', objectPath(o), { ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata.resourceVersion } });
   }
 }
 
@@ -78,14 +73,15 @@ export async function makeNode(http: KubeHttp, name: string, taints: { key: stri
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== 404) throw e;
   }
-  for (let i = 0; i < 50; i++) {
+  await waitFor(`node ${name} gone`, async () => {
     try {
       await http.json('GET', `/api/v1/nodes/${name}`);
-      await new Promise((r) => setTimeout(r, 100));
-    } catch {
-      break;
+      return false;
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 404) return true;
+      throw e;
     }
-  }
+  }, 5_000, 100);
   await http.json('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name } }, spec: { taints } });
   const t = readyAt.toISOString();
   await http.json<KNode>('PATCH', `/api/v1/nodes/${name}/status`, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: t, lastTransitionTime: t }] } }, 'application/strategic-merge-patch+json');
@@ -126,20 +122,4 @@ export async function podToken(http: KubeHttp, ns: string, sa: string, pod: KPod
     spec: { expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid } },
   });
   return r.status.token;
-}
-
-/** Polls until `fn` returns a truthy value; rejects with the last error after `ms`. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false>, ms = 20_000, what = 'condition'): Promise<T> {
-  const t0 = Date.now();
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }

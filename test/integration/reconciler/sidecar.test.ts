@@ -16,7 +16,8 @@ import { ApiError } from '../../../src/reconciler/ports.js';
 import { placementOf } from '../../../src/contract/placement.js';
 import { renderPoolsFile, type PoolsFile } from '../../../src/contract/pools-file.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV } from '../../../src/contract/names.js';
-import { adminEndpoint, apply, applyAccess, eventually, INT_NAMESPACES, makeNode, makePod, podToken, setContainerStatuses } from './cluster.js';
+import { adminEndpoint, apply, applyAccess, INT_NAMESPACES, makeNode, makePod, podToken, setContainerStatuses } from './cluster.js';
+import { waitFor } from '../../../harness/time.js';
 
 const NS = INT_NAMESPACES[1] as string;
 const SA = 'prewarm-reconciler';
@@ -42,14 +43,14 @@ async function freshPod(name: string, node: string, images: string[]): Promise<K
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== 404) throw e;
   }
-  await eventually(async () => {
+  await waitFor(`pod ${name} gone`, async () => {
     try {
       await admin.json('GET', `/api/v1/namespaces/${NS}/pods/${name}`);
       return false;
     } catch (e) {
       return e instanceof ApiError && e.code === 404;
     }
-  }, 20_000, `pod ${name} gone`);
+  }, 20_000, 200);
   return makePod(admin, NS, name, node, SA, images);
 }
 
@@ -119,16 +120,16 @@ describe('the sidecar process on a real apiserver', () => {
     const s2 = await startSidecar(p2, 'int-p2', 'int-node-s');
     try {
       await setContainerStatuses(admin, p1, running(imgs1));
-      await eventually(async () => (await node('int-node-s')).metadata.labels?.['prewarm.dev/int-p1'] === 'warm', 20_000, 'pool 1 warm');
+      await waitFor('pool 1 warm', async () => (await node('int-node-s')).metadata.labels?.['prewarm.dev/int-p1'] === 'warm', 20_000, 200);
       const mid = await node('int-node-s');
       expect(gateOn(mid)).toBe(true);
       expect(parseAnnotation(mid.metadata.annotations?.['status.prewarm.dev/int-p1'])).toMatchObject({ state: 'warm', images: 2, pod: 'pull-s1' });
 
       await setContainerStatuses(admin, p2, running(imgs2));
-      const done = await eventually(async () => {
+      const done = await waitFor('pool 2 warm and the gate lifted', async () => {
         const n = await node('int-node-s');
         return n.metadata.labels?.['prewarm.dev/int-p2'] === 'warm' && !gateOn(n) ? n : undefined;
-      }, 20_000, 'pool 2 warm and the gate lifted');
+      }, 20_000, 200);
       expect(done.metadata.labels?.['prewarm.dev/int-p1']).toBe('warm');
 
       const events = await admin.json<{ items: { reason: string; message: string; involvedObject: { name: string } }[] }>('GET', '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-s');
@@ -156,10 +157,10 @@ describe('the sidecar process on a real apiserver', () => {
     try {
       const ok = running(imgs)[0] as object;
       await setContainerStatuses(admin, p, [ok, { name: 'c1', image: imgs[1], imageID: '', ready: false, restartCount: 0, started: false, state: { waiting: { reason: 'ErrImagePull', message: 'manifest unknown' } }, lastState: {} }]);
-      const n = await eventually(async () => {
+      const n = await waitFor('partial and the gate lifted', async () => {
         const x = await node('int-node-p');
         return x.metadata.labels?.['prewarm.dev/int-p3'] === 'partial' && !gateOn(x) ? x : undefined;
-      }, 30_000, 'partial and the gate lifted');
+      }, 30_000, 200);
       expect(parseAnnotation(n.metadata.annotations?.['status.prewarm.dev/int-p3'])?.failing).toEqual([{ image: 'reg.local/missing:1', reason: 'ErrImagePull', message: 'manifest unknown' }]);
       const events = await admin.json<{ items: { reason: string; type: string; message: string }[] }>('GET', '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dint-node-p');
       const partial = events.items.find((e) => e.reason === 'Partial');

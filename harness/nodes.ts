@@ -1,15 +1,15 @@
 /**
- * Real nodes for the benchmarks: join (harness addNode), watch Ready and labels through one node
- * watch, and poll the node's own containerd until a set of images is present.
+ * Real nodes seen from outside: Ready, labels and taints through one node watch, and the node's own
+ * containerd polled until a set of images is present. Shared by the e2e tests and the benchmarks.
  */
-import { addNode, down, isUp, removeNode, up } from '../../test/cluster/cluster.js';
-import { loadSpec, nodePaths } from '../../test/cluster/node.js';
-import { runAsync } from '../../test/cluster/sh.js';
+import { normalize } from './cluster/images.js';
+import { nodeImagesAsync } from './cluster/node.js';
+import { pollUntil } from './time.js';
 import { Kube, type KubeObject } from './kube.js';
-import { log, sleep } from './stats.js';
 
+/** When a node was first seen in each state, by the watch (Date.now() times). */
 export interface NodeTimes {
-  /** When the join was started (harness addNode called). */
+  /** When the join was started ({@link NodeWatch.expect} called). */
   joinAt: number;
   /** First watch event of the Node object. */
   registeredAt?: number;
@@ -31,6 +31,8 @@ export class NodeWatch {
   constructor(
     private readonly kube: Kube,
     private readonly selector: string,
+    /** Where a re-list after a failed watch is reported. */
+    private readonly log: (msg: string) => void = (msg) => process.stderr.write(`[node-watch] ${msg}\n`),
   ) {}
 
   async start(): Promise<void> {
@@ -51,7 +53,7 @@ export class NodeWatch {
       },
       (err) => {
         if (this.closed) return;
-        if (err) log(`node watch ended: ${err.message}; re-listing`);
+        if (err) this.log(`node watch ended: ${err.message}; re-listing`);
         void (err ? this.kube.list('/api/v1/nodes', { labelSelector: this.selector }).then((l2) => { for (const n of l2.items) this.observe(n); this.loop(l2.metadata.resourceVersion); }) : Promise.resolve(this.loop(last)));
       },
     );
@@ -82,54 +84,18 @@ export class NodeWatch {
   }
 }
 
-/** Image references present in a node's containerd (k8s.io namespace), without blocking. */
-export async function nodeImagesAsync(name: string): Promise<Set<string>> {
-  const r = await runAsync(['ctr', '-a', nodePaths(name).containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'], { allowFail: true, timeoutMs: 30_000 });
-  return new Set(r.stdout.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('sha256:')));
+/** The refs (Docker-normalised here) that a node's containerd does not hold yet. */
+export async function missingImages(name: string, refs: readonly string[]): Promise<string[]> {
+  const have = new Set(await nodeImagesAsync(name));
+  return refs.map(normalize).filter((r) => !have.has(r));
 }
 
-/** Polls until every ref is present; returns the time first seen complete, or undefined at the deadline. */
+/** Polls until every ref is in the node's containerd; returns the time first seen complete, or undefined at the deadline. */
 export async function waitImages(name: string, refs: readonly string[], deadline: number, intervalMs = 200): Promise<number | undefined> {
-  while (Date.now() < deadline) {
-    const have = await nodeImagesAsync(name);
-    if (refs.every((r) => have.has(r))) return Date.now();
-    await sleep(intervalMs);
-  }
-  return undefined;
+  return pollUntil(async () => ((await missingImages(name, refs)).length === 0 ? Date.now() : undefined), deadline, intervalMs);
 }
 
-/** Joins a real node whose kubelet registers it with `labels` (kubelet --node-labels). */
-export async function join(watch: NodeWatch, name: string, labels: Record<string, string>): Promise<NodeTimes> {
-  if (loadSpec(name)) await removeNode(name).catch(() => undefined);
-  const t = watch.expect(name);
-  await addNode(name, { labels, wait: false });
-  return t;
-}
-
-export async function leave(name: string): Promise<void> {
-  if (loadSpec(name)) await removeNode(name);
-}
-
-/** Waits until `pred` holds for the node's times (bounded). */
+/** Waits until `pred` holds for the node's times; false when it still does not at `deadline`. */
 export async function until(t: NodeTimes, pred: (t: NodeTimes) => boolean, deadline: number): Promise<boolean> {
-  while (Date.now() < deadline) {
-    if (pred(t)) return true;
-    await sleep(100);
-  }
-  return pred(t);
-}
-
-/** Reuses a running harness cluster or starts one (without kwok); true when this call started it. */
-export async function ensureCluster(): Promise<boolean> {
-  if (await isUp()) return false;
-  log('no harness cluster up: starting one (stopped again at the end unless BENCH_KEEP_CLUSTER=1)');
-  await up({ kwok: false });
-  return true;
-}
-
-/** Stops the cluster if {@link ensureCluster} started it (a running one is left as found). */
-export async function releaseCluster(started: boolean): Promise<void> {
-  if (!started || process.env['BENCH_KEEP_CLUSTER'] === '1') return;
-  log('stopping the cluster this run started');
-  await down();
+  return (await pollUntil(() => pred(t), deadline, 100)) ?? false;
 }

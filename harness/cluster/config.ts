@@ -26,7 +26,7 @@ function readVersions(): Record<string, string> {
 const V = readVersions();
 function version(key: string): string {
   const v = V[key];
-  if (!v) throw new Error(`test/cluster/versions.sh lacks ${key}`);
+  if (!v) throw new Error(`harness/cluster/versions.sh lacks ${key}`);
   return v;
 }
 export const VERSIONS = {
@@ -60,6 +60,11 @@ export const NET = {
   registryPort: 5000,
   tlsRegistryPort: 5443,
 } as const;
+
+/** The netns cluster's apiserver as the root netns reaches it (the loopback forward). */
+export function apiserverUrl(): string {
+  return `https://127.0.0.1:${NET.apiserverLocalPort}`;
+}
 
 export const REGISTRY = {
   plain: `${NET.hubIp}:${NET.registryPort}`,
@@ -116,7 +121,7 @@ export function requireBinaries(names: readonly BinName[]): void {
   if (missing.length > 0) {
     throw new Error(
       `prewarm test cluster: missing binaries ${missing.join(', ')}. Run .ci/setup-cluster.sh ` +
-        `(or test/cluster/build.sh) first.`,
+        `(or harness/cluster/build.sh) first.`,
     );
   }
 }

@@ -2,7 +2,7 @@
 # Builds the Go binaries of the prewarm test cluster from module source (no downloads but modules).
 # Idempotent and cache-keyed: ${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}/<component>-<version>/bin.
 # A component whose .complete stamp exists is skipped, so a warm run takes well under a second.
-# Usage: test/cluster/build.sh [component...]   (components: pause etcd kubernetes kubelet crictl kwok)
+# Usage: harness/cluster/build.sh [component...]   (components: pause etcd kubernetes kubelet crictl kwok)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.sh

@@ -5,14 +5,15 @@
  *   (both serve no port: `--secure-port=0`);
  * - the hub's two registry configurations (plain HTTP, and TLS + basic auth), e.g. for `prewarm pin`.
  * Each caller passes its own daemon prefix, so one tier never stops another's daemons when both
- * run in one vitest invocation.
+ * run in one vitest invocation; the checkout's own suffix on it keeps two checkouts on one machine
+ * from stopping each other's (pid files live in the machine-wide RUN_DIR).
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { STATE_DIR } from './config.js';
 import {
-  adminCert,
   startApiserver,
   startControllerManager,
   startEtcd,
@@ -21,7 +22,7 @@ import {
   waitApiserverReady,
   type ControlPlaneOptions,
 } from './controlplane.js';
-import { writeKubeconfig } from './pki.js';
+import { adminCert, writeKubeconfig } from './pki.js';
 import { startRegistry, waitRegistry, type RegistryServer } from './registry.js';
 import { missingTools, stopDaemon } from './sh.js';
 
@@ -55,8 +56,16 @@ export interface LoopbackControllers {
 }
 
 /**
+ * The daemon names of a tier in this checkout: `prefix` plus a hash of the state dir. A crashed run
+ * of the same checkout is still found by them; another checkout's run of the same tier is not.
+ */
+function daemonPrefix(prefix: string): string {
+  return `${prefix}-${createHash('sha256').update(STATE_DIR).digest('hex').slice(0, 8)}`;
+}
+
+/**
  * Starts etcd and the apiserver under `prefix` and waits until the apiserver is ready; with
- * `with`, also the named controllers and the scheduler.
+ * `withControllers`, also the named controllers and the scheduler.
  */
 export async function startLoopbackControlPlane(
   prefix: string,
@@ -65,9 +74,10 @@ export async function startLoopbackControlPlane(
 ): Promise<LoopbackControlPlane> {
   mkdirSync(STATE_DIR, { recursive: true });
   const dataDir = mkdtempSync(join(STATE_DIR, `${prefix}-`));
-  await stopControlPlane(prefix); // leftovers of a crashed run
+  const daemons = daemonPrefix(prefix);
+  await stopControlPlane(daemons); // leftovers of a crashed run
   const o: ControlPlaneOptions = {
-    prefix,
+    prefix: daemons,
     dataDir,
     etcdClientPort: await freePort(),
     etcdPeerPort: await freePort(),
@@ -91,7 +101,7 @@ export async function startLoopbackControlPlane(
       if (withControllers.scheduler) startScheduler(o);
     }
   } catch (e) {
-    await stopControlPlane(prefix);
+    await stopControlPlane(daemons);
     throw e;
   }
   const kubeconfig = join(dataDir, 'admin.kubeconfig');
@@ -102,7 +112,7 @@ export async function startLoopbackControlPlane(
     url,
     kubeconfig,
     async stop() {
-      await stopControlPlane(prefix);
+      await stopControlPlane(daemons);
       if (process.env['PREWARM_KEEP_CLUSTER'] !== '1') rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -124,8 +134,8 @@ export async function startLoopbackRegistries(prefix: string, log: (message: str
   mkdirSync(STATE_DIR, { recursive: true });
   const dir = mkdtempSync(join(STATE_DIR, `${prefix}-registry-`));
   const servers: RegistryServer[] = [
-    { name: `${prefix}-registry`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'plain-data'), tls: false },
-    { name: `${prefix}-registry-tls`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'tls-data'), tls: true },
+    { name: `${daemonPrefix(prefix)}-registry`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'plain-data'), tls: false },
+    { name: `${daemonPrefix(prefix)}-registry-tls`, addr: `127.0.0.1:${await freePort()}`, dir, storage: join(dir, 'tls-data'), tls: true },
   ];
   const stop = async (): Promise<void> => {
     for (const s of servers) await stopDaemon(s.name);

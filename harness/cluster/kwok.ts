@@ -15,7 +15,7 @@ export const KWOK_TAINT_KEY = 'kwok.x-k8s.io/node';
  * kwok's own default stages, the set kwokctl writes into its config when none is given: node
  * initialize + heartbeat with lease, pod ready/complete/delete ("fast"). The kwok binary itself
  * has no defaults (v0.8.0 exits "no stages found"), so they are read from the module source that
- * test/cluster/build.sh built it from (its GOMODCACHE), never copied into this repository.
+ * harness/cluster/build.sh built it from (its GOMODCACHE), never copied into this repository.
  */
 const KWOK_DEFAULT_STAGES = [
   'node/fast/node-initialize.yaml',
@@ -29,7 +29,7 @@ function writeKwokConfig(): string {
   const dir = join(CACHE_DIR, 'go', 'mod', 'sigs.k8s.io', `kwok@${VERSIONS.kwok}`, 'kustomize', 'stage');
   const files = KWOK_DEFAULT_STAGES.map((f) => join(dir, f));
   const missing = files.filter((f) => !existsSync(f));
-  if (missing.length) throw new Error(`kwok's stage files are missing (${missing.join(', ')}): rebuild kwok with test/cluster/build.sh kwok`);
+  if (missing.length) throw new Error(`kwok's stage files are missing (${missing.join(', ')}): rebuild kwok with harness/cluster/build.sh kwok`);
   const config = join(STATE_DIR, 'kwok', 'kwok.yaml');
   mkdirSync(join(STATE_DIR, 'kwok'), { recursive: true });
   writeFileSync(config, files.map((f) => readFileSync(f, 'utf8').trim()).join('\n---\n') + '\n');

@@ -63,6 +63,11 @@ export function ensureCert(spec: CertSpec): CertFiles {
 }
 
 /** RSA key pair for service-account tokens. */
+/** The harness's admin client certificate (system:masters), made on first use. */
+export function adminCert(): CertFiles {
+  return ensureCert({ name: 'admin', cn: 'prewarm-admin', orgs: ['system:masters'], usage: 'client' });
+}
+
 export function ensureServiceAccountKeys(): { pub: string; key: string } {
   ensureCa();
   const key = join(PKI_DIR, 'sa.key');

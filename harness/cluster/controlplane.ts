@@ -3,12 +3,13 @@
  * For the cluster they run in the hub netns; for integration tests (etcd + apiserver only) they
  * run on loopback of the root netns.
  */
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BIN, NET } from './config.js';
 import { CA_CRT, ensureCert, ensureServiceAccountKeys, type CertFiles, writeKubeconfig } from './pki.js';
-import { startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { Kube } from '../kube.js';
+import { startDaemon, stopDaemon, tailLog } from './sh.js';
+import { waitFor } from '../time.js';
 
 export interface ControlPlaneOptions {
   /** Daemon name prefix ("cp" for the cluster, "int" for integration). */
@@ -65,10 +66,6 @@ export function clusterControlPlane(dataDir: string): ControlPlaneOptions {
     advertiseAddress: NET.hubIp,
     endpointReconciler: 'lease',
   };
-}
-
-export function adminCert(): CertFiles {
-  return ensureCert({ name: 'admin', cn: 'prewarm-admin', orgs: ['system:masters'], usage: 'client' });
 }
 
 export async function startEtcd(o: ControlPlaneOptions): Promise<void> {
@@ -141,32 +138,14 @@ export async function startApiserver(o: ControlPlaneOptions): Promise<void> {
 
 /** Waits until /readyz answers ok through the given URL with the admin cert. */
 export async function waitApiserverReady(o: ControlPlaneOptions, url: string, timeoutMs = 90_000): Promise<void> {
-  const admin = adminCert();
-  await waitFor(
-    'kube-apiserver /readyz',
-    () => httpsGet(`${url}/readyz`, admin).then((r) => r.status === 200),
-    timeoutMs,
-    500,
-  ).catch((e: Error) => {
-    throw new Error(`${e.message}\n--- apiserver log:\n${tailLog(`${o.prefix}-apiserver`)}\n--- etcd log:\n${tailLog(`${o.prefix}-etcd`)}`);
-  });
-}
-
-export function httpsGet(url: string, cert: CertFiles): Promise<{ status: number; body: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const req = request(
-      url,
-      { ca: readFileSync(CA_CRT), cert: readFileSync(cert.crt), key: readFileSync(cert.key), timeout: 5_000 },
-      (res) => {
-        let body = '';
-        res.on('data', (d: Buffer) => (body += d.toString()));
-        res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
+  const kube = new Kube({ server: url });
+  try {
+    await waitFor('kube-apiserver /readyz', async () => (await kube.raw('GET', '/readyz', undefined, undefined, 5_000)).status === 200, timeoutMs, 500);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- apiserver log:\n${tailLog(`${o.prefix}-apiserver`)}\n--- etcd log:\n${tailLog(`${o.prefix}-etcd`)}`);
+  } finally {
+    kube.close();
+  }
 }
 
 export function startControllerManager(o: ControlPlaneOptions): void {

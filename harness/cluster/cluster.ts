@@ -4,13 +4,14 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, NET, RUN_DIR, STATE_DIR, SYSTEM_TOOLS, requireBinaries, type BinName } from './config.js';
-import { adminCert, clusterControlPlane, startApiserver, startControllerManager, startEtcd, startScheduler, stopControlPlane, waitApiserverReady } from './controlplane.js';
+import { apiserverUrl, BIN, NET, RUN_DIR, STATE_DIR, SYSTEM_TOOLS, requireBinaries, type BinName } from './config.js';
+import { clusterControlPlane, startApiserver, startControllerManager, startEtcd, startScheduler, stopControlPlane, waitApiserverReady } from './controlplane.js';
 import { ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists } from './net.js';
-import { CA_CRT, writeKubeconfig } from './pki.js';
+import { adminCert, CA_CRT, writeKubeconfig } from './pki.js';
 import { startRegistries, stopRegistries } from './registry.js';
-import { run, daemonPid, liveDaemons, missingTools, PID_DIR, sleep, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { run, daemonPid, liveDaemons, missingTools, PID_DIR, startDaemon, stopDaemon, tailLog } from './sh.js';
+import { sleep, waitFor } from '../time.js';
 import { DEFAULT_IMAGE_GC, containerdDaemon, destroyNode, startContainerd, kubeletDaemon, kubeletMaySetLabel, listNodeSpecs, loadSpec, nextIndex, nodeImages, startNode, stopNode, type ImageGcPolicy, type NodeSpec, type Taint } from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
 
@@ -35,10 +36,6 @@ export function kubectl(args: string[], opts: { input?: string; allowFail?: bool
     allowFail: opts.allowFail ?? false,
     timeoutMs: 300_000,
   }).stdout;
-}
-
-export function apiserverUrl(): string {
-  return `https://127.0.0.1:${NET.apiserverLocalPort}`;
 }
 
 export async function isUp(): Promise<boolean> {

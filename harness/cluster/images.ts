@@ -44,6 +44,12 @@ export function parseRef(ref: string): ImageRef {
   return { host, path: rest, tag };
 }
 
+/** Docker-normalised form (`host/path:tag`), as containerd names CRI-pulled images. */
+export function normalize(ref: string): string {
+  const r = parseRef(ref);
+  return `${r.host}/${r.path}:${r.tag}`;
+}
+
 export interface ImageConfig {
   cmd?: string[];
   entrypoint?: string[];
@@ -322,7 +328,7 @@ export const BIG_IMAGE_BYTES = Number(process.env['PREWARM_BIG_IMAGE_MB'] ?? 48)
 export function ensureStandardImages(opts: EnsureOptions = {}): void {
   const need = (ref: string): boolean => opts.force === true || !imageInRegistry(ref);
   if (need(TEST_IMAGES.pause)) {
-    if (!existsSync(BIN.pause)) throw new Error(`pause binary missing at ${BIN.pause}: run test/cluster/build.sh`);
+    if (!existsSync(BIN.pause)) throw new Error(`pause binary missing at ${BIN.pause}: run harness/cluster/build.sh`);
     const d = scratchDir('pause');
     cpSync(BIN.pause, join(d, 'pause'));
     pushImage(buildOciImage('pause', [{ src: join(d, 'pause'), dest: '/pause' }], { entrypoint: ['/pause'], user: '65535' }), TEST_IMAGES.pause);

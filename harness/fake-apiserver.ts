@@ -7,9 +7,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { KNode, KPod } from '../../src/reconciler/kube-types.js';
-import { ApiError, type JsonPatchOp } from '../../src/reconciler/ports.js';
-import { mergeNodeMetadata, patchNodeTaints } from './fake-kube.js';
+import type { KNode, KPod } from '../src/reconciler/kube-types.js';
+import { ApiError, type JsonPatchOp } from '../src/reconciler/ports.js';
+import { mergeNodeMetadata, patchNodeTaints } from './node-patch.js';
 
 /** One recorded request. */
 export interface Recorded {

@@ -4,13 +4,14 @@
  *    (<host>/<path>, e.g. docker.io/library/python) served for well-known registry hosts;
  *  - TLS + htpasswd basic auth on 10.250.0.1:5443 for private-image tests.
  * containerd reads hosts.toml files under CERTS_D (shared by all nodes, read per pull).
- * The same configuration runs on loopback ports for tests that need no netns (test/cluster/loopback.ts).
+ * The same configuration runs on loopback ports for tests that need no netns (harness/cluster/loopback.ts).
  */
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIRRORED_HOSTS, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT, ensureCert } from './pki.js';
-import { logFile, run, startDaemon, stopDaemon, waitFor } from './sh.js';
+import { logFile, run, startDaemon, stopDaemon } from './sh.js';
+import { waitFor } from '../time.js';
 
 export const REGISTRY_DIR = join(STATE_DIR, 'registry');
 export const CERTS_D = join(REGISTRY_DIR, 'certs.d');

@@ -8,7 +8,8 @@ import { BIN, CNI_BIN_DIR, IMAGES, NET, RUN_DIR, STATE_DIR } from './config.js';
 import { deleteNetns, ensureNodeNet, deleteNodeNet, nodeNet, type NodeNet } from './net.js';
 import { CA_CRT, ensureCert, writeKubeconfig } from './pki.js';
 import { CERTS_D } from './registry.js';
-import { daemonPid, killPid, run, startDaemon, stopDaemon, tailLog, waitFor } from './sh.js';
+import { daemonPid, killPid, run, runAsync, startDaemon, stopDaemon, tailLog } from './sh.js';
+import { waitFor } from '../time.js';
 
 export interface Taint {
   key: string;
@@ -442,14 +443,26 @@ export function crictl(name: string, args: string[], allowFail = false): string 
   }).stdout;
 }
 
-/** Image references (repo:tag) present in a node's containerd (k8s.io namespace). */
-export function nodeImages(name: string): string[] {
-  const p = nodePaths(name);
-  const out = run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q']).stdout;
+function imageRefsArgv(name: string): string[] {
+  return ['ctr', '-a', nodePaths(name).containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'];
+}
+
+/** The references (repo:tag) in `ctr images ls -q` output; digest-only entries dropped. */
+function imageRefs(out: string): string[] {
   return out
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('sha256:'));
+}
+
+/** Image references (repo:tag) present in a node's containerd (k8s.io namespace). */
+export function nodeImages(name: string): string[] {
+  return imageRefs(run(imageRefsArgv(name)).stdout);
+}
+
+/** {@link nodeImages} without blocking the event loop (several nodes polled at once); empty when ctr fails. */
+export async function nodeImagesAsync(name: string): Promise<string[]> {
+  return imageRefs((await runAsync(imageRefsArgv(name), { allowFail: true, timeoutMs: 30_000 })).stdout);
 }
 
 /** Manifest digest of each image reference (repo:tag) in a node's containerd (k8s.io namespace). */

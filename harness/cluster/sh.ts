@@ -1,7 +1,8 @@
-/** Process helpers: run commands, start/stop daemons by pid file, bounded waits. */
+/** Process helpers: run commands, start/stop daemons by pid file. */
 import { spawn, spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sleep } from '../time.js';
 import { RUN_DIR, STATE_DIR } from './config.js';
 
 export interface RunOptions {
@@ -186,34 +187,6 @@ export async function killPid(pid: number, graceMs = 10_000): Promise<void> {
   }
   const hard = Date.now() + 5_000;
   while (Date.now() < hard && alive(pid)) await sleep(50);
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Polls fn until it returns a truthy value or the timeout expires (then throws with what). */
-export async function waitFor<T>(
-  what: string,
-  fn: () => T | undefined | false | null | Promise<T | undefined | false | null>,
-  timeoutMs = 60_000,
-  intervalMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      lastErr = e;
-    }
-    if (Date.now() > deadline) {
-      const detail = lastErr instanceof Error ? `: ${lastErr.message}` : '';
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
-    }
-    await sleep(intervalMs);
-  }
 }
 
 export function tailLog(name: string, lines = 30): string {

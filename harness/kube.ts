@@ -1,14 +1,21 @@
 /**
- * A small apiserver client for the benchmarks: JSON requests and watch streams over the harness's
- * loopback forward (https://127.0.0.1:16443) with the admin client certificate. No dependency on
- * client-node, so the benchmark measures the cluster, not a client library's caching.
+ * The harness's apiserver client, for tests and benchmarks alike: JSON requests and watch streams
+ * with the admin client certificate, by default over the netns cluster's loopback forward
+ * (https://127.0.0.1:16443). No dependency on client-node, so a benchmark measures the cluster,
+ * not a client library's caching. Failures are the sidecar's own {@link ApiError}, so one
+ * `instanceof` and one `code` serve every client a test uses.
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { adminCert } from '../../test/cluster/controlplane.js';
-import { apiserverUrl } from '../../test/cluster/cluster.js';
-import { CA_CRT } from '../../test/cluster/pki.js';
+import { ApiError } from '../src/reconciler/ports.js';
+import { apiserverUrl } from './cluster/config.js';
+import { adminCert, CA_CRT } from './cluster/pki.js';
+import { sleep } from './time.js';
 
+/** The one API error of tests, benchmarks and the sidecar: `code` is the HTTP status (0: transport). */
+export { ApiError };
+
+/** An apiserver object as JSON, with the metadata the harness reads typed. */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
@@ -28,19 +35,21 @@ export interface KubeObject {
   status?: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   [k: string]: unknown;
 }
+/** A list response: its items and the resourceVersion to watch from. */
 export interface KubeList<T = KubeObject> {
   metadata: { resourceVersion: string; continue?: string };
   items: T[];
 }
 
-export class ApiError extends Error {
-  constructor(
-    readonly code: number,
-    readonly body: string,
-    what: string,
-  ) {
-    super(`${what}: HTTP ${code}: ${body.slice(0, 300)}`);
+/** A non-2xx answer as an ApiError: the HTTP code, the Status reason when the body is one, and the body's start. */
+function apiError(what: string, status: number, body: string): ApiError {
+  let reason: string | undefined;
+  try {
+    reason = (JSON.parse(body) as { reason?: unknown }).reason as string | undefined;
+  } catch {
+    // not a Status object
   }
+  return new ApiError(status, `${what}: HTTP ${status}: ${body.slice(0, 300)}`, typeof reason === 'string' ? reason : undefined);
 }
 
 /** Token bucket like client-go's flowcontrol (QPS, burst); `take` waits for a token. */
@@ -63,32 +72,41 @@ export class TokenBucket {
   }
   async take(): Promise<void> {
     const d = this.reserve();
-    if (d > 0) await new Promise((r) => setTimeout(r, d));
+    if (d > 0) await sleep(d);
   }
 }
 
+/** How a {@link Kube} client reaches and paces the apiserver. */
 export interface KubeOptions {
+  /** The apiserver's URL; the netns cluster's loopback forward when absent. */
+  server?: string;
   /** Client-side rate limit (client-go's default is 5 QPS, burst 10); none when absent. */
   limiter?: TokenBucket;
+  /** @default prewarm-harness */
   userAgent?: string;
 }
 
+const USER_AGENT = 'prewarm-harness';
+
+/** The harness's apiserver client (admin identity); {@link Kube.close} ends its keep-alive sockets. */
 export class Kube {
   private readonly ca = readFileSync(CA_CRT);
   private readonly cert: Buffer;
   private readonly key: Buffer;
   private readonly agent: Agent;
-  readonly base = apiserverUrl();
+  readonly base: string;
   /** Requests sent, by "VERB resource" (for reporting a component's own API cost). */
   readonly counts = new Map<string, number>();
 
   constructor(private readonly opts: KubeOptions = {}) {
+    this.base = opts.server ?? apiserverUrl();
     const c = adminCert();
     this.cert = readFileSync(c.crt);
     this.key = readFileSync(c.key);
     this.agent = new Agent({ keepAlive: true, maxSockets: 16, ca: this.ca, cert: this.cert, key: this.key });
   }
 
+  /** Destroys the keep-alive sockets, so a finished test or benchmark can exit. */
   close(): void {
     this.agent.destroy();
   }
@@ -103,6 +121,7 @@ export class Kube {
     this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
   }
 
+  /** One request; the status and body as they came, whatever the status (rejects only on transport errors). */
   async raw(method: string, path: string, body?: unknown, contentType = 'application/json', timeoutMs = 60_000): Promise<{ status: number; text: string }> {
     if (this.opts.limiter) await this.opts.limiter.take();
     this.count(method, path);
@@ -116,7 +135,7 @@ export class Kube {
           timeout: timeoutMs,
           headers: {
             Accept: 'application/json',
-            'User-Agent': this.opts.userAgent ?? 'prewarm-bench',
+            'User-Agent': this.opts.userAgent ?? USER_AGENT,
             ...(payload !== undefined ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : {}),
           },
         },
@@ -135,11 +154,13 @@ export class Kube {
     });
   }
 
+  /** One request whose 2xx body is parsed; any other status throws {@link ApiError}. */
   async json<T = KubeObject>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
     const r = await this.raw(method, path, body, contentType);
-    if (r.status < 200 || r.status >= 300) throw new ApiError(r.status, r.text, `${method} ${path}`);
+    if (r.status < 200 || r.status >= 300) throw apiError(`${method} ${path}`, r.status, r.text);
     return JSON.parse(r.text) as T;
   }
+  /** GET that throws {@link ApiError} on any non-2xx, 404 included. */
   get<T = KubeObject>(path: string): Promise<T> {
     return this.json<T>('GET', path);
   }
@@ -147,26 +168,30 @@ export class Kube {
   async getOpt<T = KubeObject>(path: string): Promise<T | undefined> {
     const r = await this.raw('GET', path);
     if (r.status === 404) return undefined;
-    if (r.status !== 200) throw new ApiError(r.status, r.text, `GET ${path}`);
+    if (r.status !== 200) throw apiError(`GET ${path}`, r.status, r.text);
     return JSON.parse(r.text) as T;
   }
+  /** POST to a collection. */
   create<T = KubeObject>(path: string, body: unknown): Promise<T> {
     return this.json<T>('POST', path, body);
   }
+  /** PUT (replace; the body's resourceVersion guards against lost updates). */
   put<T = KubeObject>(path: string, body: unknown): Promise<T> {
     return this.json<T>('PUT', path, body);
   }
+  /** JSON merge patch. */
   mergePatch<T = KubeObject>(path: string, body: unknown): Promise<T> {
     return this.json<T>('PATCH', path, body, 'application/merge-patch+json');
   }
   /** Server-side apply of one object (force, own field manager). */
-  apply(obj: KubeObject, fieldManager = 'prewarm-bench'): Promise<KubeObject> {
+  apply(obj: KubeObject, fieldManager = USER_AGENT): Promise<KubeObject> {
     return this.json('PATCH', `${objectPath(obj)}?fieldManager=${fieldManager}&force=true`, obj, 'application/apply-patch+yaml');
   }
+  /** DELETE with a propagation policy; false when the object was already gone (404). */
   async delete(path: string, propagation: 'Background' | 'Foreground' | 'Orphan' = 'Background'): Promise<boolean> {
     const r = await this.raw('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: propagation });
     if (r.status === 404) return false;
-    if (r.status < 200 || r.status >= 300) throw new ApiError(r.status, r.text, `DELETE ${path}`);
+    if (r.status < 200 || r.status >= 300) throw apiError(`DELETE ${path}`, r.status, r.text);
     return true;
   }
   /** Lists all pages. */
@@ -195,7 +220,7 @@ export class Kube {
     void (this.opts.limiter ? this.opts.limiter.take() : Promise.resolve()).then(() => {
       if (stopped) return;
       this.count('WATCH', path);
-      const req = request(this.base + `${path}?${q}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'prewarm-bench' } }, (res) => {
+      const req = request(this.base + `${path}?${q}`, { method: 'GET', agent: this.agent, headers: { Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? USER_AGENT } }, (res) => {
         if (res.statusCode !== 200) {
           res.resume();
           onClose(new Error(`watch ${path}: HTTP ${res.statusCode}`));
@@ -232,16 +257,26 @@ export class Kube {
 }
 
 const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PriorityClass', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
-const PLURAL: Record<string, string> = { Ingress: 'ingresses', NetworkPolicy: 'networkpolicies', PriorityClass: 'priorityclasses', ValidatingAdmissionPolicy: 'validatingadmissionpolicies' };
 
-/** REST path of an object (best effort over the kinds the benchmarks use). */
-export function objectPath(o: KubeObject): string {
+/** The resource name of a kind: English plural of the lower-cased kind (policy -> policies, ingress -> ingresses). */
+function plural(kind: string): string {
+  const k = kind.toLowerCase();
+  if (k.endsWith('y')) return `${k.slice(0, -1)}ies`;
+  return /(s|x)$/.test(k) ? `${k}es` : `${k}s`;
+}
+
+/** REST path of the collection an object belongs to (best effort over the kinds tests and benchmarks use). */
+export function collectionPath(o: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {
   const av = o.apiVersion ?? 'v1';
   const kind = o.kind ?? '';
-  const plural = PLURAL[kind] ?? `${kind.toLowerCase()}s`;
   const prefix = av.includes('/') ? `/apis/${av}` : `/api/${av}`;
   const ns = CLUSTER_SCOPED.has(kind) ? '' : `/namespaces/${o.metadata.namespace ?? 'default'}`;
-  return `${prefix}${ns}/${plural}/${o.metadata.name}`;
+  return `${prefix}${ns}/${plural(kind)}`;
+}
+
+/** REST path of an object. */
+export function objectPath(o: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {
+  return `${collectionPath(o)}/${o.metadata.name}`;
 }
 
 /** Reads apiserver_request_total as counts by "VERB resource" (admin /metrics). */
@@ -258,6 +293,7 @@ export async function requestTotals(kube: Kube): Promise<Map<string, number>> {
   return out;
 }
 
+/** What `after` counted beyond `before`, per key (keys that did not grow are left out). */
 export function diffTotals(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
   const d = new Map<string, number>();
   for (const [k, v] of after) {

@@ -1,0 +1,137 @@
+/**
+ * Manifests for tests and benchmarks: `prewarm synth` (in-process, or the compiled CLI that ships),
+ * YAML streams, the pull pods' images, and applying objects in order.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { run as runCli } from '../src/cli/main.js';
+import { REPO_DIR } from './cluster/config.js';
+import { busyboxLayers, buildOciImage, ensureReconcilerImage, ensureStandIn, imageInRegistry, normalize, pushImage } from './cluster/images.js';
+import { run } from './cluster/sh.js';
+import type { Kube, KubeObject } from './kube.js';
+
+/** The objects of a multi-document YAML stream (empty documents dropped); a YAML error throws. */
+export function yamlObjects(text: string): KubeObject[] {
+  return parseAllDocuments(text)
+    .map((d) => {
+      if (d.errors.length > 0) throw new Error(`invalid YAML: ${d.errors.map((e) => e.message).join('; ')}`);
+      return d.toJS() as KubeObject | null;
+    })
+    .filter((o): o is KubeObject => o !== null && typeof o === 'object');
+}
+
+/** `prewarm synth <specDir> --stdout <args>` through the CLI's own entry point; throws on a non-zero exit. */
+export async function synthObjects(specDir: string, args: readonly string[] = []): Promise<KubeObject[]> {
+  let out = '';
+  let err = '';
+  const code = await runCli(['synth', specDir, '--stdout', ...args], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
+  if (code !== 0) throw new Error(`prewarm synth ${specDir} exited ${code}: ${err}`);
+  return yamlObjects(out);
+}
+
+/** Server-side applies the objects in order, Namespaces first (their contents need them). */
+export async function applyAll(kube: Kube, objs: readonly KubeObject[]): Promise<void> {
+  for (const o of [...objs.filter((x) => x.kind === 'Namespace'), ...objs.filter((x) => x.kind !== 'Namespace')]) await kube.apply(o);
+}
+
+let built = false;
+/** Compiles the project once per process (the e2e tests and the sidecar image use what ships: lib/). */
+export function buildProject(): void {
+  if (built) return;
+  run(['npm', 'run', 'build', '--silent'], { cwd: REPO_DIR, timeoutMs: 600_000 });
+  built = true;
+}
+
+function cliBin(): string {
+  for (const p of ['lib/src/cli/bin.js', 'lib/cli/bin.js']) if (existsSync(join(REPO_DIR, p))) return join(REPO_DIR, p);
+  throw new Error('prewarm CLI not built (lib/src/cli/bin.js missing after npm run build)');
+}
+
+/** `prewarm synth PATH... --stdout [ARGS...]` of the compiled CLI: one YAML stream. */
+export function synth(paths: string[], args: readonly string[] = []): { yaml: string; stderr: string } {
+  buildProject();
+  const r = run(['node', cliBin(), 'synth', ...paths, '--stdout', ...args], { cwd: REPO_DIR });
+  return { yaml: r.stdout, stderr: r.stderr };
+}
+
+interface ContainerLike {
+  name: string;
+  image: string;
+}
+/** The parts of a pod spec the tests read. */
+export interface PodSpecLike {
+  containers: ContainerLike[];
+  initContainers?: ContainerLike[];
+  imagePullSecrets?: { name: string }[];
+}
+
+/** The pod template's spec of a workload object, if it has one. */
+export function podSpecOf(o: KubeObject): PodSpecLike | undefined {
+  return (o.spec as { template?: { spec?: PodSpecLike } } | undefined)?.template?.spec;
+}
+
+/** One pull DaemonSet and the images its pod needs. */
+export interface PoolImages {
+  namespace: string;
+  daemonSet: string;
+  pool: string;
+  /** Images of the pool's image containers (not the helper, not the sidecar). */
+  images: string[];
+  helper: string[];
+  sidecar: string[];
+  /** Every image the pull pod needs. */
+  all: string[];
+}
+
+/** The pull DaemonSets among synthesized objects. */
+export function poolsOf(objects: KubeObject[]): PoolImages[] {
+  return objects
+    .filter((o) => o.kind === 'DaemonSet')
+    .map((o) => {
+      const s = podSpecOf(o);
+      if (!s) throw new Error(`DaemonSet ${o.metadata.name} has no pod template`);
+      const images = s.containers.filter((c) => c.name !== 'prewarm-reconciler').map((c) => c.image);
+      const sidecar = s.containers.filter((c) => c.name === 'prewarm-reconciler').map((c) => c.image);
+      const helper = (s.initContainers ?? []).map((c) => c.image);
+      return {
+        namespace: o.metadata.namespace ?? 'default',
+        daemonSet: o.metadata.name,
+        pool: o.metadata.labels?.['prewarm.dev/pool'] ?? '',
+        images,
+        helper,
+        sidecar,
+        all: [...new Set([...helper, ...images, ...sidecar])],
+      };
+    });
+}
+
+/** Sizes of stand-ins for the heavy images of the examples (realistic ones are GBs). */
+const STAND_IN_BYTES: Record<string, number> = {
+  'nvcr.io/nvidia/pytorch:24.05-py3': 40 << 20,
+  'nvcr.io/nvidia/tritonserver:24.05-py3': 24 << 20,
+  'docker.io/vllm/vllm-openai:v0.5.0': 16 << 20,
+  'quay.io/jupyter/pytorch-notebook:cuda12-python-3.11': 8 << 20,
+};
+
+/**
+ * Makes every image the manifests reference pullable from the local registry under its own
+ * name: helper images get the static busybox, the sidecar image is built from lib/ (what
+ * ships), every other image is a small stand-in. References listed in `skip` are left absent.
+ */
+export function prepareImages(objects: KubeObject[], skip: readonly string[] = []): void {
+  const pools = poolsOf(objects);
+  const helpers = new Set(pools.flatMap((p) => p.helper));
+  const sidecars = new Set(pools.flatMap((p) => p.sidecar));
+  const others = new Set(pools.flatMap((p) => p.images));
+  for (const ref of helpers) {
+    if (!skip.includes(ref) && !imageInRegistry(ref)) pushImage(buildOciImage(`helper-${ref}`, busyboxLayers(), { cmd: ['/bin/sh'] }), ref);
+  }
+  if (sidecars.size) buildProject();
+  for (const ref of sidecars) if (!skip.includes(ref)) ensureReconcilerImage(ref, REPO_DIR);
+  for (const ref of others) {
+    if (skip.includes(ref) || helpers.has(ref) || sidecars.has(ref)) continue;
+    const size = STAND_IN_BYTES[normalize(ref)];
+    ensureStandIn(ref, size ? { sizeBytes: size } : {});
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * How the apiserver applies the sidecar's two node patches, for the fakes that stand in for it
+ * (test/reconciler/fake-kube.ts, harness/fake-apiserver.ts): a strategic merge of labels and
+ * annotations, and a JSON patch of test-guarded taint removals.
+ */
+import type { KNode } from '../src/reconciler/kube-types.js';
+import { ApiError, type JsonPatchOp } from '../src/reconciler/ports.js';
+
+type Obj = Record<string, unknown>;
+
+function mergeMap(cur: Obj | undefined, patch: Obj): Obj {
+  const out: Obj = { ...(cur ?? {}) };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** `node` after a strategic-merge patch of its labels and annotations (null removes a key). */
+export function mergeNodeMetadata(node: KNode, body: unknown): KNode {
+  const md = (body as { metadata?: { labels?: Obj; annotations?: Obj } }).metadata ?? {};
+  const m = node.metadata as Obj;
+  return {
+    ...node,
+    metadata: {
+      ...node.metadata,
+      ...(md.labels ? { labels: mergeMap(m.labels as Obj, md.labels) as Record<string, string> } : {}),
+      ...(md.annotations ? { annotations: mergeMap(m.annotations as Obj, md.annotations) as Record<string, string> } : {}),
+    },
+  };
+}
+
+/** `node` after a JSON patch of `test`/`remove` ops on `/spec/taints/<i>`; a failed test is a 422. */
+export function patchNodeTaints(node: KNode, ops: readonly JsonPatchOp[]): KNode {
+  let taints = [...(node.spec?.taints ?? [])];
+  for (const op of ops) {
+    const m = /^\/spec\/taints\/(\d+)$/.exec(op.path);
+    if (!m) throw new ApiError(422, `unsupported path ${op.path}`);
+    const i = Number(m[1]);
+    if (op.op === 'test' && JSON.stringify(taints[i]) !== JSON.stringify(op.value)) throw new ApiError(422, 'test failed', 'Invalid');
+    if (op.op === 'remove') taints = taints.filter((_, j) => j !== i);
+  }
+  return { ...node, spec: { ...node.spec, taints } };
+}
