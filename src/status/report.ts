@@ -141,7 +141,7 @@ function nodeReport(pool: string, pod: ObservedPod, pullers: readonly ObservedPo
   const lanes = pullers
     .map((p) => {
       const statuses = p.status?.containerStatuses ?? [];
-      return { lane: p.metadata?.labels?.[LABEL_PULLER] ?? '', images: statuses.length, started: statuses.filter((c) => c.state?.running || c.state?.terminated).length };
+      return { lane: p.metadata?.labels?.[LABEL_PULLER] ?? '', images: statuses.length, started: statuses.filter((c) => (c.state?.running ?? c.state?.terminated) != null).length };
     })
     .sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));
   return {

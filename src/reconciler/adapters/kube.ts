@@ -113,11 +113,11 @@ export class KubePoolPodSource implements PoolPodSource {
     return new URLSearchParams({ labelSelector: `${LABEL_POOL_MEMBER}=${this.pool}`, fieldSelector: `spec.nodeName=${this.node}`, ...extra });
   }
   async list(): Promise<{ pods: KPod[]; resourceVersion: string }> {
-    const raw = await this.http.json<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods?${this.query({})}`);
+    const raw = await this.http.json<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods?${this.query({}).toString()}`);
     return { pods: (raw.items ?? []).map(podOf), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
   }
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
-    const q = this.query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' });
+    const q = this.query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' }).toString();
     return this.http.watch(`/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`, (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }), signal);
   }
 }
