@@ -111,6 +111,14 @@ export class FakeApiserver {
     const podPath = `/api/v1/namespaces/${this.pod.metadata.namespace}/pods`;
     const nodePath = `/api/v1/nodes/${this.node.metadata.name}`;
     if (req.method === 'GET' && url.pathname === `${podPath}/${this.pod.metadata.name}`) return send(200, this.pod);
+    if (req.method === 'GET' && url.pathname === podPath && url.searchParams.get('watch') === null) {
+      // The one list the sidecar may make: its pool's pods on its node.
+      const selects =
+        url.searchParams.get('labelSelector')?.startsWith('prewarm.dev/pool-member=') &&
+        url.searchParams.get('fieldSelector') === `spec.nodeName=${this.node.metadata.name}`;
+      if (!selects) return send(400, { code: 400, message: 'a list must select the pool members on this node' });
+      return send(200, { kind: 'PodList', metadata: { resourceVersion: '9' }, items: [this.pod] });
+    }
     if (req.method === 'GET' && url.pathname === podPath && url.searchParams.get('watch') === 'true') {
       if (url.searchParams.get('fieldSelector') !== `metadata.name=${this.pod.metadata.name}`)
         return send(400, { code: 400, message: 'watch must select one pod' });

@@ -146,6 +146,13 @@ export interface ImageCacheSpec {
    * @schema ImageCacheSpec#refresh
    */
   readonly refresh?: ImageCacheSpecRefresh;
+
+  /**
+   * Pods that pull this pool's images in parallel while a node warms, from 1 to 16; each lane beyond the first is a puller pod that exists only during warm-up and costs a pod slot and IP. Pulls overlap only where the kubelet has serializeImagePulls false. Defaults to 1.
+   *
+   * @schema ImageCacheSpec#lanes
+   */
+  readonly lanes?: number;
 }
 
 /**
@@ -162,6 +169,7 @@ export function toJson_ImageCacheSpec(obj: ImageCacheSpec | undefined): Record<s
     'rollout': toJson_ImageCacheSpecRollout(obj.rollout),
     'gate': toJson_ImageCacheSpecGate(obj.gate),
     'refresh': toJson_ImageCacheSpecRefresh(obj.refresh),
+    'lanes': obj.lanes,
   };
   // filter undefined values
   return Object.entries(result).reduce((r, i) => (i[1] === undefined) ? r : ({ ...r, [i[0]]: i[1] }), {});

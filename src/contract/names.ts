@@ -21,8 +21,21 @@ export const LABEL_NAME = 'app.kubernetes.io/name';
 export const LABEL_COMPONENT = 'app.kubernetes.io/component';
 export const LABEL_PART_OF = 'app.kubernetes.io/part-of';
 
-/** Selector label of a pool's pull pods; its value is the pool id. Immutable once applied. */
+/** Selector label of a pool's holder pods; its value is the pool id. Immutable once applied. */
 export const LABEL_POOL = `${GROUP}/pool`;
+
+/**
+ * Selector label of a burst puller's pods: `<pool id>-<lane>`. Pullers never carry
+ * {@link LABEL_POOL}, so no DaemonSet's selector matches another's pods.
+ */
+export const LABEL_PULLER = `${GROUP}/puller`;
+
+/**
+ * Carried by every pod of a pool, holder and pullers alike, with the pool id as value: what the
+ * sidecar watches (with `spec.nodeName`) to see every image a pod of its pool has started on its
+ * node. No DaemonSet selects on it.
+ */
+export const LABEL_POOL_MEMBER = `${GROUP}/pool-member`;
 
 /**
  * Prefix of the per-pool node label `prewarm.dev/<pool-id>=<state>`. The full key is computed by

@@ -116,6 +116,7 @@ export const SETTING_RULES: SettingRules<PoolSettings> = {
   maxUnavailable: asJson,
   gate: asJson,
   refreshSeconds: asJson,
+  lanes: asJson,
 };
 
 /** Pool-wide settings must agree; a mismatch is reported where the later ImageCache sets it. */

@@ -39,6 +39,11 @@ export interface PoolSettings {
   readonly gate?: Gate;
   /** Seconds between digest checks of moved tags; 0 disables refresh. */
   readonly refreshSeconds: number;
+  /**
+   * Pods that pull the pool's images in parallel while a node warms: the holder plus `lanes - 1`
+   * burst pullers (src/synth/lanes.ts). 1 is one pod per pool, with no pullers.
+   */
+  readonly lanes: number;
 }
 
 /** One `cacheSpec[]` entry: a set of images for the nodes a selector and tolerations pick. */

@@ -60,6 +60,12 @@ export const DEFAULT_NAMESPACE = 'prewarm';
 
 const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
 const DEFAULT_MAX_UNAVAILABLE = '10%';
+/**
+ * Lanes per pool. The default stays 1 (today's single holder) until time-to-warm is measured with
+ * 1, 2, 4 and one lane per image (issue 14); the cap keeps a joining node's pod slots and IPs, one
+ * per puller during warm-up, bounded.
+ */
+const LANES = { default: 1, min: 1, max: 16 } as const;
 const KIND = 'ImageCache';
 
 // ---- raw shapes, as written -------------------------------------------------------------------
@@ -111,6 +117,7 @@ interface RawSpec {
   rollout: Read<{ maxUnavailable: number | string }>;
   gate: Read<RawGate>;
   refresh: Read<{ interval: number }>;
+  lanes: number;
 }
 
 interface RawDocument {
@@ -254,6 +261,7 @@ const prewarmSpec: Shape<RawSpec> = {
     }),
   },
   refresh: { read: object({ interval: { read: durationIn(LIMITS.refreshSeconds) } }) },
+  lanes: { read: int(LANES.min, LANES.max) },
 };
 
 function documentShape(apiVersion: ApiVersion): Shape<RawDocument> {
@@ -428,6 +436,7 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Re
   assignDefined(settingLocations, 'maxUnavailable', at(f.rollout?.fieldNodes.maxUnavailable, ['spec', 'rollout', 'maxUnavailable']));
   assignDefined(settingLocations, 'gate', at(spec.fieldNodes.gate, ['spec', 'gate']));
   assignDefined(settingLocations, 'refreshSeconds', at(f.refresh?.fieldNodes.interval, ['spec', 'refresh', 'interval']));
+  assignDefined(settingLocations, 'lanes', at(spec.fieldNodes.lanes, ['spec', 'lanes']));
 
   if (ctx.errorCount() > errorsBefore) return undefined;
   const secrets = [...new Set((spec.value.imagePullSecrets ?? []).map((s) => s.value.name))].sort();
@@ -525,6 +534,7 @@ function toSettings(spec: Partial<RawSpec>): PoolSettings {
       ? { gate: { taintKey: gate?.taintKey ?? DEFAULT_GATE_TAINT_KEY, deadlineSeconds: gate?.deadline ?? DEFAULTS.deadlineSeconds } }
       : {}),
     refreshSeconds: spec.refresh?.value.interval ?? DEFAULTS.refreshSeconds,
+    lanes: spec.lanes ?? LANES.default,
   };
 }
 
@@ -538,6 +548,8 @@ function defaultHelperImage(): ImageRef {
 export const HELPER_IMAGE_DEFAULT = DEFAULT_HELPER_IMAGE;
 /** The built-in rollout maxUnavailable. */
 export const MAX_UNAVAILABLE_DEFAULT = DEFAULT_MAX_UNAVAILABLE;
+/** The lane count a pool gets when no ImageCache sets `spec.lanes`, and the range it may take. */
+export const LANES_SETTING = LANES;
 
 /** Two ImageCaches with one name in one namespace would overwrite each other in a cluster. */
 function checkDuplicates(caches: readonly ReadCache[], diagnostics: Diagnostic[]): void {

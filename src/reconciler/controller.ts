@@ -3,7 +3,8 @@
  * ports. It keeps no decision state of its own: the latest pod from the watch is only a cache of
  * what the apiserver says, and every reconcile re-reads the node.
  *
- * API cost per node: one GET of the pod at start (and after a 410), one watch on it; per reconcile
+ * API cost per node: one GET of the pod at start (and after a 410), one watch on it; one list and
+ * one watch of the pool's pods on the node (holder and burst pullers); per reconcile
  * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
  */
@@ -20,6 +21,8 @@ import {
   type Logger,
   type NodePort,
   type PodSource,
+  type PodWatchEvent,
+  type PoolPodSource,
   type Registry,
   type Restarter,
 } from './ports.js';
@@ -30,6 +33,11 @@ import type { PoolsFile } from '../contract/pools-file.js';
 /** Everything the loop talks to. */
 export interface ControllerDeps {
   readonly pods: PodSource;
+  /**
+   * The pool's pods on this node, burst pullers included, whose started containers count too.
+   * @default - only our own pod is observed
+   */
+  readonly poolPods?: PoolPodSource;
   readonly nodes: NodePort;
   readonly events: EventSink;
   readonly clock: Clock;
@@ -109,6 +117,8 @@ class Kick {
 /** The reconciler of one pull pod's sidecar. */
 export class Controller {
   private pod: KPod | undefined;
+  /** The pool's other pods on this node by name, as the member watch last showed them. */
+  private peers = new Map<string, KPod>();
   private readonly kick = new Kick();
   private readonly resyncMs: number;
   private readonly gateResyncMs: number;
@@ -154,7 +164,7 @@ export class Controller {
     const { log } = this.deps;
     const stop = new AbortController();
     signal.addEventListener('abort', () => stop.abort(), { once: true });
-    const watch = this.watchPod(stop.signal);
+    const watch = Promise.all([this.watchPod(stop.signal), this.watchPeers(stop.signal)]);
     const refresh = this.refresher?.run(stop.signal) ?? Promise.resolve();
     let deleted = false;
     while (!stop.signal.aborted) {
@@ -187,7 +197,17 @@ export class Controller {
     this.reconciles++;
     let node = await nodes.get();
     const now = clock.now();
-    const d = decidePool({ pod, node, pools: this.pools, config: this.config, now, terminating, sidecarName: this.opts.sidecarName });
+    const peers = [...this.peers.values()];
+    const d = decidePool({
+      pod,
+      node,
+      pools: this.pools,
+      config: this.config,
+      now,
+      terminating,
+      sidecarName: this.opts.sidecarName,
+      peers,
+    });
     const patch = metadataPatch(this.config, d);
     if (patch) {
       node = await nodes.patchMerge(patch);
@@ -271,40 +291,83 @@ export class Controller {
 
   /**
    * GET our pod, then watch it from that resourceVersion; every event is only a reason to
-   * reconcile again. The stream is restarted with backoff on error and re-listed (a GET of one
-   * pod) when the server says the version expired (410).
+   * reconcile again.
    */
-  private async watchPod(signal: AbortSignal): Promise<void> {
-    const { pods, clock, log } = this.deps;
+  private watchPod(signal: AbortSignal): Promise<void> {
+    const { pods, clock } = this.deps;
+    return this.watchLoop(
+      'pod',
+      async () => {
+        this.pod = await pods.get();
+        return this.pod.metadata.resourceVersion ?? '0';
+      },
+      (rv, onEvent) => pods.watch(rv, onEvent, signal),
+      (e) => {
+        if (e.type !== 'DELETED') this.pod = e.pod;
+        else
+          this.pod = {
+            ...e.pod,
+            metadata: { ...e.pod.metadata, deletionTimestamp: e.pod.metadata.deletionTimestamp ?? new Date(clock.now()).toISOString() },
+          };
+      },
+      signal,
+    );
+  }
+
+  /**
+   * List the pool's pods on this node, then watch them: the burst pullers, whose started
+   * containers count as present images. Our own pod comes through {@link watchPod} alone.
+   */
+  private watchPeers(signal: AbortSignal): Promise<void> {
+    const source = this.deps.poolPods;
+    if (source === undefined) return Promise.resolve();
+    const mine = (p: KPod): boolean => p.metadata.name === this.config.podName;
+    return this.watchLoop(
+      'pool pods',
+      async () => {
+        const listed = await source.list();
+        this.peers = new Map(listed.pods.filter((p) => !mine(p)).map((p) => [p.metadata.name ?? '', p]));
+        return listed.resourceVersion;
+      },
+      (rv, onEvent) => source.watch(rv, onEvent, signal),
+      (e) => {
+        if (mine(e.pod)) return;
+        if (e.type === 'DELETED') this.peers.delete(e.pod.metadata.name ?? '');
+        else this.peers.set(e.pod.metadata.name ?? '', e.pod);
+      },
+      signal,
+    );
+  }
+
+  /**
+   * Lists (`relist`), then watches from the version the list returned; each event is applied and
+   * kicks a reconcile. The stream is restarted with backoff on error and re-listed when the server
+   * says the version expired (410).
+   */
+  private async watchLoop(
+    what: string,
+    relist: () => Promise<string>,
+    watch: (rv: string, onEvent: (e: PodWatchEvent) => void) => Promise<void>,
+    apply: (e: PodWatchEvent) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { clock, log } = this.deps;
     const backoff = new Backoff(this.opts.backoffInitialMs ?? 1000, this.opts.backoffMaxMs ?? 60_000, () => clock.random());
     let rv: string | undefined;
     while (!signal.aborted) {
       try {
         if (rv === undefined) {
-          this.pod = await pods.get();
-          rv = this.pod.metadata.resourceVersion ?? '0';
+          rv = await relist();
           this.kick.kick();
         }
         let seen = false;
-        await pods.watch(
-          rv,
-          (e) => {
-            if (e.type === 'BOOKMARK') {
-              rv = e.pod.metadata.resourceVersion ?? rv;
-              return;
-            }
-            seen = true;
-            rv = e.pod.metadata.resourceVersion ?? rv;
-            if (e.type !== 'DELETED') this.pod = e.pod;
-            else
-              this.pod = {
-                ...e.pod,
-                metadata: { ...e.pod.metadata, deletionTimestamp: e.pod.metadata.deletionTimestamp ?? new Date(clock.now()).toISOString() },
-              };
-            this.kick.kick();
-          },
-          signal,
-        );
+        await watch(rv, (e) => {
+          rv = e.pod.metadata.resourceVersion ?? rv;
+          if (e.type === 'BOOKMARK') return;
+          seen = true;
+          apply(e);
+          this.kick.kick();
+        });
         if (seen) backoff.reset();
       } catch (e) {
         if (signal.aborted) return;
@@ -314,7 +377,7 @@ export class Controller {
         }
         this.apiError('watch', e);
         const wait = backoff.next();
-        log.warn('pod watch failed; retrying', { err: e, retryInMs: wait });
+        log.warn(`${what} watch failed; retrying`, { err: e, retryInMs: wait });
         await clock.sleep(wait, signal);
       }
     }

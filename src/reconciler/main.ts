@@ -16,7 +16,7 @@ import { parsePoolsFile, PoolsFileError } from '../contract/pools-file.js';
 import { ConfigError, configFromEnv } from './config.js';
 import { Controller } from './controller.js';
 import { KubeHttp, USER_AGENT, type Endpoint } from './adapters/http.js';
-import { inClusterEndpoint, KubeEventSink, KubeNodePort, KubePodSource } from './adapters/kube.js';
+import { inClusterEndpoint, KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
 import { jsonLogger } from './adapters/log.js';
 import { ProcRestarter } from './adapters/proc.js';
 import { OciRegistry } from '../registry/client.js';
@@ -62,6 +62,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   const controller = new Controller(
     {
       pods: new KubePodSource(kube, config.podNamespace, config.podName),
+      poolPods: new KubePoolPodSource(kube, config.podNamespace, config.poolId, config.nodeName),
       nodes: new KubeNodePort(kube, config.nodeName),
       events: new KubeEventSink(kube, config, () => systemClock.now()),
       clock: systemClock,

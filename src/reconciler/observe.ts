@@ -1,6 +1,6 @@
 /**
- * Observation: what the sidecar sees of its pool's images, read from its own pod's container
- * statuses. Pure: the kubelet's words (waiting reasons, imageID, start times) become one
+ * Observation: what the sidecar sees of its pool's images, read from the container statuses of
+ * its own pod and of the pool's burst pullers on its node. Pure: the kubelet's words (waiting reasons, imageID, start times) become one
  * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
  */
 import type { KContainerState, KContainerStatus, KPod } from './kube-types.js';
@@ -92,4 +92,40 @@ export function observeImages(pod: KPod, sidecarName: string): { images: ImageOb
     images.push({ ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name });
   }
   return { images, blockers };
+}
+
+/** How far an image has come, for the merge: a start anywhere beats a failure, which beats waiting. */
+const PHASE_RANK: Readonly<Record<ImagePhase, number>> = { present: 2, failing: 1, pending: 0 };
+
+/**
+ * The holder's images (`own`, every image of the pool) merged with what the pool's other pods on
+ * the node (burst pullers) show of the same images, by image reference. Present wins: a container
+ * of the image started in any pod, so the image is on the node (the earliest start is kept, as
+ * time-to-warm counts from it). Otherwise a failure in any lane is kept with its reason, since the
+ * holder would hit the same one when it reaches the image. The holder's container name is kept:
+ * the annotation and the refresh name the holder's containers. Images only a puller shows are not
+ * the pool's (a puller of an older template) and are left out.
+ */
+export function mergeObservations(own: readonly ImageObservation[], others: readonly (readonly ImageObservation[])[]): ImageObservation[] {
+  const best = new Map<string, ImageObservation>();
+  for (const o of others.flat()) {
+    const seen = best.get(o.image);
+    if (seen === undefined || better(o, seen)) best.set(o.image, o);
+  }
+  return own.map((mine) => {
+    const other = best.get(mine.image);
+    if (other === undefined || !better(other, mine)) return mine;
+    return {
+      ...other,
+      container: mine.container,
+      ...(mine.digest !== undefined && other.digest === undefined ? { digest: mine.digest } : {}),
+    };
+  });
+}
+
+/** Whether `a` tells more about its image than `b`: a higher phase, or an earlier start. */
+function better(a: ImageObservation, b: ImageObservation): boolean {
+  if (PHASE_RANK[a.phase] !== PHASE_RANK[b.phase]) return PHASE_RANK[a.phase] > PHASE_RANK[b.phase];
+  if (a.phase !== 'present') return false;
+  return a.presentSince !== undefined && (b.presentSince === undefined || a.presentSince < b.presentSince);
 }

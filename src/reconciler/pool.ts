@@ -1,5 +1,6 @@
 /**
- * Phase 1 of a reconcile, the pool decision: from observed state (own pod, own node,
+ * Phase 1 of a reconcile, the pool decision: from observed state (own pod, the pool's pullers on
+ * the node, own node,
  * configuration, the time) to our own label, annotation and Event. No I/O, no clock reads, no
  * memory between calls: everything that must survive a restart is read back from the node (its
  * labels and our annotation), so a restarted sidecar reaches the same decision as the one that
@@ -15,7 +16,7 @@ import { NodeState } from '../contract/names.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from './config.js';
 import type { KNode, KPod } from './kube-types.js';
-import { observeImages, timeOf, type ImageObservation } from './observe.js';
+import { mergeObservations, observeImages, timeOf, type ImageObservation } from './observe.js';
 import { EventReason, eventMessage, type EventIntent } from './reasons.js';
 
 /** Everything observed for one reconcile. */
@@ -30,6 +31,12 @@ export interface Observed {
   readonly terminating?: boolean;
   /** Name of the sidecar container, never counted as an image. */
   readonly sidecarName: string;
+  /**
+   * The pool's other pods on this node (its burst pullers), from the member watch: an image
+   * counts as present as soon as a container of it started in any of them.
+   * @default - none
+   */
+  readonly peers?: readonly KPod[];
 }
 
 /** Our pool's state on this node, for metrics and logs. */
@@ -110,7 +117,12 @@ export function decidePool(obs: Observed): PoolDecision {
   const own = prev?.pod === config.podName ? prev : undefined;
   const origin = warmOrigin(pod, node, now);
   const deadlineAt = origin + config.deadlineSeconds * 1000;
-  const { images, blockers } = observeImages(pod, obs.sidecarName);
+  const observed = observeImages(pod, obs.sidecarName);
+  const { blockers } = observed;
+  const images = mergeObservations(
+    observed.images,
+    (obs.peers ?? []).map((p) => observeImages(p, obs.sidecarName).images),
+  );
 
   const change = (want: string | null, cur: string | undefined): string | null | undefined =>
     (want ?? undefined) === cur ? undefined : want;

@@ -35,6 +35,18 @@ export interface PodSource {
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
+/**
+ * Every pod of our pool on our node, holder and burst pullers: one list and one watch with
+ * `labelSelector=prewarm.dev/pool-member=<pool>` and `fieldSelector=spec.nodeName=<node>`, in our
+ * own namespace; never a cluster-wide list.
+ */
+export interface PoolPodSource {
+  /** The pods now, and the resourceVersion to watch from. */
+  list(): Promise<{ readonly pods: readonly KPod[]; readonly resourceVersion: string }>;
+  /** As {@link PodSource.watch}: ApiError 410 means list again. */
+  watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
+}
+
 /** JSON patch operation (RFC 6902). */
 export interface JsonPatchOp {
   readonly op: string;

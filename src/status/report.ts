@@ -1,12 +1,12 @@
 /**
  * What `prewarm status` reports, computed from what the cluster shows: the pull DaemonSets, their
- * pods, and the per-pool labels and annotations the sidecars write on nodes. Pure: the CLI lists
+ * pods (holders and the burst pullers of warming nodes), and the per-pool labels and annotations the sidecars write on nodes. Pure: the CLI lists
  * the objects and renders the result.
  */
 import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
 import { PULL_FAILURE_REASONS } from '../reconciler/reasons.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../synth/naming.js';
-import { LABEL_POOL, NodeState } from '../contract/names.js';
+import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER, NodeState } from '../contract/names.js';
 
 type Opt<T> = T | undefined;
 
@@ -29,7 +29,11 @@ export interface ObservedPod {
       readonly {
         readonly name: string;
         readonly image: string;
-        readonly state?: Opt<{ readonly waiting?: Opt<{ readonly reason?: Opt<string>; readonly message?: Opt<string> }> }>;
+        readonly state?: Opt<{
+          readonly waiting?: Opt<{ readonly reason?: Opt<string>; readonly message?: Opt<string> }>;
+          readonly running?: Opt<object>;
+          readonly terminated?: Opt<object>;
+        }>;
       }[]
     >;
   }>;
@@ -54,6 +58,16 @@ export interface FailingImage {
   readonly message?: string;
 }
 
+/** One burst puller on a warming node: how far its lane has come. */
+export interface LaneReport {
+  /** The puller's selector value, `<pool>-<lane>`. */
+  readonly lane: string;
+  /** Images of the lane. */
+  readonly images: number;
+  /** Images whose container has started in this puller, so are on the node. */
+  readonly started: number;
+}
+
 /** One node of one pool. */
 export interface NodeReport {
   readonly node: string;
@@ -61,7 +75,10 @@ export interface NodeReport {
   readonly images: number;
   readonly present?: number;
   readonly timeToWarmSeconds?: number;
+  /** Failing images of the holder and of every puller on the node, one per image. */
   readonly failing: readonly FailingImage[];
+  /** The pool's burst pullers on the node, sorted by lane; absent when there are none. */
+  readonly lanes?: readonly LaneReport[];
 }
 
 /** One pool. */
@@ -96,11 +113,21 @@ export function buildReport(
     const pool = ds.metadata?.labels?.[LABEL_POOL];
     if (pool === undefined) continue;
     const namespace = ds.metadata?.namespace ?? '';
-    const own = pods.filter(
-      (p) => p.metadata?.labels?.[LABEL_POOL] === pool && p.metadata?.namespace === namespace && p.spec?.nodeName !== undefined,
+    const members = pods.filter((p) => p.metadata?.namespace === namespace && p.spec?.nodeName !== undefined);
+    const own = members.filter((p) => p.metadata?.labels?.[LABEL_POOL] === pool);
+    // Burst pullers: pods of the pool that are not its holder; they exist only while a node warms.
+    const pullers = members.filter(
+      (p) => p.metadata?.labels?.[LABEL_PULLER] !== undefined && p.metadata.labels[LABEL_POOL_MEMBER] === pool,
     );
     const reports = own
-      .map((pod) => nodeReport(pool, pod, nodesByName.get(pod.spec?.nodeName ?? '')))
+      .map((pod) =>
+        nodeReport(
+          pool,
+          pod,
+          pullers.filter((q) => q.spec?.nodeName === pod.spec?.nodeName),
+          nodesByName.get(pod.spec?.nodeName ?? ''),
+        ),
+      )
       .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
     const count = (s: NodePoolState) => reports.filter((r) => r.state === s).length;
     const desired = ds.status?.desiredNumberScheduled ?? reports.length;
@@ -121,19 +148,31 @@ export function buildReport(
   return { pools, allWarm: pools.every((p) => p.warm === p.desired) };
 }
 
-function nodeReport(pool: string, pod: ObservedPod, node: ObservedNode | undefined): NodeReport {
+function nodeReport(pool: string, pod: ObservedPod, pullers: readonly ObservedPod[], node: ObservedNode | undefined): NodeReport {
   const name = pod.spec?.nodeName ?? '';
   const label = node?.metadata?.labels?.[nodeLabelKey(pool)];
   const annotation: PoolAnnotation | undefined = parseAnnotation(node?.metadata?.annotations?.[nodeAnnotationKey(pool)]);
   const state: NodePoolState = label === NodeState.Warm ? NodeState.Warm : label === NodeState.Partial ? NodeState.Partial : 'cold';
-  // The pod's own status is fresher than the annotation for images still failing now.
-  const live = (pod.status?.containerStatuses ?? [])
-    .filter((c) => c.state?.waiting?.reason !== undefined && PULL_FAILURE_REASONS.has(c.state.waiting.reason))
-    .map((c) => {
-      const message = c.state?.waiting?.message;
-      return { image: c.image, reason: c.state?.waiting?.reason ?? '', ...(message === undefined ? {} : { message }) };
-    });
-  const failing = live.length > 0 ? live : (annotation?.failing ?? []).map((f) => ({ ...f }));
+  // The pods' own statuses are fresher than the annotation for images still failing now; an image
+  // failing in the holder and in a puller is listed once.
+  const live = new Map<string, FailingImage>();
+  for (const c of [pod, ...pullers].flatMap((p) => p.status?.containerStatuses ?? [])) {
+    const reason = c.state?.waiting?.reason;
+    if (reason === undefined || !PULL_FAILURE_REASONS.has(reason) || live.has(c.image)) continue;
+    const message = c.state?.waiting?.message;
+    live.set(c.image, { image: c.image, reason, ...(message === undefined ? {} : { message }) });
+  }
+  const failing = live.size > 0 ? [...live.values()] : (annotation?.failing ?? []).map((f) => ({ ...f }));
+  const lanes = pullers
+    .map((p) => {
+      const statuses = p.status?.containerStatuses ?? [];
+      return {
+        lane: p.metadata?.labels?.[LABEL_PULLER] ?? '',
+        images: statuses.length,
+        started: statuses.filter((c) => (c.state?.running ?? c.state?.terminated) != null).length,
+      };
+    })
+    .sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));
   return {
     node: name,
     state,
@@ -141,6 +180,7 @@ function nodeReport(pool: string, pod: ObservedPod, node: ObservedNode | undefin
     ...(annotation?.present === undefined ? {} : { present: annotation.present }),
     ...(annotation?.ttwSeconds === undefined ? {} : { timeToWarmSeconds: annotation.ttwSeconds }),
     failing: [...failing].sort((a, b) => (a.image < b.image ? -1 : 1)),
+    ...(lanes.length === 0 ? {} : { lanes }),
   };
 }
 
@@ -152,7 +192,7 @@ export function renderTable(report: StatusReport, wide: boolean): string {
   const rows: string[][] = [['NAMESPACE', 'POOL', 'DESIRED', 'WARM', 'PARTIAL', 'COLD']];
   for (const p of report.pools) rows.push([p.namespace, p.pool, String(p.desired), String(p.warm), String(p.partial), String(p.cold)]);
   let out = table(rows);
-  const nodeRows: string[][] = [['POOL', 'NODE', 'STATE', 'IMAGES', 'TIME-TO-WARM', 'FAILING']];
+  const nodeRows: string[][] = [['POOL', 'NODE', 'STATE', 'IMAGES', 'TIME-TO-WARM', 'LANES', 'FAILING']];
   for (const p of report.pools) {
     for (const n of p.nodes) {
       // Without `wide`, only nodes that need attention are listed.
@@ -160,7 +200,9 @@ export function renderTable(report: StatusReport, wide: boolean): string {
       const images = n.present === undefined ? String(n.images) : `${n.present}/${n.images}`;
       const ttw = n.timeToWarmSeconds === undefined ? '-' : `${n.timeToWarmSeconds}s`;
       const failing = n.failing.length === 0 ? '-' : n.failing.map((f) => `${f.image} (${f.reason})`).join(', ');
-      nodeRows.push([p.pool, n.node, n.state, images, ttw, failing]);
+      // Each puller as `<lane>:<started>/<images>`, e.g. `gpu-1:2/3`.
+      const lanes = n.lanes === undefined ? '-' : n.lanes.map((l) => `${l.lane}:${l.started}/${l.images}`).join(' ');
+      nodeRows.push([p.pool, n.node, n.state, images, ttw, lanes, failing]);
     }
   }
   if (nodeRows.length > 1) out += `\n${table(nodeRows)}`;

@@ -4,11 +4,14 @@
  *
  * RBAC alone cannot limit a `patch nodes` grant to one node or to some fields, so:
  * - RBAC grants exactly the calls the sidecar makes (src/reconciler/adapters/kube.ts): `get`,
- *   `patch` on nodes (cluster-wide, ClusterRoleBinding); `get`, `watch` on pods only in the pool
- *   namespaces (RoleBindings); `create` on events only in `default`, the one namespace where the
- *   apiserver accepts core/v1 Events about a Node (a RoleBinding there). No wildcards, no Secrets
- *   (pull secrets reach the sidecar as mounted volumes), no lists. Events are only ever created
- *   (unique names, no series), so `patch events` is not granted.
+ *   `patch` on nodes (cluster-wide, ClusterRoleBinding); `get`, `list`, `watch` on pods only in the
+ *   pool namespaces (RoleBindings); `create` on events only in `default`, the one namespace where
+ *   the apiserver accepts core/v1 Events about a Node (a RoleBinding there). No wildcards, no
+ *   Secrets (pull secrets reach the sidecar as mounted volumes), no cluster-wide lists. The pod
+ *   list is the sidecar's one list, of its pool's pods on its node (holder and burst pullers, by
+ *   label and `spec.nodeName`); RBAC cannot narrow a list to a selector, so the grant covers any
+ *   pod list in those namespaces, which hold only prewarm's pods when prewarm owns them. Events
+ *   are only ever created (unique names, no series), so `patch events` is not granted.
  * - The admission policy lets that ServiceAccount change, on a node, only labels under
  *   `prewarm.dev/`, annotations under `status.prewarm.dev/`, and only remove (never add or edit)
  *   the gating taints; and only on the node its token is bound to: the pod-bound token carries the
@@ -160,7 +163,7 @@ export class ReconcilerAccess extends Construct {
     });
     new k8s.KubeClusterRole(this, 'pods-role', {
       metadata: { name: ACCESS_NAMES.podsRole, labels: LABELS },
-      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] }],
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }],
     });
     for (const namespace of this.namespaces) {
       new k8s.KubeRoleBinding(this, `binding-${namespace}`, {

@@ -6,7 +6,7 @@
 import { ApiObject, JsonPatch } from 'cdk8s';
 import { k8s, type DaemonSet } from 'cdk8s-plus-27';
 import { SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../contract/names.js';
-import { renderNodeAffinity, renderTolerations, type Placement } from '../contract/placement.js';
+import { renderNodeAffinity, renderTolerations, type NodeSelectorRequirement, type Placement } from '../contract/placement.js';
 
 const POD = '/spec/template/spec';
 
@@ -18,6 +18,11 @@ export interface PodTemplatePatches {
    * ANDed), and `NodeTaintQuery.any()` drops the effect of a toleration without a key.
    */
   readonly placement: Placement;
+  /**
+   * Requirements ANDed into the placement's one node selector term (a burst puller's
+   * `NotIn [warm, partial]` on its pool's node label).
+   */
+  readonly nodeRequirements?: readonly NodeSelectorRequirement[];
   /** Every pull secret; cdk8s-plus takes only one (`dockerRegistryAuth`). */
   readonly imagePullSecrets: readonly string[];
   /** PriorityClass of the pods, when set. */
@@ -67,7 +72,7 @@ function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers
  */
 export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatches): void {
   const obj = ApiObject.of(workload);
-  const affinity = renderNodeAffinity(patches.placement);
+  const affinity = renderNodeAffinity(patches.placement, patches.nodeRequirements);
   if (affinity !== undefined) obj.addJsonPatch(JsonPatch.add(`${POD}/affinity`, { nodeAffinity: affinity }));
   const tolerations = renderTolerations(patches.placement);
   if (tolerations.length > 0) obj.addJsonPatch(JsonPatch.add(`${POD}/tolerations`, tolerations));

@@ -66,6 +66,16 @@ export function daemonSetName(id: string): string {
   return dnsLabel(`${NAME_PREFIX}-${id}`);
 }
 
+/** Name of a pool's burst puller DaemonSet for `lane` (1..L-1; lane 0 is the holder). */
+export function pullerDaemonSetName(id: string, lane: number): string {
+  return dnsLabel(`${NAME_PREFIX}-${id}-puller-${lane}`);
+}
+
+/** Selector value ({@link LABEL_PULLER}) of a pool's puller for `lane`: `<id>-<lane>`, unique as lanes are digits. */
+export function pullerSelectorValue(id: string, lane: number): string {
+  return `${id}-${lane}`;
+}
+
 /** Node label key carrying a pool's state on each node: `prewarm.dev/<id>`. */
 export function nodeLabelKey(id: string): string {
   return `${NODE_LABEL_PREFIX}${id}`;

@@ -17,7 +17,10 @@ import {
   LABEL_NAME,
   LABEL_PART_OF,
   LABEL_POOL,
+  LABEL_POOL_MEMBER,
+  LABEL_PULLER,
   MANAGED_BY,
+  NodeState,
   POOLS_MOUNT_PATH,
   SIDECAR_CONTAINER,
 } from '../contract/names.js';
@@ -30,6 +33,8 @@ import {
   nodeAnnotationKey,
   nodeLabelKey,
   POOLS_VOLUME,
+  pullerDaemonSetName,
+  pullerSelectorValue,
   pullSecretVolumeName,
   SERVICE_ACCOUNT,
 } from './naming.js';
@@ -56,6 +61,23 @@ export interface ReconcilerProps {
   readonly metricsPort?: number;
 }
 
+/**
+ * A burst puller: one lane of a pool's images (src/synth/lanes.ts), pulled beside the holder only
+ * while a node warms.
+ */
+export interface PullerLane {
+  /** The lane, 1..L-1; lane 0 is the holder's own share. */
+  readonly lane: number;
+  /** The images of this lane, never empty. */
+  readonly images: readonly ImageRef[];
+}
+
+/** `app.kubernetes.io/component` of a holder's pods and of a puller's. */
+export const COMPONENT = { holder: 'image-puller', puller: 'burst-puller' } as const;
+
+/** Grace of a puller's pods: they only sleep, and leave as soon as the node is warm. */
+const PULLER_GRACE_SECONDS = 1;
+
 /** Props of {@link PullDaemonSet}. */
 export interface PullDaemonSetProps {
   /** The pool whose images the DaemonSet keeps on every matching node. */
@@ -65,9 +87,25 @@ export interface PullDaemonSetProps {
    * @default - no sidecar: images are cached, but nodes are never labelled and gates never lift
    */
   readonly reconciler?: ReconcilerProps;
+  /**
+   * The holder's images in container order (the kubelet pulls them in that order): with lanes,
+   * `holderOrder` puts the images no puller has first.
+   * @default - the pool's images, in canonical order
+   */
+  readonly images?: readonly ImageRef[];
+  /**
+   * Makes this DaemonSet one of the pool's burst pullers instead of its holder: only the lane's
+   * images, no sidecar, placed only on nodes whose pool label is neither warm nor partial, so the
+   * DaemonSet controller removes its pods once the holder's sidecar marks the node.
+   * @default - the holder
+   */
+  readonly puller?: PullerLane;
 }
 
-/** One pool's pull DaemonSet. */
+/**
+ * One pool's pull DaemonSet: the holder, which keeps every image and runs the sidecar, or one of
+ * its burst pullers.
+ */
 export class PullDaemonSet extends Construct {
   /** The pool id ({@link Pool.id}): the DaemonSet's selector value and the node label's name part. */
   readonly poolId: string;
@@ -76,22 +114,35 @@ export class PullDaemonSet extends Construct {
 
   constructor(scope: Construct, id: string, props: PullDaemonSetProps) {
     super(scope, id);
-    const { pool, reconciler } = props;
-    if (pool.images.length === 0) throw new Error(`pool ${pool.namespace}/${pool.key} has no images`);
+    const { pool, puller } = props;
+    // A puller never runs the sidecar: the holder's sidecar watches every pod of the pool.
+    const reconciler = puller === undefined ? props.reconciler : undefined;
+    const images = puller?.images ?? props.images ?? pool.images;
+    if (images.length === 0)
+      throw new Error(`pool ${pool.namespace}/${pool.key} has no images${puller === undefined ? '' : ` in lane ${puller.lane}`}`);
     this.poolId = pool.id;
 
+    // Each DaemonSet selects on a label no other DaemonSet's pods carry; the member label is what
+    // the sidecar watches, and no DaemonSet selects on it.
+    const selector =
+      puller === undefined ? { [LABEL_POOL]: this.poolId } : { [LABEL_PULLER]: pullerSelectorValue(this.poolId, puller.lane) };
     const labels = {
       [LABEL_MANAGED_BY]: MANAGED_BY,
       [LABEL_NAME]: 'prewarm',
       [LABEL_PART_OF]: 'prewarm',
-      [LABEL_COMPONENT]: 'image-puller',
-      [LABEL_POOL]: this.poolId,
+      [LABEL_COMPONENT]: puller === undefined ? COMPONENT.holder : COMPONENT.puller,
+      ...selector,
+      [LABEL_POOL_MEMBER]: this.poolId,
     };
     const binVolume = kplus.Volume.fromEmptyDir(this, 'bin', HELPER_VOLUME, { sizeLimit: Size.mebibytes(16) });
     const mountBin = { path: HELPER_MOUNT, volume: binVolume, readOnly: true };
 
     this.workload = new kplus.DaemonSet(this, 'Resource', {
-      metadata: { name: daemonSetName(this.poolId), namespace: pool.namespace, labels },
+      metadata: {
+        name: puller === undefined ? daemonSetName(this.poolId) : pullerDaemonSetName(this.poolId, puller.lane),
+        namespace: pool.namespace,
+        labels,
+      },
       podMetadata: { labels },
       select: false,
       securityContext: POD_SECURITY,
@@ -99,7 +150,7 @@ export class PullDaemonSet extends Construct {
       automountServiceAccountToken: false,
       ...(reconciler === undefined ? {} : { serviceAccount: kplus.ServiceAccount.fromServiceAccountName(this, 'sa', SERVICE_ACCOUNT) }),
       // Sleep ignores SIGTERM as PID 1; a short grace keeps node drains and rollouts quick.
-      terminationGracePeriod: Duration.seconds(10),
+      terminationGracePeriod: Duration.seconds(puller === undefined ? 10 : PULLER_GRACE_SECONDS),
       volumes: [binVolume],
       initContainers: [
         {
@@ -113,14 +164,14 @@ export class PullDaemonSet extends Construct {
         },
       ],
     });
-    this.workload.select(kplus.LabelSelector.of({ labels: { [LABEL_POOL]: this.poolId } }));
+    this.workload.select(kplus.LabelSelector.of({ labels: selector }));
 
     // The sidecar comes first: the kubelet starts containers in order, pulling each image as it
     // goes, so a sidecar placed last would start only after every pull and could neither report
     // failures nor enforce a deadline shorter than the pulls.
     if (reconciler !== undefined) this.addReconciler(pool, reconciler);
     const refreshing = reconciler !== undefined && pool.settings.refreshSeconds > 0;
-    for (const ref of pool.images) {
+    for (const ref of images) {
       const name = imageContainerName(ref);
       this.workload.addContainer({
         name,
@@ -137,6 +188,11 @@ export class PullDaemonSet extends Construct {
 
     patchPullDaemonSet(this.workload, {
       placement: pool.placement,
+      ...(puller === undefined
+        ? {}
+        : {
+            nodeRequirements: [{ key: nodeLabelKey(this.poolId), operator: 'NotIn' as const, values: [NodeState.Warm, NodeState.Partial] }],
+          }),
       shareProcessNamespace: refreshing,
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),

@@ -150,6 +150,21 @@ describe('parseFiles: invalid input', () => {
       'in.yaml:9:23: error: document 1: spec.refresh.interval: must be between 0s and 720h, got 721h',
     ],
     [
+      'no lanes',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  lanes: 0\n'),
+      'in.yaml:9:10: error: document 1: spec.lanes: must be between 1 and 16, got 0',
+    ],
+    [
+      'more lanes than the cap',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  lanes: 17\n'),
+      'in.yaml:9:10: error: document 1: spec.lanes: must be between 1 and 16, got 17',
+    ],
+    [
+      'lanes in a kube-fledged document',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n  lanes: 2\n'),
+      'in.yaml:9:3: error: document 1: spec.lanes: unknown field "lanes" (known fields: "cacheSpec", "imagePullSecrets")',
+    ],
+    [
       'bad toleration operator',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: a, operator: Is}]\n'),
       'in.yaml:9:38: error: document 1: spec.cacheSpec[0].tolerations[0].operator: value "Is" is not one of "Exists", "Equal"',
@@ -267,6 +282,7 @@ describe('parseFiles: valid input', () => {
             '  rollout: {maxUnavailable: 25%}',
             '  gate: {taintKey: example.com/cold, deadline: 15m}',
             '  refresh: {interval: 6h}',
+            '  lanes: 4',
             '',
           ].join('\n'),
         ),
@@ -279,6 +295,7 @@ describe('parseFiles: valid input', () => {
       maxUnavailable: '25%',
       gate: { taintKey: 'example.com/cold', deadlineSeconds: 900 },
       refreshSeconds: 21600,
+      lanes: 4,
     });
     expect(r.caches[0]?.entries[0]).toMatchObject({
       pool: 'gpu',

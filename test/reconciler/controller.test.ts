@@ -30,6 +30,7 @@ afterEach(async () => {
 /** Pool gpu on node-a: node Ready at 10 s, the gate and another taint on it; the clock at `now`. */
 function setup(
   over: {
+    poolPods?: boolean;
     pools?: ReturnType<typeof pools>;
     registry?: Registry;
     restarter?: Restarter;
@@ -48,6 +49,7 @@ function setup(
   const ctl = new Controller(
     {
       pods: kube.pods,
+      ...(over.poolPods ? { poolPods: kube.poolPods } : {}),
       nodes: kube.nodes,
       events: kube.eventSink,
       clock,
@@ -76,6 +78,45 @@ function setup(
 /** A second gating pool that selects node-a (it tolerates the node's other taint). */
 const base = pool('base', { tolerations: [{ key: 'other', operator: 'Exists' }] });
 const running = (): ReturnType<typeof pod> => pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 30, 'b')]);
+
+/** A burst puller pod of pool gpu on node-a holding `images` (containers c1..cN) with `statuses`. */
+function pullerPod(name: string, images: string[], statuses: Parameters<typeof pod>[1]): ReturnType<typeof pod> {
+  const p = pod(images, statuses);
+  return {
+    ...p,
+    metadata: { ...p.metadata, name, uid: `uid-${name}` },
+    spec: { ...p.spec, initContainers: [{ name: 'prewarm-init', image: 'reg/busybox:1' }] },
+  };
+}
+
+describe('Controller with burst pullers', () => {
+  it('counts an image present once a puller started it, and warms the node while the holder still waits', async () => {
+    const { clock, kube } = setup({ poolPods: true });
+    await clock.settle();
+    expect(kube.calls.filter((c) => c.includes('pool pods'))).toEqual(['LIST pool pods', 'WATCH pool pods']);
+    // The holder started reg/a:1 itself; a puller pulls reg/b:1 and starts it first.
+    kube.setPod(pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.creating('c2')]));
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+    kube.setPeer(pullerPod('puller-1-abc', ['reg/b:1'], [st.running('c1', 'reg/b:1', 35, 'b')]), 'ADDED');
+    await clock.settle();
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(kube.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm]);
+  });
+
+  it('reports a failing lane with its reason, and sees pullers listed before the watch started', async () => {
+    const { clock, kube } = setup({ poolPods: true });
+    kube.peers.set('puller-1-abc', pullerPod('puller-1-abc', ['reg/b:1'], [st.waiting('c1', 'ErrImagePull', 'manifest unknown')]));
+    await clock.settle();
+    const ann = JSON.parse(kube.node.metadata.annotations?.['status.prewarm.dev/gpu'] ?? '{}');
+    expect(ann.failing).toEqual([{ image: 'reg/b:1', reason: 'ErrImagePull', message: 'manifest unknown' }]);
+    // The puller goes (deleted); the holder's own pending view is what remains.
+    kube.setPeer(pullerPod('puller-1-abc', ['reg/b:1'], []), 'DELETED');
+    await clock.settle();
+    expect(JSON.parse(kube.node.metadata.annotations?.['status.prewarm.dev/gpu'] ?? '{}').failing ?? []).toEqual([]);
+  });
+});
 
 describe('Controller', () => {
   it('warms the node: one label write, one taint removal, one Event; then idles without writes', async () => {

@@ -6,7 +6,14 @@
  */
 import type { KNode, KPod } from '../../src/reconciler/kube-types.js';
 import { mergeNodeMetadata, patchNodeTaints } from '../../harness/node-patch.js';
-import { ApiError, type EventSink, type NodePort, type PodSource, type PodWatchEvent } from '../../src/reconciler/ports.js';
+import {
+  ApiError,
+  type EventSink,
+  type NodePort,
+  type PodSource,
+  type PodWatchEvent,
+  type PoolPodSource,
+} from '../../src/reconciler/ports.js';
 import type { EventIntent } from '../../src/reconciler/reasons.js';
 
 interface Watcher {
@@ -27,29 +34,45 @@ export class FakeKube {
   before: (call: string) => Promise<void> = async () => {};
   private rv = 100;
   private readonly watchers = new Set<Watcher>();
+  private readonly poolWatchers = new Set<Watcher>();
+  /** The pool's other pods on the node (burst pullers), by name, as the member list shows them. */
+  readonly peers = new Map<string, KPod>();
 
   readonly pods: PodSource = {
     get: () => this.call('GET pod', () => this.pod),
     watch: async (_rv, onEvent, signal) => {
       await this.call('WATCH pod', () => undefined);
-      // Open until aborted (resolves) or expired (rejects), like the adapter's stream.
-      return new Promise<void>((resolve, reject) => {
-        if (signal.aborted) return resolve();
-        const w: Watcher = {
-          onEvent,
-          end: (e) => {
-            this.watchers.delete(w);
-            signal.removeEventListener('abort', onAbort);
-            if (e) reject(e);
-            else resolve();
-          },
-        };
-        const onAbort = (): void => w.end();
-        this.watchers.add(w);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
+      return this.open(this.watchers, onEvent, signal);
     },
   };
+
+  /** The member list and watch; the list holds our own pod too, as the apiserver's would. */
+  readonly poolPods: PoolPodSource = {
+    list: () => this.call('LIST pool pods', () => ({ pods: [this.pod, ...this.peers.values()], resourceVersion: String(this.rv) })),
+    watch: async (_rv, onEvent, signal) => {
+      await this.call('WATCH pool pods', () => undefined);
+      return this.open(this.poolWatchers, onEvent, signal);
+    },
+  };
+
+  /** A watch open until aborted (resolves) or expired (rejects), like the adapter's stream. */
+  private open(set: Set<Watcher>, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) return resolve();
+      const w: Watcher = {
+        onEvent,
+        end: (e) => {
+          set.delete(w);
+          signal.removeEventListener('abort', onAbort);
+          if (e) reject(e);
+          else resolve();
+        },
+      };
+      const onAbort = (): void => w.end();
+      set.add(w);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
 
   readonly nodes: NodePort = {
     get: () => this.call('GET node', () => this.node),
@@ -77,9 +100,18 @@ export class FakeKube {
     for (const w of this.watchers) w.onEvent({ type, pod: this.pod });
   }
 
+  /** Adds, replaces or deletes a puller pod and delivers the event to every member watch. */
+  setPeer(pod: KPod, type: 'ADDED' | 'MODIFIED' | 'DELETED' = 'MODIFIED'): void {
+    const name = pod.metadata.name ?? '';
+    const bumped = this.bump(pod);
+    if (type === 'DELETED') this.peers.delete(name);
+    else this.peers.set(name, bumped);
+    for (const w of this.poolWatchers) w.onEvent({ type, pod: bumped });
+  }
+
   /** Ends every open watch with 410 Expired, as after etcd compaction. */
   expireWatches(): void {
-    for (const w of this.watchers) w.end(new ApiError(410, 'too old resource version', 'Expired'));
+    for (const w of [...this.watchers, ...this.poolWatchers]) w.end(new ApiError(410, 'too old resource version', 'Expired'));
   }
 
   private bump<T extends { metadata: object }>(o: T): T {

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { EVENTS_NAMESPACE } from '../../src/contract/names.js';
 import { KubeHttp } from '../../src/reconciler/adapters/http.js';
-import { KubeEventSink, KubeNodePort, KubePodSource, podOf } from '../../src/reconciler/adapters/kube.js';
+import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource, podOf } from '../../src/reconciler/adapters/kube.js';
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import type { PodWatchEvent } from '../../src/reconciler/ports.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
@@ -144,6 +144,7 @@ describe('the apiserver adapters over HTTP', () => {
     return {
       api,
       pods: new KubePodSource(http, 'prewarm', 'pull-a-xyz'),
+      poolPods: new KubePoolPodSource(http, 'prewarm', 'gpu', 'node-a'),
       nodes: new KubeNodePort(http, 'node-a'),
       events: new KubeEventSink(http, config(), () => T0),
     };
@@ -197,5 +198,23 @@ describe('the apiserver adapters over HTTP', () => {
     expect(got.map((e) => [e.type, e.pod.status?.containerStatuses?.[0]?.state?.running !== undefined])).toEqual([['MODIFIED', true]]);
     api.expireWatches();
     await expect(watch).rejects.toMatchObject({ name: 'ApiError', code: 410, reason: 'Expired' });
+  });
+
+  it('lists and watches the pool members on our node only, in our namespace, by label and spec.nodeName', async () => {
+    const { api, poolPods } = await serve();
+    const listed = await poolPods.list();
+    expect(listed.resourceVersion).toBe('9');
+    expect(listed.pods.map((p) => p.metadata.name)).toEqual(['pull-a-xyz']);
+    expect(api.requests.at(-1)?.path).toBe(
+      '/api/v1/namespaces/prewarm/pods?labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a',
+    );
+    const stop = new AbortController();
+    const watch = poolPods.watch('9', () => {}, stop.signal).catch(() => {});
+    await new Promise((r) => setTimeout(r, 50));
+    stop.abort();
+    await watch;
+    expect(api.requests.at(-1)?.path).toBe(
+      '/api/v1/namespaces/prewarm/pods?labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a&watch=true&resourceVersion=9&allowWatchBookmarks=true&timeoutSeconds=290',
+    );
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyContainer } from '../../src/reconciler/observe.js';
+import { classifyContainer, mergeObservations, type ImageObservation } from '../../src/reconciler/observe.js';
 import { at, digest, iso, st } from './fixtures.js';
 
 describe('classifyContainer', () => {
@@ -48,5 +48,85 @@ describe('classifyContainer', () => {
   it('cuts long kubelet messages', () => {
     const o = classifyContainer('reg/a:1', st.waiting('c1', 'ErrImagePull', 'x'.repeat(5000)));
     expect(o.message?.length).toBe(200);
+  });
+});
+
+describe('mergeObservations', () => {
+  const holder = (image: string, phase: ImageObservation['phase'], over: Partial<ImageObservation> = {}): ImageObservation => ({
+    container: `h-${image}`,
+    image,
+    phase,
+    ...over,
+  });
+  const puller = (image: string, phase: ImageObservation['phase'], over: Partial<ImageObservation> = {}): ImageObservation => ({
+    container: `p-${image}`,
+    image,
+    phase,
+    ...over,
+  });
+
+  const cases: [string, ImageObservation, ImageObservation[][], Partial<ImageObservation>][] = [
+    [
+      'a puller started it while the holder still waits: present',
+      holder('a', 'pending', { reason: 'ContainerCreating' }),
+      [[puller('a', 'present', { presentSince: at(20), digest: digest('a') })]],
+      { phase: 'present', presentSince: at(20), digest: digest('a') },
+    ],
+    [
+      'a failure in a lane is reported with its reason',
+      holder('a', 'pending'),
+      [[puller('a', 'failing', { reason: 'ErrImagePull', message: 'manifest unknown' })]],
+      { phase: 'failing', reason: 'ErrImagePull', message: 'manifest unknown' },
+    ],
+    [
+      'present wins over a failure elsewhere',
+      holder('a', 'present', { presentSince: at(30) }),
+      [[puller('a', 'failing', { reason: 'ErrImagePull' })]],
+      { phase: 'present', presentSince: at(30) },
+    ],
+    [
+      'present in one lane wins over a failure in another',
+      holder('a', 'pending'),
+      [[puller('a', 'failing', { reason: 'ErrImagePull' })], [puller('a', 'present', { presentSince: at(25) })]],
+      { phase: 'present', presentSince: at(25) },
+    ],
+    [
+      'the earliest start is kept',
+      holder('a', 'present', { presentSince: at(30) }),
+      [[puller('a', 'present', { presentSince: at(12) })]],
+      { phase: 'present', presentSince: at(12) },
+    ],
+    [
+      'a later start elsewhere changes nothing',
+      holder('a', 'present', { presentSince: at(12) }),
+      [[puller('a', 'present', { presentSince: at(30) })]],
+      { phase: 'present', presentSince: at(12) },
+    ],
+    [
+      "the holder's own failure stays when no lane did better",
+      holder('a', 'failing', { reason: 'ImagePullBackOff' }),
+      [[puller('a', 'pending')]],
+      { phase: 'failing', reason: 'ImagePullBackOff' },
+    ],
+    [
+      'another image in a puller does not count',
+      holder('a', 'pending'),
+      [[puller('b', 'present', { presentSince: at(5) })]],
+      { phase: 'pending' },
+    ],
+  ];
+  it.each(cases)('%s', (_name, own, others, expected) => {
+    const [merged] = mergeObservations([own], others);
+    expect(merged).toMatchObject({ ...expected, container: own.container, image: own.image });
+    if (expected.reason === undefined) expect(merged?.reason).toBeUndefined();
+  });
+
+  it("keeps the holder's images, in its order, whatever the pullers show", () => {
+    const own = [holder('b', 'pending'), holder('a', 'pending')];
+    expect(mergeObservations(own, [[puller('c', 'present'), puller('a', 'present')]]).map((o) => [o.image, o.phase])).toEqual([
+      ['b', 'pending'],
+      ['a', 'present'],
+    ]);
+    expect(mergeObservations(own, [])).toEqual(own);
   });
 });

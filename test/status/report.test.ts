@@ -78,6 +78,71 @@ describe('buildReport', () => {
     expect(narrow).not.toContain('n1');
     expect(renderTable(report, true)).toContain('n1');
   });
+
+  /** A burst puller pod of `pool` lane `lane` on `node`, with one container per status. */
+  const puller = (
+    pool: string,
+    lane: number,
+    nodeName: string,
+    states: ('running' | 'pulling' | { reason: string; image: string })[],
+  ): ObservedPod => ({
+    metadata: { namespace: 'ml', labels: { 'prewarm.dev/puller': `${pool}-${lane}`, 'prewarm.dev/pool-member': pool } },
+    spec: { nodeName },
+    status: {
+      containerStatuses: states.map((s, i) =>
+        s === 'running'
+          ? { name: `c${i}`, image: `img${i}:1`, state: { running: {} } }
+          : s === 'pulling'
+            ? { name: `c${i}`, image: `img${i}:1`, state: { waiting: { reason: 'ContainerCreating' } } }
+            : { name: `c${i}`, image: s.image, state: { waiting: { reason: s.reason } } },
+      ),
+    },
+  });
+
+  it("shows the lanes of a warming node and folds their failures into the pool's node row", () => {
+    const report = buildReport(
+      [
+        ds('gpu', 2),
+        {
+          metadata: {
+            name: 'prewarm-gpu-puller-1',
+            namespace: 'ml',
+            labels: { 'prewarm.dev/puller': 'gpu-1', 'prewarm.dev/pool-member': 'gpu' },
+          },
+          status: { desiredNumberScheduled: 1 },
+        },
+      ],
+      [
+        pod('gpu', 'n1', { image: 'bad:1', reason: 'ErrImagePull' }),
+        puller('gpu', 2, 'n1', ['running', { reason: 'ImagePullBackOff', image: 'worse:1' }]),
+        puller('gpu', 1, 'n1', ['running', 'pulling', { reason: 'ErrImagePull', image: 'bad:1' }]),
+        pod('gpu', 'n2'),
+        // Another pool's puller on n1 is not gpu's.
+        puller('cpu', 1, 'n1', ['pulling']),
+      ],
+      [node('n1'), node('n2', { 'prewarm.dev/gpu': 'warm' })],
+    );
+    // The puller DaemonSet is no pool of its own.
+    expect(report.pools.map((p) => p.pool)).toEqual(['gpu']);
+    expect(report.pools[0]).toMatchObject({ desired: 2, warm: 1, cold: 1 });
+    expect(report.pools[0]?.nodes[0]).toEqual({
+      node: 'n1',
+      state: 'cold',
+      images: 1,
+      failing: [
+        { image: 'bad:1', reason: 'ErrImagePull' },
+        { image: 'worse:1', reason: 'ImagePullBackOff' },
+      ],
+      lanes: [
+        { lane: 'gpu-1', images: 3, started: 1 },
+        { lane: 'gpu-2', images: 2, started: 1 },
+      ],
+    });
+    expect(report.pools[0]?.nodes[1]).not.toHaveProperty('lanes');
+    expect(renderTable(report, false)).toMatch(
+      /n1 +cold +1 +- +gpu-1:1\/3 gpu-2:1\/2 +bad:1 \(ErrImagePull\), worse:1 \(ImagePullBackOff\)/,
+    );
+  });
 });
 
 describe('status --watch', () => {

@@ -29,20 +29,21 @@ describe('ReconcilerAccess', () => {
     ).toMatchSnapshot();
   });
 
-  it('grants exactly the calls the sidecar makes: no wildcards, no secrets, no lists', () => {
+  it('grants exactly the calls the sidecar makes: no wildcards, no secrets, lists of pods only', () => {
     const objs = synth({ namespaces: ['a', 'b'] });
     const rules = byKind(objs, 'ClusterRole').flatMap(
       (r) => (r as unknown as { rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[] }).rules,
     );
     expect(rules).toEqual([
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] },
+      // list: the pool's pods on the sidecar's node (holder and burst pullers); bound per namespace.
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
     const text = JSON.stringify(rules);
     expect(text).not.toContain('*');
     expect(text).not.toContain('secrets');
-    expect(text).not.toContain('list');
+    expect(rules.filter((r) => r.verbs.includes('list')).map((r) => r.resources)).toEqual([['pods']]);
   });
 
   it('binds nodes cluster-wide and pods/events only in the pool namespaces', () => {

@@ -7,6 +7,7 @@ import { formatDiagnostic, type Diagnostic } from '../../src/imagecache/errors.j
 import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 import { createApp, synthYaml, type SynthOptions } from '../../src/synth/app.js';
+import { assignLanes } from '../../src/synth/lanes.js';
 import { NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import { bundleOf } from '../helpers.js';
 
@@ -159,5 +160,79 @@ describe('namespace ownership', () => {
     expect(warnings.map(formatDiagnostic)).toEqual([
       'Namespace prewarn: warning: namespace "prewarn" is owned, but no ImageCache is in it, so it is not emitted (a prune deletes it if it was emitted before)',
     ]);
+  });
+});
+
+describe('lanes', () => {
+  const images = '[redis:7, python:3.12, busybox:1.36, nginx:1.27, alpine:3.20]';
+  const laned = [
+    `  cacheSpec:\n  - images: ${images}\n    nodeSelector: {pool: gpu}\n  lanes: 3\n`,
+    `  cacheSpec:\n  - pool: cpu\n    images: ${images}\n  lanes: 16\n`,
+    `  cacheSpec:\n  - pool: one\n    images: ${images}\n    nodeSelector: {pool: one}\n`,
+  ];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const daemonSets = (options: SynthOptions): any[] => docs(synthYaml(bundleOf(...laned), options)).filter((d) => d.kind === 'DaemonSet');
+
+  it('adds one puller per non-empty lane beyond the first, and none for one lane', () => {
+    const byComponent = (ds: { spec: { template: { metadata: { labels: Record<string, string> } } } }) =>
+      ds.spec.template.metadata.labels['app.kubernetes.io/component'];
+    const all = daemonSets(reconciler);
+    const members = (pool: string) => all.filter((d) => d.spec.template.metadata.labels['prewarm.dev/pool-member'] === pool);
+    const gpu = members(all.find((d) => d.metadata.name.startsWith('prewarm-gpu-'))?.spec.template.metadata.labels['prewarm.dev/pool']);
+    const nonEmptyPullerLanes = (lanes: number) =>
+      assignLanes(bundleOf(laned[0] ?? '').pools[0]?.images ?? [], lanes)
+        .slice(1)
+        .filter((l) => l.length > 0).length;
+    expect(nonEmptyPullerLanes(3)).toBeGreaterThan(0);
+    expect(gpu.filter((d) => byComponent(d) === 'burst-puller')).toHaveLength(nonEmptyPullerLanes(3));
+    // 16 lanes over 5 images: never more pullers than images, and empty lanes get none.
+    const cpu = members('cpu').filter((d) => byComponent(d) === 'burst-puller');
+    expect(cpu).toHaveLength(nonEmptyPullerLanes(16));
+    expect(cpu.length).toBeLessThanOrEqual(5);
+    expect(members('one').map(byComponent)).toEqual(['image-puller']);
+    // Every image is held by the holder, and pulled by exactly one pod (holder's own lane or one puller).
+    for (const pool of [gpu, cpu.concat(members('cpu').filter((d) => byComponent(d) === 'image-puller'))]) {
+      const holder = pool.find((d) => byComponent(d) === 'image-puller');
+      const holderImages = holder.spec.template.spec.containers
+        .map((c: { image: string }) => c.image)
+        .filter((i: string) => !i.includes('reconciler'));
+      expect([...holderImages].sort()).toHaveLength(5);
+      const pulled = pool
+        .filter((d) => byComponent(d) === 'burst-puller')
+        .flatMap((d) => d.spec.template.spec.containers.map((c: { image: string }) => c.image));
+      expect(new Set(pulled).size).toBe(pulled.length);
+      // The holder's first images are ones no puller has.
+      const own = holderImages.filter((i: string) => !pulled.includes(i));
+      expect(holderImages.slice(0, own.length)).toEqual(own);
+    }
+  });
+
+  it('emits no pullers without the sidecar, which alone would ever mark a node warm', () => {
+    const all = daemonSets({});
+    expect(all).toHaveLength(3);
+    for (const ds of all) expect(ds.spec.template.metadata.labels['app.kubernetes.io/component']).toBe('image-puller');
+  });
+
+  it('keeps the one-lane output as it was apart from the member label', () => {
+    const one = bundleOf(laned[2] ?? '');
+    const holder = docs(synthYaml(one, reconciler)).filter((d) => d.kind === 'DaemonSet');
+    expect(holder).toHaveLength(1);
+    expect(holder[0].spec.template.spec.containers.map((c: { image: string }) => c.image).slice(1)).toEqual(
+      one.pools[0]?.images.map((i) => i.canonical),
+    );
+  });
+
+  it("never lets a DaemonSet select another one's pods, holders and pullers included", () => {
+    const all = daemonSets(reconciler);
+    expect(all.length).toBeGreaterThan(4);
+    for (const a of all) {
+      const selector: Record<string, string> = a.spec.selector.matchLabels;
+      expect(a.spec.selector.matchExpressions).toBeUndefined();
+      for (const b of all) {
+        const labels: Record<string, string> = b.spec.template.metadata.labels;
+        const selects = Object.entries(selector).every(([k, v]) => labels[k] === v);
+        expect(selects, `${a.metadata.name} selects the pods of ${b.metadata.name}`).toBe(a === b);
+      }
+    }
   });
 });

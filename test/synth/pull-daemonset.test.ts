@@ -179,3 +179,66 @@ describe('PullDaemonSet', () => {
     expect(() => synth(empty)).toThrow(`pool ml/${defaults.key} has no images`);
   });
 });
+
+describe('PullDaemonSet as a burst puller', () => {
+  function puller(pool: Pool, lane = 1, images = pool.images.slice(0, 1)) {
+    const chart = Testing.chart();
+    new PullDaemonSet(chart, 'puller', { pool, reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' }, puller: { lane, images } });
+    return only(Testing.synth(chart), 'DaemonSet');
+  }
+
+  it('defaults', () => {
+    expect(puller(defaults)).toMatchSnapshot();
+  });
+
+  it('custom', () => {
+    expect(puller(custom, 3)).toMatchSnapshot();
+  });
+
+  it('holds only its lane, without the sidecar or a token, and leaves quickly', () => {
+    const ds = puller(custom, 2, custom.images.slice(1));
+    const spec = ds.spec.template.spec;
+    expect(ds.metadata.name).toBe('prewarm-gpu-puller-2');
+    expect(spec.containers.map((c: { image: string }) => c.image)).toEqual([custom.images[1]?.canonical]);
+    expect(spec.containers.map((c: { name: string }) => c.name)).not.toContain('prewarm-reconciler');
+    expect(spec.serviceAccountName).toBeUndefined();
+    expect(spec.automountServiceAccountToken).toBe(false);
+    expect(spec.shareProcessNamespace).toBeUndefined();
+    expect(spec.terminationGracePeriodSeconds).toBeLessThanOrEqual(2);
+    for (const c of spec.containers) expect(c.imagePullPolicy).toBe('IfNotPresent');
+  });
+
+  it('runs only on nodes of the pool not yet warm or partial: one term, ANDed with the selector', () => {
+    const terms = puller(custom).spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+    expect(terms).toEqual([
+      {
+        matchExpressions: [
+          { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['g5.2xlarge'] },
+          { key: 'prewarm.dev/gpu', operator: 'NotIn', values: ['warm', 'partial'] },
+        ],
+      },
+    ]);
+    // A pool of every node still gets the one NotIn term.
+    const all = puller(defaults).spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+    expect(all).toEqual([{ matchExpressions: [{ key: `prewarm.dev/${defaults.id}`, operator: 'NotIn', values: ['warm', 'partial'] }] }]);
+  });
+
+  it('selects on its own puller label, never the pool label, and carries the member label', () => {
+    const ds = puller(custom, 2);
+    expect(ds.spec.selector).toEqual({ matchLabels: { 'prewarm.dev/puller': 'gpu-2' } });
+    const labels = ds.spec.template.metadata.labels;
+    expect(labels).not.toHaveProperty('prewarm.dev/pool');
+    expect(labels).toMatchObject({
+      'prewarm.dev/puller': 'gpu-2',
+      'prewarm.dev/pool-member': 'gpu',
+      'app.kubernetes.io/component': 'burst-puller',
+    });
+    const holder = synth(custom, true);
+    expect(holder.spec.template.metadata.labels).toMatchObject({ 'prewarm.dev/pool': 'gpu', 'prewarm.dev/pool-member': 'gpu' });
+    expect(holder.spec.template.metadata.labels).not.toHaveProperty('prewarm.dev/puller');
+  });
+
+  it('refuses an empty lane', () => {
+    expect(() => puller(defaults, 1, [])).toThrow(/has no images in lane 1/);
+  });
+});

@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
 import { parseDuration } from '../../imagecache/duration.js';
 import { buildReport, renderTable, type StatusFormat, type StatusReport } from '../../status/report.js';
-import { LABEL_MANAGED_BY, LABEL_POOL, MANAGED_BY } from '../../contract/names.js';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
@@ -23,7 +23,7 @@ export interface StatusSource {
   read(): Promise<StatusReport>;
 }
 
-// Typed, so that yargs infers `output` as a StatusFormat rather than a string.
+/** The default of `--output`, typed so yargs infers the choices and not a plain string. */
 const DEFAULT_FORMAT: StatusFormat = 'table';
 
 /** Registers the command. */
@@ -117,8 +117,8 @@ async function clusterSource(context: string | undefined, namespace: string | un
             ? apps.listDaemonSetForAllNamespaces({ labelSelector: managed })
             : apps.listNamespacedDaemonSet({ namespace, labelSelector: managed }),
           namespace === undefined
-            ? core.listPodForAllNamespaces({ labelSelector: LABEL_POOL })
-            : core.listNamespacedPod({ namespace, labelSelector: LABEL_POOL }),
+            ? core.listPodForAllNamespaces({ labelSelector: managed })
+            : core.listNamespacedPod({ namespace, labelSelector: managed }),
           core.listNode(),
         ]);
         return buildReport(daemonSets.items, pods.items, nodes.items);

@@ -1,11 +1,12 @@
 /**
- * Adapters of the apiserver ports. Every path names our own pod or node: the sidecar never lists.
+ * Adapters of the apiserver ports. Every path names our own pod or node, except one list and
+ * watch of our pool's pods, narrowed to our node and our namespace.
  */
 import fs from 'node:fs';
-import { EVENTS_NAMESPACE, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
+import { EVENTS_NAMESPACE, LABEL_POOL_MEMBER, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
 import type { ReconcilerConfig } from '../config.js';
 import type { KNode, KPod } from '../kube-types.js';
-import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent } from '../ports.js';
+import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource } from '../ports.js';
 import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../reasons.js';
 import type { Endpoint, KubeHttp } from './http.js';
 
@@ -100,6 +101,41 @@ export class KubePodSource implements PodSource {
     });
     return this.http.watch(
       `/api/v1/namespaces/${enc(this.namespace)}/pods?${q.toString()}`,
+      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }),
+      signal,
+    );
+  }
+}
+
+/**
+ * Our pool's pods on our node: `labelSelector=prewarm.dev/pool-member=<pool>` and
+ * `fieldSelector=spec.nodeName=<node>` in our namespace, for both the list and the watch.
+ */
+export class KubePoolPodSource implements PoolPodSource {
+  constructor(
+    private readonly http: KubeHttp,
+    private readonly namespace: string,
+    private readonly pool: string,
+    private readonly node: string,
+  ) {}
+  private query(extra: Record<string, string>): URLSearchParams {
+    return new URLSearchParams({
+      labelSelector: `${LABEL_POOL_MEMBER}=${this.pool}`,
+      fieldSelector: `spec.nodeName=${this.node}`,
+      ...extra,
+    });
+  }
+  async list(): Promise<{ pods: KPod[]; resourceVersion: string }> {
+    const raw = await this.http.json<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>(
+      'GET',
+      `/api/v1/namespaces/${enc(this.namespace)}/pods?${this.query({}).toString()}`,
+    );
+    return { pods: (raw.items ?? []).map(podOf), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
+  }
+  watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
+    const q = this.query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' }).toString();
+    return this.http.watch(
+      `/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`,
       (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }),
       signal,
     );

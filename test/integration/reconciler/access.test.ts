@@ -146,11 +146,16 @@ describe('ReconcilerAccess on a real apiserver', () => {
     expect([409, 422]).toContain(e.code);
   });
 
-  it('RBAC: no Secrets, no lists of pods or nodes, no node deletion; get/watch of its own pod and Event creation work', async () => {
+  it('RBAC: no Secrets, no lists of nodes or of pods outside its namespaces, no node deletion; get/watch of its own pod, the pool pod list and Event creation work', async () => {
     expect(await status(sa.json('GET', `/api/v1/namespaces/${NS}/secrets`))).toBe(403);
     expect(await status(sa.json('GET', `/api/v1/namespaces/${NS}/secrets/any`))).toBe(403);
     expect(await status(sa.json('GET', '/api/v1/nodes'))).toBe(403);
-    expect(await status(sa.json('GET', `/api/v1/namespaces/${NS}/pods`))).toBe(403);
+    // The one list the sidecar makes: its pool's pods on its node, in its own namespace only.
+    const poolPods = `labelSelector=${encodeURIComponent('prewarm.dev/pool-member=p')}&fieldSelector=${encodeURIComponent('spec.nodeName=int-node-a')}`;
+    expect(await status(sa.json('GET', `/api/v1/namespaces/${NS}/pods?${poolPods}`))).toBe(200);
+    expect(await status(sa.json('GET', `/api/v1/namespaces/default/pods?${poolPods}`))).toBe(403);
+    expect(await status(sa.json('GET', `/api/v1/namespaces/kube-system/pods?${poolPods}`))).toBe(403);
+    expect(await status(sa.json('GET', `/api/v1/pods?${poolPods}`))).toBe(403);
     expect(await status(sa.json('GET', '/api/v1/pods'))).toBe(403);
     expect(await status(sa.json('DELETE', '/api/v1/nodes/int-node-a'))).toBe(403);
     expect(await status(sa.json('GET', `/api/v1/namespaces/default/pods/x`))).toBe(403);
