@@ -6,6 +6,14 @@ import { defineConfig, globalIgnores } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/** The no-unsafe-* family, off: for code that handles untyped JSON by nature (see where it is used). */
+const NO_UNSAFE_OFF = Object.fromEntries(
+  ['no-unsafe-argument', 'no-unsafe-assignment', 'no-unsafe-call', 'no-unsafe-member-access', 'no-unsafe-return'].map((r) => [
+    `@typescript-eslint/${r}`,
+    'off',
+  ]),
+);
+
 export default defineConfig(
   // Generated (lib/, dist/, imports/ from `cdk8s import`), recorded (bench/results/) or local state.
   globalIgnores(['lib/', 'dist/', 'imports/', 'bench/results/', '**/.state/', '.cache/']),
@@ -65,24 +73,12 @@ export default defineConfig(
     // no-unsafe-* family would report every field access of a fixture, not a mistake. src/ and
     // harness/ keep them on. The promise rules still apply everywhere.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
-    },
+    rules: NO_UNSAFE_OFF,
   },
   {
     // Plain JavaScript has no annotations, so every JSON.parse or untyped parameter is `any`: the
     // no-unsafe-* rules would report the language, not a mistake. The promise rules still apply.
     files: ['**/*.js', '**/*.mjs'],
-    rules: {
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
-    },
+    rules: NO_UNSAFE_OFF,
   },
 );
