@@ -12,13 +12,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { scaleImageCache } from '../harness/specs.js';
 import { ExitCode } from '../src/cli/exit-codes.js';
 
 const SIZES = [100, 1_000, 10_000];
-const POOLS = 50;
-const IMAGES_PER_CACHE = 20;
-/** Each pool draws from its own vocabulary, so caches in one pool share images as real teams do. */
-const VOCABULARY_PER_POOL = 200;
 const REPEATS = Number(process.env['BENCH_REPEATS'] ?? 3);
 
 interface Sample {
@@ -27,29 +24,6 @@ interface Sample {
   readonly peakRssMiB: number;
   readonly pools: number;
   readonly images: number;
-}
-
-function specText(i: number): string {
-  const pool = i % POOLS;
-  const images: string[] = [];
-  for (let j = 0; j < IMAGES_PER_CACHE; j++) {
-    const k = (i * 7 + j * 13) % VOCABULARY_PER_POOL;
-    images.push(`      - registry.example.com/pool-${pool}/app-${k}:v1.${k % 10}`);
-  }
-  return [
-    'apiVersion: prewarm.dev/v1alpha1',
-    'kind: ImageCache',
-    'metadata:',
-    `  name: cache-${i}`,
-    `  namespace: team-${pool % 10}`,
-    'spec:',
-    '  cacheSpec:',
-    '    - nodeSelector:',
-    `        example.com/pool: p${pool}`,
-    '      images:',
-    ...images,
-    '',
-  ].join('\n');
 }
 
 /** Child mode: generate N specs, synthesize them once, report one sample as JSON. */
@@ -63,7 +37,7 @@ async function child(n: number): Promise<void> {
     // 100 specs per file, as multi-document YAML, like a real repo's folders.
     for (let f = 0; f * 100 < n; f++) {
       const docs: string[] = [];
-      for (let i = f * 100; i < Math.min(n, (f + 1) * 100); i++) docs.push(specText(i));
+      for (let i = f * 100; i < Math.min(n, (f + 1) * 100); i++) docs.push(scaleImageCache(i, 'registry.example.com'));
       await writeFile(join(specs, `caches-${f}.yaml`), docs.join('---\n'));
     }
     let stderr = '';

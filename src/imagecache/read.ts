@@ -274,6 +274,12 @@ export function stringMap(
     }
     const out = new Map<string, string>();
     let ok = true;
+    /** Reports `problem` (a key's or a value's) at `at`; false when there was one. */
+    const valid = (n: Node | null, at: Path, label: string, text: string, problem: string | undefined): boolean => {
+      if (problem === undefined) return true;
+      ctx.error(n, at, `${label} ${quote(text)} is invalid: ${problem}`);
+      return false;
+    };
     const pairs = entries(ctx, node, path);
     if (pairs === undefined) return undefined;
     for (const pair of pairs) {
@@ -284,9 +290,7 @@ export function stringMap(
         ok = false;
         continue;
       }
-      const keyProblem = checkKey(key);
-      if (keyProblem !== undefined) {
-        ctx.error(keyNode, [...path, key], `${what.key} ${quote(key)} is invalid: ${keyProblem}`);
+      if (!valid(keyNode, [...path, key], what.key, key, checkKey(key))) {
         ok = false;
         continue;
       }
@@ -297,9 +301,7 @@ export function stringMap(
         ok = false;
         continue;
       }
-      const valueProblem = checkValue(value);
-      if (valueProblem !== undefined) {
-        ctx.error(valueNode, [...path, key], `${what.value} ${quote(value)} is invalid: ${valueProblem}`);
+      if (!valid(valueNode, [...path, key], what.value, value, checkValue(value))) {
         ok = false;
         continue;
       }

@@ -30,6 +30,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { REPO_DIR } from '../../harness/cluster/config.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { yamlObjects } from '../../harness/manifests.js';
+import { scaleImageCache } from '../../harness/specs.js';
 import { CLI, distDocs, id, run } from './helpers.js';
 import { sleep } from '../../harness/time.js';
 
@@ -164,28 +165,7 @@ beforeAll(async () => {
   // 1,000 ImageCaches of 20 images over 50 pools (the shape of bench:synth), one file each.
   mkdirSync(join(repo, 'scale'));
   for (let i = 0; i < SCALE; i++) {
-    const pool = i % 50;
-    const images = Array.from(
-      { length: 20 },
-      (_, j) => `      - registry.example.invalid/pool-${pool}/app-${(i * 7 + j * 13) % 200}:v1.${((i * 7 + j * 13) % 200) % 10}`,
-    );
-    writeFileSync(
-      join(repo, 'scale', `cache-${i}.yaml`),
-      [
-        'apiVersion: prewarm.dev/v1alpha1',
-        'kind: ImageCache',
-        'metadata:',
-        `  name: cache-${i}`,
-        `  namespace: team-${pool % 10}`,
-        'spec:',
-        '  cacheSpec:',
-        '    - nodeSelector:',
-        `        example.com/pool: p${pool}`,
-        '      images:',
-        ...images,
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(join(repo, 'scale', `cache-${i}.yaml`), scaleImageCache(i, 'registry.example.invalid'));
   }
   readOnly(repo);
   repoHashBefore = treeHash(repo);
