@@ -12,7 +12,9 @@
  *    worker at start and then one period after each run; it enqueues every ImageCache whose status
  *    is set and not Processing; nodes are never watched for joins;
  *  - a sync sets status Processing (GET + PUT), lists the nodes matching each cacheSpec entry (an
- *    entry matching no node fails the sync and leaves the status Processing, as the original does),
+ *    entry matching no node is skipped; when no entry matches a node the status becomes
+ *    NoImagesPulledOrDeleted, "nodeSelector specified did not match any nodes", and the next refresh
+ *    picks the cache up again: measured with the real v0.10.0 binary against the harness),
  *    and queues one request per node x image; a single image worker skips pairs whose image string
  *    occurs in the JSON of node.status.images, and creates one Job per remaining pair (the Job
  *    spec below is the one of newImagePullJob: init container `cp /bin/echo /tmp/bin` from the
@@ -221,10 +223,25 @@ async function sync(k: WorkKey): Promise<void> {
     failures: {},
   });
   const cache = await kube.get(`${IC_PATH}/${k.name}`);
+  let queued = 0;
   for (const entry of (cached.spec?.cacheSpec ?? []) as { images: string[]; nodeSelector?: Record<string, string> }[]) {
     const selected = [...nodes.items.values()].filter((n) => matches(n, entry.nodeSelector));
-    if (selected.length === 0) throw new Error(`NodeSelector ${JSON.stringify(entry.nodeSelector)} did not match any nodes`);
-    for (const node of selected) for (const image of entry.images) imagequeue.addRateLimited({ image, node, type: k.type, cache });
+    if (selected.length === 0) emit('no-nodes', { cache: k.name, nodeSelector: entry.nodeSelector ?? {} });
+    for (const node of selected)
+      for (const image of entry.images) {
+        imagequeue.addRateLimited({ image, node, type: k.type, cache });
+        queued++;
+      }
+  }
+  if (queued === 0) {
+    // Not Processing: the refresh worker enqueues the cache again on its next tick.
+    await updateStatus(k.name, {
+      startTime: cache.status?.startTime,
+      reason,
+      status: 'NoImagesPulledOrDeleted',
+      message: 'nodeSelector specified did not match any nodes',
+    });
+    return;
   }
   imagequeue.addRateLimited({ type: k.type, cache });
 }

@@ -20,7 +20,7 @@ import {
 } from '../contract/names.js';
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey, SERVICE_ACCOUNT } from './naming.js';
-import { assignLanes, holderOrder } from './lanes.js';
+import { pullerLanes } from './lanes.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { NAMESPACE_POD_SECURITY } from './security.js';
 
@@ -84,16 +84,13 @@ export class NamespaceChart extends Chart {
     for (const pool of props.pools) {
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.
-      const lanes = assignLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes);
+      const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes);
       const ds = new PullDaemonSet(this, `pool-${pool.key}`, {
         pool,
-        images: holderOrder(pool.images, lanes),
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),
       });
       this.daemonSets.set(ds.poolId, ds);
-      lanes.forEach((images, lane) => {
-        if (lane > 0 && images.length > 0) new PullDaemonSet(this, `pool-${pool.key}-puller-${lane}`, { pool, puller: { lane, images } });
-      });
+      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.key}-puller-${puller.key}`, { pool, puller });
     }
   }
 

@@ -66,13 +66,16 @@ export function daemonSetName(id: string): string {
   return dnsLabel(`${NAME_PREFIX}-${id}`);
 }
 
-/** Name of a pool's burst puller DaemonSet for `lane` (1..L-1; lane 0 is the holder). */
-export function pullerDaemonSetName(id: string, lane: number): string {
+/** Name of a pool's burst puller DaemonSet for lane `lane` (src/synth/lanes.ts PullerLane.key). */
+export function pullerDaemonSetName(id: string, lane: string): string {
   return dnsLabel(`${NAME_PREFIX}-${id}-puller-${lane}`);
 }
 
-/** Selector value ({@link LABEL_PULLER}) of a pool's puller for `lane`: `<id>-<lane>`, unique as lanes are digits. */
-export function pullerSelectorValue(id: string, lane: number): string {
+/**
+ * Selector value ({@link LABEL_PULLER}) of a pool's puller for lane `lane`: `<id>-<lane>`, unique
+ * as lane keys (digits up to 15, or 8 hex) never contain a dash.
+ */
+export function pullerSelectorValue(id: string, lane: string): string {
   return `${id}-${lane}`;
 }
 

@@ -9,6 +9,7 @@ import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import type { Pool } from '../imagecache/model.js';
 import type { ImageRef } from '../imagecache/reference.js';
+import type { PullerLane } from './lanes.js';
 import {
   DEFAULTS,
   ENV,
@@ -61,17 +62,6 @@ export interface ReconcilerProps {
   readonly metricsPort?: number;
 }
 
-/**
- * A burst puller: one lane of a pool's images (src/synth/lanes.ts), pulled beside the holder only
- * while a node warms.
- */
-export interface PullerLane {
-  /** The lane, 1..L-1; lane 0 is the holder's own share. */
-  readonly lane: number;
-  /** The images of this lane, never empty. */
-  readonly images: readonly ImageRef[];
-}
-
 /** `app.kubernetes.io/component` of a holder's pods and of a puller's. */
 export const COMPONENT = { holder: 'image-puller', puller: 'burst-puller' } as const;
 
@@ -87,12 +77,6 @@ export interface PullDaemonSetProps {
    * @default - no sidecar: images are cached, but nodes are never labelled and gates never lift
    */
   readonly reconciler?: ReconcilerProps;
-  /**
-   * The holder's images in container order (the kubelet pulls them in that order): with lanes,
-   * `holderOrder` puts the images no puller has first.
-   * @default - the pool's images, in canonical order
-   */
-  readonly images?: readonly ImageRef[];
   /**
    * Makes this DaemonSet one of the pool's burst pullers instead of its holder: only the lane's
    * images, no sidecar, placed only on nodes whose pool label is neither warm nor partial, so the
@@ -117,15 +101,15 @@ export class PullDaemonSet extends Construct {
     const { pool, puller } = props;
     // A puller never runs the sidecar: the holder's sidecar watches every pod of the pool.
     const reconciler = puller === undefined ? props.reconciler : undefined;
-    const images = puller?.images ?? props.images ?? pool.images;
+    const images = puller?.images ?? pool.images;
     if (images.length === 0)
-      throw new Error(`pool ${pool.namespace}/${pool.key} has no images${puller === undefined ? '' : ` in lane ${puller.lane}`}`);
+      throw new Error(`pool ${pool.namespace}/${pool.key} has no images${puller === undefined ? '' : ` in lane ${puller.key}`}`);
     this.poolId = pool.id;
 
     // Each DaemonSet selects on a label no other DaemonSet's pods carry; the member label is what
     // the sidecar watches, and no DaemonSet selects on it.
     const selector =
-      puller === undefined ? { [LABEL_POOL]: this.poolId } : { [LABEL_PULLER]: pullerSelectorValue(this.poolId, puller.lane) };
+      puller === undefined ? { [LABEL_POOL]: this.poolId } : { [LABEL_PULLER]: pullerSelectorValue(this.poolId, puller.key) };
     const labels = {
       [LABEL_MANAGED_BY]: MANAGED_BY,
       [LABEL_NAME]: 'prewarm',
@@ -139,7 +123,7 @@ export class PullDaemonSet extends Construct {
 
     this.workload = new kplus.DaemonSet(this, 'Resource', {
       metadata: {
-        name: puller === undefined ? daemonSetName(this.poolId) : pullerDaemonSetName(this.poolId, puller.lane),
+        name: puller === undefined ? daemonSetName(this.poolId) : pullerDaemonSetName(this.poolId, puller.key),
         namespace: pool.namespace,
         labels,
       },

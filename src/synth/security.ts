@@ -21,6 +21,9 @@ export const CONTAINER_SECURITY: kplus.ContainerSecurityContextProps = {
   readOnlyRootFilesystem: true,
 };
 
+/** CPU limit of the containers that only start and sleep: enough for the runtime to start them quickly. */
+const START_CPU_LIMIT_MILLIS = 250;
+
 /** Pod-level settings; `seccompProfile: RuntimeDefault` is an escape hatch. */
 export const POD_SECURITY: kplus.PodSecurityContextProps = {
   ensureNonRoot: true,
@@ -30,17 +33,21 @@ export const POD_SECURITY: kplus.PodSecurityContextProps = {
 
 /**
  * A cached image's container only sleeps: it needs almost nothing, and its requests are counted
- * once per image per node, so they stay tiny. The limit leaves headroom for the runtime's own
- * accounting of a static busybox.
+ * once per image per node, so they stay tiny. The CPU limit is not tiny on purpose: the runtime's
+ * `runc init` and the exec of busybox run inside the container's cgroup and need about 25-40 ms of
+ * CPU to start it. Under a 10m limit (1 ms per 100 ms CFS period) that took 2.5-4 s per container
+ * on the harness, one container after another, and was the largest part of a node's warm-up
+ * (docs/benchmarks.md, the waterfall); under 250m it takes about 0.1 s. A sleeping process uses
+ * none of it.
  */
 export const IMAGE_RESOURCES: kplus.ContainerResources = {
-  cpu: { request: kplus.Cpu.millis(1), limit: kplus.Cpu.millis(10) },
+  cpu: { request: kplus.Cpu.millis(1), limit: kplus.Cpu.millis(START_CPU_LIMIT_MILLIS) },
   memory: { request: Size.mebibytes(4), limit: Size.mebibytes(16) },
 };
 
-/** The init container copies one file. */
+/** The init container copies one file; it starts as often as an image container (see above). */
 export const HELPER_RESOURCES: kplus.ContainerResources = {
-  cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(100) },
+  cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(START_CPU_LIMIT_MILLIS) },
   memory: { request: Size.mebibytes(8), limit: Size.mebibytes(32) },
 };
 

@@ -1,59 +1,110 @@
 /**
  * E2E (issue 14): burst pullers on real kubelets (the harness's kubelets pull in parallel:
- * `serializeImagePulls: false`). A node joins, tainted, a pool of 5 images of the time-to-warm
- * bench's sizes (8..48 MiB, 128 MiB in all) with `lanes: 3`: the pullers appear beside the
- * holder, every image lands in containerd, the node turns warm, the pullers go and the taint is
- * removed. Prints time-to-warm (Ready → warm label, first seen on one node watch) against a raw
- * parallel `crictl pull` of the same images on a bare containerd in the same run.
+ * `serializeImagePulls: false`).
+ *
+ * 1. A node joins, tainted, a pool of 5 images of the time-to-warm bench's sizes (8..48 MiB,
+ *    128 MiB in all) with `lanes: 3`: the pullers appear beside the holder, every image lands in
+ *    containerd, the node turns warm, the pullers go and the taint is removed. Prints time-to-warm
+ *    (Ready → warm label, first seen on one node watch) against a raw parallel `crictl pull` of
+ *    the same images on a bare containerd in the same run, and the join's timeline (the code of
+ *    `prewarm status --node`).
+ * 2. Adding one image to the pool rolls the holder and at most one puller; the node ends warm
+ *    with the new image, and the pullers leave again.
+ * 3. A pool with an image that cannot be pulled: the node turns partial at the deadline, with
+ *    the reason, the taint is removed, and no puller is left on it.
+ *
+ * After every e2e test, test/e2e/setup.ts checks that no puller is left on a warm or partial node.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../../harness/cluster/bare.js';
 import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
 import { REGISTRY } from '../../harness/cluster/config.js';
-import { ensureStandIn, normalize } from '../../harness/cluster/images.js';
-import { nodeImages, type Taint } from '../../harness/cluster/node.js';
+import { ensureStandIn, imageInRegistry, normalize } from '../../harness/cluster/images.js';
+import { nodeImages, nodeImagesAsync, type Taint } from '../../harness/cluster/node.js';
 import { Kube, type KubeObject } from '../../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { NodeWatch, until } from '../../harness/nodes.js';
+import { TimelineRecorder } from '../../harness/timeline-recorder.js';
 import { secs, waitFor } from '../../harness/time.js';
-import { DEFAULT_GATE_TAINT_KEY, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
+import { parseAnnotation } from '../../src/contract/annotation.js';
+import { DEFAULT_GATE_TAINT_KEY, LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
+import { buildTimeline } from '../../src/status/timeline.js';
+import { renderTimelineText } from '../../src/status/timeline-render.js';
+import { nodeAnnotationKey } from '../../src/synth/naming.js';
 import { applyServerSide, imageCache, specDir } from './helpers.js';
 
 const NS = 'e2e-lanes';
 const SEL = 'e2e.prewarm.dev/lanes';
 const NODE = 'lanes-node';
+const FAIL_NODE = 'lanes-fail';
 const RAW_NODE = 'lanes-raw';
 const POOL = 'lanes';
+const FAIL_POOL = 'lanes-fail';
 const LANES = 3;
+const DEADLINE_S = 30;
 const GATE: Taint = { key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' };
 /** The time-to-warm bench's stand-in sizes (MiB). */
 const SIZES_MIB = [8, 16, 24, 32, 48];
 const IMAGES = SIZES_MIB.map((_, i) => `${REGISTRY.plain}/e2e/lanes-${i + 1}:v1`);
+const ADDED = `${REGISTRY.plain}/e2e/lanes-6:v1`;
+/** Never pushed: every pull of it fails. */
+const ABSENT = `${REGISTRY.plain}/e2e/lanes-absent:v1`;
 
-/** The pool's pods on the node that are pullers (not being deleted). */
-async function pullersOn(kube: Kube, node: string): Promise<KubeObject[]> {
+/** The pool's pullers on the node. */
+async function pullersOn(kube: Kube, pool: string, node: string): Promise<KubeObject[]> {
   const l = await kube.list(`/api/v1/namespaces/${NS}/pods`, {
-    labelSelector: `${LABEL_POOL_MEMBER}=${POOL},${LABEL_PULLER}`,
+    labelSelector: `${LABEL_POOL_MEMBER}=${pool},${LABEL_PULLER}`,
     fieldSelector: `spec.nodeName=${node}`,
   });
   return l.items;
+}
+
+/** The spec of both pools, with `images` in the first. */
+function specs(images: readonly string[]): string {
+  return specDir('lanes', [
+    imageCache(NS, 'lanes', [{ pool: POOL, nodeSelector: { [SEL]: 'yes' }, images: [...images] }], { lanes: LANES }),
+    imageCache(NS, 'lanes-fail', [{ pool: FAIL_POOL, nodeSelector: { [SEL]: 'fail' }, images: [IMAGES[0] as string, ABSENT] }], {
+      lanes: LANES,
+      gate: { deadline: `${DEADLINE_S}s` },
+    }),
+  ]);
+}
+
+/** DaemonSets of the pool by name: their generation, and whether each is the holder. */
+async function poolDaemonSets(kube: Kube, pool: string): Promise<Map<string, { generation: number; holder: boolean }>> {
+  const l = await kube.list(`/apis/apps/v1/namespaces/${NS}/daemonsets`);
+  return new Map(
+    l.items
+      .filter((d) => d.spec?.template?.metadata?.labels?.[LABEL_POOL_MEMBER] === pool)
+      .map((d) => [
+        d.metadata.name,
+        {
+          generation: (d.metadata as { generation?: number }).generation ?? 0,
+          holder: d.spec?.selector?.matchLabels?.[LABEL_POOL] !== undefined,
+        },
+      ]),
+  );
 }
 
 describe('lanes on real kubelets', () => {
   let kube: Kube;
   let watch: NodeWatch;
   let pullerDaemonSets = 0;
+  // Pools named in the spec keep their name as id (src/synth/naming.ts poolId).
+  const poolId = POOL;
+  const failPoolId = FAIL_POOL;
 
   beforeAll(async () => {
     kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
-    const dir = specDir('lanes', [
-      imageCache(NS, 'lanes', [{ pool: POOL, nodeSelector: { [SEL]: 'yes' }, images: IMAGES }], { lanes: LANES }),
-    ]);
-    const { yaml } = synth([dir]);
+    const { yaml } = synth([specs(IMAGES)]);
     const objects = yamlObjects(yaml);
-    pullerDaemonSets = objects.filter((o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] !== undefined).length;
+    pullerDaemonSets = objects.filter(
+      (o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] !== undefined && o.metadata.labels[LABEL_POOL_MEMBER] === poolId,
+    ).length;
     SIZES_MIB.forEach((mib, i) => ensureStandIn(IMAGES[i] as string, { sizeBytes: mib << 20 }));
-    prepareImages(objects);
+    ensureStandIn(ADDED, { sizeBytes: 8 << 20 });
+    prepareImages(objects, [ABSENT]);
+    expect(imageInRegistry(ABSENT), `${ABSENT} must be absent from the registry`).toBe(false);
     const applied = applyServerSide(yaml);
     expect(applied.warnings, applied.stderr).toEqual([]);
     kube = new Kube();
@@ -65,6 +116,7 @@ describe('lanes on real kubelets', () => {
     watch?.close();
     kube?.close();
     await removeNode(NODE).catch(() => undefined);
+    await removeNode(FAIL_NODE).catch(() => undefined);
     await stopBareRuntime(RAW_NODE).catch(() => undefined);
     kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
   });
@@ -72,23 +124,38 @@ describe('lanes on real kubelets', () => {
   it('a node joins: pullers appear, the images land, the node turns warm, the pullers go, the taint is removed', async () => {
     expect(pullerDaemonSets, 'synth emits pullers for lanes: 3 over 5 images').toBeGreaterThan(0);
     const t = watch.expect(NODE);
+    const recorder = new TimelineRecorder(kube, NODE);
+    await recorder.start();
     await addNode(NODE, { labels: { [SEL]: 'yes' }, taints: [GATE], wait: false });
     // Sample the pullers until the taint is gone: they must have run on the warming node.
     let sawPullers = 0;
     const stopAt = Date.now() + 300_000;
     while (Date.now() < stopAt && !t.taintsGoneAt.has(GATE.key)) {
-      sawPullers = Math.max(sawPullers, (await pullersOn(kube, NODE)).length);
+      sawPullers = Math.max(sawPullers, (await pullersOn(kube, poolId, NODE)).length);
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(t.taintsGoneAt.has(GATE.key), `gate taint removed from ${NODE}`).toBe(true);
     expect(sawPullers, 'puller pods on the warming node').toBe(pullerDaemonSets);
 
-    const labelKey = `prewarm.dev/${POOL}`;
+    const labelKey = `prewarm.dev/${poolId}`;
     expect(await until(t, (x) => x.labelsAt.has(`${labelKey}=warm`), Date.now() + 10_000)).toBe(true);
     const have = new Set(nodeImages(NODE));
     for (const ref of IMAGES) expect(have.has(normalize(ref)), `${ref} in containerd on ${NODE}`).toBe(true);
     // Warm: the DaemonSet controller removes the pullers (NotIn [warm, partial]).
-    await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOn(kube, NODE)).length === 0, 120_000, 500);
+    await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOn(kube, poolId, NODE)).length === 0, 120_000, 500);
+    recorder.stop();
+
+    const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${NS}/daemonsets`)).items.map((d) => `${NS}/${d.metadata.name}`);
+    const timeline = buildTimeline(recorder.input(daemonSets));
+    console.log(renderTimelineText(timeline, 80));
+    // The timeline saw the join as it happened: the holder and every puller, each image pulled once at least.
+    expect(timeline.rows.filter((r) => r.kind === 'pod')).toHaveLength(1 + pullerDaemonSets);
+    for (const ref of IMAGES)
+      expect(
+        timeline.rows.some((r) => r.label === ref && r.outcome === 'pulled'),
+        `${ref} pulled`,
+      ).toBe(true);
+    expect(timeline.marks.map((m) => m.label)).toEqual(expect.arrayContaining(['Ready', `warm ${poolId}`, 'taint removed']));
 
     const warmMs = (t.labelsAt.get(`${labelKey}=warm`) as number) - (t.readyAt as number);
     await startBareRuntime(RAW_NODE);
@@ -97,5 +164,53 @@ describe('lanes on real kubelets', () => {
     console.log(
       `time-to-warm lanes ${NODE}: ${secs(warmMs, 2)}s (raw pull ${secs(rawMs, 2)}s, ratio ${(warmMs / rawMs).toFixed(1)}) [${IMAGES.length} images, ${LANES} lanes]`,
     );
+  });
+
+  it('adding one image rolls the holder and at most one puller; the node ends warm with it', async () => {
+    const before = await poolDaemonSets(kube, poolId);
+    const { yaml } = synth([specs([...IMAGES, ADDED])]);
+    const applied = applyServerSide(yaml);
+    expect(applied.warnings, applied.stderr).toEqual([]);
+    const after = await poolDaemonSets(kube, poolId);
+    const changed = [...after].filter(([name, d]) => before.get(name)?.generation !== d.generation);
+    const removed = [...before.keys()].filter((name) => !after.has(name));
+    expect(removed, 'no DaemonSet of the pool removed').toEqual([]);
+    expect(changed.filter(([, d]) => d.holder).length, 'the holder rolls').toBe(1);
+    expect(changed.filter(([, d]) => !d.holder).length, `pullers changed: ${changed.map(([n]) => n).join(', ')}`).toBeLessThanOrEqual(1);
+
+    // The new holder's sidecar marks the node warm once the new image is there; pullers leave again.
+    await waitFor(
+      `${ADDED} in containerd on ${NODE}`,
+      async () => new Set(await nodeImagesAsync(NODE)).has(normalize(ADDED)),
+      180_000,
+      1000,
+    );
+    await waitFor(
+      `${NODE} warm again with ${IMAGES.length + 1} images`,
+      async () => {
+        const node = await kube.get(`/api/v1/nodes/${NODE}`);
+        const ann = parseAnnotation(node.metadata.annotations?.[nodeAnnotationKey(poolId)]);
+        return node.metadata.labels?.[`prewarm.dev/${poolId}`] === 'warm' && ann?.images === IMAGES.length + 1;
+      },
+      180_000,
+      1000,
+    );
+    await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOn(kube, poolId, NODE)).length === 0, 120_000, 500);
+  });
+
+  it('an image that cannot be pulled: partial at the deadline, with the reason, the taint removed, no puller left', async () => {
+    const t = watch.expect(FAIL_NODE);
+    await addNode(FAIL_NODE, { labels: { [SEL]: 'fail' }, taints: [GATE], wait: false });
+    const labelKey = `prewarm.dev/${failPoolId}`;
+    expect(await until(t, (x) => x.taintsGoneAt.has(GATE.key), Date.now() + 240_000), `gate taint removed from ${FAIL_NODE}`).toBe(true);
+    expect(await until(t, (x) => x.labelsAt.has(`${labelKey}=partial`), Date.now() + 10_000)).toBe(true);
+    // Not before the deadline (the sidecar counts from the node's Ready; allow the second-resolution clock).
+    expect((t.taintsGoneAt.get(GATE.key) as number) - (t.readyAt as number)).toBeGreaterThanOrEqual((DEADLINE_S - 2) * 1000);
+    const node = await kube.get(`/api/v1/nodes/${FAIL_NODE}`);
+    const ann = parseAnnotation(node.metadata.annotations?.[nodeAnnotationKey(failPoolId)]);
+    expect(ann?.state).toBe('partial');
+    expect(ann?.failing?.map((f) => f.image)).toEqual([ABSENT]);
+    expect(ann?.failing?.[0]?.reason).toMatch(/ErrImagePull|ImagePullBackOff/);
+    await waitFor(`pullers gone from ${FAIL_NODE}`, async () => (await pullersOn(kube, failPoolId, FAIL_NODE)).length === 0, 60_000, 500);
   });
 });

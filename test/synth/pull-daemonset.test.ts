@@ -77,7 +77,7 @@ describe('PullDaemonSet', () => {
       expect(c.resources.requests.memory).not.toBe('512Mi');
       expect(c.resources.limits).toBeDefined();
     }
-    expect(spec.containers[1].resources).toEqual({ requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '10m', memory: '16Mi' } });
+    expect(spec.containers[1].resources).toEqual({ requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '250m', memory: '16Mi' } });
   });
 
   it('selects on the stable pool label only, never on construct paths', () => {
@@ -181,9 +181,9 @@ describe('PullDaemonSet', () => {
 });
 
 describe('PullDaemonSet as a burst puller', () => {
-  function puller(pool: Pool, lane = 1, images = pool.images.slice(0, 1)) {
+  function puller(pool: Pool, key = '1', images = pool.images.slice(0, 1)) {
     const chart = Testing.chart();
-    new PullDaemonSet(chart, 'puller', { pool, reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' }, puller: { lane, images } });
+    new PullDaemonSet(chart, 'puller', { pool, reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' }, puller: { key, images } });
     return only(Testing.synth(chart), 'DaemonSet');
   }
 
@@ -192,11 +192,11 @@ describe('PullDaemonSet as a burst puller', () => {
   });
 
   it('custom', () => {
-    expect(puller(custom, 3)).toMatchSnapshot();
+    expect(puller(custom, '3')).toMatchSnapshot();
   });
 
   it('holds only its lane, without the sidecar or a token, and leaves quickly', () => {
-    const ds = puller(custom, 2, custom.images.slice(1));
+    const ds = puller(custom, '2', custom.images.slice(1));
     const spec = ds.spec.template.spec;
     expect(ds.metadata.name).toBe('prewarm-gpu-puller-2');
     expect(spec.containers.map((c: { image: string }) => c.image)).toEqual([custom.images[1]?.canonical]);
@@ -224,7 +224,7 @@ describe('PullDaemonSet as a burst puller', () => {
   });
 
   it('selects on its own puller label, never the pool label, and carries the member label', () => {
-    const ds = puller(custom, 2);
+    const ds = puller(custom, '2');
     expect(ds.spec.selector).toEqual({ matchLabels: { 'prewarm.dev/puller': 'gpu-2' } });
     const labels = ds.spec.template.metadata.labels;
     expect(labels).not.toHaveProperty('prewarm.dev/pool');
@@ -239,6 +239,6 @@ describe('PullDaemonSet as a burst puller', () => {
   });
 
   it('refuses an empty lane', () => {
-    expect(() => puller(defaults, 1, [])).toThrow(/has no images in lane 1/);
+    expect(() => puller(defaults, '1', [])).toThrow(/has no images in lane 1/);
   });
 });

@@ -1,0 +1,435 @@
+/**
+ * One node's warm-up as a timeline: Ready, each pull pod (holder and burst pullers) from creation
+ * through scheduling, sandbox and init to its containers, each image pulling → pulled, the pools
+ * turning warm or partial, and the gating taint removed. Built from what the cluster keeps: the
+ * node, the pods still there, and the Events (kubelet, scheduler, and the sidecar's). Pods that
+ * are gone (pullers leave once a node is warm) are rebuilt from their Events. Pure: the CLI lists
+ * the objects; `prewarm status --node` renders the result as text bars, JSON or SVG, and the
+ * benchmarks draw their waterfall with the same code.
+ *
+ * Times are seconds after the node's last Ready transition. Most Kubernetes timestamps have 1 s
+ * resolution; a pull's length comes from the kubelet's own measure in its `Pulled` message.
+ */
+import { LABEL_COMPONENT, LABEL_PULLER } from '../contract/names.js';
+import { EventReason } from '../reconciler/reasons.js';
+
+type Opt<T> = T | undefined;
+
+/** The fields of a Node the timeline reads (client-node's V1Node fits). */
+export interface TimelineNode {
+  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Date | string> }>;
+  readonly status?: Opt<{
+    readonly conditions?: Opt<
+      readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]
+    >;
+  }>;
+}
+
+interface ContainerStatus {
+  readonly name: string;
+  readonly image: string;
+  readonly state?: Opt<{
+    readonly waiting?: Opt<{ readonly reason?: Opt<string> }>;
+    readonly running?: Opt<{ readonly startedAt?: Opt<Date | string> }>;
+    readonly terminated?: Opt<{ readonly startedAt?: Opt<Date | string>; readonly reason?: Opt<string> }>;
+  }>;
+}
+
+/** The fields of a pull pod the timeline reads (client-node's V1Pod fits). */
+export interface TimelinePod {
+  readonly metadata?: Opt<{
+    readonly name?: Opt<string>;
+    readonly namespace?: Opt<string>;
+    readonly labels?: Opt<Readonly<Record<string, string>>>;
+    readonly creationTimestamp?: Opt<Date | string>;
+    readonly deletionTimestamp?: Opt<Date | string>;
+  }>;
+  readonly spec?: Opt<{
+    readonly nodeName?: Opt<string>;
+    readonly containers?: Opt<readonly { readonly name: string; readonly image?: Opt<string> }[]>;
+  }>;
+  readonly status?: Opt<{
+    readonly conditions?: Opt<
+      readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]
+    >;
+    readonly initContainerStatuses?: Opt<readonly ContainerStatus[]>;
+    readonly containerStatuses?: Opt<readonly ContainerStatus[]>;
+  }>;
+}
+
+/** The fields of a core/v1 Event the timeline reads (client-node's CoreV1Event fits). */
+export interface TimelineEvent {
+  readonly metadata?: Opt<{ readonly creationTimestamp?: Opt<Date | string> }>;
+  readonly involvedObject: {
+    readonly kind?: Opt<string>;
+    readonly name?: Opt<string>;
+    readonly namespace?: Opt<string>;
+    readonly fieldPath?: Opt<string>;
+  };
+  readonly reason?: Opt<string>;
+  readonly message?: Opt<string>;
+  readonly eventTime?: Opt<Date | string>;
+  readonly firstTimestamp?: Opt<Date | string>;
+  readonly lastTimestamp?: Opt<Date | string>;
+  readonly source?: Opt<{ readonly host?: Opt<string> }>;
+  readonly reportingInstance?: Opt<string>;
+}
+
+/** A phase of a pod's start-up, or of an image. */
+export type SpanKind = 'pending' | 'sandbox' | 'init' | 'containers' | 'pulling' | 'present' | 'failed' | 'running';
+
+/** One bar: `from`..`to` in seconds after the origin; `to` undefined means still going at `end`. */
+export interface Span {
+  readonly kind: SpanKind;
+  readonly from: number;
+  readonly to?: number;
+  /** E.g. the kubelet's pull time, `12.3s`. */
+  readonly note?: string;
+}
+
+/** One row: a pod, or one image pulled by a pod. */
+export interface TimelineRow {
+  readonly kind: 'pod' | 'image';
+  /** The pod's name (both kinds), so rows group by pod. */
+  readonly pod: string;
+  /** `holder`, `puller <lane>` or `pod`, for a pod row; the image reference for an image row. */
+  readonly label: string;
+  readonly spans: readonly Span[];
+  /** For an image row: whether it was pulled, found present, or failed. */
+  readonly outcome?: 'pulled' | 'present' | 'failed' | 'waiting';
+  /** For an image row: the kubelet's own measure of the pull, in seconds. */
+  readonly pullSeconds?: number;
+}
+
+/** A moment on the node: Ready, a pool warm or partial, the gate opened. */
+export interface TimelineMark {
+  readonly at: number;
+  readonly label: string;
+}
+
+/** One node's warm-up. */
+export interface Timeline {
+  readonly node: string;
+  /** The wall-clock time of 0 s (the node's last Ready transition, else the earliest thing seen). */
+  readonly origin: string;
+  /** What 0 s is. */
+  readonly originLabel: 'Ready' | 'first seen';
+  /** The last time anything happened, in seconds after the origin (or now, while warming). */
+  readonly end: number;
+  readonly marks: readonly TimelineMark[];
+  readonly rows: readonly TimelineRow[];
+  /** What could not be shown, and why (e.g. Events that have expired). */
+  readonly notes: readonly string[];
+}
+
+/** What {@link buildTimeline} reads. */
+export interface TimelineInput {
+  readonly node: TimelineNode;
+  /** The pull pods bound to the node (others are ignored). */
+  readonly pods: readonly TimelinePod[];
+  /** Events of the pull pods' namespaces and of the sidecars (about the Node). */
+  readonly events: readonly TimelineEvent[];
+  /** Names of prewarm's DaemonSets as `namespace/name`: how pods that are gone are recognised in Events. */
+  readonly daemonSets: readonly string[];
+  readonly now: Date;
+}
+
+/** How long the apiserver keeps Events by default (`--event-ttl`). */
+export const EVENT_TTL_SECONDS = 3600;
+
+function ms(t: Opt<Date | string>): number | undefined {
+  if (t === undefined) return undefined;
+  const v = t instanceof Date ? t.getTime() : Date.parse(t);
+  return Number.isNaN(v) ? undefined : v;
+}
+
+/** When an Event happened: its micro-time if set, else its first timestamp, else its creation. */
+function eventMs(e: TimelineEvent): number | undefined {
+  return ms(e.eventTime) ?? ms(e.firstTimestamp) ?? ms(e.metadata?.creationTimestamp);
+}
+
+/** A Go duration as the kubelet prints it (`1.5s`, `850ms`, `1m2.5s`, `1h0m3s`, `12µs`), in seconds. */
+export function parseGoDuration(text: string): number | undefined {
+  const units: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, µs: 1e-6, ns: 1e-9 };
+  const re = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/gy;
+  let total = 0;
+  let matched = 0;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text)) !== null) {
+    total += Number(m[1]) * (units[m[2] ?? ''] ?? 0);
+    matched = re.lastIndex;
+  }
+  return matched === text.length && matched > 0 ? total : undefined;
+}
+
+/** The kubelet's pull time from a `Pulled` message: `Successfully pulled image "x" in 1.2s (…)`. */
+export function pullSecondsOf(message: string): number | undefined {
+  const m = / in ([0-9.hmsuµn]+) \(/.exec(message);
+  return m?.[1] === undefined ? undefined : parseGoDuration(m[1]);
+}
+
+/** The container a kubelet Event is about: `spec.containers{name}` or `spec.initContainers{name}`. */
+function containerOf(e: TimelineEvent): string | undefined {
+  return /^spec\.(?:init)?[cC]ontainers\{(.+)\}$/.exec(e.involvedObject.fieldPath ?? '')?.[1];
+}
+
+function condition(
+  conditions: Opt<readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]>,
+  type: string,
+): number | undefined {
+  const c = conditions?.find((x) => x.type === type);
+  return c?.status === 'True' ? ms(c.lastTransitionTime) : undefined;
+}
+
+interface PodFacts {
+  name: string;
+  namespace: string;
+  label: string;
+  created?: number | undefined;
+  scheduled?: number | undefined;
+  sandbox?: number | undefined;
+  initialized?: number | undefined;
+  deleted?: number | undefined;
+  /** Image containers in spec order: name → image. */
+  containers: Map<string, string>;
+  started: Map<string, number>;
+  waiting: Map<string, string>;
+  events: TimelineEvent[];
+}
+
+function podLabel(labels: Opt<Readonly<Record<string, string>>>, name: string, daemonSets: readonly string[]): string {
+  const puller = labels?.[LABEL_PULLER];
+  if (puller !== undefined) return `puller ${puller.slice(puller.lastIndexOf('-') + 1)}`;
+  if (labels?.[LABEL_COMPONENT] !== undefined) return 'holder';
+  // A pod known from its Events only: its DaemonSet's name says what it was.
+  const ds = daemonSets.map((d) => d.slice(d.indexOf('/') + 1)).find((d) => podOf(d, name));
+  const lane = ds === undefined ? undefined : /-puller-([0-9a-f]+)$/.exec(ds)?.[1];
+  return lane !== undefined ? `puller ${lane}` : ds !== undefined ? 'holder' : 'pod';
+}
+
+/** Whether `pod` is named as a pod of DaemonSet `ds`: `<ds>-<5 random characters>`. */
+function podOf(ds: string, pod: string): boolean {
+  return pod.length === ds.length + 6 && pod.startsWith(`${ds}-`) && /^[a-z0-9]{5}$/.test(pod.slice(ds.length + 1));
+}
+
+/** Builds one node's timeline. */
+export function buildTimeline(input: TimelineInput): Timeline {
+  const node = input.node.metadata?.name ?? '';
+  const now = input.now.getTime();
+  const notes: string[] = [];
+  const pods = new Map<string, PodFacts>();
+  const key = (ns: string, name: string) => `${ns}/${name}`;
+
+  for (const p of input.pods) {
+    if (p.spec?.nodeName !== node) continue;
+    const name = p.metadata?.name ?? '';
+    const namespace = p.metadata?.namespace ?? '';
+    const statuses = p.status?.containerStatuses ?? [];
+    pods.set(key(namespace, name), {
+      name,
+      namespace,
+      label: podLabel(p.metadata?.labels, name, input.daemonSets),
+      created: ms(p.metadata?.creationTimestamp),
+      scheduled: condition(p.status?.conditions, 'PodScheduled'),
+      sandbox: condition(p.status?.conditions, 'PodReadyToStartContainers'),
+      initialized: condition(p.status?.conditions, 'Initialized'),
+      deleted: ms(p.metadata?.deletionTimestamp),
+      containers: new Map((p.spec?.containers ?? []).map((c) => [c.name, c.image ?? ''])),
+      started: new Map(
+        statuses.flatMap((c) => {
+          const t = ms(c.state?.running?.startedAt ?? c.state?.terminated?.startedAt);
+          return t === undefined ? [] : [[c.name, t] as const];
+        }),
+      ),
+      waiting: new Map(
+        statuses.flatMap((c) => (c.state?.waiting?.reason === undefined ? [] : [[c.name, c.state.waiting.reason] as const])),
+      ),
+      events: [],
+    });
+  }
+
+  // Events of pods on this node; pods that are gone are rebuilt from them.
+  const known = new Set(input.daemonSets);
+  const ofOurs = (ns: string, name: string) => [...known].some((d) => d.startsWith(`${ns}/`) && podOf(d.slice(ns.length + 1), name));
+  const nodeEvents: TimelineEvent[] = [];
+  for (const e of input.events) {
+    const o = e.involvedObject;
+    if (o.kind === 'Node' && o.name === node) {
+      nodeEvents.push(e);
+      continue;
+    }
+    if (o.kind !== 'Pod' || o.name === undefined || o.namespace === undefined) continue;
+    let facts = pods.get(key(o.namespace, o.name));
+    const onNode = e.source?.host === node || (e.reason === 'Scheduled' && (e.message ?? '').endsWith(` to ${node}`));
+    if (facts === undefined && onNode && ofOurs(o.namespace, o.name)) {
+      facts = {
+        name: o.name,
+        namespace: o.namespace,
+        label: podLabel(undefined, o.name, input.daemonSets),
+        containers: new Map(),
+        started: new Map(),
+        waiting: new Map(),
+        events: [],
+      };
+      pods.set(key(o.namespace, o.name), facts);
+    }
+    facts?.events.push(e);
+  }
+
+  // The origin: the node's last Ready transition.
+  const readyAt = condition(input.node.status?.conditions, 'Ready');
+  const times: number[] = [];
+  for (const f of pods.values()) {
+    for (const t of [f.created, f.scheduled, f.sandbox, f.initialized, f.deleted, ...f.started.values()])
+      if (t !== undefined) times.push(t);
+    for (const e of f.events) {
+      const t = eventMs(e);
+      if (t !== undefined) times.push(t);
+    }
+  }
+  for (const e of nodeEvents) {
+    const t = eventMs(e);
+    if (t !== undefined) times.push(t);
+  }
+  const first = times.length > 0 ? Math.min(...times) : now;
+  const origin = readyAt ?? first;
+  const at = (t: number) => Math.round((t - origin) / 10) / 100;
+
+  const rows: TimelineRow[] = [];
+  const ordered = [...pods.values()].sort(
+    (a, b) => order(a.label) - order(b.label) || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0),
+  );
+  for (const f of ordered) {
+    const byReason = (reason: string) => f.events.filter((e) => e.reason === reason);
+    f.scheduled ??= min(byReason('Scheduled').map(eventMs));
+    f.created ??= f.scheduled;
+    // Events of a pod that is gone stand in for its conditions: the first container event is when
+    // its sandbox was up (the kubelet starts pulling only then).
+    const containerEvents = f.events.filter((e) => containerOf(e) !== undefined);
+    f.sandbox ??= min(containerEvents.map(eventMs));
+    const killed = min(byReason('Killing').map(eventMs));
+    f.deleted ??= killed;
+    if (f.events.length === 0 && f.created !== undefined && (now - f.created) / 1000 > EVENT_TTL_SECONDS)
+      notes.push(
+        `no Events left for pod ${f.name}: the apiserver keeps Events ${EVENT_TTL_SECONDS / 3600} h by default, so pulls are shown from container statuses only`,
+      );
+
+    // Image rows, per container, in the kubelet's order (spec order; gone pods: event order).
+    const names = new Set([...f.containers.keys(), ...containerEvents.map((e) => containerOf(e) ?? '')]);
+    const imageRows: TimelineRow[] = [];
+    let lastStarted: number | undefined;
+    for (const c of names) {
+      const evs = containerEvents.filter((e) => containerOf(e) === c && !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? ''));
+      if (evs.length === 0 && !f.containers.has(c)) continue;
+      const pulled = evs.find((e) => e.reason === 'Pulled');
+      const pulling = evs.find((e) => e.reason === 'Pulling');
+      const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
+      const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
+      if (started !== undefined) lastStarted = Math.max(lastStarted ?? started, started);
+      const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;
+      const spans: Span[] = [];
+      let outcome: TimelineRow['outcome'] = 'waiting';
+      let pullSeconds: number | undefined;
+      const pulledAt = pulled === undefined ? undefined : eventMs(pulled);
+      if (pulled !== undefined && pulledAt !== undefined) {
+        pullSeconds = pullSecondsOf(pulled.message ?? '');
+        if (pullSeconds === undefined) {
+          outcome = 'present';
+          spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
+        } else {
+          outcome = 'pulled';
+          // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
+          // Pulled event and is exactly as long as the kubelet says.
+          spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
+        }
+      } else if (failed !== undefined) {
+        outcome = 'failed';
+        const from = eventMs(pulling ?? failed);
+        if (from !== undefined)
+          spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
+      } else if (pulling !== undefined) {
+        const from = eventMs(pulling);
+        if (from !== undefined) spans.push({ kind: 'pulling', from: at(from) });
+      }
+      if (started !== undefined)
+        spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
+      imageRows.push({
+        kind: 'image',
+        pod: f.name,
+        label: image,
+        spans,
+        outcome,
+        ...(pullSeconds === undefined ? {} : { pullSeconds: round(pullSeconds) }),
+      });
+    }
+
+    const podSpans: Span[] = [];
+    const phase = (kind: SpanKind, from: number | undefined, to: number | undefined) => {
+      if (from !== undefined) podSpans.push({ kind, from: at(from), ...(to === undefined ? {} : { to: at(Math.max(from, to)) }) });
+    };
+    phase('pending', f.created, f.scheduled);
+    phase('sandbox', f.scheduled, f.sandbox);
+    phase('init', f.sandbox, f.initialized);
+    const allStarted = f.containers.size > 0 ? f.started.size === f.containers.size : f.deleted !== undefined || lastStarted !== undefined;
+    phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
+    rows.push({ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows);
+  }
+
+  const marks: TimelineMark[] = [];
+  if (readyAt !== undefined) marks.push({ at: 0, label: 'Ready' });
+  else notes.push(`node ${node} is not Ready: times are seconds after the first thing seen`);
+  for (const e of nodeEvents) {
+    const t = eventMs(e);
+    if (t === undefined || t < origin - 1000) continue;
+    for (const label of markLabels(e)) marks.push({ at: at(t), label });
+  }
+  marks.sort((a, b) => a.at - b.at);
+  if (pods.size === 0)
+    notes.push(
+      `no pull pods on ${node} and no Events of any: nothing to show (Events expire after ${EVENT_TTL_SECONDS / 3600} h by default)`,
+    );
+
+  const ends = [...rows.flatMap((r) => r.spans.flatMap((s) => [s.from, s.to ?? s.from])), ...marks.map((m) => m.at), 0];
+  const open = rows.some((r) => r.spans.some((s) => s.to === undefined && s.kind !== 'running'));
+  return {
+    node,
+    origin: new Date(origin).toISOString(),
+    originLabel: readyAt === undefined ? 'first seen' : 'Ready',
+    end: open ? Math.max(at(now), ...ends) : Math.max(...ends),
+    marks,
+    rows,
+    notes,
+  };
+}
+
+/**
+ * The marks of one of the sidecar's Events about the node. A pool's Warm or Partial Event also
+ * says when it removed the gate taint in the same write (src/reconciler/gate.ts `mergeEvents`).
+ */
+function markLabels(e: TimelineEvent): string[] {
+  const message = e.message ?? '';
+  const pool = /^pool ([^\s:]+)/.exec(message)?.[1];
+  const of = pool === undefined ? '' : ` ${pool}`;
+  const gate = /removed gate taint \S+ at the absolute bound/.test(message)
+    ? ['taint removed (forced)']
+    : /removed gate taint /.test(message)
+      ? ['taint removed']
+      : [];
+  if (e.reason === EventReason.Warm) return [`warm${of}`, ...gate];
+  if (e.reason === EventReason.Partial) return [`partial${of}`, ...gate];
+  if (e.reason === EventReason.GateOpened || e.reason === EventReason.GateForcedOpen) return gate;
+  return [];
+}
+
+function order(label: string): number {
+  return label === 'holder' ? 0 : label.startsWith('puller') ? 1 : 2;
+}
+
+function min(values: readonly (number | undefined)[]): number | undefined {
+  const v = values.filter((x): x is number => x !== undefined);
+  return v.length === 0 ? undefined : Math.min(...v);
+}
+
+function round(s: number): number {
+  return Math.round(s * 100) / 100;
+}
