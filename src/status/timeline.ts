@@ -10,7 +10,7 @@
  * Times are seconds after the node's last Ready transition. Most Kubernetes timestamps have 1 s
  * resolution; a pull's length comes from the kubelet's own measure in its `Pulled` message.
  */
-import { LABEL_COMPONENT, LABEL_PULLER } from '../contract/names.js';
+import { LABEL_POOL, LABEL_PULLER } from '../contract/names.js';
 import { EventReason } from '../reconciler/reasons.js';
 
 type Opt<T> = T | undefined;
@@ -200,7 +200,7 @@ interface PodFacts {
 function podLabel(labels: Opt<Readonly<Record<string, string>>>, name: string, daemonSets: readonly string[]): string {
   const puller = labels?.[LABEL_PULLER];
   if (puller !== undefined) return `puller ${puller.slice(puller.lastIndexOf('-') + 1)}`;
-  if (labels?.[LABEL_COMPONENT] !== undefined) return 'holder';
+  if (labels?.[LABEL_POOL] !== undefined) return 'holder';
   // A pod known from its Events only: its DaemonSet's name says what it was.
   const ds = daemonSets.map((d) => d.slice(d.indexOf('/') + 1)).find((d) => podOf(d, name));
   const lane = ds === undefined ? undefined : /-puller-([0-9a-f]+)$/.exec(ds)?.[1];

@@ -9,6 +9,8 @@ export const e2eProject = {
     name: 'e2e',
     include: ['test/e2e/**/*.test.ts'],
     globalSetup: ['harness/cluster/global-setup.ts'],
+    // After every test: no burst puller left on a warm or partial node.
+    setupFiles: ['test/e2e/setup.ts'],
     // One cluster, 2 cores: files run one after another, in a single forked worker.
     fileParallelism: false,
     maxWorkers: 1,

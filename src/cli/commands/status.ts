@@ -1,16 +1,22 @@
-/** `prewarm status`: pools and nodes, warm or not, read from the cluster; exit 0 only when all warm. */
+/**
+ * `prewarm status`: pools and nodes, warm or not, read from the cluster; exit 0 only when all warm.
+ * `prewarm status --node NODE`: that node's warm-up as a timeline (src/status/timeline.ts).
+ */
 import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
 import { parseDuration } from '../../imagecache/duration.js';
 import { buildReport, renderTable, type StatusFormat, type StatusReport } from '../../status/report.js';
-import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
+import { buildTimeline, type Timeline, type TimelineEvent } from '../../status/timeline.js';
+import { renderTimelineSvg, renderTimelineText } from '../../status/timeline-render.js';
+import { EVENTS_NAMESPACE, LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
 import { checkOptions, isNamespace } from './common.js';
 
 interface StatusArgs {
-  readonly output: StatusFormat;
+  readonly output: StatusFormat | 'svg';
+  readonly node?: string | undefined;
   readonly watch?: boolean | undefined;
   readonly timeout?: string | undefined;
   readonly interval: number;
@@ -35,18 +41,27 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
       checkOptions(y, { namespace: isNamespace })
         .option('output', {
           alias: 'o',
-          choices: ['table', 'wide', 'json', 'yaml'] as const,
+          choices: ['table', 'wide', 'json', 'yaml', 'svg'] as const,
           default: DEFAULT_FORMAT,
-          describe: 'Output format',
+          describe: 'Output format (svg: only with --node)',
         })
+        .option('node', { type: 'string', describe: "One node's warm-up as a timeline: pods, pulls, warm, the taint removed" })
         .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
         .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m or 1h30m' })
         .option('interval', { type: 'number', default: 2, describe: 'With --watch: seconds between reads' })
         .option('context', { type: 'string', describe: 'kubeconfig context' })
         .option('namespace', { alias: 'n', type: 'string', describe: 'Only pools in this namespace' })
         .example('$0 status -o wide', 'every node of every pool')
-        .example('$0 status --watch --timeout 15m', 'CI gate: wait until warm'),
+        .example('$0 status --watch --timeout 15m', 'CI gate: wait until warm')
+        .example('$0 status --node gpu-node-1', "one node's warm-up, bars scaled to time"),
     handler: async (args: StatusArgs) => {
+      if (args.node !== undefined) {
+        if (args.watch === true) throw new UsageError('--node shows one timeline; it does not --watch');
+        const timeline = await readTimeline(args.node, args.context, args.namespace);
+        io.stdout(renderTimeline(timeline, args.output, process.stdout.columns));
+        return;
+      }
+      if (args.output === 'svg') throw new UsageError('-o svg draws one node: use it with --node');
       const timeoutMs = args.timeout === undefined ? undefined : parseTimeout(args.timeout);
       const source = await clusterSource(args.context, args.namespace);
       const report = args.watch === true ? await watch(source, args, timeoutMs, io, isTty()) : await source.read();
@@ -63,8 +78,60 @@ export function parseTimeout(text: string): number {
   return parsed.seconds * 1000;
 }
 
+/** Renders a node's timeline: text bars fitted to the terminal, JSON, YAML or an SVG waterfall. */
+export function renderTimeline(timeline: Timeline, format: StatusFormat | 'svg', columns: number | undefined): string {
+  switch (format) {
+    case 'json':
+      return `${JSON.stringify(timeline, null, 2)}\n`;
+    case 'yaml':
+      return stringify(timeline);
+    case 'svg':
+      return renderTimelineSvg(timeline);
+    case 'table':
+    case 'wide':
+      return renderTimelineText(timeline, Math.max(20, Math.min(120, (columns ?? 120) - 70)));
+  }
+}
+
+/**
+ * Reads what one node's timeline needs: the node, prewarm's pods on it, prewarm's DaemonSets, and
+ * the Events of their namespaces and of the sidecars (about the node): 3 + one list per namespace.
+ */
+async function readTimeline(node: string, context: string | undefined, namespace: string | undefined): Promise<Timeline> {
+  const { k8s, config } = await kubeClient(context);
+  const apps = config.makeApiClient(k8s.AppsV1Api);
+  const core = config.makeApiClient(k8s.CoreV1Api);
+  const managed = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
+  try {
+    const [n, pods, daemonSets] = await Promise.all([
+      core.readNode({ name: node }),
+      core.listPodForAllNamespaces({ labelSelector: managed, fieldSelector: `spec.nodeName=${node}` }),
+      namespace === undefined
+        ? apps.listDaemonSetForAllNamespaces({ labelSelector: managed })
+        : apps.listNamespacedDaemonSet({ namespace, labelSelector: managed }),
+    ]);
+    const namespaces = [...new Set(daemonSets.items.map((d) => d.metadata?.namespace ?? ''))].filter((x) => x !== '').sort();
+    const lists = await Promise.all([
+      ...namespaces.map((ns) => core.listNamespacedEvent({ namespace: ns })),
+      core.listNamespacedEvent({ namespace: EVENTS_NAMESPACE, fieldSelector: `involvedObject.kind=Node,involvedObject.name=${node}` }),
+    ]);
+    const events: TimelineEvent[] = lists.flatMap((l) => l.items);
+    return buildTimeline({
+      node: n,
+      pods: pods.items,
+      events,
+      daemonSets: daemonSets.items.map((d) => `${d.metadata?.namespace ?? ''}/${d.metadata?.name ?? ''}`),
+      now: new Date(),
+    });
+  } catch (err) {
+    const code = (err as { code?: number }).code;
+    if (code === 404) throw new CliError(`node ${node} not found`, ExitCode.NotReady);
+    throw new CliError(`cannot read the cluster: ${(err as Error).message}`, ExitCode.Internal);
+  }
+}
+
 /** Renders in the chosen format. JSON and YAML carry the whole report. */
-export function render(report: StatusReport, format: StatusFormat): string {
+export function render(report: StatusReport, format: StatusFormat | 'svg'): string {
   switch (format) {
     case 'json':
       return `${JSON.stringify(report, null, 2)}\n`;
@@ -73,6 +140,7 @@ export function render(report: StatusReport, format: StatusFormat): string {
     case 'wide':
       return renderTable(report, true);
     case 'table':
+    case 'svg':
       return renderTable(report, false);
   }
 }

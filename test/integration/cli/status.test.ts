@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { ExitCode } from '../../../src/cli/exit-codes.js';
 import { run } from '../../../src/cli/main.js';
 import type { StatusReport } from '../../../src/status/report.js';
+import type { Timeline } from '../../../src/status/timeline.js';
 import { sleep } from '../../../harness/time.js';
 
 const kubeconfig = inject('kubeconfig');
@@ -106,5 +107,99 @@ describe('prewarm status', () => {
     expect(r.code, r.stderr).toBe(ExitCode.Success);
     expect(r.stdout).toContain('gpu-it');
     expect((await status('-n', ns)).code).toBe(ExitCode.Success);
+  });
+});
+
+describe('prewarm status --node', () => {
+  const t0 = Date.now() - 60_000;
+  const at = (s: number) => new Date(t0 + s * 1000);
+
+  beforeAll(async () => {
+    // st-n1 Ready at t0; a puller that is gone is known from its Events only.
+    const node = await core.readNode({ name: 'st-n1' });
+    node.status = { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: at(0), reason: 'KubeletReady' }] };
+    await core.replaceNodeStatus({ name: 'st-n1', body: node });
+    const puller = 'prewarm-gpu-it-puller-1-abcde';
+    const event = (name: string, s: number, reason: string, message: string, fieldPath?: string) =>
+      core.createNamespacedEvent({
+        namespace: ns,
+        body: {
+          metadata: { name: `${puller}.${name}` },
+          involvedObject: { kind: 'Pod', namespace: ns, name: puller, ...(fieldPath === undefined ? {} : { fieldPath }) },
+          reason,
+          message,
+          source: { component: 'kubelet', host: 'st-n1' },
+          firstTimestamp: at(s),
+          lastTimestamp: at(s),
+          count: 1,
+        },
+      });
+    const apps = (() => {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(kubeconfig);
+      return kc.makeApiClient(k8s.AppsV1Api);
+    })();
+    const labels = { 'app.kubernetes.io/managed-by': 'prewarm', 'prewarm.dev/puller': 'gpu-it-1', 'prewarm.dev/pool-member': 'gpu-it' };
+    await apps.createNamespacedDaemonSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'prewarm-gpu-it-puller-1', labels },
+        spec: {
+          selector: { matchLabels: { 'prewarm.dev/puller': 'gpu-it-1' } },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'redis:7' }] } },
+        },
+      },
+    });
+    await event('a', 2, 'Pulling', 'Pulling image "redis:7"', 'spec.containers{c}');
+    await event(
+      'b',
+      5,
+      'Pulled',
+      'Successfully pulled image "redis:7" in 2.5s (2.5s including waiting). Image size: 1 bytes.',
+      'spec.containers{c}',
+    );
+    await event('c', 6, 'Started', 'Started container c', 'spec.containers{c}');
+    await core.createNamespacedEvent({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'p-st-n1.warm' },
+        involvedObject: { kind: 'Node', name: 'st-n1' },
+        reason: 'Warm',
+        message:
+          'pool gpu-it: all 1 images present, time to warm 7s; removed gate taint prewarm.dev/warming: every pool selecting the node is warm or partial',
+        source: { component: 'prewarm-reconciler', host: 'st-n1' },
+        firstTimestamp: at(7),
+        lastTimestamp: at(7),
+        count: 1,
+      },
+    });
+  });
+
+  it('shows the node warm-up from its pods and Events, a gone puller included, as JSON, text and SVG', async () => {
+    const r = await status('--node', 'st-n1', '-o', 'json');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    const t = JSON.parse(r.stdout) as Timeline;
+    expect(t.originLabel).toBe('Ready');
+    expect(t.marks.map((m) => [m.label, Math.round(m.at)])).toEqual([
+      ['Ready', 0],
+      ['warm gpu-it', 7],
+      ['taint removed', 7],
+    ]);
+    const puller = t.rows.filter((x) => x.pod === 'prewarm-gpu-it-puller-1-abcde');
+    expect(puller.map((x) => x.label)).toEqual(['puller 1', 'redis:7']);
+    expect(puller[1]).toMatchObject({ outcome: 'pulled', pullSeconds: 2.5 });
+    expect(t.rows.some((x) => x.pod === 'p-st-n1' && x.label === 'holder')).toBe(true);
+
+    const text = await status('--node', 'st-n1');
+    expect(text.stdout).toMatch(/puller 1 prewarm-gpu-it-puller-1-abcde/);
+    expect(text.stdout).toMatch(/\^ 7\.0s taint removed/);
+    const svg = await status('--node', 'st-n1', '-o', 'svg');
+    expect(svg.stdout.startsWith('<svg')).toBe(true);
+  });
+
+  it('says what is wrong: an unknown node exits 3, --watch and -o svg without --node are usage errors', async () => {
+    expect((await status('--node', 'no-such-node')).code).toBe(ExitCode.NotReady);
+    expect((await status('--node', 'st-n1', '--watch')).code).toBe(ExitCode.Usage);
+    expect((await status('-o', 'svg')).code).toBe(ExitCode.Usage);
   });
 });

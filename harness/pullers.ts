@@ -1,0 +1,42 @@
+/**
+ * Burst pullers seen from outside: the ones left on a node whose pool is already warm or partial,
+ * which the DaemonSet controller should have removed (their node affinity is `NotIn [warm,
+ * partial]`). Checked after every e2e test (test/e2e/setup.ts).
+ */
+import { LABEL_POOL_MEMBER, LABEL_PULLER, NodeState } from '../src/contract/names.js';
+import { nodeLabelKey } from '../src/synth/naming.js';
+import type { Kube } from './kube.js';
+import { pollUntil } from './time.js';
+
+/** `namespace/pod on node (state)` for every puller pod on a node its pool marks warm or partial. */
+export async function pullersOnMarkedNodes(kube: Kube): Promise<string[]> {
+  const [pods, nodes] = await Promise.all([kube.list('/api/v1/pods', { labelSelector: LABEL_PULLER }), kube.list('/api/v1/nodes')]);
+  const labels = new Map(nodes.items.map((n) => [n.metadata.name, n.metadata.labels ?? {}]));
+  const left: string[] = [];
+  for (const p of pods.items) {
+    const node = (p.spec as { nodeName?: string } | undefined)?.nodeName;
+    const pool = p.metadata.labels?.[LABEL_POOL_MEMBER];
+    if (node === undefined || pool === undefined) continue;
+    const state = labels.get(node)?.[nodeLabelKey(pool)];
+    if (state === NodeState.Warm || state === NodeState.Partial)
+      left.push(`${p.metadata.namespace ?? ''}/${p.metadata.name} on ${node} (${state})`);
+  }
+  return left;
+}
+
+/**
+ * Waits up to `boundMs` for no puller to be left on a warm or partial node (the controller and the
+ * kubelet need a few seconds to remove one) and returns what is still left then.
+ */
+export async function settledPullersOnMarkedNodes(kube: Kube, boundMs = 30_000): Promise<string[]> {
+  let left: string[] = [];
+  await pollUntil(
+    async () => {
+      left = await pullersOnMarkedNodes(kube);
+      return left.length === 0;
+    },
+    Date.now() + boundMs,
+    1000,
+  );
+  return left;
+}
