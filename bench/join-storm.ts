@@ -28,7 +28,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { DEFAULT_GATE_TAINT_KEY } from '../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, LABEL_PULLER } from '../src/contract/names.js';
 import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../harness/cluster/cluster.js';
 import { STATE_DIR } from '../harness/cluster/config.js';
 import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../harness/cluster/kwok.js';
@@ -47,6 +47,11 @@ const args = await yargs(hideBin(process.argv))
     type: 'number',
     default: 150,
     describe: 'how long the kube-fledged model runs after its refresh tick (0 skips it)',
+  })
+  .option('lanes', {
+    type: 'number',
+    default: 1,
+    describe: 'spec.lanes of the pool: 1 is the holder alone, L adds up to L-1 burst pullers per node',
   })
   .option('keep-cluster', { type: 'boolean', default: false, describe: 'leave a cluster this run started up' })
   .option('controller-manager-arg', {
@@ -108,7 +113,15 @@ function podNode(p: KubeObject): string | undefined {
   return terms.flatMap((t) => t.matchFields ?? []).find((f) => f.key === 'metadata.name')?.values[0];
 }
 
+/** Burst puller pods seen (kwok never marks a node warm, so they stay for the whole storm). */
+const pullerPods = { created: new Set<string>(), running: new Set<string>() };
+
 function observePod(p: KubeObject): void {
+  if (p.metadata.labels?.[LABEL_PULLER] !== undefined) {
+    pullerPods.created.add(p.metadata.name);
+    if (p.status?.phase === 'Running') pullerPods.running.add(p.metadata.name);
+    return;
+  }
   const node = podNode(p);
   const t = node ? times.get(node) : undefined;
   if (!t) return;
@@ -212,6 +225,7 @@ function prewarmSpec(): KubeObject {
         },
       ],
       gate: { deadline: '10m' },
+      ...(args.lanes > 1 ? { lanes: args.lanes } : {}),
     },
   };
 }
@@ -222,6 +236,8 @@ async function waitGone(kube: Kube, path: string, boundMs: number): Promise<bool
 
 interface StormResult {
   nodes: number;
+  lanes: number;
+  pullerPods: number;
   creationWindowS: number;
   allRunningS: number | null;
   running: number;
@@ -244,9 +260,12 @@ async function synthesize(): Promise<KubeObject[]> {
 
 async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResult> {
   await applyAll(kube, objs);
-  const ds = objs.find((o) => o.kind === 'DaemonSet');
+  const ds = objs.find((o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] === undefined);
   if (!ds) throw new Error('prewarm synth emitted no DaemonSet');
-  log(`applied ${objs.length} objects from prewarm synth (DaemonSet ${ds.metadata.name}, ${IMAGES.length} images, gate on)`);
+  const pullerDaemonSets = objs.filter((o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] !== undefined).length;
+  log(
+    `applied ${objs.length} objects from prewarm synth (DaemonSet ${ds.metadata.name} and ${pullerDaemonSets} puller DaemonSets, ${IMAGES.length} images, lanes ${args.lanes}, gate on)`,
+  );
   const stopWatch = watchPods(kube);
   await sleep(2000); // the watch is open before the first node exists
   const metricsBefore = await requestTotals(kube);
@@ -298,7 +317,10 @@ async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResu
     `stages (p50): node created -> pod created ${secs(stage('createdAt', 'podAt'))} s, -> bound ${secs(stage('podAt', 'boundAt'))} s, -> Running ${secs(stage('boundAt', 'runningAt'))} s`,
   );
   console.log(
-    `first node created -> every pull pod Running: ${running === N ? `${secs(allRunningMs)} s` : `not within ${args['bound-s']} s`}`,
+    `first node created -> every pull pod (holder) Running: ${running === N ? `${secs(allRunningMs)} s` : `not within ${args['bound-s']} s`}`,
+  );
+  console.log(
+    `burst pullers (lanes ${args.lanes}): ${pullerPods.created.size} pods created, ${pullerPods.running.size} Running (${(pullerPods.created.size / N).toFixed(2)} per node; kwok never marks a node warm, so they stay)`,
   );
   console.log(`\napiserver requests in the storm window (audit log, ${total} requests; apiserver_request_total delta ${metricsTotal}):`);
   console.log(`in namespace ${NS}, i.e. what the pull DaemonSet costs (${prewarm} requests, ${(prewarm / N).toFixed(2)} per node):`);
@@ -320,10 +342,12 @@ async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResu
     `sidecar (not run: kwok pods run no containers): + ${SIDECAR_PER_NODE.get} GET + ${SIDECAR_PER_NODE.watch} watch + <= ${SIDECAR_PER_NODE.writesAtMost} writes per node per transition, from bench/footprint.ts against a fake apiserver, not from this run`,
   );
   console.log(
-    `\njoin-storm-nodes: ${N} all-running-s: ${running === N ? secs(allRunningMs) : 'never'} p50-s: ${secs(percentile(perNode, 50))} p90-s: ${secs(percentile(perNode, 90))} max-s: ${secs(percentile(perNode, 100))} creation-window-s: ${secs(endAt - startAt)} prewarm-requests-per-node: ${(prewarm / N).toFixed(2)}`,
+    `\njoin-storm-nodes: ${N} lanes: ${args.lanes} puller-pods: ${pullerPods.created.size} all-running-s: ${running === N ? secs(allRunningMs) : 'never'} p50-s: ${secs(percentile(perNode, 50))} p90-s: ${secs(percentile(perNode, 90))} max-s: ${secs(percentile(perNode, 100))} creation-window-s: ${secs(endAt - startAt)} prewarm-requests-per-node: ${(prewarm / N).toFixed(2)}`,
   );
   return {
     nodes: N,
+    lanes: args.lanes,
+    pullerPods: pullerPods.created.size,
     creationWindowS: (endAt - startAt) / 1000,
     allRunningS: running === N ? allRunningMs / 1000 : null,
     running,

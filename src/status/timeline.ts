@@ -28,6 +28,8 @@ export interface TimelineNode {
 interface ContainerStatus {
   readonly name: string;
   readonly image: string;
+  /** Set once the runtime created the container, so its image is on the node. */
+  readonly imageID?: Opt<string>;
   readonly state?: Opt<{
     readonly waiting?: Opt<{ readonly reason?: Opt<string> }>;
     readonly running?: Opt<{ readonly startedAt?: Opt<Date | string> }>;
@@ -194,6 +196,8 @@ interface PodFacts {
   containers: Map<string, string>;
   started: Map<string, number>;
   waiting: Map<string, string>;
+  /** Containers whose image the runtime reported (imageID), so it is on the node. */
+  present: Set<string>;
   events: TimelineEvent[];
 }
 
@@ -244,6 +248,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
       waiting: new Map(
         statuses.flatMap((c) => (c.state?.waiting?.reason === undefined ? [] : [[c.name, c.state.waiting.reason] as const])),
       ),
+      present: new Set(statuses.filter((c) => (c.imageID ?? '') !== '').map((c) => c.name)),
       events: [],
     });
   }
@@ -269,6 +274,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
         containers: new Map(),
         started: new Map(),
         waiting: new Map(),
+        present: new Set(),
         events: [],
       };
       pods.set(key(o.namespace, o.name), facts);
@@ -296,6 +302,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
   const at = (t: number) => Math.round((t - origin) / 10) / 100;
 
   const rows: TimelineRow[] = [];
+  let droppedEvents = false;
   const ordered = [...pods.values()].sort(
     (a, b) => order(a.label) - order(b.label) || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0),
   );
@@ -349,7 +356,23 @@ export function buildTimeline(input: TimelineInput): Timeline {
           spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
       } else if (pulling !== undefined) {
         const from = eventMs(pulling);
-        if (from !== undefined) spans.push({ kind: 'pulling', from: at(from) });
+        // The image is there (the container started, or the runtime reported its imageID) but the
+        // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
+        // a burst of 25, which a pod of a dozen images exceeds. The pull ended by the start.
+        const done = started !== undefined || f.present.has(c);
+        if (done) {
+          outcome = 'pulled';
+          droppedEvents = true;
+        }
+        if (from !== undefined)
+          spans.push({
+            kind: 'pulling',
+            from: at(from),
+            ...(started === undefined ? {} : { to: at(Math.max(from, started)), note: 'end not reported' }),
+          });
+      } else if (started !== undefined || f.present.has(c)) {
+        outcome = 'present';
+        droppedEvents ||= f.events.length > 0;
       }
       if (started !== undefined)
         spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
@@ -375,6 +398,10 @@ export function buildTimeline(input: TimelineInput): Timeline {
     rows.push({ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows);
   }
 
+  if (droppedEvents)
+    notes.push(
+      'some pulls show no Pulled Event: the kubelet sends at most 25 Events per pod in a burst (client-go spam filter), so a pod with many images loses the later ones; their bars end at the container start',
+    );
   const marks: TimelineMark[] = [];
   if (readyAt !== undefined) marks.push({ at: 0, label: 'Ready' });
   else notes.push(`node ${node} is not Ready: times are seconds after the first thing seen`);

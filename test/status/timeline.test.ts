@@ -167,6 +167,21 @@ describe('buildTimeline', () => {
     expect(none.notes.join('\n')).toMatch(/nothing to show .*expire/);
   });
 
+  it('ends a pull whose Pulled Event the kubelet dropped (spam filter) at the container start, and says so', () => {
+    const pod = holderPod();
+    const t = buildTimeline({
+      node,
+      pods: [pod],
+      events: [podEv(`${HOLDER}-abcde`, 'app-a', 'Pulling', 'Pulling image "reg/app-a:1"', 4)],
+      daemonSets: DAEMONSETS,
+      now: new Date(T0 + 60_000),
+    });
+    const a = t.rows.find((r) => r.pod === `${HOLDER}-abcde` && r.label === 'reg/app-a:1');
+    expect(a?.outcome).toBe('pulled');
+    expect(a?.spans[0]).toEqual({ kind: 'pulling', from: 4, to: 7, note: 'end not reported' });
+    expect(t.notes.join('\n')).toMatch(/at most 25 Events per pod/);
+  });
+
   it('keeps a pull that has not ended open until now', () => {
     const live = buildTimeline({
       node,
