@@ -36,7 +36,7 @@ import { Kube } from '../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages } from '../harness/nodes.js';
 import { secs, sleep } from '../harness/time.js';
-import { SIDECAR_CONTAINER } from '../src/contract/names.js';
+import { LABEL_POOL, SIDECAR_CONTAINER } from '../src/contract/names.js';
 import {
   ensureKfBusybox,
   installKubeFledged,
@@ -101,6 +101,8 @@ interface PoolResult {
   footprint?: PoolFootprint;
   /** Peaks on the node from Ready until measured (warm-up included). */
   peak: NodePeak;
+  /** Pods of the pool on the node at the steady state: the holder alone once the pullers left. */
+  podsAfterWarm: number;
 }
 
 interface KfResult {
@@ -148,7 +150,7 @@ async function waitNamespaceGone(kube: Kube, ns: string): Promise<void> {
 }
 
 interface PodLite {
-  metadata: { uid: string };
+  metadata: { uid: string; labels?: Record<string, string> };
   status?: { containerStatuses?: { name: string; state?: { running?: unknown } }[] };
 }
 
@@ -185,13 +187,17 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
     // Every container running, then a quiet period before reading the steady state.
     let pod: PodLite | undefined;
     while (Date.now() < bound) {
-      pod = (await kube.list<PodLite>(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `spec.nodeName=${node}` })).items[0];
+      // The holder (it carries the pool label; burst pullers never do).
+      pod = (await kube.list<PodLite>(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `spec.nodeName=${node}` })).items.find(
+        (p) => p.metadata.labels?.[LABEL_POOL] !== undefined,
+      );
       const cs = pod?.status?.containerStatuses ?? [];
       if (cs.length === n + (config === 'prewarm' ? 1 : 0) && cs.every((c) => c.state?.running)) break;
       await sleep(1000);
     }
     await sleep(SETTLE_MS);
     const peak = sampler.stop();
+    const podsAfterWarm = (await kube.list(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `spec.nodeName=${node}` })).items.length;
     const mem = pod ? podMemory(node, pod.metadata.uid) : undefined;
     const r: PoolResult = {
       config,
@@ -200,6 +206,7 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
       ...(labelAt ? { labelMs: labelAt - readyAt } : {}),
       ...(mem ? { footprint: fold(mem) } : {}),
       peak,
+      podsAfterWarm,
     };
     report(r);
     return r;
@@ -219,7 +226,7 @@ function report(r: PoolResult): void {
   }
   if (r.config === 'prewarm') {
     console.log(
-      `footprint-node images=${r.images} pod-rss-mib: ${mib(f.podRss)} sidecar-rss-mib: ${mib(f.sidecarRss)} per-image-kib: ${f.imageRssMean.toFixed(0)}`,
+      `footprint-node images=${r.images} pod-rss-mib: ${mib(f.podRss)} sidecar-rss-mib: ${mib(f.sidecarRss)} per-image-kib: ${f.imageRssMean.toFixed(0)} pods-after-warm: ${r.podsAfterWarm}`,
     );
   } else {
     console.log(

@@ -9,10 +9,15 @@ import { BENCH_DIR, median } from './support/stats.js';
 
 const OUT = join(BENCH_DIR, '..', 'docs', 'benchmarks');
 
+/** One node of bench:time-to-warm: prewarm is judged by its warm label, the others by the images. */
 interface Sample {
+  set: string;
   config: string;
   warmMs?: number;
+  imagesMs?: number;
 }
+
+const figure = (s: Sample): number | undefined => (s.config.startsWith('lanes-') ? s.warmMs : s.imagesMs);
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
@@ -35,56 +40,63 @@ function writeSvg(file: string, parts: string[]): void {
   console.log(`wrote ${join(OUT, file)}`);
 }
 
+/**
+ * One chart per image set of bench:time-to-warm (docs/benchmarks/time-to-warm-<set>.svg). Rows of
+ * a second run (bench/results/time-to-warm-*.json) that the main run lacks are added, marked with
+ * the run's name: ratios are only ever read within one run.
+ */
 function timeToWarm(): void {
   const f = join(BENCH_DIR, 'results', 'time-to-warm.json');
   if (!existsSync(f)) return;
-  const data = JSON.parse(readFileSync(f, 'utf8')) as { samples: Sample[]; machine: Record<string, string> };
-  // Configurations only a partial run measured (BENCH_RESULT=time-to-warm-*), labelled as such.
+  const samples = (JSON.parse(readFileSync(f, 'utf8')) as { samples: Sample[] }).samples;
   const dir = join(BENCH_DIR, 'results');
   for (const extra of readdirSync(dir)
     .filter((x) => /^time-to-warm-.+\.json$/.test(x))
     .sort()) {
-    const more = (JSON.parse(readFileSync(join(dir, extra), 'utf8')) as { samples: Sample[] }).samples;
-    const known = new Set(data.samples.map((s) => s.config));
-    data.samples.push(...more.filter((s) => !known.has(s.config)).map((s) => ({ ...s, config: `${s.config} (run 2)` })));
+    const more = (JSON.parse(readFileSync(join(dir, extra), 'utf8')) as { samples: Sample[] }).samples.filter((x) => x.set !== undefined);
+    const known = new Set(samples.map((x) => `${x.set}/${x.config}`));
+    const run = extra.replace(/^time-to-warm-|\.json$/g, '');
+    samples.push(...more.filter((x) => !known.has(`${x.set}/${x.config}`)).map((x) => ({ ...x, config: `${x.config} (${run})` })));
   }
-  const configs = [...new Set(data.samples.map((s) => s.config))];
-  const finite = data.samples.map((s) => s.warmMs).filter((x): x is number => x !== undefined);
-  const max = Math.max(10_000, ...finite) * 1.1;
-  const W = 640;
-  const left = 150;
-  const right = 60;
-  const row = 34;
-  const top = 40;
-  const H = top + configs.length * row + 44;
-  const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
-  const parts = svgStart(W, H, 'Time from node Ready to all images in its containerd', left);
-  const step = max > 120_000 ? 60_000 : max > 40_000 ? 10_000 : 5_000;
-  for (let t = 0; t <= max; t += step) {
-    parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + configs.length * row}" stroke="#e5e5e5"/>`);
-    parts.push(`<text x="${x(t)}" y="${top + configs.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
-  }
-  parts.push(
-    `<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`,
-  );
-  configs.forEach((c, i) => {
-    const y = top + i * row;
-    const xs = data.samples.filter((s) => s.config === c);
-    const vals = xs.map((s) => s.warmMs ?? Number.POSITIVE_INFINITY);
-    const m = median(vals.map((v) => (Number.isFinite(v) ? v : 1e15)));
-    const never = m >= 1e15;
-    parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(c)}</text>`);
-    const color = c.startsWith('kf') ? '#c0504d' : c === 'raw' ? '#7f7f7f' : '#4f81bd';
-    parts.push(
-      `<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`,
-    );
-    parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
-    for (const v of vals) {
-      if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
-      else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
+  for (const set of [...new Set(samples.map((x) => x.set))]) {
+    const rows = samples.filter((x) => x.set === set);
+    const configs = [...new Set(rows.map((x) => x.config))];
+    const finite = rows.map(figure).filter((x): x is number => x !== undefined);
+    const max = Math.max(10_000, ...finite) * 1.1;
+    const W = 680;
+    const left = 210;
+    const right = 60;
+    const row = 34;
+    const top = 40;
+    const H = top + configs.length * row + 44;
+    const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
+    const parts = svgStart(W, H, `${set}: node Ready to warm (prewarm: warm label; others: images in containerd)`, 10);
+    const step = max > 240_000 ? 60_000 : max > 80_000 ? 20_000 : max > 40_000 ? 10_000 : 5_000;
+    for (let t = 0; t <= max; t += step) {
+      parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + configs.length * row}" stroke="#e5e5e5"/>`);
+      parts.push(`<text x="${x(t)}" y="${top + configs.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
     }
-  });
-  writeSvg('time-to-warm.svg', parts);
+    parts.push(
+      `<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`,
+    );
+    configs.forEach((c, i) => {
+      const y = top + i * row;
+      const vals = rows.filter((x) => x.config === c).map((x) => figure(x) ?? Number.POSITIVE_INFINITY);
+      const m = median(vals.map((v) => (Number.isFinite(v) ? v : 1e15)));
+      const never = m >= 1e15;
+      parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(c)}</text>`);
+      const color = c.startsWith('kf') ? '#c0504d' : c === 'raw' ? '#7f7f7f' : '#4f81bd';
+      parts.push(
+        `<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`,
+      );
+      parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
+      for (const v of vals) {
+        if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
+        else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
+      }
+    });
+    writeSvg(`time-to-warm-${set}.svg`, parts);
+  }
 }
 
 /** One horizontal bar per row, labelled with its value; `note` is drawn after the value. */

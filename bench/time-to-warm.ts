@@ -56,7 +56,8 @@ import { log, median, RESULTS_DIR, saveResults } from './support/stats.js';
 
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
-const PW_NS = 'prewarm-bench';
+/** Each prewarm configuration gets its own namespace, so none waits for another's to be deleted. */
+const pwNamespace = (set: ImageSet, config: string) => `prewarm-bench-${set.name}-${config}`;
 const MIB = 1 << 20;
 
 interface ImageSet {
@@ -169,8 +170,8 @@ function lanesOf(config: string): number {
   return v === 'default' ? LANES_SETTING.default : Number(v);
 }
 
-async function pullersOn(kube: Kube, node: string): Promise<number> {
-  const l = await kube.list(`/api/v1/namespaces/${PW_NS}/pods`, {
+async function pullersOn(kube: Kube, ns: string, node: string): Promise<number> {
+  const l = await kube.list(`/api/v1/namespaces/${ns}/pods`, {
     labelSelector: 'prewarm.dev/puller',
     fieldSelector: `spec.nodeName=${node}`,
   });
@@ -178,7 +179,7 @@ async function pullersOn(kube: Kube, node: string): Promise<number> {
 }
 
 async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: string): Promise<void> {
-  for (let i = 0; i < 120 && (await kube.getOpt(`/api/v1/namespaces/${PW_NS}`)); i++) await sleep(1000);
+  const PW_NS = pwNamespace(set, config);
   const lanes = lanesOf(config);
   const specs = join(STATE_DIR, 'bench-specs', 'ttw');
   mkdirSync(specs, { recursive: true });
@@ -206,7 +207,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
       let pullers = 0;
       const warm = pollUntil(
         async () => {
-          pullers = Math.max(pullers, await pullersOn(kube, name));
+          pullers = Math.max(pullers, await pullersOn(kube, PW_NS, name));
           return t.labelsAt.has('prewarm.dev/ttw=warm');
         },
         readyAt + set.boundMs,
@@ -241,8 +242,8 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
       await leave(name);
     }
   }
+  // Deleted in the background: the next configuration has its own namespace.
   await kube.delete(`/api/v1/namespaces/${PW_NS}`);
-  for (let i = 0; i < 120 && (await kube.getOpt(`/api/v1/namespaces/${PW_NS}`)); i++) await sleep(1000);
 }
 
 async function waitCacheStatus(kube: Kube, name: string, want: string, bound: number): Promise<boolean> {
