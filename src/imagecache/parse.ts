@@ -65,7 +65,7 @@ const DEFAULT_MAX_UNAVAILABLE = '10%';
  * 1, 2, 4 and one lane per image (issue 14); the cap keeps a joining node's pod slots and IPs, one
  * per puller during warm-up, bounded.
  */
-const LANES = { default: 1, min: 1, max: 16 } as const;
+const LANES = { default: 4, min: 1, max: 16 } as const;
 const KIND = 'ImageCache';
 
 // ---- raw shapes, as written -------------------------------------------------------------------

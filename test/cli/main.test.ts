@@ -49,7 +49,10 @@ describe('prewarm CLI', () => {
     expect(docs.every((d) => d.errors.length === 0)).toBe(true);
     const kinds = docs.map((d) => d.get('kind'));
     expect(kinds[0]).toBe('Namespace');
-    expect(kinds.slice(-2)).toEqual(['ConfigMap', 'DaemonSet']);
+    // The namespace's ConfigMap, then its DaemonSets: the holder and the default lanes' pullers.
+    const firstDaemonSet = kinds.indexOf('DaemonSet');
+    expect(kinds[firstDaemonSet - 1]).toBe('ConfigMap');
+    expect(kinds.slice(firstDaemonSet).every((k) => k === 'DaemonSet')).toBe(true);
     expect(kinds).toContain('ValidatingAdmissionPolicy');
     expect(r.stdout.split('\n').filter((l) => l === '---')).toHaveLength(kinds.length - 1);
     expect(r.stderr).toContain('warning:');

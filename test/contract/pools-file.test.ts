@@ -38,8 +38,15 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
     for (const m of maps) expect(parsePoolsFile(m.data[POOLS_FILE] as string).pools).toStrictEqual(want);
 
     // Each pool's sidecar is configured, by its environment, as the pool pools.json describes.
-    const daemonSets = manifests.filter((m) => m.kind === 'DaemonSet');
+    const all = manifests.filter((m) => m.kind === 'DaemonSet');
+    const daemonSets = all.filter((m) => m.metadata.labels['prewarm.dev/pool'] !== undefined);
     expect(daemonSets).toHaveLength(want.length);
+    // Burst pullers are placed by the same placement as their pool.
+    for (const puller of all.filter((m) => m.metadata.labels['prewarm.dev/pool'] === undefined)) {
+      const entry = want.find((p) => p.id === puller.metadata.labels['prewarm.dev/pool-member']);
+      expect(entry, `puller ${puller.metadata.name} of a pool pools.json lists`).toBeDefined();
+      expect(puller.spec.template.spec.tolerations ?? []).toStrictEqual(entry?.placement.tolerations);
+    }
     for (const ds of daemonSets) {
       const pod = ds.spec.template.spec;
       const sidecar = [...(pod.initContainers ?? []), ...pod.containers].find((c: Manifest) => c.name === SIDECAR_CONTAINER);

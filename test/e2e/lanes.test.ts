@@ -149,7 +149,9 @@ describe('lanes on real kubelets', () => {
     const timeline = buildTimeline(recorder.input(daemonSets));
     console.log(renderTimelineText(timeline, 80));
     // The timeline saw the join as it happened: the holder and every puller, each image pulled once at least.
-    expect(timeline.rows.filter((r) => r.kind === 'pod')).toHaveLength(1 + pullerDaemonSets);
+    const poolPods = timeline.rows.filter((r) => r.kind === 'pod' && r.pod.startsWith(`prewarm-${poolId}-`));
+    expect(poolPods.filter((r) => r.label === 'holder')).toHaveLength(1);
+    expect(poolPods.filter((r) => r.label.startsWith('puller '))).toHaveLength(pullerDaemonSets);
     for (const ref of IMAGES)
       expect(
         timeline.rows.some((r) => r.label === ref && r.outcome === 'pulled'),

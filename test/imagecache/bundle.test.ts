@@ -127,8 +127,8 @@ describe('buildBundle', () => {
       'unset vs {"taintKey":"example.com/warming","deadlineSeconds":300}',
     ],
     refreshSeconds: ['  refresh: {interval: 1h}\n', '  refresh: {interval: 1h30m}\n', '5400 vs 3600'],
-    // The default (1) is a value: an ImageCache that leaves lanes out disagrees with one that sets 2.
-    lanes: ['  lanes: 2\n', '', '1 vs 2'],
+    // The default (4) is a value: an ImageCache that leaves lanes out disagrees with one that sets 2.
+    lanes: ['  lanes: 2\n', '', '4 vs 2'],
   };
   it.each(Object.entries(conflicts))('reports a conflict on %s, and only that one', (field, [first, second, shown]) => {
     const parsed = parseFiles([

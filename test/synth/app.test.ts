@@ -48,10 +48,10 @@ describe('synthYaml', () => {
     expect(yaml).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
   });
 
-  it('emits one DaemonSet per pool and only valid names', () => {
+  it('emits one holder DaemonSet per pool and only valid names', () => {
     const all = docs(synthYaml(bundleOf(...specs), reconciler));
-    const daemonSets = all.filter((d) => d.kind === 'DaemonSet');
-    expect(daemonSets).toHaveLength(2);
+    const holders = all.filter((d) => d.kind === 'DaemonSet' && d.metadata.labels['prewarm.dev/pool'] !== undefined);
+    expect(holders).toHaveLength(2);
     for (const o of all) {
       // RBAC names are path segments and may hold a colon; everything else is a DNS name.
       const pattern = o.kind.startsWith('ClusterRole') ? /^[a-z0-9]([-a-z0-9.:]{0,61}[a-z0-9])?$/ : /^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/;
@@ -168,12 +168,13 @@ describe('lanes', () => {
   const laned = [
     `  cacheSpec:\n  - images: ${images}\n    nodeSelector: {pool: gpu}\n  lanes: 3\n`,
     `  cacheSpec:\n  - pool: cpu\n    images: ${images}\n  lanes: 16\n`,
-    `  cacheSpec:\n  - pool: one\n    images: ${images}\n    nodeSelector: {pool: one}\n`,
+    `  cacheSpec:\n  - pool: one\n    images: ${images}\n    nodeSelector: {pool: one}\n  lanes: 1\n`,
+    `  cacheSpec:\n  - pool: default\n    images: ${images}\n    nodeSelector: {pool: default}\n`,
   ];
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const daemonSets = (options: SynthOptions): any[] => docs(synthYaml(bundleOf(...laned), options)).filter((d) => d.kind === 'DaemonSet');
 
-  it('adds one puller per non-empty lane beyond the first, and none for one lane', () => {
+  it('adds the pullers lanes asks for (none for one lane, up to 3 by default)', () => {
     const byComponent = (ds: { spec: { template: { metadata: { labels: Record<string, string> } } } }) =>
       ds.spec.template.metadata.labels['app.kubernetes.io/component'];
     const all = daemonSets(reconciler);
@@ -187,6 +188,10 @@ describe('lanes', () => {
     expect(cpu).toHaveLength(nonEmptyPullerLanes(16));
     expect(cpu.length).toBeLessThanOrEqual(5);
     expect(members('one').map(byComponent)).toEqual(['image-puller']);
+    // The default is 4 lanes: up to 3 pullers.
+    const byDefault = members('default').filter((d) => byComponent(d) === 'burst-puller');
+    expect(byDefault.length).toBe(pullerLanes(bundleOf(laned[3] ?? '').pools[0]?.images ?? [], 4).length);
+    expect(byDefault.length).toBeGreaterThan(0);
     // Every image is held by the holder, and pulled by exactly one puller.
     for (const pool of [gpu, cpu.concat(members('cpu').filter((d) => byComponent(d) === 'image-puller'))]) {
       const holder = pool.find((d) => byComponent(d) === 'image-puller');
@@ -204,7 +209,7 @@ describe('lanes', () => {
 
   it('emits no pullers without the sidecar, which alone would ever mark a node warm', () => {
     const all = daemonSets({});
-    expect(all).toHaveLength(3);
+    expect(all).toHaveLength(laned.length);
     for (const ds of all) expect(ds.spec.template.metadata.labels['app.kubernetes.io/component']).toBe('image-puller');
   });
 
