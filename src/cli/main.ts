@@ -9,25 +9,28 @@ import { validateCommand } from './commands/validate.js';
 import { migrateCommand } from './commands/migrate.js';
 import { statusCommand } from './commands/status.js';
 import { pinCommand } from './commands/pin.js';
+import { doctorCommand } from './commands/doctor.js';
 import { asIoError, CliError, ExitCode, isSystemError, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function run(argv: readonly string[], io: Io = processIo): Promise<ExitCode> {
-  const [synth, validate, migrate, status, pin] = [
+  const [synth, validate, migrate, status, pin, doctor] = [
     synthCommand(io),
     validateCommand(io),
     migrateCommand(io),
     statusCommand(io),
     pinCommand(io),
+    doctorCommand(io),
   ] as const;
-  const names = [synth, validate, migrate, status, pin].map((c) => c.command.split(' ')[0] as string);
+  const names = [synth, validate, migrate, status, pin, doctor].map((c) => c.command.split(' ')[0] as string);
   const parser = yargs([...argv])
     .command(synth)
     .command(validate)
     .command(migrate)
     .command(status)
     .command(pin)
+    .command(doctor)
     .scriptName('prewarm')
     .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
     .demandCommand(1, 'name a command')
