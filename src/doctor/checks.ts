@@ -471,9 +471,14 @@ function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: (f: Fin
       continue;
     }
     const kc = config.value;
-    checkImagePulls(kc, here, finding);
     checkImageGc(kc, node, finding);
     checkPodSlots(node, kc, onNode, here, pods !== undefined, finding);
+    if (pods === undefined) {
+      // Which pools run here is read from the pods: without them, only the settings are shown.
+      finding(Check.imagePulls, 'info', `${pullMode(kc)}; the pools on this node are unknown (pods not readable)`);
+      continue;
+    }
+    checkImagePulls(kc, here, finding);
     checkRegisterTaint(kc, here, finding);
   }
 }
@@ -523,12 +528,19 @@ function checkGateTaint(node: DoctorNode, pools: readonly PoolView[], now: numbe
   }
 }
 
+/** How the kubelet pulls, in words. */
+function pullMode(kc: KubeletConfig): string {
+  return (kc.serializeImagePulls ?? KUBELET_DEFAULTS.serializeImagePulls)
+    ? 'serializeImagePulls: true (one pull at a time)'
+    : `parallel pulls (maxParallelImagePulls: ${kc.maxParallelImagePulls ?? 'unlimited'})`;
+}
+
 function checkImagePulls(kc: KubeletConfig, here: readonly PoolView[], finding: NodeFinding): void {
   const serial = kc.serializeImagePulls ?? KUBELET_DEFAULTS.serializeImagePulls;
   const max = kc.maxParallelImagePulls;
   const widest = [...here].sort((a, b) => b.lanes - a.lanes)[0];
   const lanes = widest?.lanes ?? 1;
-  const mode = serial ? 'serializeImagePulls: true (one pull at a time)' : `parallel pulls (maxParallelImagePulls: ${max ?? 'unlimited'})`;
+  const mode = pullMode(kc);
   if (lanes > 1 && serial) {
     finding(
       Check.imagePulls,

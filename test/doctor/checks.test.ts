@@ -337,7 +337,13 @@ describe('diagnose', () => {
         .sort(),
     ).toEqual([Check.kubeletConfig, Check.rollout]);
     expect(find(r.findings, Check.apiserverVersion)[0]?.level).toBe('ok');
-    const noPods = diagnose(input({ pods: denied }));
+    const noPods = diagnose(input({ pods: denied, daemonSets: ok(holder('gpu', { lanes: 3 })) }));
+    // Which pools run on a node is read from the pods: no lane or taint verdicts without them.
+    expect(find(noPods.findings, Check.imagePulls, 'node n1')[0]).toMatchObject({
+      level: 'info',
+      message: 'parallel pulls (maxParallelImagePulls: unlimited); the pools on this node are unknown (pods not readable)',
+    });
+    expect(find(noPods.findings, Check.registerTaint)).toEqual([]);
     expect(find(noPods.findings, Check.podSlots, 'cluster')[0]?.message).toBe(
       'not allowed to read pods in every namespace (403: forbidden); skipped: no pod slot, gate or sidecar checks',
     );
