@@ -19,6 +19,7 @@ import { ABSOLUTE_GRACE_SECONDS } from '../reconciler/gate.js';
 import { PULL_FAILURE_REASONS } from '../reconciler/reasons.js';
 import { ACCESS_NAMES } from '../synth/access.js';
 import { table } from '../status/report.js';
+import { plural } from '../imagecache/errors.js';
 
 type Opt<T> = T | undefined;
 type Labels = Opt<Readonly<Record<string, string>>>;
@@ -665,6 +666,6 @@ export function renderDoctorTable(report: DoctorReport, wide: boolean): string {
   if (hidden > 0) out += `${shown.length > 0 ? '\n' : ''}${hidden} checks passed or are informational (-o wide lists them)\n`;
   const fixes = shown.filter((f) => f.fix !== undefined && (f.level === 'error' || f.level === 'warning' || f.level === 'unknown'));
   if (fixes.length > 0) out += `\nTo fix:\n${fixes.map((f) => `  ${f.scope} ${f.check}: ${f.fix ?? ''}\n`).join('')}`;
-  out += `\n${report.errors} errors, ${report.warnings} warnings\n`;
+  out += `\n${plural(report.errors, 'error')}, ${plural(report.warnings, 'warning')}\n`;
   return out;
 }

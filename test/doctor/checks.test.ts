@@ -358,7 +358,7 @@ describe('renderDoctorTable', () => {
     expect(text).toContain('error   cluster   admission-policy   ValidatingAdmissionPolicy reconciler.prewarm.dev is not installed');
     expect(text).toContain('\nTo fix:\n  cluster admission-policy: apply prewarm-cluster.k8s.yaml');
     expect(text).toMatch(/\d+ checks passed or are informational \(-o wide lists them\)/);
-    expect(text.endsWith('1 errors, 0 warnings\n')).toBe(true);
+    expect(text.endsWith('\n1 error, 0 warnings\n')).toBe(true);
     const wide = renderDoctorTable(r, true);
     expect(wide.split('\n').filter((l) => l.startsWith('ok ')).length).toBe(r.findings.filter((f) => f.level === 'ok').length);
   });

@@ -16,6 +16,7 @@ import {
 } from '../../doctor/checks.js';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { ACCESS_NAMES } from '../../synth/access.js';
+import { plural } from '../../imagecache/errors.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
@@ -55,7 +56,7 @@ export function doctorCommand(io: Io, source: (context: string | undefined) => P
     handler: async (args: DoctorArgs) => {
       const report = diagnose(await (await source(args.context)).read());
       io.stdout(renderDoctor(report, args.output));
-      if (report.errors > 0) throw new CliError(`doctor found ${report.errors} error${report.errors === 1 ? '' : 's'}`, ExitCode.NotReady);
+      if (report.errors > 0) throw new CliError(`doctor found ${plural(report.errors, 'error')}`, ExitCode.NotReady);
     },
   };
 }
