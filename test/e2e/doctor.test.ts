@@ -6,12 +6,14 @@
  * compiled CLI, run as a user would with the admin kubeconfig, must read both kubelets'
  * configurations through the apiserver's node proxy and tell the nodes apart; then, as a
  * ServiceAccount that may list nodes, pods and DaemonSets but not read nodes/proxy, secrets or
- * admission policies, it must say so for each of those and go on.
+ * admission policies, it must say so for each of those and go on. Last, a second pool whose image
+ * is absent from the registry: its rollout must be reported stuck, with the kubelet's reason.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, CA_CRT, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { imageInRegistry } from '../../harness/cluster/images.js';
 import { apiserverUrl, REPO_DIR, STATE_DIR, VERSIONS } from '../../harness/cluster/config.js';
 import { PARALLEL_IMAGE_PULLS, type Taint } from '../../harness/cluster/node.js';
 import { run, type RunResult } from '../../harness/cluster/sh.js';
@@ -31,6 +33,9 @@ const SECRET = 'doctor-absent-secret';
 const GATE: Taint = { key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' };
 const IMAGES = ['docker.io/e2e/doctor-a:1.0', 'docker.io/e2e/doctor-b:1.0', 'docker.io/e2e/doctor-c:1.0'];
 const VIEWER = 'doctor-viewer';
+const BROKEN = 'doctor-broken';
+/** Never pushed: every pull of it fails with ErrImagePull / ImagePullBackOff. */
+const ABSENT = 'docker.io/e2e/doctor-absent:1.0';
 
 /** `prewarm doctor ARGS` of the compiled CLI with `kubeconfig`. */
 function doctor(kubeconfig: string, args: string[]): RunResult {
@@ -92,7 +97,7 @@ describe('prewarm doctor on real kubelets', () => {
     await waitFor(
       'pool DaemonSets rolled out',
       () => {
-        const ds = JSON.parse(kubectl(['-n', NS, 'get', 'daemonsets', '-o', 'json'])) as {
+        const ds = JSON.parse(kubectl(['-n', NS, 'get', 'daemonsets', '-l', `prewarm.dev/pool-member=${POOL}`, '-o', 'json'])) as {
           items: { status: { desiredNumberScheduled: number; numberAvailable?: number; updatedNumberScheduled?: number } }[];
         };
         return ds.items.every(
@@ -194,5 +199,50 @@ describe('prewarm doctor on real kubelets', () => {
     // What it may read is still checked.
     expect(one(rep, `node ${PARALLEL}`, 'reconciler-image').level).toBe('ok');
     expect(one(rep, 'cluster', 'apiserver-version').level).toBe('ok');
+  });
+
+  it('a pool whose image cannot be pulled: its rollout is stuck, with the pod, node and kubelet reason', async () => {
+    const dir = specDir('doctor-broken', [imageCache(NS, BROKEN, [{ pool: BROKEN, nodeSelector: { [SEL]: 'yes' }, images: [ABSENT] }])]);
+    const { yaml } = synth([dir]);
+    prepareImages(yamlObjects(yaml), [ABSENT]);
+    expect(imageInRegistry(ABSENT), `${ABSENT} must be absent from the registry`).toBe(false);
+    applyServerSide(yaml);
+    await waitFor(
+      `a ${BROKEN} pod failing to pull ${ABSENT}`,
+      () =>
+        /ErrImagePull|ImagePullBackOff/.test(
+          kubectl(
+            [
+              '-n',
+              NS,
+              'get',
+              'pods',
+              '-l',
+              `prewarm.dev/pool=${BROKEN}`,
+              '-o',
+              'jsonpath={.items[*].status.containerStatuses[*].state.waiting.reason}',
+            ],
+            {
+              allowFail: true,
+            },
+          ),
+        ),
+      180_000,
+      1000,
+    );
+    const r = doctor(kubeconfigPath(), ['-o', 'json']);
+    const rep = report(r);
+    expect(r.code, r.stderr).toBe(3);
+    const stuck = one(rep, `daemonset ${NS}/prewarm-${BROKEN}`, 'rollout');
+    console.log(`${stuck.level} ${stuck.scope}: ${stuck.message}`);
+    expect(stuck.level).toBe('error');
+    expect(stuck.message).toMatch(/^rollout stuck: \d\/2 updated, 0\/2 available; pods that will not become ready by themselves/);
+    expect(stuck.message).toMatch(
+      new RegExp(`prewarm-${BROKEN}-\\w+ on doc-(serial|parallel) \\([a-z0-9-]+: (ErrImagePull|ImagePullBackOff)\\)`),
+    );
+    expect(stuck.fix).toContain(`kubectl -n ${NS} describe pod prewarm-${BROKEN}-`);
+    // The healthy pool is still rolled out, and its sidecars still run.
+    expect(one(rep, `daemonset ${NS}/prewarm-${POOL}`, 'rollout').level).toBe('ok');
+    expect(one(rep, `node ${SERIAL}`, 'reconciler-image').level).toBe('ok');
   });
 });
