@@ -3,7 +3,7 @@
  *   npm run cluster -- up [--no-kwok] [--nodes N] [--audit-log]
  *   npm run cluster -- down [--purge]
  *   npm run cluster -- status
- *   npm run cluster -- add-node NAME [--label k=v]... [--taint k=v:Effect]... [--image-gc-high P --image-gc-low P --image-gc-min-age D]
+ *   npm run cluster -- add-node NAME [--label k=v]... [--taint k=v:Effect]... [--image-gc-high P --image-gc-low P --image-gc-min-age D] [--serialize-image-pulls]
  *   npm run cluster -- remove-node NAME
  *   npm run cluster -- images NODE
  *   npm run cluster -- kubeconfig
@@ -74,6 +74,7 @@ await yargs(hideBin(process.argv))
         .option('image-gc-low', { type: 'number' })
         .option('image-gc-min-age', { type: 'string' })
         .option('image-gc-max-age', { type: 'string' })
+        .option('serialize-image-pulls', { type: 'boolean', describe: 'the kubelet pulls one image at a time (default: parallel)' })
         .option('v', { type: 'number', default: 1, describe: 'kubelet verbosity' }),
     async (a) => {
       const gc: Record<string, number | string> = {};
@@ -82,7 +83,13 @@ await yargs(hideBin(process.argv))
       if (a['image-gc-min-age'] !== undefined) gc['minimumGcAge'] = a['image-gc-min-age'];
       if (a['image-gc-max-age'] !== undefined) gc['maximumGcAge'] = a['image-gc-max-age'];
       const t0 = Date.now();
-      await addNode(a.name, { labels: labels(a.label), taints: strings(a.taint).map(parseTaint), imageGc: gc, verbosity: a.v });
+      await addNode(a.name, {
+        labels: labels(a.label),
+        taints: strings(a.taint).map(parseTaint),
+        imageGc: gc,
+        verbosity: a.v,
+        ...(a['serialize-image-pulls'] === undefined ? {} : { serializeImagePulls: a['serialize-image-pulls'] }),
+      });
       console.log(`node ${a.name} Ready in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     },
   )

@@ -195,6 +195,8 @@ export interface AddNodeOptions {
   taints?: Taint[];
   imageGc?: Partial<ImageGcPolicy>;
   verbosity?: number;
+  /** The kubelet's `serializeImagePulls` (default false: parallel pulls). */
+  serializeImagePulls?: boolean;
   kubeletExtra?: Record<string, unknown>;
   /** Wait for Ready (default true). */
   wait?: boolean;
@@ -226,6 +228,7 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
     taints: opts.taints ?? [],
     imageGc: { ...DEFAULT_IMAGE_GC, ...(opts.imageGc ?? {}) },
     verbosity: opts.verbosity ?? 1,
+    ...(opts.serializeImagePulls === undefined ? {} : { serializeImagePulls: opts.serializeImagePulls }),
     ...(opts.kubeletExtra ? { kubeletExtra: opts.kubeletExtra } : {}),
   };
   await startNode(spec);

@@ -32,6 +32,11 @@ export interface NodeSpec {
   imageGc: ImageGcPolicy;
   /** kubelet --v level */
   verbosity: number;
+  /**
+   * `serializeImagePulls` of the kubelet: true pulls one image at a time (the upstream default);
+   * false (the harness default) pulls up to {@link PARALLEL_IMAGE_PULLS} at once.
+   */
+  serializeImagePulls?: boolean;
   /** Extra KubeletConfiguration fields (YAML-compatible JSON). */
   kubeletExtra?: Record<string, unknown>;
   /** A bare runtime: netns + containerd only, no kubelet (raw-pull baselines). */
@@ -44,6 +49,9 @@ export const DEFAULT_IMAGE_GC: ImageGcPolicy = {
   minimumGcAge: '2m',
   maximumGcAge: '0s',
 };
+
+/** `maxParallelImagePulls` of a kubelet that pulls in parallel. */
+export const PARALLEL_IMAGE_PULLS = 5;
 
 export const NODES_DIR = join(STATE_DIR, 'nodes');
 
@@ -260,8 +268,9 @@ function kubeletConfig(spec: NodeSpec, n: NodeNet, p: NodePaths): Record<string,
     nodeStatusReportFrequency: '1m',
     syncFrequency: '10s',
     fileCheckFrequency: '20s',
-    serializeImagePulls: false,
-    maxParallelImagePulls: 5,
+    // The kubelet refuses maxParallelImagePulls > 1 with serial pulls, so it is left unset there.
+    serializeImagePulls: spec.serializeImagePulls ?? false,
+    ...(spec.serializeImagePulls === true ? {} : { maxParallelImagePulls: PARALLEL_IMAGE_PULLS }),
     rotateCertificates: false,
     serverTLSBootstrap: false,
     protectKernelDefaults: false,

@@ -9,26 +9,35 @@ import { validateCommand } from './commands/validate.js';
 import { migrateCommand } from './commands/migrate.js';
 import { statusCommand } from './commands/status.js';
 import { pinCommand } from './commands/pin.js';
+import { doctorCommand } from './commands/doctor.js';
 import { asIoError, CliError, ExitCode, isSystemError, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
-/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
-export async function run(argv: readonly string[], io: Io = processIo): Promise<ExitCode> {
-  const [synth, validate, migrate, status, pin] = [
+/** How the CLI is invoked: as `prewarm`, or by kubectl as the plugin `kubectl prewarm`. */
+export type ScriptName = 'prewarm' | 'kubectl prewarm';
+
+/**
+ * Runs the CLI with `argv` (without node and script) and returns the exit code. `scriptName` is
+ * what help and usage errors tell the user to type.
+ */
+export async function run(argv: readonly string[], io: Io = processIo, scriptName: ScriptName = 'prewarm'): Promise<ExitCode> {
+  const [synth, validate, migrate, status, pin, doctor] = [
     synthCommand(io),
     validateCommand(io),
     migrateCommand(io),
     statusCommand(io),
     pinCommand(io),
+    doctorCommand(io),
   ] as const;
-  const names = [synth, validate, migrate, status, pin].map((c) => c.command.split(' ')[0] as string);
+  const names = [synth, validate, migrate, status, pin, doctor].map((c) => c.command.split(' ')[0] as string);
   const parser = yargs([...argv])
     .command(synth)
     .command(validate)
     .command(migrate)
     .command(status)
     .command(pin)
-    .scriptName('prewarm')
+    .command(doctor)
+    .scriptName(scriptName)
     .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
     .demandCommand(1, 'name a command')
     .strict()
@@ -59,7 +68,7 @@ export async function run(argv: readonly string[], io: Io = processIo): Promise<
     if (helpOutput !== '') io.stdout(`${helpOutput}\n`);
     return ExitCode.Success;
   } catch (err) {
-    return reportFailure(err, io, process.env['PREWARM_DEBUG'] === '1');
+    return reportFailure(err, io, process.env['PREWARM_DEBUG'] === '1', scriptName);
   }
 }
 
@@ -71,12 +80,12 @@ const READ_CALLS = new Set(['open', 'read', 'readdir', 'scandir', 'stat', 'lstat
  * code. Plain I/O failures name the path and the system's reason (exit 70). Anything else is a
  * bug: exit 70 with its message, and the stack trace only when `debug` (PREWARM_DEBUG=1) asks.
  */
-export function reportFailure(failure: unknown, io: Io, debug: boolean): ExitCode {
+export function reportFailure(failure: unknown, io: Io, debug: boolean, scriptName: ScriptName = 'prewarm'): ExitCode {
   const err = isSystemError(failure)
     ? asIoError(READ_CALLS.has(failure.syscall ?? '') ? 'read' : 'write', failure.path ?? 'a file', failure)
     : failure;
   if (err instanceof UsageError) {
-    io.stderr(`prewarm: ${err.message}\nrun "prewarm --help" for usage\n`);
+    io.stderr(`prewarm: ${err.message}\nrun "${scriptName} --help" for usage\n`);
     return ExitCode.Usage;
   }
   if (err instanceof CliError) {
@@ -91,4 +100,15 @@ export function reportFailure(failure: unknown, io: Io, debug: boolean): ExitCod
       : `prewarm: internal error: ${message} (a bug; run with PREWARM_DEBUG=1 for the stack trace)\n`,
   );
   return ExitCode.Internal;
+}
+
+/**
+ * The body of both executables, `prewarm` and `kubectl-prewarm`: runs the CLI on the process's
+ * arguments and sets (never forces) the exit code.
+ */
+export async function runProcess(scriptName: ScriptName): Promise<void> {
+  // cdk8s reads these at synth time; output must be a function of the specs alone.
+  delete process.env['CDK8S_DISABLE_SORT'];
+  delete process.env['CDK8S_LEGACY_HASH'];
+  process.exitCode = await run(process.argv.slice(2), processIo, scriptName);
 }

@@ -92,7 +92,7 @@ export const ENV = {
   deadlineSeconds: 'PREWARM_DEADLINE_SECONDS',
   /** Seconds between registry digest checks of moved tags; 0 disables refresh. */
   refreshSeconds: 'PREWARM_REFRESH_SECONDS',
-  /** Port of the Prometheus `/metrics` endpoint; 0 disables it. */
+  /** Port of the Prometheus {@link METRICS_PATH} endpoint; 0 disables it. */
   metricsPort: 'PREWARM_METRICS_PORT',
   /**
    * Downward API `status.podIP`: the only address `/metrics` binds to (never all interfaces);
@@ -130,6 +130,9 @@ export const TOKEN_VOLUME = 'prewarm-token';
  * where the kubelet posts node events too.
  */
 export const EVENTS_NAMESPACE = 'default';
+
+/** Where the sidecar serves Prometheus metrics, and where the PodMonitor scrapes them. */
+export const METRICS_PATH = '/metrics';
 
 /** Defaults shared by the spec model and the sidecar. */
 export const DEFAULTS = {

@@ -209,7 +209,8 @@ export function renderTable(report: StatusReport, wide: boolean): string {
   return out;
 }
 
-function table(rows: readonly string[][]): string {
+/** Rows as aligned columns, three spaces apart; the last column is never padded. */
+export function table(rows: readonly string[][]): string {
   const widths = rows[0]?.map((_, i) => rows.reduce((w, r) => Math.max(w, (r[i] ?? '').length), 0)) ?? [];
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('   ')).join('\n') + '\n';
 }

@@ -32,6 +32,12 @@ export interface SynthOptions {
    */
   readonly ownedNamespaces?: readonly string[];
   /**
+   * Emit a Prometheus Operator PodMonitor (`monitoring.coreos.com/v1`) per namespace for the
+   * sidecars' metrics port. Needs `reconciler`, and the Prometheus Operator's CRDs in the cluster.
+   * @default false
+   */
+  readonly podMonitor?: boolean;
+  /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
    * (see LIMITS in checks.ts). Errors are thrown instead, as a SpecError.
    * @default - warnings are dropped
@@ -48,6 +54,8 @@ export interface SynthOptions {
  * two pools or two containers sharing a name, an object over the apiserver's size limits.
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
+  if (options.podMonitor === true && options.reconciler === undefined)
+    throw new Error('podMonitor needs a reconciler: without the sidecar there are no metrics');
   settle(checkPoolNames(bundle, options.reconciler !== undefined));
   const owned = options.ownedNamespaces ?? [];
   const charts: Chart[] = [
@@ -60,6 +68,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
         pools: bundle.pools.filter((p) => p.namespace === namespace),
         allPools: bundle.pools,
         ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
+        podMonitor: options.podMonitor === true,
       }),
     );
   }

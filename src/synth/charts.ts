@@ -23,6 +23,7 @@ import { nodeLabelKey, SERVICE_ACCOUNT } from './naming.js';
 import { pullerLanes } from './lanes.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { NAMESPACE_POD_SECURITY } from './security.js';
+import { ReconcilerPodMonitor } from './pod-monitor.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
 const FOREIGN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
@@ -66,6 +67,12 @@ export interface NamespaceChartProps {
    * @default - no sidecar
    */
   readonly reconciler?: ReconcilerProps;
+  /**
+   * Emit a PodMonitor for the sidecars' metrics (needs the Prometheus Operator's CRDs); only with
+   * a reconciler.
+   * @default false
+   */
+  readonly podMonitor?: boolean;
 }
 
 /** A namespace's objects: the Namespace, the pull DaemonSets, and what the sidecars need. */
@@ -81,6 +88,7 @@ export class NamespaceChart extends Chart {
         data: { [POOLS_FILE]: renderPoolsFile(props.allPools.map(poolEntryOf)) },
       });
     }
+    if (props.reconciler !== undefined && props.podMonitor === true) new ReconcilerPodMonitor(this, 'pod-monitor');
     for (const pool of props.pools) {
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.

@@ -113,6 +113,10 @@ export const HELPER_CONTAINER = 'prewarm-helper';
 export const HELPER_VOLUME = 'prewarm-bin';
 /** The volume projecting the pools ConfigMap into the sidecar. */
 export const POOLS_VOLUME = 'prewarm-pools';
+/** Name of the sidecar's metrics port, which the PodMonitor scrapes by name. */
+export const METRICS_PORT_NAME = 'metrics';
+/** The PodMonitor of a namespace's sidecars (`synth --pod-monitor`). */
+export const POD_MONITOR = `${NAME_PREFIX}-reconciler`;
 /** ServiceAccount of the pull pods (and so of the sidecar). */
 export const SERVICE_ACCOUNT = `${NAME_PREFIX}-reconciler`;
 /** Cluster-scoped RBAC and admission objects. */

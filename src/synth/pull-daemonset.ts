@@ -31,6 +31,7 @@ import {
   HELPER_CONTAINER,
   HELPER_VOLUME,
   imageContainerName,
+  METRICS_PORT_NAME,
   nodeAnnotationKey,
   nodeLabelKey,
   POOLS_VOLUME,
@@ -216,7 +217,7 @@ export class PullDaemonSet extends Construct {
       imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
       securityContext: CONTAINER_SECURITY,
       resources: SIDECAR_RESOURCES,
-      ports: [{ number: metricsPort, name: 'metrics' }],
+      ports: [{ number: metricsPort, name: METRICS_PORT_NAME }],
       volumeMounts: [{ path: POOLS_MOUNT_PATH, volume: pools, readOnly: true }, ...secretMounts],
       envVariables: {
         [ENV.nodeName]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.NODE_NAME),

@@ -17,6 +17,7 @@ interface SynthArgs extends SpecArgs {
   readonly reconcilerImage: string;
   readonly force?: boolean | undefined;
   readonly ownNamespace?: readonly string[] | undefined;
+  readonly podMonitor?: boolean | undefined;
 }
 
 /** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
@@ -55,10 +56,20 @@ export function synthCommand(io: Io) {
             'A namespace prewarm owns: emitted with Pod Security restricted, pruned with the output; repeat for more. Others are emitted bare and protected from GitOps pruning',
           coerce: ownedNamespaces,
         })
+        .option('pod-monitor', {
+          type: 'boolean',
+          describe: "Add a Prometheus Operator PodMonitor per namespace for the sidecars' metrics (needs its CRDs in the cluster)",
+        })
         .conflicts('stdout', ['output', 'force'])
+        .check((argv) => {
+          if (argv['pod-monitor'] === true && !argv.reconciler)
+            throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
+          return true;
+        })
         .example('$0 synth specs/ -o dist', 'write one file per namespace into dist/')
         .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly')
-        .example('$0 synth specs/ -o dist --own-namespace prewarm', 'prewarm owns (and restricts) namespace prewarm'),
+        .example('$0 synth specs/ -o dist --own-namespace prewarm', 'prewarm owns (and restricts) namespace prewarm')
+        .example('$0 synth specs/ -o dist --pod-monitor', 'also a PodMonitor per namespace for the Prometheus Operator'),
     handler: async (args: SynthArgs) => {
       const output = args.output ?? 'dist';
       const replace = { force: args.force === true, inputs: args.paths };
@@ -68,6 +79,7 @@ export function synthCommand(io: Io) {
       const options: SynthOptions = {
         ...(args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {}),
         ...(args.ownNamespace === undefined ? {} : { ownedNamespaces: args.ownNamespace }),
+        ...(args.podMonitor === true ? { podMonitor: true } : {}),
         onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
       };
       // Synth refuses output the apiserver would refuse (SpecError): that is invalid input, exit 1.

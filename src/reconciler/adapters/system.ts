@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { Metrics } from '../metrics.js';
 import { EXPOSITION_CONTENT_TYPE } from '../metrics.js';
+import { METRICS_PATH } from '../../contract/names.js';
 import type { Clock } from '../ports.js';
 
 /** Wall clock; sleeps are unref'd timers so they never keep a stopping process alive. */
@@ -31,7 +32,7 @@ export function serveMetrics(metrics: Metrics, host: string, port: number): Prom
       res.writeHead(405).end();
       return;
     }
-    if (req.url === '/metrics') {
+    if (req.url === METRICS_PATH) {
       const body = metrics.render();
       res
         .writeHead(200, { 'content-type': EXPOSITION_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) })

@@ -1,0 +1,191 @@
+/**
+ * `prewarm doctor`: checks what prewarm depends on, per cluster and per node, with the user's
+ * kubeconfig. The checks are pure (src/doctor/checks.ts); this file only reads the cluster, one
+ * read per object kind, and every read that is refused becomes a finding instead of a failure.
+ */
+import type { Argv } from 'yargs';
+import {
+  diagnose,
+  pullSecretsOf,
+  renderDoctorTable,
+  type DoctorFormat,
+  type DoctorInput,
+  type DoctorReport,
+  type KubeletConfig,
+  type Read,
+} from '../../doctor/checks.js';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
+import { ACCESS_NAMES } from '../../synth/access.js';
+import { plural } from '../../imagecache/errors.js';
+import { CliError, ExitCode } from '../exit-codes.js';
+import type { Io } from '../io.js';
+import { kubeClient } from '../kube.js';
+
+interface DoctorArgs {
+  readonly output: DoctorFormat;
+  readonly context?: string | undefined;
+}
+
+/** How `doctor` reads the cluster; a port so tests can fake it. */
+export interface DoctorSource {
+  read(): Promise<DoctorInput>;
+}
+
+/** The default of `--output`, typed so yargs infers the choices and not a plain string. */
+const DEFAULT_FORMAT: DoctorFormat = 'table';
+
+/** Kubelet configurations read at once: each is a round trip through the apiserver to a kubelet. */
+const CONFIGZ_CONCURRENCY = 8;
+
+/** Registers the command; `source` is replaced in tests. */
+export function doctorCommand(io: Io, source: (context: string | undefined) => Promise<DoctorSource> = clusterSource) {
+  return {
+    command: 'doctor',
+    describe: 'Check what prewarm needs, per cluster and per node, and say how to fix each problem; exit 3 on an error',
+    builder: (y: Argv) =>
+      y
+        .option('output', {
+          alias: 'o',
+          choices: ['table', 'wide', 'json'] as const,
+          default: DEFAULT_FORMAT,
+          describe: 'Output format (table lists problems only; wide lists every check)',
+        })
+        .option('context', { type: 'string', describe: 'kubeconfig context' })
+        .example('$0 doctor', 'problems and how to fix them')
+        .example('$0 doctor -o json', 'every finding, for scripts'),
+    handler: async (args: DoctorArgs) => {
+      const report = diagnose(await (await source(args.context)).read());
+      io.stdout(renderDoctor(report, args.output));
+      if (report.errors > 0) throw new CliError(`doctor found ${plural(report.errors, 'error')}`, ExitCode.NotReady);
+    },
+  };
+}
+
+/** Renders in the chosen format; JSON carries every finding. */
+export function renderDoctor(report: DoctorReport, format: DoctorFormat): string {
+  return format === 'json' ? `${JSON.stringify(report, null, 2)}\n` : renderDoctorTable(report, format === 'wide');
+}
+
+/**
+ * A failed call as a {@link Read}: client-node's ApiException carries the HTTP status in `code`.
+ * Anything without a status (DNS, refused connection, TLS) is not a finding but a cluster that
+ * cannot be reached, and is rethrown.
+ */
+export function readFailure(err: unknown): Exclude<Read<never>, { kind: 'ok' }> {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'number') throw err;
+  if (code === 404) return { kind: 'missing' };
+  const reason = statusMessage((err as { body?: unknown }).body);
+  if (code === 401 || code === 403) return { kind: 'denied', message: `${code}${reason === undefined ? '' : `: ${reason}`}` };
+  return { kind: 'failed', message: `HTTP ${code}${reason === undefined ? '' : `: ${reason}`}` };
+}
+
+/** The `message` of a Kubernetes Status body, handed over parsed or as text. */
+function statusMessage(body: unknown): string | undefined {
+  let status = body;
+  if (typeof body === 'string') {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  }
+  const message = (status as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : undefined;
+}
+
+/** Runs `call` and wraps its answer or its failure. */
+export async function attempt<T>(call: () => Promise<T>): Promise<Read<T>> {
+  try {
+    return { kind: 'ok', value: await call() };
+  } catch (err) {
+    return readFailure(err);
+  }
+}
+
+/** `kubeletconfig` of a `/configz` answer (client-node hands it over parsed, or as text). */
+export function kubeletConfigOf(answer: Read<unknown>): Read<KubeletConfig> {
+  if (answer.kind !== 'ok') return answer;
+  let parsed: unknown = answer.value;
+  try {
+    if (typeof parsed === 'string') parsed = JSON.parse(parsed);
+  } catch {
+    return { kind: 'failed', message: 'the answer is not JSON' };
+  }
+  const config = (parsed as { kubeletconfig?: unknown } | null)?.kubeletconfig;
+  return typeof config === 'object' && config !== null
+    ? { kind: 'ok', value: config }
+    : { kind: 'failed', message: 'the answer holds no kubeletconfig' };
+}
+
+/** `items` of each of `inputs`, `limit` at a time, in input order. */
+async function mapLimit<T, R>(inputs: readonly T[], limit: number, fn: (x: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(inputs.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < inputs.length) {
+      const i = next++;
+      out[i] = await fn(inputs[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, inputs.length) }, worker));
+  return out;
+}
+
+/** Reads the cluster through @kubernetes/client-node, with the one client of src/cli/kube.ts. */
+async function clusterSource(context: string | undefined): Promise<DoctorSource> {
+  const { k8s, config } = await kubeClient(context);
+  const core = config.makeApiClient(k8s.CoreV1Api);
+  const apps = config.makeApiClient(k8s.AppsV1Api);
+  const admission = config.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const version = config.makeApiClient(k8s.VersionApi);
+  return {
+    async read() {
+      try {
+        return await readCluster();
+      } catch (err) {
+        // Only a cluster that cannot be reached at all gets here (see readFailure).
+        throw new CliError(`cannot read the cluster: ${(err as Error).message}`, ExitCode.Internal);
+      }
+    },
+  };
+
+  async function readCluster(): Promise<DoctorInput> {
+    const now = Date.now();
+    const observedVersion = await attempt(() => version.getCode());
+    const [policy, policyBinding, daemonSets, pods, nodes] = await Promise.all([
+      attempt(() => admission.readValidatingAdmissionPolicy({ name: ACCESS_NAMES.policy })),
+      attempt(() => admission.readValidatingAdmissionPolicyBinding({ name: ACCESS_NAMES.policy })),
+      attempt(async () => (await apps.listDaemonSetForAllNamespaces({ labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY}` })).items),
+      attempt(async () => (await core.listPodForAllNamespaces({ fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed' })).items),
+      attempt(async () => (await core.listNode()).items),
+    ]);
+    const secrets = new Map<string, Read<unknown>>();
+    for (const key of daemonSets.kind === 'ok' ? pullSecretsOf(daemonSets.value) : []) {
+      const [namespace, name] = key.split('/') as [string, string];
+      // Existence only: the Secret's data is never looked at, printed or kept.
+      secrets.set(
+        key,
+        await attempt(async () => {
+          await core.readNamespacedSecret({ namespace, name });
+          return true;
+        }),
+      );
+    }
+    const names = nodes.kind === 'ok' ? nodes.value.map((n) => n.metadata?.name ?? '').filter((n) => n !== '') : [];
+    const configs = await mapLimit(names, CONFIGZ_CONCURRENCY, (name) =>
+      attempt(() => core.connectGetNodeProxyWithPath({ name, path: 'configz' })).then(kubeletConfigOf),
+    );
+    return {
+      now,
+      version: observedVersion,
+      policy,
+      policyBinding,
+      daemonSets,
+      pods,
+      nodes,
+      secrets,
+      kubeletConfigs: new Map(names.map((n, i) => [n, configs[i] as Read<KubeletConfig>])),
+    };
+  }
+}

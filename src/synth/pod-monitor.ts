@@ -1,0 +1,65 @@
+/**
+ * A Prometheus Operator PodMonitor (`monitoring.coreos.com/v1`) for the sidecars of one
+ * namespace: it scrapes the metrics port of every holder pod (pullers run no sidecar). The
+ * sidecar's metrics carry `pool` and a bounded reason or outcome, never the node (the node is the
+ * scrape target), so the node is added from the pod's placement at scrape time.
+ */
+import { ApiObject } from 'cdk8s';
+import { Construct } from 'constructs';
+import { LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY, METRICS_PATH } from '../contract/names.js';
+import { METRICS_PORT_NAME, POD_MONITOR } from './naming.js';
+import { COMPONENT } from './pull-daemonset.js';
+
+/** API version and kind of the emitted object. */
+export const POD_MONITOR_TYPE = { apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor' } as const;
+
+/** The label the PodMonitor adds to every series: the node the scraped sidecar runs on. */
+export const NODE_TARGET_LABEL = 'node';
+
+/** Props of {@link ReconcilerPodMonitor}. */
+export interface ReconcilerPodMonitorProps {
+  /**
+   * Labels a Prometheus's `podMonitorSelector` matches on (e.g. kube-prometheus-stack's
+   * `release: <name>`), added to the PodMonitor's own.
+   * @default - none
+   */
+  readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * Scrape interval, as Prometheus writes durations.
+   * @default - the Prometheus's own scrape interval
+   */
+  readonly interval?: string;
+}
+
+/** The PodMonitor of the sidecars of the chart's namespace. */
+export class ReconcilerPodMonitor extends Construct {
+  constructor(scope: Construct, id: string, props: ReconcilerPodMonitorProps = {}) {
+    super(scope, id);
+    new ApiObject(this, 'Resource', {
+      ...POD_MONITOR_TYPE,
+      metadata: {
+        name: POD_MONITOR,
+        labels: {
+          ...props.labels,
+          [LABEL_MANAGED_BY]: MANAGED_BY,
+          [LABEL_NAME]: 'prewarm',
+          [LABEL_PART_OF]: 'prewarm',
+          [LABEL_COMPONENT]: 'reconciler',
+        },
+      },
+      spec: {
+        // Holders only: they alone run the sidecar. No namespaceSelector: a PodMonitor's own
+        // namespace is the default, and the one that holds the pool's pods.
+        selector: { matchLabels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_COMPONENT]: COMPONENT.holder } },
+        podMetricsEndpoints: [
+          {
+            port: METRICS_PORT_NAME,
+            path: METRICS_PATH,
+            ...(props.interval === undefined ? {} : { interval: props.interval }),
+            relabelings: [{ action: 'replace', sourceLabels: ['__meta_kubernetes_pod_node_name'], targetLabel: NODE_TARGET_LABEL }],
+          },
+        ],
+      },
+    });
+  }
+}

@@ -1,0 +1,365 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULTS,
+  ENV,
+  LABEL_MANAGED_BY,
+  LABEL_POOL,
+  LABEL_POOL_MEMBER,
+  LABEL_PULLER,
+  SIDECAR_CONTAINER,
+} from '../../src/contract/names.js';
+import {
+  Check,
+  diagnose,
+  minorOf,
+  pullSecretsOf,
+  quantityBytes,
+  renderDoctorTable,
+  STUCK_AFTER_SECONDS,
+  type DoctorDaemonSet,
+  type DoctorInput,
+  type DoctorNode,
+  type DoctorPod,
+  type Finding,
+  type KubeletConfig,
+  type Read,
+} from '../../src/doctor/checks.js';
+import { ABSOLUTE_GRACE_SECONDS } from '../../src/reconciler/gate.js';
+
+const NOW = Date.parse('2026-12-03T12:00:00Z');
+const GATE = 'prewarm.dev/warming';
+const ok = <T>(value: T): Read<T> => ({ kind: 'ok', value });
+const denied: Read<never> = { kind: 'denied', message: '403: forbidden' };
+
+function holder(
+  id: string,
+  opts: { lanes?: number; gate?: string; deadline?: number; secrets?: string[]; sidecar?: boolean } = {},
+): DoctorDaemonSet[] {
+  const labels = { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_POOL]: id, [LABEL_POOL_MEMBER]: id };
+  const env = [
+    { name: ENV.gateTaintKey, value: opts.gate ?? GATE },
+    { name: ENV.deadlineSeconds, value: String(opts.deadline ?? DEFAULTS.deadlineSeconds) },
+  ];
+  const rolledOut = { desiredNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2, observedGeneration: 1 };
+  const ds: DoctorDaemonSet = {
+    metadata: { name: `prewarm-${id}`, namespace: 'prewarm', labels, generation: 1 },
+    spec: {
+      selector: { matchLabels: { [LABEL_POOL]: id } },
+      template: {
+        spec: {
+          containers: opts.sidecar === false ? [{ name: 'img' }] : [{ name: SIDECAR_CONTAINER, env }, { name: 'img' }],
+          ...(opts.secrets ? { imagePullSecrets: opts.secrets.map((name) => ({ name })) } : {}),
+        },
+      },
+    },
+    status: rolledOut,
+  };
+  const pullers = Array.from({ length: (opts.lanes ?? 1) - 1 }, (_, i) => ({
+    metadata: {
+      name: `prewarm-${id}-puller-${i + 1}`,
+      namespace: 'prewarm',
+      labels: { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_PULLER]: `${id}-${i + 1}`, [LABEL_POOL_MEMBER]: id },
+      generation: 1,
+    },
+    spec: { selector: { matchLabels: { [LABEL_PULLER]: `${id}-${i + 1}` } } },
+    status: rolledOut,
+  }));
+  return [ds, ...pullers];
+}
+
+function holderPod(id: string, node: string, sidecar: 'running' | 'ErrImagePull' = 'running'): DoctorPod {
+  return {
+    metadata: {
+      name: `prewarm-${id}-${node}`,
+      namespace: 'prewarm',
+      labels: { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_POOL]: id },
+      creationTimestamp: new Date(NOW - 60_000),
+    },
+    spec: { nodeName: node },
+    status: {
+      phase: sidecar === 'running' ? 'Running' : 'Pending',
+      conditions: [{ type: 'Ready', status: sidecar === 'running' ? 'True' : 'False' }],
+      containerStatuses: [
+        {
+          name: SIDECAR_CONTAINER,
+          image: 'ghcr.io/prewarm-dev/reconciler:0.1.0',
+          ready: sidecar === 'running',
+          state: sidecar === 'running' ? {} : { waiting: { reason: 'ErrImagePull', message: 'not found' } },
+        },
+      ],
+    },
+  };
+}
+
+function node(name: string, opts: { taints?: string[]; createdAgoS?: number; disk?: string; imageBytes?: number } = {}): DoctorNode {
+  return {
+    metadata: { name, creationTimestamp: new Date(NOW - (opts.createdAgoS ?? 3600) * 1000) },
+    spec: { taints: (opts.taints ?? []).map((key) => ({ key, effect: 'NoSchedule' })) },
+    status: {
+      capacity: { 'ephemeral-storage': opts.disk ?? '100Gi' },
+      allocatable: { pods: '110' },
+      images: [{ sizeBytes: opts.imageBytes ?? 2 ** 30 }],
+    },
+  };
+}
+
+function input(over: Partial<DoctorInput> = {}): DoctorInput {
+  return {
+    now: NOW,
+    version: ok({ major: '1', minor: '36', gitVersion: 'v1.36.5' }),
+    policy: ok(true),
+    policyBinding: ok(true),
+    daemonSets: ok(holder('gpu')),
+    pods: ok([holderPod('gpu', 'n1')]),
+    nodes: ok([node('n1')]),
+    secrets: new Map(),
+    kubeletConfigs: new Map([
+      ['n1', ok<KubeletConfig>({ serializeImagePulls: false, registerWithTaints: [{ key: GATE, effect: 'NoSchedule' }] })],
+    ]),
+    ...over,
+  };
+}
+
+const find = (fs: readonly Finding[], check: string, scope?: string): Finding[] =>
+  fs.filter((f) => f.check === check && (scope === undefined || f.scope === scope));
+
+describe('diagnose', () => {
+  it('a healthy cluster: no errors, no warnings', () => {
+    const r = diagnose(input());
+    expect(r.findings.filter((f) => f.level !== 'ok' && f.level !== 'info')).toEqual([]);
+    expect(r.errors).toBe(0);
+    expect(find(r.findings, Check.apiserverVersion)[0]).toMatchObject({ level: 'ok', message: 'Kubernetes v1.36.5' });
+  });
+
+  it.each([
+    ['29', 'error'],
+    ['30+', 'ok'],
+    ['31', 'ok'],
+  ])('apiserver minor %s is %s (admissionregistration v1 and the node-name claim need 1.30)', (minor, level) => {
+    const r = diagnose(input({ version: ok({ major: '1', minor, gitVersion: `v1.${minor}` }) }));
+    expect(find(r.findings, Check.apiserverVersion)[0]?.level).toBe(level);
+  });
+
+  it('reads 30+ as 30 and refuses a major other than 1', () => {
+    expect(minorOf({ major: '1', minor: '30+', gitVersion: '' })).toBe(30);
+    expect(minorOf({ major: '2', minor: '0', gitVersion: '' })).toBeUndefined();
+  });
+
+  it('a missing policy or binding is an error with a fix; a refused read is unknown, not an error', () => {
+    const missing = diagnose(input({ policyBinding: { kind: 'missing' } }));
+    const f = find(missing.findings, Check.admissionPolicy).find((x) => x.level === 'error');
+    expect(f?.message).toBe(
+      'ValidatingAdmissionPolicyBinding reconciler.prewarm.dev is not installed: the sidecars may change any label or taint of any node',
+    );
+    expect(f?.fix).toContain('prewarm-cluster.k8s.yaml');
+    expect(missing.errors).toBe(1);
+    const refused = diagnose(input({ policy: denied, policyBinding: denied }));
+    expect(refused.errors).toBe(0);
+    expect(find(refused.findings, Check.admissionPolicy).map((x) => x.level)).toEqual(['unknown', 'unknown']);
+    expect(find(refused.findings, Check.admissionPolicy)[0]?.message).toBe(
+      'not allowed to read ValidatingAdmissionPolicy reconciler.prewarm.dev (403: forbidden); skipped',
+    );
+  });
+
+  it('no policy check for --no-reconciler output (no sidecar writes nodes)', () => {
+    const r = diagnose(
+      input({ daemonSets: ok(holder('gpu', { sidecar: false })), policy: { kind: 'missing' }, policyBinding: { kind: 'missing' } }),
+    );
+    expect(find(r.findings, Check.admissionPolicy)).toEqual([]);
+  });
+
+  it('pull secrets named by pools: read for exactly those, missing is an error, refused is unknown', () => {
+    const ds = holder('gpu', { secrets: ['ngc', 'quay'] });
+    expect(pullSecretsOf(ds)).toEqual(['prewarm/ngc', 'prewarm/quay']);
+    const r = diagnose(
+      input({
+        daemonSets: ok(ds),
+        secrets: new Map<string, Read<unknown>>([
+          ['prewarm/ngc', { kind: 'missing' }],
+          ['prewarm/quay', denied],
+        ]),
+      }),
+    );
+    const fs = find(r.findings, Check.pullSecret, 'pool prewarm/gpu');
+    expect(fs.map((f) => f.level)).toEqual(['error', 'unknown']);
+    expect(fs[0]?.message).toContain('pull secret ngc does not exist in namespace prewarm');
+    expect(fs[0]?.fix).toContain('kubectl -n prewarm create secret docker-registry ngc');
+  });
+
+  it('a rollout is stuck when a pod cannot start or has been unready past the threshold; young unready pods are only rolling out', () => {
+    const [ds] = holder('gpu');
+    const rolling: DoctorDaemonSet = {
+      ...ds,
+      status: { desiredNumberScheduled: 2, updatedNumberScheduled: 1, numberAvailable: 1, observedGeneration: 1 },
+    };
+    const pod = (ageS: number, reason?: string): DoctorPod => ({
+      metadata: { name: `p${ageS}`, namespace: 'prewarm', labels: { [LABEL_POOL]: 'gpu' }, creationTimestamp: new Date(NOW - ageS * 1000) },
+      spec: { nodeName: 'n2' },
+      status: { phase: 'Pending', containerStatuses: reason ? [{ name: 'img', state: { waiting: { reason } } }] : [] },
+    });
+    const young = diagnose(input({ daemonSets: ok([rolling]), pods: ok([pod(30)]) }));
+    expect(find(young.findings, Check.rollout)[0]).toMatchObject({ level: 'info', message: 'rolling out: 1/2 updated, 1/2 available' });
+    const old = diagnose(input({ daemonSets: ok([rolling]), pods: ok([pod(STUCK_AFTER_SECONDS + 1)]) }));
+    expect(find(old.findings, Check.rollout)[0]?.level).toBe('error');
+    expect(find(old.findings, Check.rollout)[0]?.message).toContain(`p${STUCK_AFTER_SECONDS + 1} on n2 (Pending)`);
+    const backoff = diagnose(input({ daemonSets: ok([rolling]), pods: ok([pod(30, 'ImagePullBackOff')]) }));
+    expect(find(backoff.findings, Check.rollout)[0]?.message).toContain('p30 on n2 (img: ImagePullBackOff)');
+    // A generation the controller has not observed yet is not rolled out either.
+    const unobserved = diagnose(input({ daemonSets: ok([{ ...ds, metadata: { ...ds?.metadata, generation: 2 } }]), pods: ok([]) }));
+    expect(find(unobserved.findings, Check.rollout)[0]?.level).toBe('info');
+  });
+
+  it('lanes on a kubelet that serializes pulls: a warning that says so and how to fix it', () => {
+    const serial = ok<KubeletConfig>({ serializeImagePulls: true, registerWithTaints: [{ key: GATE }] });
+    const r = diagnose(input({ daemonSets: ok(holder('gpu', { lanes: 3 })), kubeletConfigs: new Map([['n1', serial]]) }));
+    const f = find(r.findings, Check.imagePulls, 'node n1')[0];
+    expect(f?.level).toBe('warning');
+    expect(f?.message).toBe(
+      'serializeImagePulls: true (one pull at a time): pool gpu has 3 lanes, which here overlap container starts with pulls but never pull in parallel',
+    );
+    expect(f?.fix).toContain('serializeImagePulls: false');
+  });
+
+  it('lanes on a parallel kubelet: ok, unless maxParallelImagePulls is below the lanes; the default is serial', () => {
+    const with3 = (kc: KubeletConfig) =>
+      find(
+        diagnose(input({ daemonSets: ok(holder('gpu', { lanes: 3 })), kubeletConfigs: new Map([['n1', ok(kc)]]) })).findings,
+        Check.imagePulls,
+      )[0];
+    expect(with3({ serializeImagePulls: false })).toMatchObject({
+      level: 'ok',
+      message: expect.stringContaining('maxParallelImagePulls: unlimited') as string,
+    });
+    expect(with3({ serializeImagePulls: false, maxParallelImagePulls: 2 })).toMatchObject({ level: 'warning' });
+    expect(with3({})?.level).toBe('warning');
+    // Without lanes, serial pulls are only information.
+    expect(find(diagnose(input({ kubeletConfigs: new Map([['n1', ok<KubeletConfig>({})]]) })).findings, Check.imagePulls)[0]?.level).toBe(
+      'info',
+    );
+  });
+
+  it('a refused /configz is reported as such and the other node checks go on', () => {
+    const r = diagnose(input({ kubeletConfigs: new Map([['n1', denied]]) }));
+    const f = find(r.findings, Check.kubeletConfig, 'node n1')[0];
+    expect(f).toMatchObject({ level: 'unknown', fix: 'grant get on nodes/proxy to read /api/v1/nodes/NAME/proxy/configz' });
+    expect(f?.message).toBe('not allowed to read the kubelet configuration (/configz) (403: forbidden); skipped');
+    expect(find(r.findings, Check.podSlots, 'node n1')[0]?.level).toBe('ok');
+    expect(find(r.findings, Check.imagePulls)).toEqual([]);
+    expect(r.errors).toBe(0);
+  });
+
+  it('registerWithTaints without the gating taint is a warning naming the key', () => {
+    const r = diagnose(
+      input({ kubeletConfigs: new Map([['n1', ok<KubeletConfig>({ serializeImagePulls: false, registerWithTaints: [] })]]) }),
+    );
+    const f = find(r.findings, Check.registerTaint, 'node n1')[0];
+    expect(f?.level).toBe('warning');
+    expect(f?.fix).toBe(
+      `add {key: ${GATE}, effect: NoSchedule} to registerWithTaints (--register-with-taints=${GATE}:NoSchedule), e.g. in the node group's taints`,
+    );
+  });
+
+  it('pod slots: the burst pullers of the pools here must fit under maxPods', () => {
+    const many = Array.from({ length: 9 }, (_, i) => ({ metadata: { name: `w${i}`, namespace: 'app' }, spec: { nodeName: 'n1' } }));
+    const kc = ok<KubeletConfig>({ serializeImagePulls: false, maxPods: 11, registerWithTaints: [{ key: GATE }] });
+    const tight = diagnose(
+      input({
+        daemonSets: ok(holder('gpu', { lanes: 4 })),
+        pods: ok([holderPod('gpu', 'n1'), ...many]),
+        kubeletConfigs: new Map([['n1', kc]]),
+      }),
+    );
+    const f = find(tight.findings, Check.podSlots, 'node n1')[0];
+    expect(f?.level).toBe('warning');
+    expect(f?.message).toContain('10 of 11 pod slots used: the burst pullers need 3 more');
+    const roomy = diagnose(
+      input({
+        daemonSets: ok(holder('gpu', { lanes: 2 })),
+        pods: ok([holderPod('gpu', 'n1'), ...many]),
+        kubeletConfigs: new Map([['n1', kc]]),
+      }),
+    );
+    expect(find(roomy.findings, Check.podSlots, 'node n1')[0]?.message).toBe(
+      '10 of 11 pod slots used; room for the 1 burst pullers of a warm-up',
+    );
+  });
+
+  it('image GC: a warning when images already pass the high threshold of the disk', () => {
+    const kc = new Map([
+      ['n1', ok<KubeletConfig>({ serializeImagePulls: false, imageGCHighThresholdPercent: 50, registerWithTaints: [{ key: GATE }] })],
+    ]);
+    const full = diagnose(input({ nodes: ok([node('n1', { disk: '10Gi', imageBytes: 6 * 2 ** 30 })]), kubeletConfigs: kc }));
+    expect(find(full.findings, Check.imageGc)[0]).toMatchObject({ level: 'warning' });
+    expect(find(full.findings, Check.imageGc)[0]?.message).toContain('images take at least 6.0 GiB of 10.0 GiB');
+    const fine = diagnose(input({ nodes: ok([node('n1', { disk: '10Gi', imageBytes: 4 * 2 ** 30 })]), kubeletConfigs: kc }));
+    expect(find(fine.findings, Check.imageGc)[0]?.level).toBe('ok');
+  });
+
+  it('reads quantities', () => {
+    expect(quantityBytes('100Gi')).toBe(100 * 2 ** 30);
+    expect(quantityBytes('5G')).toBe(5e9);
+    expect(quantityBytes('12345')).toBe(12345);
+    expect(quantityBytes('lots')).toBeUndefined();
+  });
+
+  it('a gating taint past created + longest deadline + the absolute grace is an error; before it, information', () => {
+    const bound = 120 + ABSOLUTE_GRACE_SECONDS;
+    const at = (createdAgoS: number) =>
+      find(
+        diagnose(input({ daemonSets: ok(holder('gpu', { deadline: 120 })), nodes: ok([node('n1', { taints: [GATE], createdAgoS })]) }))
+          .findings,
+        Check.gateTaint,
+      )[0];
+    expect(at(bound + 30)).toMatchObject({ level: 'error' });
+    expect(at(bound + 30)?.message).toContain(`30s past its absolute bound (created + 120s deadline + ${ABSOLUTE_GRACE_SECONDS}s grace)`);
+    expect(at(bound - 30)).toMatchObject({
+      level: 'info',
+      message: `gating taint ${GATE} is on the node; the sidecars remove it at the latest in 30s`,
+    });
+  });
+
+  it('the reconciler image failing to pull on a node is an error naming the node and reason', () => {
+    const r = diagnose(input({ pods: ok([holderPod('gpu', 'n1', 'ErrImagePull')]) }));
+    const f = find(r.findings, Check.reconcilerImage, 'node n1')[0];
+    expect(f?.level).toBe('error');
+    expect(f?.message).toContain(
+      'the reconciler image ghcr.io/prewarm-dev/reconciler:0.1.0 cannot be pulled here (prewarm/prewarm-gpu-n1: ErrImagePull: not found)',
+    );
+  });
+
+  it('refused lists of DaemonSets, pods and nodes: unknown findings, never an error, and the rest goes on', () => {
+    const r = diagnose(input({ daemonSets: denied, pods: denied, nodes: denied }));
+    expect(r.errors).toBe(0);
+    expect(
+      r.findings
+        .filter((f) => f.level === 'unknown')
+        .map((f) => f.check)
+        .sort(),
+    ).toEqual([Check.kubeletConfig, Check.rollout]);
+    expect(find(r.findings, Check.apiserverVersion)[0]?.level).toBe('ok');
+    const noPods = diagnose(input({ pods: denied, daemonSets: ok(holder('gpu', { lanes: 3 })) }));
+    // Which pools run on a node is read from the pods: no lane or taint verdicts without them.
+    expect(find(noPods.findings, Check.imagePulls, 'node n1')[0]).toMatchObject({
+      level: 'info',
+      message: 'parallel pulls (maxParallelImagePulls: unlimited); the pools on this node are unknown (pods not readable)',
+    });
+    expect(find(noPods.findings, Check.registerTaint)).toEqual([]);
+    expect(find(noPods.findings, Check.podSlots, 'cluster')[0]?.message).toBe(
+      'not allowed to read pods in every namespace (403: forbidden); skipped: no pod slot, gate or sidecar checks',
+    );
+  });
+});
+
+describe('renderDoctorTable', () => {
+  it('lists problems with their fixes and counts the rest; wide lists everything', () => {
+    const r = diagnose(input({ policy: { kind: 'missing' } }));
+    const text = renderDoctorTable(r, false);
+    expect(text.split('\n')[0]).toMatch(/^LEVEL\s+SCOPE\s+CHECK\s+FINDING$/);
+    expect(text).toContain('error   cluster   admission-policy   ValidatingAdmissionPolicy reconciler.prewarm.dev is not installed');
+    expect(text).toContain('\nTo fix:\n  cluster admission-policy: apply prewarm-cluster.k8s.yaml');
+    expect(text).toMatch(/\d+ checks passed or are informational \(-o wide lists them\)/);
+    expect(text.endsWith('\n1 error, 0 warnings\n')).toBe(true);
+    const wide = renderDoctorTable(r, true);
+    expect(wide.split('\n').filter((l) => l.startsWith('ok ')).length).toBe(r.findings.filter((f) => f.level === 'ok').length);
+  });
+});
