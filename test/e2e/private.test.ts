@@ -17,8 +17,8 @@ import { registryLogOffset, registryRequests, type RegistryRequest } from '../..
 import { Kube, type KubeObject } from '../../harness/kube.js';
 import { poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { sleep, waitFor } from '../../harness/time.js';
+import { workloadPod } from '../../harness/workloads.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
-import { HELPER_BINARY, HELPER_MOUNT, HELPER_SOURCE } from '../../src/synth/pull-daemonset.js';
 import { nodeLabelKey } from '../../src/synth/naming.js';
 import { applyServerSide, imageCache, registryPullSecret, specDir } from './helpers.js';
 
@@ -47,44 +47,9 @@ function counts(reqs: readonly RegistryRequest[]): Counts {
   };
 }
 
-/**
- * A workload on the warm node using the private image: an init container copies the static
- * busybox from the (public) helper image, so the private image's container can sleep.
- */
+/** A workload on the warm node running the private image, with or without a pull secret. */
 function workload(name: string, helper: string, pullSecret: string | undefined): KubeObject {
-  const security = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: WL_NS },
-    spec: {
-      nodeSelector: { 'kubernetes.io/hostname': NODE },
-      terminationGracePeriodSeconds: 0,
-      securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
-      ...(pullSecret ? { imagePullSecrets: [{ name: pullSecret }] } : {}),
-      volumes: [{ name: 'helper', emptyDir: {} }],
-      initContainers: [
-        {
-          name: 'helper',
-          image: helper,
-          imagePullPolicy: 'IfNotPresent',
-          command: [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY],
-          volumeMounts: [{ name: 'helper', mountPath: HELPER_MOUNT }],
-          securityContext: security,
-        },
-      ],
-      containers: [
-        {
-          name: 'app',
-          image: IMAGE,
-          imagePullPolicy: 'IfNotPresent',
-          command: [HELPER_BINARY, 'sleep', '3600'],
-          volumeMounts: [{ name: 'helper', mountPath: HELPER_MOUNT }],
-          securityContext: security,
-        },
-      ],
-    },
-  };
+  return workloadPod({ name, namespace: WL_NS, node: NODE, helper, images: [IMAGE], ...(pullSecret ? { pullSecrets: [pullSecret] } : {}) });
 }
 
 interface AppState {
@@ -96,7 +61,7 @@ interface AppState {
 async function appState(kube: Kube, name: string): Promise<AppState> {
   const p = await kube.get(`/api/v1/namespaces/${WL_NS}/pods/${name}`);
   const c = ((p.status?.containerStatuses ?? []) as { name: string; state?: { running?: object; waiting?: AppState['waiting'] } }[]).find(
-    (x) => x.name === 'app',
+    (x) => x.name === 'app-1',
   );
   return {
     phase: p.status?.phase ?? '',
