@@ -1,8 +1,12 @@
 /**
  * Generated ImageCaches of the scale shape that bench:synth measures and the gitops tier replays
  * through the Argo CD plugin: 20 images each, over 50 pools, every pool drawing from its own
- * vocabulary of 200 images so that caches in one pool share images as real teams do.
+ * vocabulary of 200 images so that caches in one pool share images as real teams do. Also the
+ * folder of specs the e2e tests and benchmarks synthesize ({@link specDir}).
  */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { STATE_DIR } from './cluster/config.js';
 
 /** Pools the caches spread over. */
 export const SCALE_POOLS = 50;
@@ -33,4 +37,13 @@ export function scaleImageCache(i: number, registry: string): string {
     ...images,
     '',
   ].join('\n');
+}
+
+/** Writes ImageCache specs into a fresh directory (for synth) and returns it. */
+export function specDir(name: string, docs: Record<string, unknown>[]): string {
+  const base = join(STATE_DIR, 'e2e-specs');
+  mkdirSync(base, { recursive: true });
+  const dir = mkdtempSync(join(base, `${name}-`));
+  writeFileSync(join(dir, 'imagecache.yaml'), docs.map((d) => JSON.stringify(d, null, 2)).join('\n---\n') + '\n');
+  return dir;
 }

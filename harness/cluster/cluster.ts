@@ -40,7 +40,8 @@ import {
 import { startKwok, stopKwok } from './kwok.js';
 
 export const ADMIN_KUBECONFIG = join(STATE_DIR, 'admin.kubeconfig');
-const CP_DIR = join(STATE_DIR, 'control-plane');
+/** The cluster's control-plane data (etcd data, kubeconfigs, the audit log). */
+export const CP_DIR = join(STATE_DIR, 'control-plane');
 const APISERVER_SOCK = join(RUN_DIR, 'apiserver.sock');
 /** The apiserver's audit log when the cluster was brought up with `auditLog` (removed by down). */
 export const AUDIT_LOG = join(CP_DIR, 'audit.log');

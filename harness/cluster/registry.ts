@@ -115,6 +115,18 @@ function probe(s: RegistryServer): boolean {
   return /^HTTP\/1\.[01] (200|401)/.test(r.stdout);
 }
 
+/** Stops one hub registry (TLS or plain): a registry outage. Its storage stays. */
+export async function stopHubRegistry(tls: boolean): Promise<void> {
+  await stopDaemon(hubRegistry(tls).name);
+}
+
+/** Starts one hub registry again after {@link stopHubRegistry} and waits until it answers. */
+export async function startHubRegistry(tls: boolean): Promise<void> {
+  const s = hubRegistry(tls);
+  startRegistry(s);
+  await waitRegistry(s);
+}
+
 export async function stopRegistries(): Promise<void> {
   for (const s of HUB_REGISTRIES) await stopDaemon(s.name);
 }

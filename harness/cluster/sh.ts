@@ -169,6 +169,21 @@ export async function stopDaemon(name: string, graceMs = 10_000): Promise<void> 
   rmSync(pidFile(name), { force: true });
 }
 
+/** Kills a harness daemon at once (SIGKILL, no SIGTERM first): a crash, not a shutdown. */
+export async function killDaemon(name: string): Promise<void> {
+  const pid = daemonPid(name);
+  if (pid) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+    const hard = Date.now() + 5_000;
+    while (Date.now() < hard && alive(pid)) await sleep(50);
+  }
+  rmSync(pidFile(name), { force: true });
+}
+
 export async function killPid(pid: number, graceMs = 10_000): Promise<void> {
   try {
     process.kill(pid, 'SIGTERM');

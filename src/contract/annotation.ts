@@ -37,15 +37,35 @@ export interface PoolAnnotation {
   readonly failingOmitted?: number;
 }
 
-/** Parses our annotation; anything unreadable is treated as absent (and rewritten). */
+const STATES: ReadonlySet<string> = new Set(['warming', 'warm', 'partial']);
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const optional = (x: unknown, type: 'string' | 'number'): boolean => x === undefined || typeof x === type;
+const isFailing = (x: unknown): boolean =>
+  isRecord(x) && typeof x['image'] === 'string' && typeof x['reason'] === 'string' && optional(x['message'], 'string');
+
+/**
+ * Parses our annotation. Anything that is not exactly what {@link renderAnnotation} writes (not
+ * JSON, another version, a field of the wrong type, as an admin's hand edit or another tool may
+ * leave) is treated as absent: the sidecar then recomputes from its pod and rewrites it, and never
+ * reads a malformed field.
+ */
 export function parseAnnotation(text: string | undefined): PoolAnnotation | undefined {
   if (text === undefined) return undefined;
+  let v: unknown;
   try {
-    const v = JSON.parse(text) as PoolAnnotation;
-    return typeof v === 'object' && v !== null && v.v === ANNOTATION_VERSION && typeof v.pod === 'string' ? v : undefined;
+    v = JSON.parse(text);
   } catch {
     return undefined;
   }
+  if (!isRecord(v) || v['v'] !== ANNOTATION_VERSION || typeof v['pod'] !== 'string') return undefined;
+  if (typeof v['state'] !== 'string' || !STATES.has(v['state']) || typeof v['images'] !== 'number') return undefined;
+  for (const k of ['present', 'ttwSeconds', 'digestsOmitted', 'failingOmitted']) if (!optional(v[k], 'number')) return undefined;
+  if (!optional(v['warmAt'], 'string') || (v['warmAt'] !== undefined && Number.isNaN(Date.parse(v['warmAt'] as string)))) return undefined;
+  const digests = v['digests'];
+  if (digests !== undefined && !(isRecord(digests) && Object.values(digests).every((d) => typeof d === 'string'))) return undefined;
+  const failing = v['failing'];
+  if (failing !== undefined && !(Array.isArray(failing) && failing.every(isFailing))) return undefined;
+  return v as unknown as PoolAnnotation;
 }
 
 /**

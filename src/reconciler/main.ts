@@ -8,48 +8,37 @@
  *   the in-cluster one (bench, local runs);
  * - PREWARM_POOLS_PATH: pools.json elsewhere than POOLS_MOUNT_PATH;
  * - PREWARM_PULL_SECRETS_DIR: pull secrets elsewhere than PULL_SECRETS_MOUNT_PATH;
- * - PREWARM_PLAIN_HTTP_REGISTRIES: comma-separated registry hosts spoken to over plain HTTP.
+ * - PREWARM_PLAIN_HTTP_REGISTRIES: comma-separated registry hosts spoken to over plain HTTP;
+ * - PREWARM_TERMINATION_LOG: the termination message file elsewhere than /dev/termination-log.
+ *
+ * Bad input (environment, pools.json, endpoint) ends the process at once with exit code 2 and one
+ * line naming the problem (src/reconciler/startup.ts); anything else unexpected, with 1.
  */
-import fs from 'node:fs';
-import { POOLS_FILE, POOLS_MOUNT_PATH, PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
-import { parsePoolsFile, PoolsFileError } from '../contract/pools-file.js';
-import { ConfigError, configFromEnv } from './config.js';
+import { PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
 import { Controller } from './controller.js';
-import { KubeHttp, USER_AGENT, type Endpoint } from './adapters/http.js';
-import { inClusterEndpoint, KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
+import { KubeHttp, USER_AGENT } from './adapters/http.js';
+import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
 import { jsonLogger } from './adapters/log.js';
 import { ProcRestarter } from './adapters/proc.js';
 import { OciRegistry } from '../registry/client.js';
 import { loadKeyring } from '../registry/keyring.js';
 import { serveMetrics, systemClock } from './adapters/system.js';
 import { Metrics } from './metrics.js';
-
-function endpointFromEnv(env: NodeJS.ProcessEnv): Endpoint {
-  const server = env.PREWARM_KUBE_SERVER;
-  if (!server) return inClusterEndpoint(env);
-  const tokenFile = env.PREWARM_KUBE_TOKEN_FILE;
-  const caFile = env.PREWARM_KUBE_CA_FILE;
-  return {
-    server,
-    ...(caFile ? { ca: fs.readFileSync(caFile) } : {}),
-    ...(tokenFile ? { token: () => fs.readFileSync(tokenFile, 'utf8').trim() } : {}),
-  };
-}
+import { EXIT_BAD_CONFIG, loadStartup, oneLine, reportStartupFailure, StartupError, TERMINATION_LOG } from './startup.js';
 
 /** Runs the sidecar until SIGTERM; resolves with the process exit code. */
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const boot = jsonLogger({ component: 'prewarm-reconciler' });
-  let config;
-  let pools;
+  let startup;
   try {
-    config = configFromEnv(env);
-    pools = parsePoolsFile(fs.readFileSync(env.PREWARM_POOLS_PATH ?? `${POOLS_MOUNT_PATH}/${POOLS_FILE}`, 'utf8'));
+    startup = loadStartup(env);
   } catch (e) {
-    boot.error('invalid configuration', { err: e instanceof ConfigError || e instanceof PoolsFileError ? e.message : e });
-    return 2;
+    if (!(e instanceof StartupError)) throw e;
+    reportStartupFailure(`invalid configuration: ${e.message}`, undefined, env.PREWARM_TERMINATION_LOG ?? TERMINATION_LOG);
+    return EXIT_BAD_CONFIG;
   }
+  const { config, pools } = startup;
   const log = jsonLogger({ component: 'prewarm-reconciler', pool: config.poolId, node: config.nodeName, pod: config.podName });
-  const kube = new KubeHttp(endpointFromEnv(env));
+  const kube = new KubeHttp(startup.endpoint);
   const metrics = new Metrics();
   const registry =
     config.refreshSeconds > 0
@@ -101,7 +90,8 @@ main().then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    jsonLogger({ component: 'prewarm-reconciler' }).error('fatal', { err: e });
+    // One line, like a configuration error: it becomes the container's termination message.
+    reportStartupFailure(`fatal: ${oneLine(e)}`, undefined, process.env.PREWARM_TERMINATION_LOG ?? TERMINATION_LOG);
     process.exitCode = 1;
   },
 );

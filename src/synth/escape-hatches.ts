@@ -68,7 +68,10 @@ function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers
  * - removal of the `cdk8s.io/metadata.addr` pod label, which cdk8s-plus derives from the construct
  *   path: names must come from the spec's identity, never from where a construct sits;
  * - a projected service-account token mounted into the sidecar alone, the same volume the kubelet
- *   would automount into every container: the cached images' containers get no credentials.
+ *   would automount into every container: the cached images' containers get no credentials;
+ * - `terminationMessagePolicy: FallbackToLogsOnError` on the sidecar, so a sidecar that refuses its
+ *   configuration shows its one-line reason as the container's termination message (`kubectl
+ *   describe pod`), not only in `kubectl logs` (cdk8s-plus-27 has no such field).
  */
 export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatches): void {
   const obj = ApiObject.of(workload);
@@ -99,9 +102,11 @@ export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatc
   if (patches.shareProcessNamespace === true) obj.addJsonPatch(JsonPatch.add(`${POD}/shareProcessNamespace`, true));
   obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
   if (patches.sidecar !== undefined) {
+    const sidecar = containerPath(workload, 'containers', patches.sidecar);
     // Appends: the pod already has volumes (the helper emptyDir) and the sidecar already has a
     // mount (the pools file).
     obj.addJsonPatch(
+      JsonPatch.add(`${sidecar}/terminationMessagePolicy`, 'FallbackToLogsOnError'),
       JsonPatch.add(`${POD}/volumes/-`, {
         name: TOKEN_VOLUME,
         projected: {
@@ -113,7 +118,7 @@ export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatc
           ],
         },
       }),
-      JsonPatch.add(`${containerPath(workload, 'containers', patches.sidecar)}/volumeMounts/-`, {
+      JsonPatch.add(`${sidecar}/volumeMounts/-`, {
         name: TOKEN_VOLUME,
         mountPath: SERVICE_ACCOUNT_MOUNT,
         readOnly: true,

@@ -27,4 +27,31 @@ describe('renderAnnotation', () => {
     expect(parseAnnotation('{"v":99,"pod":"p"}')).toBeUndefined();
     expect(parseAnnotation(undefined)).toBeUndefined();
   });
+
+  it('treats JSON of the wrong shape as absent, field by field, and never throws', () => {
+    const ok = { v: 1, pod: 'p', state: 'warming', images: 2 };
+    expect(parseAnnotation(JSON.stringify(ok))).toEqual(ok);
+    const bad: unknown[] = [
+      null,
+      [],
+      'warm',
+      42,
+      { ...ok, v: '1' },
+      { ...ok, pod: 7 },
+      { ...ok, state: 'cold' },
+      { ...ok, images: '2' },
+      { ...ok, present: 'all' },
+      { ...ok, ttwSeconds: null },
+      { ...ok, warmAt: 'yesterday' },
+      { ...ok, warmAt: 5 },
+      { ...ok, digests: ['sha256:x'] },
+      { ...ok, digests: { 'reg/a:1': 1 } },
+      { ...ok, failing: 'reg/a:1' },
+      { ...ok, failing: [{ image: 'reg/a:1' }] },
+      { ...ok, failing: [null] },
+      { ...ok, failingOmitted: '3' },
+    ];
+    for (const b of bad) expect(parseAnnotation(JSON.stringify(b)), JSON.stringify(b)).toBeUndefined();
+    expect(parseAnnotation('')).toBeUndefined();
+  });
 });

@@ -1,7 +1,5 @@
 /** Helpers of the e2e tests: apply, pods of a pool, waits on nodes and pods, node images and labels. */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { BIN, REGISTRY, STATE_DIR } from '../../harness/cluster/config.js';
+import { BIN, REGISTRY } from '../../harness/cluster/config.js';
 import { kubectl } from '../../harness/cluster/cluster.js';
 import { normalize } from '../../harness/cluster/images.js';
 import { crictl } from '../../harness/cluster/node.js';
@@ -125,14 +123,7 @@ export function labelNode(node: string, labels: Record<string, string | null>): 
   kubectl(['label', 'node', node, '--overwrite', ...args]);
 }
 
-/** Writes ImageCache specs into a fresh directory (for synth) and returns it. */
-export function specDir(name: string, docs: Record<string, unknown>[]): string {
-  const base = join(STATE_DIR, 'e2e-specs');
-  mkdirSync(base, { recursive: true });
-  const dir = mkdtempSync(join(base, `${name}-`));
-  writeFileSync(join(dir, 'imagecache.yaml'), docs.map((d) => JSON.stringify(d, null, 2)).join('\n---\n') + '\n');
-  return dir;
-}
+export { specDir } from '../../harness/specs.js';
 
 export function imageCache(
   namespace: string,

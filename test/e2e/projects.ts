@@ -21,6 +21,18 @@ export const e2eProject = {
   },
 };
 
+/**
+ * The chaos tier (issue 15): faults injected into the same harness cluster, one cluster shared by
+ * every case, cases one after another (a fault of the control plane is cluster-wide).
+ */
+export const chaosProject = {
+  test: {
+    ...e2eProject.test,
+    name: 'chaos',
+    include: ['test/chaos/**/*.test.ts'],
+  },
+};
+
 export const integrationProject = {
   test: {
     name: 'integration',

@@ -2,15 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { configFromEnv } from '../../src/reconciler/config.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 import { ENV, LIMITS } from '../../src/contract/names.js';
+import { SIDECAR_ENV } from './fixtures.js';
 
-const base = {
-  [ENV.nodeName]: 'n1',
-  [ENV.podName]: 'p1',
-  [ENV.podNamespace]: 'ns',
-  [ENV.pool]: 'gpu',
-  [ENV.nodeLabelKey]: 'prewarm.dev/gpu',
-  [ENV.nodeAnnotationKey]: 'status.prewarm.dev/gpu',
-};
+const base = SIDECAR_ENV;
 
 describe('configFromEnv', () => {
   it('applies the shared defaults', () => {

@@ -118,6 +118,70 @@ describe('Controller with burst pullers', () => {
   });
 });
 
+/** The node as an admin's `kubectl label` / `kubectl taint` leaves it. */
+function edit(kube: FakeKube, over: { labels?: Record<string, string>; taints?: NonNullable<FakeKube['node']['spec']>['taints'] }): void {
+  kube.node = {
+    ...kube.node,
+    metadata: { ...kube.node.metadata, ...(over.labels ? { labels: over.labels } : {}) },
+    spec: { ...kube.node.spec, ...(over.taints ? { taints: over.taints } : {}) },
+  };
+}
+
+describe('Controller and hand edits by an admin (what wins: docs/troubleshooting.md)', () => {
+  it('the gating taint removed by hand while warming stays removed; the pool still turns warm, once', async () => {
+    const { clock, kube } = setup();
+    await clock.settle();
+    edit(kube, { taints: [{ key: 'other', effect: 'NoSchedule' }] });
+    await clock.advance(30_000);
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(kube.writes()).toEqual(['PATCH node merge', 'POST event']);
+    expect(kube.events).toEqual([{ reason: EventReason.Warm, message: expect.not.stringContaining('removed gate taint') }]);
+  });
+
+  it('the gating taint put back by hand on a warm node is removed again at the next resync, with one GateOpened Event', async () => {
+    const { clock, kube } = setup();
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm]);
+    edit(kube, { taints: [...(kube.node.spec?.taints ?? []), gate] });
+    const writes = kube.writes().length;
+    await clock.advance(300_000 - 1);
+    expect(kube.node.spec?.taints?.map((t) => t.key)).toContain(gate.key);
+    await clock.advance(1);
+    expect(kube.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
+    expect(kube.writes().slice(writes)).toEqual(['PATCH node json', 'POST event']);
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm, EventReason.GateOpened]);
+  });
+
+  it('our label set to warm by hand while warming is taken back within the gate resync, without an Event', async () => {
+    const { clock, kube } = setup();
+    await clock.settle();
+    edit(kube, { labels: { 'prewarm.dev/gpu': 'warm' } });
+    await clock.advance(30_000);
+    expect(kube.node.metadata.labels ?? {}).toEqual({});
+    expect(kube.node.spec?.taints?.map((t) => t.key)).toContain(gate.key);
+    expect(kube.writes()).toEqual(['PATCH node merge']);
+    expect(kube.events).toEqual([]);
+  });
+
+  it('our label changed by hand on a warm node is restored at the next resync, with one Warm Event for that transition', async () => {
+    const { clock, kube } = setup();
+    kube.setPod(running());
+    await clock.settle();
+    edit(kube, { labels: { 'prewarm.dev/gpu': 'cold' } });
+    await clock.advance(300_000);
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm, EventReason.Warm]);
+    // Restored once: later resyncs write nothing.
+    const writes = kube.writes().length;
+    await clock.advance(300_000);
+    expect(kube.writes().length).toBe(writes);
+  });
+});
+
 describe('Controller', () => {
   it('warms the node: one label write, one taint removal, one Event; then idles without writes', async () => {
     const { clock, kube, metrics } = setup();

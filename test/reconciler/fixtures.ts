@@ -4,7 +4,7 @@ import type { KContainerStatus, KNode, KPod, KTaint } from '../../src/reconciler
 import type { Observed } from '../../src/reconciler/pool.js';
 import { placementOf, type NodeSelector, type Toleration } from '../../src/contract/placement.js';
 import type { PoolEntry, PoolsFile } from '../../src/contract/pools-file.js';
-import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, ENV } from '../../src/contract/names.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
 export const iso = (sec: number): string => new Date(T0 + sec * 1000).toISOString();
@@ -153,3 +153,13 @@ export function observed(over: Partial<Observed> = {}): Observed {
     ...over,
   };
 }
+
+/** The sidecar's required environment, as synthesis sets it (downward API values filled in). */
+export const SIDECAR_ENV: Readonly<Record<string, string>> = {
+  [ENV.nodeName]: 'n1',
+  [ENV.podName]: 'p1',
+  [ENV.podNamespace]: 'ns',
+  [ENV.pool]: 'gpu',
+  [ENV.nodeLabelKey]: 'prewarm.dev/gpu',
+  [ENV.nodeAnnotationKey]: 'status.prewarm.dev/gpu',
+};

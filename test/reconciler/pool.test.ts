@@ -138,6 +138,35 @@ describe('decidePool', () => {
     });
   });
 
+  it('ignores an annotation written by someone else or not valid JSON, and rewrites it', () => {
+    const p = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.running('c2', 'reg/b:1')]);
+    const foreign = [
+      '{not json',
+      'null',
+      '"warm"',
+      JSON.stringify({ owner: 'some-other-tool', state: 'warm' }),
+      // Our own pod's name, but a field of the wrong type: a hand edit must not crash the sidecar.
+      JSON.stringify({ v: 1, pod: 'pull-a-xyz', state: 'partial', images: 2, failing: 'reg/b:1' }),
+      JSON.stringify({ v: 1, pod: 'pull-a-xyz', state: 'warm', images: 2, warmAt: 'soon', ttwSeconds: 1 }),
+      // Another pod's (a previous incarnation's): stale, recomputed from scratch.
+      ownAnn({ pod: 'pull-a-old', state: 'partial', present: 1 }),
+    ];
+    for (const text of foreign) {
+      const n = node({ taints: [gate], labels: { 'prewarm.dev/gpu': 'warm' }, annotations: { 'status.prewarm.dev/gpu': text } });
+      const d = decidePool(obs({ node: n, pod: p, now: at(75) }));
+      expect(d.state, text).toBe('warm');
+      expect(parseAnnotation(d.annotation ?? undefined), text).toMatchObject({ pod: 'pull-a-xyz', state: 'warm', images: 2 });
+      // Not sticky partial from someone else's annotation, and the Warm transition is announced once.
+      expect(
+        d.events.map((e) => e.reason),
+        text,
+      ).toEqual([EventReason.Warm]);
+    }
+    // While warming, a malformed annotation is removed (we have nothing to say yet), never kept.
+    const warming = decidePool(obs({ node: node({ taints: [gate], annotations: { 'status.prewarm.dev/gpu': '{"v":1' } }) }));
+    expect(warming).toMatchObject({ state: 'warming', annotation: null });
+  });
+
   it('writes nothing on cleanup when nothing of ours is on the node', () => {
     const d = decidePool(obs({ terminating: true, node: node({ labels: { 'prewarm.dev/other': 'warm' } }) }));
     expect(metadataPatch(config(), d)).toBeUndefined();

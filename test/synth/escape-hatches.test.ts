@@ -104,6 +104,13 @@ describe('escape hatches', () => {
     expect(spec.containers[0].volumeMounts).toBeUndefined();
   });
 
+  it("shows the sidecar's last log line as its termination message when it fails, and only the sidecar's", () => {
+    const spec = daemonSet({ sidecar: 'b' }).spec.template.spec;
+    expect(spec.containers[1].terminationMessagePolicy).toBe('FallbackToLogsOnError');
+    expect(spec.containers[0].terminationMessagePolicy).toBeUndefined();
+    expect(daemonSet().spec.template.spec.containers[1].terminationMessagePolicy).toBeUndefined();
+  });
+
   it('refuses to patch a sidecar the pod template does not have', () => {
     expect(() => daemonSet({ sidecar: 'prewarm-reconciler' })).toThrow('the pod template has no container named "prewarm-reconciler"');
   });

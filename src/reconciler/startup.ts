@@ -1,0 +1,112 @@
+/**
+ * The sidecar's start-up input, checked before anything talks to the apiserver: the environment,
+ * pools.json and the apiserver endpoint. Each problem becomes one {@link StartupError} whose
+ * message is the whole story in one line, because that line is all an admin sees: `kubectl logs`
+ * shows it, and the container's termination message (`kubectl describe pod`, Last State) shows it
+ * too, through the `terminationMessagePolicy: FallbackToLogsOnError` that synthesis sets on the
+ * sidecar and the termination-log file written here.
+ */
+import fs from 'node:fs';
+import { POOLS_FILE, POOLS_MOUNT_PATH } from '../contract/names.js';
+import { parsePoolsFile, PoolsFileError, type PoolsFile } from '../contract/pools-file.js';
+import { ConfigError, configFromEnv, type ReconcilerConfig } from './config.js';
+import type { Endpoint } from './adapters/http.js';
+import { inClusterEndpoint } from './adapters/kube.js';
+
+/** Where the kubelet mounts the container's termination message file. */
+export const TERMINATION_LOG = '/dev/termination-log';
+/** Exit code of a sidecar that refused its configuration (1 is left to unexpected errors). */
+export const EXIT_BAD_CONFIG = 2;
+
+/** Everything the sidecar needs before it starts. */
+export interface Startup {
+  readonly config: ReconcilerConfig;
+  readonly pools: PoolsFile;
+  readonly endpoint: Endpoint;
+}
+
+/** Bad start-up input; its message is the single line reported. */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+/** File reads, replaceable in tests. */
+export type ReadFile = (path: string) => Buffer;
+
+const defaultRead: ReadFile = (p) => fs.readFileSync(p);
+
+/** The message of anything thrown, on one line (a multi-line message would split the report). */
+export function oneLine(e: unknown): string {
+  const text = e instanceof Error ? e.message : String(e);
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+function read(readFile: ReadFile, path: string, what: string): Buffer {
+  try {
+    return readFile(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new StartupError(`cannot read ${what} ${path}${code ? ` (${code})` : `: ${oneLine(e)}`}`);
+  }
+}
+
+/**
+ * The apiserver endpoint: the in-cluster one, or the development overrides PREWARM_KUBE_SERVER,
+ * PREWARM_KUBE_TOKEN_FILE and PREWARM_KUBE_CA_FILE (see main.ts).
+ */
+function endpointFromEnv(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile): Endpoint {
+  const server = env['PREWARM_KUBE_SERVER'];
+  if (!server) {
+    try {
+      return inClusterEndpoint(env);
+    } catch (e) {
+      throw new StartupError(`no apiserver endpoint: ${oneLine(e)}`);
+    }
+  }
+  const tokenFile = env['PREWARM_KUBE_TOKEN_FILE'];
+  const caFile = env['PREWARM_KUBE_CA_FILE'];
+  if (tokenFile) read(readFile, tokenFile, 'the token file');
+  return {
+    server,
+    ...(caFile ? { ca: read(readFile, caFile, 'the CA file') } : {}),
+    ...(tokenFile ? { token: () => readFile(tokenFile).toString('utf8').trim() } : {}),
+  };
+}
+
+/** Reads and checks the environment, pools.json and the endpoint; throws a {@link StartupError}. */
+export function loadStartup(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile = defaultRead): Startup {
+  let config: ReconcilerConfig;
+  try {
+    config = configFromEnv(env);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new StartupError(e.message);
+    throw e;
+  }
+  const poolsPath = env['PREWARM_POOLS_PATH'] ?? `${POOLS_MOUNT_PATH}/${POOLS_FILE}`;
+  let pools: PoolsFile;
+  try {
+    pools = parsePoolsFile(read(readFile, poolsPath, 'pools.json at').toString('utf8'));
+  } catch (e) {
+    if (e instanceof PoolsFileError) throw new StartupError(`${oneLine(e)} (${poolsPath})`);
+    throw e;
+  }
+  return { config, pools, endpoint: endpointFromEnv(env, readFile) };
+}
+
+/**
+ * Reports a start-up failure: one line on stderr (JSON, like every log line, with the reason in
+ * `msg`) and the plain reason in the termination-log file when the kubelet mounted one. Writing
+ * the file is best effort: outside a pod there is none.
+ */
+export function reportStartupFailure(
+  reason: string,
+  write: (line: string) => void = (l) => process.stderr.write(l),
+  terminationLog: string = TERMINATION_LOG,
+): void {
+  write(`${JSON.stringify({ ts: new Date().toISOString(), level: 'error', msg: reason, component: 'prewarm-reconciler' })}\n`);
+  try {
+    fs.writeFileSync(terminationLog, `${reason}\n`);
+  } catch {
+    // No termination log here (not in a pod, or read-only): stderr and FallbackToLogsOnError remain.
+  }
+}

@@ -1,0 +1,523 @@
+/**
+ * Chaos tier (issue 15): faults on the real harness cluster while a node warms, one shared cluster,
+ * one fresh node per case. Every case ends with the same five invariants (see {@link invariants}):
+ * no gating taint past its deadline; labels and annotations that agree with the pods; no puller
+ * pod left on a warm or partial node; no sidecar in a crash loop; at most one Event per transition.
+ * Each case prints `fault <name>: survived in <s>s` (from the fault's injection to the invariants
+ * holding), and the tier prints `faults survived: N/N`; a case that is not survived fails the run.
+ * Every process killed or restarted is the harness's own (harness/cluster/faults.ts), and every
+ * wait is bounded.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { BIN, REGISTRY } from '../../harness/cluster/config.js';
+import {
+  killApiserver,
+  killContainer,
+  reportNotReady,
+  restartEtcd,
+  startApiserverAgain,
+  startKubeletAgain,
+  startRegistry,
+  stopKubelet,
+  stopRegistry,
+} from '../../harness/cluster/faults.js';
+import { ensureStandIn, imageInRegistry } from '../../harness/cluster/images.js';
+import type { Taint } from '../../harness/cluster/node.js';
+import { run } from '../../harness/cluster/sh.js';
+import { Kube, type KubeObject } from '../../harness/kube.js';
+import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
+import { secs, sleep, waitFor } from '../../harness/time.js';
+import { parseAnnotation } from '../../src/contract/annotation.js';
+import { DEFAULT_GATE_TAINT_KEY, EVENTS_NAMESPACE, LABEL_POOL_MEMBER, LABEL_PULLER, SIDECAR_CONTAINER } from '../../src/contract/names.js';
+import { EVENT_COMPONENT } from '../../src/reconciler/reasons.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../../src/synth/naming.js';
+import { applyServerSide, imageCache, kubeconfigPath, registryPullSecret, specDir } from '../e2e/helpers.js';
+
+const NS = 'chaos';
+const SEL = 'chaos.prewarm.dev/pool';
+const GATE: Taint = { key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' };
+/** Deadline of the pools that should turn warm: longer than any outage injected (30 s). */
+const LONG_DEADLINE_S = 90;
+/** Deadline of the pools that fail open (the registry outage, the five pools' unpullable one). */
+const SHORT_DEADLINE_S = 25;
+/**
+ * Slack past a deadline before a taint still on the node counts as left behind: the sidecar wakes
+ * 1 ms after the deadline, but our view (a poll every 250 ms) and the apiserver's second-resolution
+ * timestamps add up to a few seconds; an outage at the deadline adds the sidecar's backoff.
+ */
+const DEADLINE_SLACK_MS = 20_000;
+
+interface Pool {
+  readonly id: string;
+  /** The pool's node selector; a node joins with these labels to be selected. */
+  readonly selector: Readonly<Record<string, string>>;
+  readonly images: readonly string[];
+  readonly deadlineS: number;
+}
+
+const MAIN: Pool = {
+  id: 'main',
+  selector: { [SEL]: 'main' },
+  images: [`${REGISTRY.plain}/chaos/app-1:16m`, `${REGISTRY.plain}/chaos/app-2:16m`],
+  deadlineS: LONG_DEADLINE_S,
+};
+/**
+ * One large image (192 MiB of incompressible data, seconds to pull here), so the sidecar can be
+ * killed while the node still warms, before its warm write.
+ */
+const SLOW: Pool = { id: 'slow', selector: { [SEL]: 'slow' }, images: [`${REGISTRY.plain}/chaos/slow-1:192m`], deadlineS: LONG_DEADLINE_S };
+/** Behind the TLS registry with basic auth: the one the registry outage stops. */
+const PRIVATE: Pool = {
+  id: 'private',
+  selector: { [SEL]: 'private' },
+  images: [`${REGISTRY.tls}/chaos/private-1:16m`],
+  deadlineS: SHORT_DEADLINE_S,
+};
+/** Five pools on one node; the last has an image never pushed, so it fails open at its deadline. */
+const FIVE: Pool[] = [1, 2, 3, 4, 5].map((i) => ({
+  id: `five-${i}`,
+  selector: { [`${SEL}-five-${i}`]: 'yes' },
+  images: [`${REGISTRY.plain}/chaos/five-${i}:v1`],
+  deadlineS: i === 5 ? SHORT_DEADLINE_S : LONG_DEADLINE_S,
+}));
+const ABSENT = FIVE[4]?.images[0] as string;
+
+interface Sample {
+  at: number;
+  exists: boolean;
+  ready: boolean;
+  taint: boolean;
+  labels: Record<string, string>;
+}
+
+/** Polls one node every 250 ms (riding out an apiserver outage) and keeps every sample. */
+class NodeTrack {
+  readonly samples: Sample[] = [];
+  firstReadyAt: number | undefined;
+  taintGoneAt: number | undefined;
+  private stopped = false;
+  private readonly loop: Promise<void>;
+  constructor(
+    private readonly kube: Kube,
+    readonly node: string,
+  ) {
+    this.loop = this.poll();
+  }
+  private async poll(): Promise<void> {
+    const end = Date.now() + 600_000;
+    while (!this.stopped && Date.now() < end) {
+      try {
+        const n = await this.kube.getOpt(`/api/v1/nodes/${this.node}`);
+        const at = Date.now();
+        const ready = (n?.status?.conditions ?? []).some(
+          (c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True',
+        );
+        const taint = ((n?.spec?.taints ?? []) as Taint[]).some((t) => t.key === GATE.key);
+        this.samples.push({ at, exists: n !== undefined, ready, taint, labels: n?.metadata.labels ?? {} });
+        if (ready) this.firstReadyAt ??= at;
+        if (n && !taint && this.samples.some((s) => s.taint)) this.taintGoneAt ??= at;
+      } catch {
+        // The apiserver is down (a fault of this tier): keep polling.
+      }
+      await sleep(250);
+    }
+  }
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+}
+
+interface CoreEvent {
+  reason: string;
+  message: string;
+  source?: { component?: string };
+  involvedObject: { name: string; uid?: string };
+}
+
+let kube: Kube;
+const survived: string[] = [];
+/** Cases defined, counted when vitest collects them: a case that never ran counts as not survived. */
+let cases = 0;
+const tracks: NodeTrack[] = [];
+const nodes: string[] = [];
+
+async function poolPods(pool: Pool, node: string, puller: boolean): Promise<KubeObject[]> {
+  const l = await kube.list(`/api/v1/namespaces/${NS}/pods`, {
+    labelSelector: `${LABEL_POOL_MEMBER}=${pool.id},${puller ? LABEL_PULLER : `!${LABEL_PULLER}`}`,
+    fieldSelector: `spec.nodeName=${node}`,
+  });
+  return l.items.filter((p) => !p.metadata.deletionTimestamp);
+}
+
+async function holder(pool: Pool, node: string): Promise<KubeObject | undefined> {
+  return (await poolPods(pool, node, false))[0];
+}
+
+interface ContainerStatus {
+  name: string;
+  image: string;
+  restartCount: number;
+  state?: { running?: object; waiting?: { reason?: string }; terminated?: object };
+  lastState?: { terminated?: object };
+}
+const statuses = (p: KubeObject | undefined): ContainerStatus[] => (p?.status?.containerStatuses ?? []) as ContainerStatus[];
+const started = (c: ContainerStatus): boolean => c.state?.running !== undefined || c.lastState?.terminated !== undefined;
+
+/** Joins a node carrying the gate from registration on, with the labels that select `pools`. */
+async function join(name: string, pools: readonly Pool[]): Promise<NodeTrack> {
+  nodes.push(name);
+  const track = new NodeTrack(kube, name);
+  tracks.push(track);
+  await addNode(name, {
+    labels: Object.assign({}, ...pools.map((p) => p.selector)) as Record<string, string>,
+    taints: [GATE],
+    wait: false,
+  });
+  return track;
+}
+
+async function until(name: string, pools: readonly Pool[], states: readonly string[], timeoutMs: number): Promise<void> {
+  await waitFor(
+    `${name}: ${pools.map((p) => p.id).join(', ')} ${states.join('/')} and the gate gone`,
+    async () => {
+      const n = await kube.get(`/api/v1/nodes/${name}`);
+      const labels = n.metadata.labels ?? {};
+      const taint = ((n.spec?.taints ?? []) as Taint[]).some((t) => t.key === GATE.key);
+      return !taint && pools.every((p) => states.includes(labels[nodeLabelKey(p.id)] ?? ''));
+    },
+    timeoutMs,
+  );
+}
+
+/** The prewarm Events about this incarnation of the node. */
+async function prewarmEvents(node: string, uid?: string): Promise<CoreEvent[]> {
+  const sel = `involvedObject.kind=Node,involvedObject.name=${node}${uid ? `,involvedObject.uid=${uid}` : ''}`;
+  const l = await kube.list<CoreEvent>(`/api/v1/namespaces/${EVENTS_NAMESPACE}/events`, { fieldSelector: sel });
+  return l.items.filter((e) => e.source?.component === EVENT_COMPONENT);
+}
+
+/** At most one Event per transition: per reason and pool, and one gate removal in all. */
+function expectOneEventPerTransition(events: readonly CoreEvent[]): void {
+  const perKey = new Map<string, number>();
+  for (const e of events) {
+    const key = `${e.reason} ${/^pool (\S+):/.exec(e.message)?.[1] ?? '-'}`;
+    perKey.set(key, (perKey.get(key) ?? 0) + 1);
+  }
+  const dup = [...perKey].filter(([, n]) => n > 1);
+  expect(dup, events.map((e) => `${e.reason}: ${e.message}`).join('\n')).toEqual([]);
+  expect(events.filter((e) => e.message.includes('removed gate taint')).length).toBeLessThanOrEqual(1);
+}
+
+/**
+ * The five invariants on a node that stays. `sidecarRestarts` is how many restarts of each
+ * sidecar the case itself caused (0 but for the sidecar kill).
+ */
+async function invariants(track: NodeTrack, pools: readonly Pool[], sidecarRestarts = 0): Promise<CoreEvent[]> {
+  const name = track.node;
+  // 1. No gating taint past its deadline (first Ready seen + the longest deadline + slack).
+  const node = await kube.get(`/api/v1/nodes/${name}`);
+  expect(((node.spec?.taints ?? []) as Taint[]).map((t) => t.key)).not.toContain(GATE.key);
+  expect(track.firstReadyAt, `${name} was seen Ready`).toBeDefined();
+  // The caller saw the gate gone on its own read; the track's next poll (every 250 ms) sees it too.
+  await waitFor(`the gate on ${name} seen, then seen gone, by the track`, () => track.taintGoneAt, 5_000, 100);
+  const bound = (track.firstReadyAt as number) + Math.max(...pools.map((p) => p.deadlineS)) * 1000 + DEADLINE_SLACK_MS;
+  expect(track.taintGoneAt as number, `gate gone by Ready + deadline + slack`).toBeLessThanOrEqual(bound);
+  for (const pool of pools) {
+    // 2. Label and annotation agree with the pods (bounded: a pod event may be a reconcile away).
+    await waitFor(
+      `${name}: label and annotation of ${pool.id} agree with its pods`,
+      async () => {
+        const n = await kube.get(`/api/v1/nodes/${name}`);
+        const label = n.metadata.labels?.[nodeLabelKey(pool.id)];
+        const ann = parseAnnotation(n.metadata.annotations?.[nodeAnnotationKey(pool.id)]);
+        const pods = [...(await poolPods(pool, name, false)), ...(await poolPods(pool, name, true))];
+        const h = pods.find((p) => p.metadata.labels?.[LABEL_PULLER] === undefined);
+        if (!h || !ann || ann.pod !== h.metadata.name || ann.state !== label || ann.images !== pool.images.length) return false;
+        const present = new Set(
+          pods.flatMap((p) =>
+            statuses(p)
+              .filter((c) => c.name !== SIDECAR_CONTAINER && started(c))
+              .map((c) => c.image),
+          ),
+        );
+        const missing = pool.images.filter((i) => !present.has(i));
+        if (label === 'warm') return missing.length === 0;
+        if (label === 'partial')
+          return (
+            missing.length > 0 &&
+            (ann.failing ?? [])
+              .map((f) => f.image)
+              .sort()
+              .join() === missing.sort().join()
+          );
+        return false;
+      },
+      30_000,
+    );
+    // 3. No puller pod left on a warm or partial node.
+    await waitFor(`${name}: no puller pod of ${pool.id}`, async () => (await poolPods(pool, name, true)).length === 0, 60_000);
+    // 4. No sidecar in a crash loop: running, restarted only as often as the case made it.
+    const sidecar = statuses(await holder(pool, name)).find((c) => c.name === SIDECAR_CONTAINER);
+    expect(sidecar?.state?.running, `sidecar of ${pool.id} on ${name} running: ${JSON.stringify(sidecar)}`).toBeDefined();
+    expect(sidecar?.restartCount, `sidecar restarts of ${pool.id} on ${name}`).toBe(sidecarRestarts);
+  }
+  // 5. At most one Event per transition.
+  const events = await prewarmEvents(name, node.metadata.uid);
+  expectOneEventPerTransition(events);
+  return events;
+}
+
+/** Runs one case's body (which returns when the fault was injected): prints its line when the invariants hold. */
+async function fault(name: string, body: () => Promise<number>): Promise<void> {
+  const t0 = await body();
+  const line = `fault ${name}: survived in ${secs(Date.now() - t0)}s`;
+  console.log(line);
+  survived.push(line);
+}
+
+/**
+ * Joins a node selected by MAIN, injects the fault once the holder pod is bound to it (the node is
+ * warming: nothing pulled yet), then waits for warm and checks the invariants. Returns when the
+ * fault began.
+ */
+async function warmsThrough(node: string, inject: () => Promise<void>): Promise<number> {
+  const track = await join(node, [MAIN]);
+  await waitFor(`holder pod bound to ${node}`, () => holder(MAIN, node), 120_000);
+  const t0 = Date.now();
+  await inject();
+  await until(node, [MAIN], ['warm'], 240_000);
+  await invariants(track, [MAIN]);
+  return t0;
+}
+
+function sidecarLogs(pod: string, previous: boolean): string {
+  return run(
+    [BIN.kubectl, `--kubeconfig=${kubeconfigPath()}`, '-n', NS, 'logs', pod, '-c', SIDECAR_CONTAINER, ...(previous ? ['--previous'] : [])],
+    { allowFail: true, timeoutMs: 30_000 },
+  ).stdout;
+}
+
+/** One case of the tier: an `it`, counted in the summary's denominator. */
+function faultCase(title: string, body: () => Promise<void>): void {
+  cases++;
+  it(title, body);
+}
+
+describe('faults survived', () => {
+  beforeAll(() => {
+    kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
+    const cache = (pool: Pool, extra: Record<string, unknown> = {}): Record<string, unknown> =>
+      imageCache(NS, pool.id, [{ pool: pool.id, nodeSelector: { ...pool.selector }, images: [...pool.images] }], {
+        gate: { deadline: `${pool.deadlineS}s` },
+        ...extra,
+      });
+    const dir = specDir('chaos', [
+      cache(MAIN, { lanes: 2 }),
+      cache(SLOW),
+      cache(PRIVATE, { imagePullSecrets: [{ name: 'regcred' }] }),
+      ...FIVE.map((p) => cache(p)),
+    ]);
+    const objects = yamlObjects(synth([dir]).yaml);
+    for (const ref of [...MAIN.images, ...PRIVATE.images]) ensureStandIn(ref, { sizeBytes: 16 << 20 });
+    for (const ref of SLOW.images) ensureStandIn(ref, { sizeBytes: 192 << 20 });
+    for (const ref of FIVE.flatMap((p) => p.images)) if (ref !== ABSENT) ensureStandIn(ref);
+    prepareImages(objects, [ABSENT]);
+    expect(imageInRegistry(ABSENT), `${ABSENT} must be absent from the registry`).toBe(false);
+    const namespaces = objects.filter((o) => o.kind === 'Namespace');
+    expect(applyServerSide(namespaces.map((o) => JSON.stringify(o)).join('\n---\n')).warnings).toEqual([]);
+    expect(applyServerSide(JSON.stringify(registryPullSecret(NS, 'regcred'))).warnings).toEqual([]);
+    const applied = applyServerSide(objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+    expect(applied.warnings, applied.stderr).toEqual([]);
+    kube = new Kube();
+  });
+
+  afterEach(async () => {
+    for (const t of tracks.splice(0)) await t.stop();
+    for (const n of nodes.splice(0)) await removeNode(n).catch(() => undefined);
+  });
+
+  afterAll(() => {
+    kube?.close();
+    kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
+    console.log(`faults survived: ${survived.length}/${cases}`);
+  });
+
+  faultCase('kube-apiserver killed while a node warms, back after 30 s', async () => {
+    await fault('apiserver-killed', () =>
+      warmsThrough('chaos-api', async () => {
+        await killApiserver();
+        await sleep(30_000);
+        await startApiserverAgain();
+      }),
+    );
+  });
+
+  faultCase('etcd restarted while a node warms', async () => {
+    await fault('etcd-restarted', () => warmsThrough('chaos-etcd', restartEtcd));
+  });
+
+  faultCase('the sidecar process killed while its node warms: restarted, same end state, no duplicate writes or Events', async () => {
+    await fault('sidecar-killed', async () => {
+      const node = 'chaos-sidecar';
+      const track = await join(node, [SLOW]);
+      const pod = await waitFor(
+        `sidecar running on ${node}`,
+        async () => {
+          const h = await holder(SLOW, node);
+          return statuses(h).find((c) => c.name === SIDECAR_CONTAINER)?.state?.running ? h : undefined;
+        },
+        120_000,
+        100,
+      );
+      const t0 = Date.now();
+      killContainer(node, pod.metadata.name, SIDECAR_CONTAINER);
+      const atKill = (await kube.get(`/api/v1/nodes/${node}`)).metadata.labels?.[nodeLabelKey(SLOW.id)];
+      console.log(`(sidecar-killed: SIGKILL ${atKill === undefined ? 'before' : 'after'} its warm write)`);
+      // The kubelet notices the exit and starts the container again.
+      await waitFor(
+        `sidecar of ${pod.metadata.name} restarted`,
+        async () => {
+          const c = statuses(await holder(SLOW, node)).find((x) => x.name === SIDECAR_CONTAINER);
+          return c && c.restartCount >= 1 && c.state?.running;
+        },
+        90_000,
+        250,
+      );
+      await until(node, [SLOW], ['warm'], 180_000);
+      const events = await invariants(track, [SLOW], 1);
+      // The same end state as without the kill: warm, the annotation of this very pod.
+      const ann = parseAnnotation((await kube.get(`/api/v1/nodes/${node}`)).metadata.annotations?.[nodeAnnotationKey(SLOW.id)]);
+      expect(ann).toMatchObject({ pod: pod.metadata.name, state: 'warm', images: SLOW.images.length });
+      // No duplicate writes: across both incarnations, the node metadata was written once for warm.
+      const logs = `${sidecarLogs(pod.metadata.name, true)}\n${sidecarLogs(pod.metadata.name, false)}`;
+      const writes = logs.split('\n').filter((l) => l.includes('"node metadata written"'));
+      expect(writes.length, writes.join('\n')).toBe(1);
+      expect(writes[0]).toContain('"state":"warm"');
+      expect(events.filter((e) => e.reason === 'Warm').length).toBe(1);
+      return t0;
+    });
+  });
+
+  faultCase('the kubelet restarted while a node warms', async () => {
+    await fault('kubelet-restarted', () =>
+      warmsThrough('chaos-kubelet', async () => {
+        await stopKubelet('chaos-kubelet');
+        await sleep(5_000);
+        await startKubeletAgain('chaos-kubelet');
+      }),
+    );
+  });
+
+  faultCase('a node deleted while it warms', async () => {
+    await fault('node-deleted', async () => {
+      const node = 'chaos-delete';
+      await join(node, [MAIN]);
+      const h = await waitFor(`holder pod bound to ${node}`, () => holder(MAIN, node), 120_000);
+      const uid = (await kube.get(`/api/v1/nodes/${node}`)).metadata.uid;
+      const t0 = Date.now();
+      await removeNode(node);
+      nodes.splice(nodes.indexOf(node), 1);
+      await waitFor(`Node ${node} gone`, async () => (await kube.getOpt(`/api/v1/nodes/${node}`)) === undefined, 60_000);
+      // The pool's pods bound to the gone node are collected (pod GC of orphans), none comes back.
+      await waitFor(
+        `no pod of the pool left bound to ${node}`,
+        async () => (await poolPods(MAIN, node, false)).length + (await poolPods(MAIN, node, true)).length === 0,
+        150_000,
+        1_000,
+      );
+      expect(await kube.getOpt(`/api/v1/namespaces/${NS}/pods/${h.metadata.name}`)).toBeUndefined();
+      expectOneEventPerTransition(await prewarmEvents(node, uid));
+      return t0;
+    });
+  });
+
+  faultCase('a node flapping NotReady/Ready while it warms', async () => {
+    await fault('node-flapping', async () => {
+      const node = 'chaos-flap';
+      const track = await join(node, [MAIN]);
+      await waitFor(`${node} Ready`, () => track.firstReadyAt, 120_000, 200);
+      const t0 = Date.now();
+      for (let i = 0; i < 3; i++) {
+        reportNotReady(node);
+        await waitFor(`${node} NotReady (flap ${i + 1})`, () => track.samples.at(-1)?.ready === false, 10_000, 100).catch(
+          () => undefined, // the kubelet may report Ready again between two polls
+        );
+        await waitFor(`${node} Ready again (flap ${i + 1})`, () => track.samples.at(-1)?.ready === true, 30_000, 200);
+        await sleep(1_000);
+      }
+      await until(node, [MAIN], ['warm'], 180_000);
+      await invariants(track, [MAIN]);
+      return t0;
+    });
+  });
+
+  faultCase(
+    'the registry down during warm-up: fail open at the deadline with reasons, warm with no manual step once it is back',
+    async () => {
+      await fault('registry-down', async () => {
+        const node = 'chaos-registry';
+        const t0 = Date.now();
+        await stopRegistry(true);
+        let back = false;
+        try {
+          const track = await join(node, [PRIVATE]);
+          await until(node, [PRIVATE], ['partial'], (SHORT_DEADLINE_S + 150) * 1000);
+          const n = await kube.get(`/api/v1/nodes/${node}`);
+          const ann = parseAnnotation(n.metadata.annotations?.[nodeAnnotationKey(PRIVATE.id)]);
+          expect(ann?.state).toBe('partial');
+          expect(ann?.failing?.map((f) => f.image)).toEqual([...PRIVATE.images]);
+          expect(ann?.failing?.[0]?.reason).toMatch(/ErrImagePull|ImagePullBackOff/);
+          console.log(
+            `(registry-down: partial after ${secs(Date.now() - t0)}s; reason ${ann?.failing?.[0]?.reason}: ${ann?.failing?.[0]?.message})`,
+          );
+          await invariants(track, [PRIVATE]);
+          await startRegistry(true);
+          back = true;
+          const backAt = Date.now();
+          await until(node, [PRIVATE], ['warm'], 360_000);
+          console.log(`(registry-down: warm ${secs(Date.now() - backAt)}s after the registry came back, no manual step)`);
+          const events = await invariants(track, [PRIVATE]);
+          expect(
+            events
+              .map((e) => e.reason)
+              .filter((r) => r === 'Partial' || r === 'Warm')
+              .sort(),
+          ).toEqual(['Partial', 'Warm']);
+        } finally {
+          if (!back) await startRegistry(true);
+        }
+        return t0;
+      });
+    },
+  );
+
+  faultCase('five pools gate one node: the taint goes exactly once, after the last pool is warm or failed open', async () => {
+    await fault('five-pools', async () => {
+      const node = 'chaos-five';
+      const t0 = Date.now();
+      const track = await join(node, FIVE);
+      await until(node, FIVE.slice(0, 4), ['warm'], 180_000);
+      await until(node, FIVE.slice(4), ['partial'], (SHORT_DEADLINE_S + 120) * 1000);
+      const events = await invariants(track, FIVE);
+      // Never before: no sample shows the node without the taint while some pool was neither warm nor partial.
+      const done = (s: Sample): boolean => FIVE.every((p) => ['warm', 'partial'].includes(s.labels[nodeLabelKey(p.id)] ?? ''));
+      const early = track.samples.filter(
+        (s) => s.exists && s.at >= (track.samples.find((x) => x.taint)?.at ?? Infinity) && !s.taint && !done(s),
+      );
+      expect(
+        early.map((s) => JSON.stringify(s)),
+        'taint gone while a pool still warmed',
+      ).toEqual([]);
+      // Exactly once: registered with it, removed once, never back.
+      const firstGone = track.samples.findIndex((s) => s.exists && !s.taint && track.samples.some((x) => x.taint && x.at < s.at));
+      expect(track.samples.slice(firstGone).filter((s) => s.taint)).toEqual([]);
+      expect(events.filter((e) => e.message.includes('removed gate taint')).length).toBe(1);
+      // The unpullable pool failed open (partial) at its deadline; the gate waited for it.
+      const partialAt = track.samples.find((s) => s.labels[nodeLabelKey(FIVE[4]?.id ?? '')] === 'partial')?.at ?? Infinity;
+      expect(track.taintGoneAt as number).toBeGreaterThanOrEqual(partialAt);
+      return t0;
+    });
+  });
+});
