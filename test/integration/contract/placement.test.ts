@@ -23,7 +23,7 @@ import { buildBundle } from '../../../src/imagecache/bundle.js';
 import { parseFiles } from '../../../src/imagecache/parse.js';
 import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
 import { synthYaml } from '../../../src/synth/app.js';
-import { LABEL_POOL, POOLS_FILE } from '../../../src/contract/names.js';
+import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER, POOLS_FILE } from '../../../src/contract/names.js';
 import { startLoopbackControlPlane, type LoopbackControlPlane } from '../../../harness/cluster/loopback.js';
 import { waitFor } from '../../../harness/time.js';
 import { apply, endpointOf } from '../reconciler/cluster.js';
@@ -133,6 +133,8 @@ interface PodList {
 let cp: LoopbackControlPlane;
 let http: KubeHttp;
 let pools: PoolEntry[];
+/** DaemonSets synth emitted: every pool's holder and its burst pullers (default lanes). */
+let daemonSetCount = 0;
 
 beforeAll(async () => {
   cp = await startLoopbackControlPlane('place', (m) => console.log(`[placement] ${m}`), {
@@ -189,6 +191,7 @@ beforeAll(async () => {
   const poolsFile = docs.find((o) => o.kind === 'ConfigMap' && o.data?.[POOLS_FILE] !== undefined)?.data?.[POOLS_FILE];
   if (poolsFile === undefined) throw new Error('synth emitted no pools.json');
   pools = [...parsePoolsFile(poolsFile).pools];
+  daemonSetCount = docs.filter((o) => o.kind === 'DaemonSet').length;
 }, 180_000);
 
 afterAll(async () => {
@@ -211,8 +214,11 @@ function predicted(): Record<string, string[]> {
   return out;
 }
 
-/** pool id → sorted node names of its pods, once every pod is bound and the counts settled. */
-async function placed(): Promise<Record<string, string[]>> {
+/**
+ * Where the pods landed, once every pod is bound and the counts settled: pool id → sorted node
+ * names of its holder's pods, and puller selector value → its pool id and sorted node names.
+ */
+async function placed(): Promise<{ holders: Record<string, string[]>; pullers: Record<string, { pool: string; nodes: string[] }> }> {
   let previous = '';
   return waitFor(
     'every pull pod bound, and DaemonSet counts settled',
@@ -223,36 +229,46 @@ async function placed(): Promise<Record<string, string[]>> {
           status?: { observedGeneration?: number; desiredNumberScheduled?: number };
         }[];
       }>('GET', '/apis/apps/v1/daemonsets');
-      if (dss.items.length !== pools.length) return undefined;
+      if (dss.items.length !== daemonSetCount) return undefined;
       if (dss.items.some((d) => d.status?.observedGeneration !== d.metadata.generation)) return undefined;
       const pods = await http.json<PodList>('GET', '/api/v1/pods');
-      const byPool: Record<string, string[]> = Object.fromEntries(pools.map((p) => [p.id, [] as string[]]));
+      const holders: Record<string, string[]> = Object.fromEntries(pools.map((p) => [p.id, [] as string[]]));
+      const pullers: Record<string, { pool: string; nodes: string[] }> = {};
+      let ours = 0;
       for (const pod of pods.items) {
         const id = pod.metadata.labels?.[LABEL_POOL];
-        if (id === undefined) continue;
+        const lane = pod.metadata.labels?.[LABEL_PULLER];
+        if (id === undefined && lane === undefined) continue;
+        ours++;
         // Every pod the controller made must be bound by the scheduler: an unbound one means the
         // two disagree, and the table below would count it nowhere.
         if (pod.spec.nodeName === undefined) return undefined;
-        byPool[id]?.push(pod.spec.nodeName);
+        if (id !== undefined) holders[id]?.push(pod.spec.nodeName);
+        else if (lane !== undefined) {
+          const entry = (pullers[lane] ??= { pool: pod.metadata.labels?.[LABEL_POOL_MEMBER] ?? '', nodes: [] });
+          entry.nodes.push(pod.spec.nodeName);
+        }
       }
       const desired = dss.items.reduce((n, d) => n + (d.status?.desiredNumberScheduled ?? -1), 0);
-      if (desired !== pods.items.filter((p) => p.metadata.labels?.[LABEL_POOL] !== undefined).length) return undefined;
-      for (const id of Object.keys(byPool)) byPool[id]?.sort();
+      if (desired !== ours) return undefined;
+      for (const id of Object.keys(holders)) holders[id]?.sort();
+      for (const p of Object.values(pullers)) p.nodes.sort();
       // Settled: the same answer twice in a row.
-      const text = JSON.stringify(byPool);
+      const got = { holders, pullers };
+      const text = JSON.stringify(got);
       const settled = text === previous;
       previous = text;
-      return settled ? byPool : undefined;
+      return settled ? got : undefined;
     },
-    90_000,
-    200,
+    180_000,
+    500,
   );
 }
 
 describe('placement on the real DaemonSet controller and scheduler', () => {
   it('puts each pool exactly on the nodes the sidecar predicate selects', async () => {
     const want = predicted();
-    const got = await placed();
+    const { holders: got, pullers } = await placed();
     if (JSON.stringify(got) !== JSON.stringify(want)) {
       // What the apiserver holds, to tell a wrong prediction from a node that is not what the table says.
       const nodes = await http.json<{ items: { metadata: { name: string }; spec?: { taints?: unknown } }[] }>('GET', '/api/v1/nodes');
@@ -265,6 +281,9 @@ describe('placement on the real DaemonSet controller and scheduler', () => {
         console.log(`pod ${p.metadata.name} on ${p.spec.nodeName} tolerations ${JSON.stringify(p.spec.tolerations)}`);
     }
     expect(got).toEqual(want);
+    // Burst pullers (no node here is warm yet) land exactly where their pool's holder does.
+    expect(Object.keys(pullers).length).toBeGreaterThan(0);
+    for (const [lane, p] of Object.entries(pullers)) expect(p.nodes, `puller ${lane}`).toEqual(want[p.pool]);
     // The table must exercise both answers for the shapes the contract is about.
     const backend = pools.find((p) => p.id.startsWith('backend-a'));
     expect(backend && want[backend.id]).toEqual(['place-backend-a', 'place-gated']);
@@ -272,7 +291,7 @@ describe('placement on the real DaemonSet controller and scheduler', () => {
     expect(keyless && want[keyless.id]).not.toContain('place-dedicated');
     expect(keyless && want[keyless.id]).toContain('place-spot');
     console.log(
-      `placement: ${pools.length} pools x ${NODES.length} nodes, ${Object.values(got).reduce((n, v) => n + v.length, 0)} pull pods placed as predicted`,
+      `placement: ${pools.length} pools x ${NODES.length} nodes, ${Object.values(got).reduce((n, v) => n + v.length, 0)} pull pods and ${Object.values(pullers).reduce((n, v) => n + v.nodes.length, 0)} burst pullers placed as predicted`,
     );
-  }, 120_000);
+  }, 240_000);
 });
