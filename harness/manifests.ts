@@ -93,10 +93,10 @@ export interface PoolImages {
   all: string[];
 }
 
-/** The pull DaemonSets among synthesized objects. */
+/** The pools' holder DaemonSets among synthesized objects (burst pullers carry no pool label). */
 export function poolsOf(objects: KubeObject[]): PoolImages[] {
   return objects
-    .filter((o) => o.kind === 'DaemonSet')
+    .filter((o) => o.kind === 'DaemonSet' && o.metadata.labels?.['prewarm.dev/pool'] !== undefined)
     .map((o) => {
       const s = podSpecOf(o);
       if (!s) throw new Error(`DaemonSet ${o.metadata.name} has no pod template`);

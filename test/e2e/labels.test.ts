@@ -59,8 +59,14 @@ describe('pool label changes on a running node', () => {
     await waitImagesOnNode(NODE, pool.images, 180_000);
     await waitPoolPodRunning(pool, NODE);
     console.log(`label -> images on ${NODE}: ${((Date.now() - t0) / 1000).toFixed(2)}s`);
-    // While the pod runs, its containers pin the images.
-    expect(containersUsing(NODE, pool.images).length).toBe(pool.images.length);
+    // While the pod runs, its containers pin the images: one each once the burst pullers have
+    // left (they run only while the node warms).
+    await waitFor(
+      `one running container per image on ${NODE}`,
+      () => containersUsing(NODE, pool.images).length === pool.images.length,
+      120_000,
+      1000,
+    );
   });
 
   it('losing the label removes the pod and unpins its images', async () => {

@@ -64,7 +64,10 @@ function trustRegistryCa(objects: KubeObject[]): KubeObject[] {
     metadata: { name: 'registry-ca', namespace: NS },
     data: { 'ca.crt': readFileSync(CA_CRT, 'utf8') },
   };
-  for (const o of objects.filter((x) => x.kind === 'DaemonSet' && x.metadata.namespace === NS)) {
+  // The holders run the sidecar; burst pullers have none.
+  for (const o of objects.filter(
+    (x) => x.kind === 'DaemonSet' && x.metadata.namespace === NS && x.metadata.labels?.['prewarm.dev/pool'] !== undefined,
+  )) {
     const spec = templateOf(o);
     spec.volumes = [...(spec.volumes ?? []), { name: 'registry-ca', configMap: { name: 'registry-ca' } }];
     const sidecar = spec.containers.find((c) => c.name === SIDECAR);
