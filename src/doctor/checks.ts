@@ -621,7 +621,8 @@ function checkPodSlots(
   const used = onNode.length;
   // Pullers are created while a node warms; those already here hold their slot.
   const present = onNode.filter((p) => managed(p.metadata?.labels) && p.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
-  const need = Math.max(0, here.reduce((n, p) => n + p.lanes - 1, 0) - present);
+  const pullers = here.reduce((n, p) => n + p.lanes - 1, 0);
+  const need = Math.max(0, pullers - present);
   const free = maxPods - used;
   const counts = `${used} of ${maxPods} pod slots used`;
   if (need > free) {
@@ -632,7 +633,8 @@ function checkPodSlots(
       'raise maxPods (and the pod IPs the CNI gives a node), or lower lanes',
     );
   } else {
-    finding(Check.podSlots, 'ok', need > 0 ? `${counts}; room for the ${need} burst pullers of a warm-up` : counts);
+    // Said the same way whether or not pullers are here now (a warm node's leave within seconds).
+    finding(Check.podSlots, 'ok', pullers > 0 ? `${counts}; room for the ${pullers} burst pullers of a warm-up` : counts);
   }
 }
 

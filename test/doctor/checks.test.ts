@@ -282,6 +282,23 @@ describe('diagnose', () => {
     expect(find(roomy.findings, Check.podSlots, 'node n1')[0]?.message).toBe(
       '10 of 11 pod slots used; room for the 1 burst pullers of a warm-up',
     );
+    // A puller already on the node holds its own slot: it is counted as used, not needed again.
+    const puller: DoctorPod = {
+      metadata: { name: 'p1', namespace: 'prewarm', labels: { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_PULLER]: 'gpu-1' } },
+      spec: { nodeName: 'n1' },
+    };
+    const full = Array.from({ length: 8 }, (_, i) => ({ metadata: { name: `w${i}`, namespace: 'app' }, spec: { nodeName: 'n1' } }));
+    const warming = diagnose(
+      input({
+        daemonSets: ok(holder('gpu', { lanes: 2 })),
+        pods: ok([holderPod('gpu', 'n1'), puller, ...full, ...full.slice(0, 1)]),
+        kubeletConfigs: new Map([['n1', kc]]),
+      }),
+    );
+    expect(find(warming.findings, Check.podSlots, 'node n1')[0]).toMatchObject({
+      level: 'ok',
+      message: '11 of 11 pod slots used; room for the 1 burst pullers of a warm-up',
+    });
   });
 
   it('image GC: a warning when images already pass the high threshold of the disk', () => {
