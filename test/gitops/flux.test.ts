@@ -75,7 +75,7 @@ describe('dist/ as Flux reads it', () => {
     expect(yamlObjects(r.stdout).map(id).sort()).toEqual(distDocs().map(id).sort());
   });
 
-  it('deploy/flux/kustomization.yaml health-checks exactly the DaemonSets of dist/', () => {
+  it("deploy/flux/kustomization.yaml health-checks exactly the pools' DaemonSets of dist/ (holders, not the transient burst pullers)", () => {
     const [k] = yamlObjects(readFileSync(join(REPO_DIR, 'deploy/flux/kustomization.yaml'), 'utf8')) as unknown as [
       { spec: { path: string; prune: boolean; timeout: string; healthChecks: Record<string, string>[] } },
     ];
@@ -84,7 +84,10 @@ describe('dist/ as Flux reads it', () => {
     expect(k.spec.timeout).toMatch(/^\d+m$/);
     const checks = k.spec.healthChecks.map((h) => `${h['apiVersion']}/${h['kind']}/${h['namespace']}/${h['name']}`).sort();
     const daemonSets = distDocs()
-      .filter((d) => d['kind'] === 'DaemonSet')
+      .filter(
+        (d) =>
+          d['kind'] === 'DaemonSet' && (d['metadata'] as { labels?: Record<string, string> }).labels?.['prewarm.dev/pool'] !== undefined,
+      )
       .map(id)
       .sort();
     expect(daemonSets.length).toBeGreaterThan(0);
