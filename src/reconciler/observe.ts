@@ -58,7 +58,15 @@ export function classifyContainer(image: string, st: KContainerStatus | undefine
   const name = st?.name ?? '';
   const digest = digestOf(st?.imageID);
   const since = startedAt(st?.state) ?? startedAt(st?.lastState);
-  const ran = Boolean(st?.state?.running ?? st?.state?.terminated ?? st?.lastState?.running ?? st?.lastState?.terminated);
+  // A terminated state counts only with a start: the kubelet also reports containers that never
+  // started as terminated when their pod is deleted (a burst puller removed at the deadline, its
+  // pull still failing: exit 137, "ContainerStatusUnknown", no startedAt), and those images are
+  // not on the node.
+  const ran =
+    st?.state?.running !== undefined ||
+    st?.lastState?.running !== undefined ||
+    timeOf(st?.state?.terminated?.startedAt) !== undefined ||
+    timeOf(st?.lastState?.terminated?.startedAt) !== undefined;
   const waiting = st?.state?.waiting;
   const base = { container: name, image, ...(digest ? { digest } : {}), ...(since !== undefined ? { presentSince: since } : {}) };
   if (ran || digest || (st?.imageID ?? '') !== '' || (waiting?.reason && POST_PULL_REASONS.has(waiting.reason))) {

@@ -26,6 +26,15 @@ describe('classifyContainer', () => {
       },
       'present',
     ],
+    [
+      'terminated without a start: its pod was deleted while the pull still failed (a puller leaving)',
+      {
+        name: 'c1',
+        imageID: '',
+        state: { terminated: { exitCode: 137, reason: 'ContainerStatusUnknown' } },
+      },
+      'pending',
+    ],
     ['ErrImagePull', st.waiting('c1', 'ErrImagePull'), 'failing', 'ErrImagePull'],
     ['ImagePullBackOff', st.waiting('c1', 'ImagePullBackOff'), 'failing', 'ImagePullBackOff'],
     ['InvalidImageName', st.waiting('c1', 'InvalidImageName'), 'failing', 'InvalidImageName'],
