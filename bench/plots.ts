@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BENCH_DIR, median } from './support/stats.js';
+import { BENCH_DIR, median, ttwFigure as figure } from './support/stats.js';
 
 const OUT = join(BENCH_DIR, '..', 'docs', 'benchmarks');
 
@@ -16,8 +16,6 @@ interface Sample {
   warmMs?: number;
   imagesMs?: number;
 }
-
-const figure = (s: Sample): number | undefined => (s.config.startsWith('lanes-') ? s.warmMs : s.imagesMs);
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;');

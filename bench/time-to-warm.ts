@@ -46,13 +46,14 @@ import { Kube } from '../harness/kube.js';
 import { applyAll, synthObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages, type NodeTimes } from '../harness/nodes.js';
 import { TimelineRecorder } from '../harness/timeline-recorder.js';
+import { pullersOnNode } from '../harness/pullers.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
 import { LANES_SETTING } from '../src/imagecache/parse.js';
 import { buildTimeline } from '../src/status/timeline.js';
 import { renderTimelineSvg } from '../src/status/timeline-render.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
 import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
-import { log, median, RESULTS_DIR, saveResults } from './support/stats.js';
+import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
@@ -123,9 +124,6 @@ interface Sample {
 }
 const samples: Sample[] = [];
 
-/** The figure a configuration is judged by: warm label for prewarm, images present otherwise. */
-const figure = (s: Sample): number | undefined => (s.config.startsWith('lanes-') ? s.warmMs : s.imagesMs);
-
 function report(s: Sample): void {
   samples.push(s);
   const f = figure(s);
@@ -170,14 +168,6 @@ function lanesOf(config: string): number {
   return v === 'default' ? LANES_SETTING.default : Number(v);
 }
 
-async function pullersOn(kube: Kube, ns: string, node: string): Promise<number> {
-  const l = await kube.list(`/api/v1/namespaces/${ns}/pods`, {
-    labelSelector: 'prewarm.dev/puller',
-    fieldSelector: `spec.nodeName=${node}`,
-  });
-  return l.items.length;
-}
-
 async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: string): Promise<void> {
   const PW_NS = pwNamespace(set, config);
   const lanes = lanesOf(config);
@@ -207,7 +197,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
       let pullers = 0;
       const warm = pollUntil(
         async () => {
-          pullers = Math.max(pullers, await pullersOn(kube, PW_NS, name));
+          pullers = Math.max(pullers, (await pullersOnNode(kube, PW_NS, name)).length);
           return t.labelsAt.has('prewarm.dev/ttw=warm');
         },
         readyAt + set.boundMs,

@@ -5,8 +5,17 @@
  */
 import { LABEL_POOL_MEMBER, LABEL_PULLER, NodeState } from '../src/contract/names.js';
 import { nodeLabelKey } from '../src/synth/naming.js';
-import type { Kube } from './kube.js';
+import type { Kube, KubeObject } from './kube.js';
 import { pollUntil } from './time.js';
+
+/** The burst puller pods of `pool` in `namespace` bound to `node` (any pool's, without `pool`). */
+export async function pullersOnNode(kube: Kube, namespace: string, node: string, pool?: string): Promise<KubeObject[]> {
+  const l = await kube.list(`/api/v1/namespaces/${namespace}/pods`, {
+    labelSelector: pool === undefined ? LABEL_PULLER : `${LABEL_POOL_MEMBER}=${pool},${LABEL_PULLER}`,
+    fieldSelector: `spec.nodeName=${node}`,
+  });
+  return l.items;
+}
 
 /** `namespace/pod on node (state)` for every puller pod on a node its pool marks warm or partial. */
 export async function pullersOnMarkedNodes(kube: Kube): Promise<string[]> {

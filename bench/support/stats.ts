@@ -11,6 +11,14 @@ export const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** Where the benchmarks write their figures (read by bench/plots.ts). */
 export const RESULTS_DIR = join(BENCH_DIR, 'results');
 
+/**
+ * The figure a bench:time-to-warm sample is judged by: the sidecar's warm label for prewarm
+ * (`lanes-*` configurations), every image in containerd for the others.
+ */
+export function ttwFigure(s: { readonly config: string; readonly warmMs?: number; readonly imagesMs?: number }): number | undefined {
+  return s.config.startsWith('lanes-') ? s.warmMs : s.imagesMs;
+}
+
 /** Median of the finite values; NaN when there are none (a run that never got there does not count). */
 export function median(xs: readonly number[]): number {
   const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);

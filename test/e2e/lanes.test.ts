@@ -21,10 +21,11 @@ import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
 import { REGISTRY } from '../../harness/cluster/config.js';
 import { ensureStandIn, imageInRegistry, normalize } from '../../harness/cluster/images.js';
 import { nodeImages, nodeImagesAsync, type Taint } from '../../harness/cluster/node.js';
-import { Kube, type KubeObject } from '../../harness/kube.js';
+import { Kube } from '../../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { NodeWatch, until } from '../../harness/nodes.js';
 import { TimelineRecorder } from '../../harness/timeline-recorder.js';
+import { pullersOnNode } from '../../harness/pullers.js';
 import { secs, waitFor } from '../../harness/time.js';
 import { parseAnnotation } from '../../src/contract/annotation.js';
 import { DEFAULT_GATE_TAINT_KEY, LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
@@ -49,15 +50,6 @@ const IMAGES = SIZES_MIB.map((_, i) => `${REGISTRY.plain}/e2e/lanes-${i + 1}:v1`
 const ADDED = `${REGISTRY.plain}/e2e/lanes-6:v1`;
 /** Never pushed: every pull of it fails. */
 const ABSENT = `${REGISTRY.plain}/e2e/lanes-absent:v1`;
-
-/** The pool's pullers on the node. */
-async function pullersOn(kube: Kube, pool: string, node: string): Promise<KubeObject[]> {
-  const l = await kube.list(`/api/v1/namespaces/${NS}/pods`, {
-    labelSelector: `${LABEL_POOL_MEMBER}=${pool},${LABEL_PULLER}`,
-    fieldSelector: `spec.nodeName=${node}`,
-  });
-  return l.items;
-}
 
 /** The spec of both pools, with `images` in the first. */
 function specs(images: readonly string[]): string {
@@ -131,7 +123,7 @@ describe('lanes on real kubelets', () => {
     let sawPullers = 0;
     const stopAt = Date.now() + 300_000;
     while (Date.now() < stopAt && !t.taintsGoneAt.has(GATE.key)) {
-      sawPullers = Math.max(sawPullers, (await pullersOn(kube, poolId, NODE)).length);
+      sawPullers = Math.max(sawPullers, (await pullersOnNode(kube, NS, NODE, poolId)).length);
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(t.taintsGoneAt.has(GATE.key), `gate taint removed from ${NODE}`).toBe(true);
@@ -142,7 +134,7 @@ describe('lanes on real kubelets', () => {
     const have = new Set(nodeImages(NODE));
     for (const ref of IMAGES) expect(have.has(normalize(ref)), `${ref} in containerd on ${NODE}`).toBe(true);
     // Warm: the DaemonSet controller removes the pullers (NotIn [warm, partial]).
-    await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOn(kube, poolId, NODE)).length === 0, 120_000, 500);
+    await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOnNode(kube, NS, NODE, poolId)).length === 0, 120_000, 500);
     recorder.stop();
 
     const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${NS}/daemonsets`)).items.map((d) => `${NS}/${d.metadata.name}`);
@@ -197,7 +189,7 @@ describe('lanes on real kubelets', () => {
       180_000,
       1000,
     );
-    await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOn(kube, poolId, NODE)).length === 0, 120_000, 500);
+    await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOnNode(kube, NS, NODE, poolId)).length === 0, 120_000, 500);
   });
 
   it('an image that cannot be pulled: partial at the deadline, with the reason, the taint removed, no puller left', async () => {
@@ -213,6 +205,11 @@ describe('lanes on real kubelets', () => {
     expect(ann?.state).toBe('partial');
     expect(ann?.failing?.map((f) => f.image)).toEqual([ABSENT]);
     expect(ann?.failing?.[0]?.reason).toMatch(/ErrImagePull|ImagePullBackOff/);
-    await waitFor(`pullers gone from ${FAIL_NODE}`, async () => (await pullersOn(kube, failPoolId, FAIL_NODE)).length === 0, 60_000, 500);
+    await waitFor(
+      `pullers gone from ${FAIL_NODE}`,
+      async () => (await pullersOnNode(kube, NS, FAIL_NODE, failPoolId)).length === 0,
+      60_000,
+      500,
+    );
   });
 });
