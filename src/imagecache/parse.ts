@@ -348,6 +348,20 @@ function parseFile(
   return out;
 }
 
+/**
+ * The files of `files` that hold at least one document the loader reads as an ImageCache, valid or
+ * not: the files `synth` reads rather than passes over. Nothing is validated, so a file with a
+ * broken ImageCache is listed too (synth then reports it).
+ */
+export function imageCacheFiles(files: readonly SourceFile[]): string[] {
+  const holds = (file: SourceFile) => {
+    // Read as parseFile reads it, so a document counts here exactly when synth would read it.
+    const docs = parseAllDocuments(file.text, { version: '1.2', merge: true, uniqueKeys: true });
+    return Array.isArray(docs) && docs.some((doc) => kindOf(doc) === 'imagecache');
+  };
+  return files.filter(holds).map((file) => file.path);
+}
+
 /** The API groups read as ImageCaches; documents of every other group are passed over. */
 const OWN_GROUPS: readonly string[] = Object.values(API_VERSIONS).map(groupOf);
 /** kube-fledged's group before v0.8: refused with the versions we read, never passed over. */
