@@ -16,6 +16,7 @@
  */
 import { SpecError, type Diagnostic, type Location, type Severity } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
+import { gateKeyRefusal } from '../contract/gate-key.js';
 import { POOLS_CONFIGMAP } from '../contract/names.js';
 import { daemonSetName, imageContainerName, nodeLabelKey, poolId, pullSecretVolumeName } from './naming.js';
 
@@ -119,6 +120,50 @@ export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
           ),
         );
       }
+    }
+  }
+  return out;
+}
+
+/**
+ * Gate keys against the trust boundary (src/contract/gate-key.ts): a pool gates only on a key under
+ * `prewarm.dev/`, or one that `allowed` (the synth invocation's `--allow-gate-key`) admits, and never
+ * on a taint its own tolerations tolerate or one Kubernetes itself lifts. Checked on the model,
+ * before any construct renders a key into a sidecar's environment, pools.json or the admission
+ * policy.
+ */
+export function checkGateKeys(bundle: Bundle, allowed: readonly string[]): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const pool of bundle.pools) {
+    const key = pool.settings.gate?.taintKey;
+    if (key === undefined) continue;
+    const why = gateKeyRefusal(key, pool.tolerations, allowed);
+    if (why === undefined) continue;
+    const at = pool.settingLocations.gateTaintKey ?? pool.settingLocations.gate ?? poolLocation(pool);
+    const entry = poolLocation(pool);
+    out.push(error(at, `pool ${pool.namespace}/${pool.id} (${where(entry)}): ${why}`));
+  }
+  return out;
+}
+
+/**
+ * Node selectors a pool can never be warm under: its own state label (`prewarm.dev/<id>`) is set
+ * by its sidecar only on nodes where its pods already run, so a pool selecting on it never gets a
+ * pod onto a node that lacks the label, and never turns a node warm.
+ */
+export function checkPoolSelectors(bundle: Bundle): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const pool of bundle.pools) {
+    const own = nodeLabelKey(pool.id);
+    if (!(own in pool.nodeSelector)) continue;
+    for (const origin of pool.origins) {
+      out.push(
+        error(
+          { ...origin.location, path: `${origin.location.path}.nodeSelector` },
+          `the node selector names ${own}, the pool's own state label, which its sidecar sets only on nodes where the pool already runs: ` +
+            `the pool would never get a pod onto a node without it, and never turn a node warm; select on a label the node has when it joins`,
+        ),
+      );
     }
   }
   return out;

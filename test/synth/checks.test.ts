@@ -366,3 +366,106 @@ describe('checkLimits', () => {
     expect(await readdir(join(dir, 'out'))).toContain('prewarm-ns-ml.k8s.yaml');
   });
 });
+
+describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allows others', () => {
+  const gated = (taintKey: string, tolerations = '[]') =>
+    cache(
+      'specs/gate.yaml',
+      'gate',
+      'ml',
+      `  cacheSpec:\n  - pool: gpu\n    images: [redis:7]\n    tolerations: ${tolerations}\n  gate:\n    deadline: 5m\n    taintKey: ${taintKey}\n`,
+    );
+
+  it('refuses a control-plane key at spec.gate.taintKey, naming the pool and why no flag allows it', () => {
+    const lines = refusal([gated('node-role.kubernetes.io/control-plane')]);
+    expect(lines).toEqual([
+      'specs/gate.yaml:11:15: error: document 1: spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): gate taint key ' +
+        '"node-role.kubernetes.io/control-plane" is a taint that Kubernetes itself sets and lifts; prewarm never removes it, whatever --allow-gate-key says',
+    ]);
+  });
+
+  it('refuses a reserved key without an allowance, and names the flag that allows it', () => {
+    const ca = 'startup-taint.cluster-autoscaler.kubernetes.io/prewarm';
+    expect(refusal([gated(ca)])).toEqual([
+      `specs/gate.yaml:11:15: error: document 1: spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): gate taint key "${ca}" ` +
+        'is under kubernetes.io, reserved for Kubernetes: the sidecar removes this taint from nodes, so only the synth invocation may allow it ' +
+        `(--allow-gate-key ${ca}, or a prefix such as --allow-gate-key startup-taint.cluster-autoscaler.kubernetes.io/)`,
+    ]);
+    const yaml = synthYaml(bundleOf([gated(ca)]), { ...sidecar, allowedGateKeys: ['startup-taint.cluster-autoscaler.kubernetes.io/'] });
+    expect(yaml).toContain(`value: ${ca}`);
+    expect(yaml).toContain(`the prewarm reconciler may only remove the gating taints ${ca}`);
+  });
+
+  it("refuses a key the pool's own tolerations tolerate, even when allowed", () => {
+    const lines = refusal([gated('nvidia.com/gpu', '[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]')], {
+      ...sidecar,
+      allowedGateKeys: ['nvidia.com/gpu'],
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(
+      'spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): the pool tolerates nvidia.com/gpu:NoSchedule',
+    );
+  });
+
+  it('refuses each pool on its own, pointing at its own ImageCache', () => {
+    const other = cache(
+      'specs/other.yaml',
+      'other',
+      'ml',
+      '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: web}\n  gate: {taintKey: nvidia.com/gpu}\n',
+    );
+    expect(refusal([gated('prewarm.dev/warming'), other])).toEqual([
+      expect.stringContaining('specs/other.yaml:8:20: error: document 1: spec.gate.taintKey: pool ml/web-'),
+    ]);
+  });
+
+  it('an allowed key reaches the sidecar, pools.json and the policy; kube-fledged input keeps its default gate', () => {
+    const fledged: SourceFile = {
+      path: 'kf.yaml',
+      text: 'apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: kf, namespace: kf}\nspec:\n  cacheSpec: [{images: [nginx:1]}]\n',
+    };
+    const yaml = synthYaml(bundleOf([gated('example.com/cold'), fledged]), { ...sidecar, allowedGateKeys: ['example.com/'] });
+    expect(yaml).toContain("o.key in ['example.com/cold', 'prewarm.dev/warming']");
+  });
+
+  it('the library refuses an allowance that is no key or prefix, or that names a Kubernetes node taint', () => {
+    const bundle = bundleOf([gated('prewarm.dev/warming')]);
+    expect(() => synthYaml(bundle, { ...sidecar, allowedGateKeys: ['node.kubernetes.io/'] })).toThrow(
+      'allowedGateKeys: "node.kubernetes.io/" names taints that Kubernetes itself sets and lifts',
+    );
+    expect(() => synthYaml(bundle, { ...sidecar, allowedGateKeys: ['not a key'] })).toThrow(
+      'allowedGateKeys: "not a key" is neither a taint key',
+    );
+  });
+
+  it('the CLI: synth and validate refuse alike (exit 1), --allow-gate-key allows (exit 0), a bad allowance is a usage error (exit 2)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-gate-'));
+    await writeFile(join(dir, 'gate.yaml'), gated('startup-taint.cluster-autoscaler.kubernetes.io/prewarm').text);
+    const runs = async (...args: string[]) => {
+      const stderr: string[] = [];
+      const code = await run(args, { stdout: () => undefined, stderr: (s) => stderr.push(s) });
+      return { code, stderr: stderr.join('') };
+    };
+    for (const command of ['synth', 'validate']) {
+      const extra = command === 'synth' ? ['--stdout'] : [];
+      const refused = await runs(command, dir, ...extra);
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toContain('reserved for Kubernetes');
+      const allowed = await runs(
+        command,
+        dir,
+        ...extra,
+        '--allow-gate-key',
+        'startup-taint.cluster-autoscaler.kubernetes.io/',
+        '--allow-gate-key',
+        'x.example/',
+      );
+      expect(allowed.code, allowed.stderr).toBe(0);
+      const usage = await runs(command, dir, ...extra, '--allow-gate-key', 'node-role.kubernetes.io/control-plane');
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toContain(
+        '--allow-gate-key "node-role.kubernetes.io/control-plane" names taints that Kubernetes itself sets and lifts',
+      );
+    }
+  });
+});
