@@ -17,14 +17,14 @@
 import { SpecError, type Diagnostic, type Location, type Severity } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { gateKeyRefusal } from '../contract/gate-key.js';
-import { POOLS_CONFIGMAP } from '../contract/names.js';
+import { LABEL_POOL_MEMBER, POOLS_CONFIGMAP } from '../contract/names.js';
 import { daemonSetName, imageContainerName, nodeLabelKey, poolId, pullSecretVolumeName } from './naming.js';
 
 /** A synthesized manifest, as far as these checks read it. */
 export interface Manifest {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string };
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Readonly<Record<string, string>> };
   readonly data?: Readonly<Record<string, string>>;
   readonly binaryData?: Readonly<Record<string, string>>;
   readonly spec?: { readonly template?: { readonly spec?: PodSpecNames } };
@@ -249,8 +249,9 @@ export function checkLimits(manifests: readonly Manifest[], bundle: Bundle): Dia
       severity: LIMITS.memoryPerNodeBytes.severity,
       message:
         `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} runs the pull pods of ${listed(worst.pools.map((p) => `${p.namespace}/${poolId(p)}`))}, ` +
-        `which request ${size(worst.bytes, false)} of memory there, over ${size(LIMITS.memoryPerNodeBytes.limit, false)}: every image reserves ` +
-        `4 MiB on each node its pools select (fewer images per node, or pools with narrower selectors, reserve less)`,
+        `which request ${size(worst.bytes, false)} of memory there while it warms (holders and burst pullers), over ${size(LIMITS.memoryPerNodeBytes.limit, false)}: ` +
+        `every image reserves 4 MiB on each node its pools select, and 4 MiB more in its puller during the warm-up ` +
+        `(fewer images per node, pools with narrower selectors, or fewer lanes reserve less)`,
     });
   }
   return out;
@@ -299,26 +300,25 @@ export function checkOwnedNamespaces(bundle: Bundle, owned: readonly string[]): 
 /**
  * The node whose pull pods request the most memory, among nodes labelled exactly like one pool's
  * selector: such a node runs every pool whose selector is a subset (an upper bound: taints may
- * keep some pools off it).
+ * keep some pools off it). Counted while the node warms, the peak: each pool's holder and all of
+ * its burst pullers run there then, so an image a puller pulls is requested twice.
  */
 function worstNode(
   manifests: readonly Manifest[],
   pools: ReadonlyMap<string, Pool>,
 ): { node: Pool; pools: Pool[]; bytes: number } | undefined {
+  const byId = new Map([...pools.values()].map((p) => [`${p.namespace}/${p.id}`, p]));
   const requests = new Map<Pool, number>();
   for (const m of manifests) {
-    const pool = poolOf(m, pools);
+    // Holder and pullers alike carry the pool-member label with the pool id.
+    const member = m.metadata.labels?.[LABEL_POOL_MEMBER];
+    const pool = m.kind === 'DaemonSet' && member !== undefined ? byId.get(`${m.metadata.namespace ?? ''}/${member}`) : undefined;
     const pod = m.spec?.template?.spec;
     if (pool === undefined || pod === undefined) continue;
     // The scheduler's effective request: init containers run one at a time, before the rest.
     const init = Math.max(0, ...(pod.initContainers ?? []).map(memoryRequest));
-    requests.set(
-      pool,
-      Math.max(
-        init,
-        (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0),
-      ),
-    );
+    const containers = (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0);
+    requests.set(pool, (requests.get(pool) ?? 0) + Math.max(init, containers));
   }
   const selectors = [...requests.keys()].map((p) => [p, Object.entries(p.nodeSelector)] as const);
   let worst: { node: Pool; pools: Pool[]; bytes: number } | undefined;

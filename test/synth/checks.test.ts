@@ -247,10 +247,16 @@ describe('checkLimits', () => {
   const id = (p: typeof all) => `${p.namespace}/${poolId(p)}`;
 
   /** A pull DaemonSet of `pool` whose containers request `memory` each (the init container 8Mi). */
-  const ds = (pool: typeof all, ...memory: string[]): Manifest => ({
+  const ds = (pool: typeof all, ...memory: string[]): Manifest => puller(pool, '', ...memory);
+  /** A burst puller of `pool` (its holder when `lane` is empty): named apart, labelled as a member. */
+  const puller = (pool: typeof all, lane: string, ...memory: string[]): Manifest => ({
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
-    metadata: { name: `prewarm-${poolId(pool)}`, namespace: pool.namespace },
+    metadata: {
+      name: `prewarm-${poolId(pool)}${lane === '' ? '' : `-puller-${lane}`}`,
+      namespace: pool.namespace,
+      labels: { 'prewarm.dev/pool-member': poolId(pool) },
+    },
     spec: {
       template: {
         spec: {
@@ -333,6 +339,20 @@ describe('checkLimits', () => {
     },
     { case: 'pools whose selectors exclude each other never add up', manifests: [ds(web, '700Mi'), ds(db, '700Mi')], expected: [] },
     {
+      case: "a warming node runs the holder and every burst puller: the pullers' requests count",
+      manifests: [ds(all, '512Mi'), puller(all, '1', '256Mi'), puller(all, '2', '257Mi')],
+      expected: [
+        new RegExp(
+          `^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\)`,
+        ),
+      ],
+    },
+    {
+      case: 'the same requests without the pullers stay under the limit',
+      manifests: [ds(all, '512Mi')],
+      expected: [],
+    },
+    {
       case: 'the init container counts when it requests more than the containers',
       manifests: [
         {
@@ -348,9 +368,9 @@ describe('checkLimits', () => {
     expected.forEach((pattern, i) => expect(got[i]).toMatch(pattern));
   });
 
-  it('the CLI warns on stderr and still writes the output: 260 images in one pool request over 1 GiB per node', async () => {
+  it('the CLI warns on stderr and still writes the output: 200 images in one pool request 1,648 MiB on a warming node', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-limits-'));
-    const images = Array.from({ length: 260 }, (_, i) => `registry.example.com/team/app-${i}:v1`).join(', ');
+    const images = Array.from({ length: 200 }, (_, i) => `registry.example.com/team/app-${i}:v1`).join(', ');
     await writeFile(join(dir, 'big.yaml'), cache('', 'big', 'ml', `  cacheSpec:\n  - images: [${images}]\n`).text);
     let stderr = '';
     const code = await run(['synth', join(dir, 'big.yaml'), '-o', join(dir, 'out')], {
@@ -358,11 +378,14 @@ describe('checkLimits', () => {
       stderr: (t) => (stderr += t),
     });
     expect(code, stderr).toBe(0);
-    // 260 containers of 4 MiB and the sidecar's 48 MiB.
+    // The holder: 200 containers of 4 MiB and the sidecar's 48 MiB (848 MiB, under the limit);
+    // the default 4 lanes' 3 pullers: the same 200 images again (800 MiB).
     expect(stderr).toContain(
       `${join(dir, 'big.yaml')}:6:5: warning: document 1: spec.cacheSpec[0]: every node runs the pull pods of ml/all-`,
     );
-    expect(stderr).toContain('which request 1.06 GiB of memory there, over 1 GiB');
+    expect(stderr).toContain(
+      `which request ${(1648 / 1024).toFixed(2)} GiB of memory there while it warms (holders and burst pullers), over 1 GiB`,
+    );
     expect(await readdir(join(dir, 'out'))).toContain('prewarm-ns-ml.k8s.yaml');
   });
 });
