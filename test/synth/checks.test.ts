@@ -328,7 +328,7 @@ describe('checkLimits', () => {
       manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi', '1Mi'), ds(db, '4Mi')],
       expected: [
         new RegExp(
-          `^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there, over 1 GiB: every image reserves 4 MiB`,
+          `^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\), over 1 GiB: every image reserves 4 MiB`,
         ),
       ],
     },
