@@ -82,6 +82,7 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
         images: [...p.images.keys()].sort(compare).map((k) => p.images.get(k) as ImageRef),
         imagePullSecrets: [...p.secrets].sort(compare),
         settings: p.settings.value,
+        settingLocations: p.settings.from.settingLocations,
         sources: [...p.sources].sort(compare),
         origins: p.origins,
       });

@@ -26,7 +26,7 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
   /** Synthesizes `bundle` with the sidecar and checks the contract on the output. */
   function checkRoundTrip(bundle: Bundle): void {
     const manifests: Manifest[] = parseAllDocuments(
-      synthYaml(bundle, { reconciler: { image: 'registry.example/prewarm-reconciler:1' } }),
+      synthYaml(bundle, { reconciler: { image: 'registry.example/prewarm-reconciler:1' }, allowedGateKeys: ['example.com/'] }),
     ).map((d) => d.toJS());
     const want = bundle.pools.map(poolEntryOf).sort(byId);
     expect(want.length).toBeGreaterThan(0);
@@ -106,7 +106,7 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
       },
     ],
     [
-      'prewarm.dev: every toleration shape, a custom gate key and deadline',
+      'prewarm.dev: every toleration shape, a custom gate key (allowed by the invocation) and deadline',
       {
         'gpu.yaml': prewarm(
           'gpu',
@@ -208,6 +208,13 @@ describe('parsePoolsFile', () => {
       file({ tolerations: [{ operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1.5 }] }),
       'pools.json: pools[0].tolerations[0].tolerationSeconds must be an integer',
     ],
+    // Synthesis never writes a Kubernetes node taint as a gate key; a file that holds one is refused.
+    [
+      file({ gateTaintKey: 'node-role.kubernetes.io/control-plane' }),
+      'pools.json: pools[0].gateTaintKey must be a taint key prewarm may gate on, got "node-role.kubernetes.io/control-plane"',
+    ],
+    [file({ gateTaintKey: 'node.kubernetes.io/not-ready' }), 'pools.json: pools[0].gateTaintKey must be a taint key prewarm may gate on'],
+    [file({ gateTaintKey: 'not a key' }), 'pools.json: pools[0].gateTaintKey must be a taint key prewarm may gate on, got "not a key"'],
   ])('rejects %s', (text, msg) => {
     expect(() => parsePoolsFile(text)).toThrow(msg);
   });
