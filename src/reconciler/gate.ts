@@ -5,10 +5,10 @@
  */
 import { DEFAULTS, NodeState } from '../contract/names.js';
 import { placementSelectsHealthyNode } from '../contract/placement.js';
+import { timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from './config.js';
 import type { KNode } from './kube-types.js';
-import { timeOf } from './observe.js';
 import type { PoolDecision, PoolState } from './pool.js';
 import { EventReason, eventMessage, GateOutcome, type EventIntent } from './reasons.js';
 

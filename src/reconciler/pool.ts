@@ -13,10 +13,11 @@
  */
 import { ANNOTATION_VERSION, parseAnnotation, renderAnnotation, type FailingImage, type PoolAnnotation } from '../contract/annotation.js';
 import { NodeState } from '../contract/names.js';
+import { conditionTrueSince, timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from './config.js';
 import type { KNode, KPod } from './kube-types.js';
-import { mergeObservations, observeImages, timeOf, type ImageObservation } from './observe.js';
+import { mergeObservations, observeImages, type ImageObservation } from './observe.js';
 import { EventReason, eventMessage, type EventIntent } from './reasons.js';
 
 /** Everything observed for one reconcile. */
@@ -60,8 +61,7 @@ export interface PoolDecision {
 
 /** When the node's Ready condition last turned True (ms), if it is True now. */
 export function nodeReadyAt(node: KNode): number | undefined {
-  const c = node.status?.conditions?.find((x) => x.type === 'Ready');
-  return c?.status === 'True' ? timeOf(c.lastTransitionTime) : undefined;
+  return conditionTrueSince(node.status?.conditions, 'Ready');
 }
 
 /**

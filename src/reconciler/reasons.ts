@@ -67,34 +67,6 @@ export const Metric = {
 /** Buckets of {@link Metric.timeToWarm}, in seconds: from a cached layer to a 10 GB pull. */
 export const TIME_TO_WARM_BUCKETS: readonly number[] = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 
-/**
- * Waiting reasons the kubelet reports when pulling an image failed (kubelet `images/types.go`).
- * Anything else that is waiting is either still pulling or already past the pull.
- */
-export const PULL_FAILURE_REASONS: ReadonlySet<string> = new Set([
-  'ErrImagePull',
-  'ImagePullBackOff',
-  'InvalidImageName',
-  'ErrImageNeverPull',
-  'RegistryUnavailable',
-  'SignatureValidationFailed',
-  'ImageInspectError',
-]);
-
-/**
- * Waiting reasons the kubelet only reaches after `EnsureImageExists` succeeded (kuberuntime
- * `startContainer`: step 1 pulls, step 2 generates the config and creates the container), so the
- * image is on the node even though the container does not run.
- */
-export const POST_PULL_REASONS: ReadonlySet<string> = new Set([
-  'CreateContainerConfigError',
-  'CreateContainerError',
-  'RunContainerError',
-  'PreStartHookError',
-  'PostStartHookError',
-  'CrashLoopBackOff',
-]);
-
 /** Outcomes of the `gateOpened` counter. */
 export const GateOutcome = { Ready: 'ready', Forced: 'forced' } as const;
 /** One of {@link GateOutcome}. */

@@ -11,57 +11,27 @@
  * resolution; a pull's length comes from the kubelet's own measure in its `Pulled` message.
  */
 import { LABEL_POOL, LABEL_PULLER } from '../contract/names.js';
+import {
+  conditionTrueSince,
+  imagePresent,
+  startedAt,
+  timeOf,
+  type Condition,
+  type Opt,
+  type Pod,
+  type Timestamp,
+} from '../contract/pod-status.js';
 import { EventReason } from '../reconciler/reasons.js';
-
-type Opt<T> = T | undefined;
 
 /** The fields of a Node the timeline reads (client-node's V1Node fits). */
 export interface TimelineNode {
-  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Date | string> }>;
-  readonly status?: Opt<{
-    readonly conditions?: Opt<
-      readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]
-    >;
-  }>;
-}
-
-interface ContainerStatus {
-  readonly name: string;
-  readonly image: string;
-  /** Set once the runtime created the container, so its image is on the node. */
-  readonly imageID?: Opt<string>;
-  readonly state?: Opt<{
-    readonly waiting?: Opt<{ readonly reason?: Opt<string> }>;
-    readonly running?: Opt<{ readonly startedAt?: Opt<Date | string> }>;
-    readonly terminated?: Opt<{ readonly startedAt?: Opt<Date | string>; readonly reason?: Opt<string> }>;
-  }>;
-}
-
-/** The fields of a pull pod the timeline reads (client-node's V1Pod fits). */
-export interface TimelinePod {
-  readonly metadata?: Opt<{
-    readonly name?: Opt<string>;
-    readonly namespace?: Opt<string>;
-    readonly labels?: Opt<Readonly<Record<string, string>>>;
-    readonly creationTimestamp?: Opt<Date | string>;
-    readonly deletionTimestamp?: Opt<Date | string>;
-  }>;
-  readonly spec?: Opt<{
-    readonly nodeName?: Opt<string>;
-    readonly containers?: Opt<readonly { readonly name: string; readonly image?: Opt<string> }[]>;
-  }>;
-  readonly status?: Opt<{
-    readonly conditions?: Opt<
-      readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]
-    >;
-    readonly initContainerStatuses?: Opt<readonly ContainerStatus[]>;
-    readonly containerStatuses?: Opt<readonly ContainerStatus[]>;
-  }>;
+  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Timestamp> }>;
+  readonly status?: Opt<{ readonly conditions?: Opt<readonly Condition[]> }>;
 }
 
 /** The fields of a core/v1 Event the timeline reads (client-node's CoreV1Event fits). */
 export interface TimelineEvent {
-  readonly metadata?: Opt<{ readonly creationTimestamp?: Opt<Date | string> }>;
+  readonly metadata?: Opt<{ readonly creationTimestamp?: Opt<Timestamp> }>;
   readonly involvedObject: {
     readonly kind?: Opt<string>;
     readonly name?: Opt<string>;
@@ -70,9 +40,9 @@ export interface TimelineEvent {
   };
   readonly reason?: Opt<string>;
   readonly message?: Opt<string>;
-  readonly eventTime?: Opt<Date | string>;
-  readonly firstTimestamp?: Opt<Date | string>;
-  readonly lastTimestamp?: Opt<Date | string>;
+  readonly eventTime?: Opt<Timestamp>;
+  readonly firstTimestamp?: Opt<Timestamp>;
+  readonly lastTimestamp?: Opt<Timestamp>;
   readonly source?: Opt<{ readonly host?: Opt<string> }>;
   readonly reportingInstance?: Opt<string>;
 }
@@ -128,7 +98,7 @@ export interface Timeline {
 export interface TimelineInput {
   readonly node: TimelineNode;
   /** The pull pods bound to the node (others are ignored). */
-  readonly pods: readonly TimelinePod[];
+  readonly pods: readonly Pod[];
   /** Events of the pull pods' namespaces and of the sidecars (about the Node). */
   readonly events: readonly TimelineEvent[];
   /** Names of prewarm's DaemonSets as `namespace/name`: how pods that are gone are recognised in Events. */
@@ -139,15 +109,9 @@ export interface TimelineInput {
 /** How long the apiserver keeps Events by default (`--event-ttl`). */
 export const EVENT_TTL_SECONDS = 3600;
 
-function ms(t: Opt<Date | string>): number | undefined {
-  if (t === undefined) return undefined;
-  const v = t instanceof Date ? t.getTime() : Date.parse(t);
-  return Number.isNaN(v) ? undefined : v;
-}
-
 /** When an Event happened: its micro-time if set, else its first timestamp, else its creation. */
 function eventMs(e: TimelineEvent): number | undefined {
-  return ms(e.eventTime) ?? ms(e.firstTimestamp) ?? ms(e.metadata?.creationTimestamp);
+  return timeOf(e.eventTime) ?? timeOf(e.firstTimestamp) ?? timeOf(e.metadata?.creationTimestamp);
 }
 
 /** A Go duration as the kubelet prints it (`1.5s`, `850ms`, `1m2.5s`, `1h0m3s`, `12µs`), in seconds. */
@@ -175,14 +139,6 @@ function containerOf(e: TimelineEvent): string | undefined {
   return /^spec\.(?:init)?[cC]ontainers\{(.+)\}$/.exec(e.involvedObject.fieldPath ?? '')?.[1];
 }
 
-function condition(
-  conditions: Opt<readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]>,
-  type: string,
-): number | undefined {
-  const c = conditions?.find((x) => x.type === type);
-  return c?.status === 'True' ? ms(c.lastTransitionTime) : undefined;
-}
-
 interface PodFacts {
   name: string;
   namespace: string;
@@ -196,7 +152,7 @@ interface PodFacts {
   containers: Map<string, string>;
   started: Map<string, number>;
   waiting: Map<string, string>;
-  /** Containers whose image the runtime reported (imageID), so it is on the node. */
+  /** Containers whose image is on the node (contract `imagePresent`). */
   present: Set<string>;
   events: TimelineEvent[];
 }
@@ -233,22 +189,22 @@ export function buildTimeline(input: TimelineInput): Timeline {
       name,
       namespace,
       label: podLabel(p.metadata?.labels, name, input.daemonSets),
-      created: ms(p.metadata?.creationTimestamp),
-      scheduled: condition(p.status?.conditions, 'PodScheduled'),
-      sandbox: condition(p.status?.conditions, 'PodReadyToStartContainers'),
-      initialized: condition(p.status?.conditions, 'Initialized'),
-      deleted: ms(p.metadata?.deletionTimestamp),
+      created: timeOf(p.metadata?.creationTimestamp),
+      scheduled: conditionTrueSince(p.status?.conditions, 'PodScheduled'),
+      sandbox: conditionTrueSince(p.status?.conditions, 'PodReadyToStartContainers'),
+      initialized: conditionTrueSince(p.status?.conditions, 'Initialized'),
+      deleted: timeOf(p.metadata?.deletionTimestamp),
       containers: new Map((p.spec?.containers ?? []).map((c) => [c.name, c.image ?? ''])),
       started: new Map(
         statuses.flatMap((c) => {
-          const t = ms(c.state?.running?.startedAt ?? c.state?.terminated?.startedAt);
+          const t = startedAt(c);
           return t === undefined ? [] : [[c.name, t] as const];
         }),
       ),
       waiting: new Map(
         statuses.flatMap((c) => (c.state?.waiting?.reason === undefined ? [] : [[c.name, c.state.waiting.reason] as const])),
       ),
-      present: new Set(statuses.filter((c) => (c.imageID ?? '') !== '').map((c) => c.name)),
+      present: new Set(statuses.filter(imagePresent).map((c) => c.name)),
       events: [],
     });
   }
@@ -283,7 +239,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
   }
 
   // The origin: the node's last Ready transition.
-  const readyAt = condition(input.node.status?.conditions, 'Ready');
+  const readyAt = conditionTrueSince(input.node.status?.conditions, 'Ready');
   const times: number[] = [];
   for (const f of pods.values()) {
     for (const t of [f.created, f.scheduled, f.sandbox, f.initialized, f.deleted, ...f.started.values()])

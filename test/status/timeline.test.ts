@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildTimeline, parseGoDuration, pullSecondsOf, type TimelineEvent, type TimelinePod } from '../../src/status/timeline.js';
+import type { Pod } from '../../src/contract/pod-status.js';
+import { buildTimeline, parseGoDuration, pullSecondsOf, type TimelineEvent } from '../../src/status/timeline.js';
 import { renderTimelineSvg, renderTimelineText } from '../../src/status/timeline-render.js';
 import { LABEL_COMPONENT, LABEL_POOL, LABEL_POOL_MEMBER } from '../../src/contract/names.js';
 
@@ -15,7 +16,7 @@ const node = {
   status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: at(0) }] },
 };
 
-function holderPod(): TimelinePod {
+function holderPod(): Pod {
   return {
     metadata: {
       name: `${HOLDER}-abcde`,
