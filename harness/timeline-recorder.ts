@@ -6,7 +6,7 @@
  * command cannot disagree on what a phase means.
  */
 import type { Pod } from '../src/contract/pod-status.js';
-import type { TimelineEvent, TimelineInput } from '../src/status/timeline.js';
+import type { TimelineDaemonSet, TimelineEvent, TimelineInput } from '../src/status/timeline.js';
 import type { Kube, KubeObject } from './kube.js';
 
 interface Seen {
@@ -56,7 +56,7 @@ export class TimelineRecorder {
   }
 
   /** The recorded objects, their times replaced by the first-seen ones, for `buildTimeline`. */
-  input(daemonSets: readonly string[], now = new Date()): TimelineInput {
+  input(daemonSets: readonly TimelineDaemonSet[], now = new Date()): TimelineInput {
     return {
       node: this.node === undefined ? { metadata: { name: this.nodeName } } : sharpen(this.node),
       pods: [...this.pods.values()].map((p) => sharpen(p) as Pod),

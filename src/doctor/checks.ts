@@ -5,17 +5,9 @@
  * (each read may be refused, which is reported and never stops the other checks) and renders the
  * findings.
  */
-import {
-  DEFAULTS,
-  ENV,
-  LABEL_MANAGED_BY,
-  LABEL_POOL,
-  LABEL_POOL_MEMBER,
-  LABEL_PULLER,
-  MANAGED_BY,
-  SIDECAR_CONTAINER,
-} from '../contract/names.js';
+import { DEFAULTS, ENV, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
 import { PULL_FAILURE_REASONS, timeOf, type Pod } from '../contract/pod-status.js';
+import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../reconciler/gate.js';
 import { ACCESS_NAMES } from '../synth/access.js';
 import { table } from '../status/report.js';
@@ -188,22 +180,19 @@ interface PoolView {
 const byName = <T extends { readonly name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 const managed = (labels: Labels): boolean => labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
 
-/** The pools of the prewarm DaemonSets: one per holder (a DaemonSet carrying {@link LABEL_POOL}). */
+/** The pools of the prewarm DaemonSets: one per holder. */
 function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
   const pools: PoolView[] = [];
   for (const ds of daemonSets) {
     const labels = ds.metadata?.labels;
-    const id = labels?.[LABEL_POOL];
+    const id = isHolder(labels) ? poolOf(labels) : undefined;
     if (!managed(labels) || id === undefined) continue;
     const namespace = ds.metadata?.namespace ?? '';
     const podSpec = ds.spec?.template?.spec;
     const sidecar = podSpec?.containers?.find((c) => c.name === SIDECAR_CONTAINER);
     const env = (name: string): string | undefined => sidecar?.env?.find((e) => e.name === name)?.value ?? undefined;
     const pullers = daemonSets.filter(
-      (d) =>
-        d.metadata?.namespace === namespace &&
-        d.metadata.labels?.[LABEL_PULLER] !== undefined &&
-        d.metadata.labels[LABEL_POOL_MEMBER] === id,
+      (d) => d.metadata?.namespace === namespace && isPuller(d.metadata.labels) && poolOf(d.metadata.labels) === id,
     ).length;
     pools.push({
       id,
@@ -422,9 +411,9 @@ function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: (f: Fin
       add({ scope, check, level, message, ...(fix === undefined ? {} : { fix }) });
     const onNode = (pods ?? []).filter((p) => p.spec?.nodeName === name);
     // The pools on this node: those whose holder runs here.
-    const holders = onNode.filter((p) => managed(p.metadata?.labels) && p.metadata?.labels?.[LABEL_POOL] !== undefined);
+    const holders = onNode.filter((p) => managed(p.metadata?.labels) && isHolder(p.metadata?.labels));
     const here = pools.filter((pool) =>
-      holders.some((h) => h.metadata?.namespace === pool.namespace && h.metadata?.labels?.[LABEL_POOL] === pool.id),
+      holders.some((h) => h.metadata?.namespace === pool.namespace && poolOf(h.metadata?.labels) === pool.id),
     );
     checkSidecar(holders, finding);
     checkGateTaint(node, here.length > 0 ? here : pools, input.now, finding);
@@ -588,7 +577,7 @@ function checkPodSlots(
   const maxPods = kc?.maxPods ?? (Number.isFinite(allocatable) && allocatable > 0 ? allocatable : KUBELET_DEFAULTS.maxPods);
   const used = onNode.length;
   // Pullers are created while a node warms; those already here hold their slot.
-  const present = onNode.filter((p) => managed(p.metadata?.labels) && p.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
+  const present = onNode.filter((p) => managed(p.metadata?.labels) && isPuller(p.metadata?.labels)).length;
   const pullers = here.reduce((n, p) => n + p.lanes - 1, 0);
   const need = Math.max(0, pullers - present);
   const free = maxPods - used;

@@ -7,7 +7,8 @@
 import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
 import { containerStarted, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../synth/naming.js';
-import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER, NodeState } from '../contract/names.js';
+import { LABEL_PULLER, NodeState } from '../contract/names.js';
+import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 
 /** The fields of a DaemonSet that status reads (client-node's V1DaemonSet fits). */
 export interface ObservedDaemonSet {
@@ -86,15 +87,13 @@ export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: read
   const nodesByName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
   const pools: PoolReport[] = [];
   for (const ds of daemonSets) {
-    const pool = ds.metadata?.labels?.[LABEL_POOL];
+    const pool = isHolder(ds.metadata?.labels) ? poolOf(ds.metadata?.labels) : undefined;
     if (pool === undefined) continue;
     const namespace = ds.metadata?.namespace ?? '';
     const members = pods.filter((p) => p.metadata?.namespace === namespace && p.spec?.nodeName !== undefined);
-    const own = members.filter((p) => p.metadata?.labels?.[LABEL_POOL] === pool);
+    const own = members.filter((p) => isHolder(p.metadata?.labels) && poolOf(p.metadata?.labels) === pool);
     // Burst pullers: pods of the pool that are not its holder; they exist only while a node warms.
-    const pullers = members.filter(
-      (p) => p.metadata?.labels?.[LABEL_PULLER] !== undefined && p.metadata.labels[LABEL_POOL_MEMBER] === pool,
-    );
+    const pullers = members.filter((p) => isPuller(p.metadata?.labels) && poolOf(p.metadata?.labels) === pool);
     const reports = own
       .map((pod) =>
         nodeReport(

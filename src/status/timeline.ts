@@ -10,17 +10,18 @@
  * Times are seconds after the node's last Ready transition. Most Kubernetes timestamps have 1 s
  * resolution; a pull's length comes from the kubelet's own measure in its `Pulled` message.
  */
-import { LABEL_POOL, LABEL_PULLER } from '../contract/names.js';
 import {
   conditionTrueSince,
   imagePresent,
   startedAt,
   timeOf,
   type Condition,
+  type ObjectMeta,
   type Opt,
   type Pod,
   type Timestamp,
 } from '../contract/pod-status.js';
+import { laneOf, Role, roleOf } from '../contract/roles.js';
 import { EventReason } from '../reconciler/reasons.js';
 
 /** The fields of a Node the timeline reads (client-node's V1Node fits). */
@@ -94,6 +95,11 @@ export interface Timeline {
   readonly notes: readonly string[];
 }
 
+/** The fields of a DaemonSet the timeline reads (client-node's V1DaemonSet fits). */
+export interface TimelineDaemonSet {
+  readonly metadata?: Opt<Pick<ObjectMeta, 'name' | 'namespace' | 'labels'>>;
+}
+
 /** What {@link buildTimeline} reads. */
 export interface TimelineInput {
   readonly node: TimelineNode;
@@ -101,8 +107,8 @@ export interface TimelineInput {
   readonly pods: readonly Pod[];
   /** Events of the pull pods' namespaces and of the sidecars (about the Node). */
   readonly events: readonly TimelineEvent[];
-  /** Names of prewarm's DaemonSets as `namespace/name`: how pods that are gone are recognised in Events. */
-  readonly daemonSets: readonly string[];
+  /** prewarm's DaemonSets: how pods that are gone are recognised in Events, and what they were. */
+  readonly daemonSets: readonly TimelineDaemonSet[];
   readonly now: Date;
 }
 
@@ -157,19 +163,30 @@ interface PodFacts {
   events: TimelineEvent[];
 }
 
-function podLabel(labels: Opt<Readonly<Record<string, string>>>, name: string, daemonSets: readonly string[]): string {
-  const puller = labels?.[LABEL_PULLER];
-  if (puller !== undefined) return `puller ${puller.slice(puller.lastIndexOf('-') + 1)}`;
-  if (labels?.[LABEL_POOL] !== undefined) return 'holder';
-  // A pod known from its Events only: its DaemonSet's name says what it was.
-  const ds = daemonSets.map((d) => d.slice(d.indexOf('/') + 1)).find((d) => podOf(d, name));
-  const lane = ds === undefined ? undefined : /-puller-([0-9a-f]+)$/.exec(ds)?.[1];
-  return lane !== undefined ? `puller ${lane}` : ds !== undefined ? 'holder' : 'pod';
+/** `holder` or `puller <lane>` by a pool object's labels; undefined for anything else. */
+function roleLabel(labels: Opt<Readonly<Record<string, string>>>): string | undefined {
+  const role = roleOf(labels);
+  return role === Role.Puller ? `puller ${laneOf(labels) ?? ''}` : role === Role.Holder ? 'holder' : undefined;
+}
+
+/** The row label of a pod: by its own labels, or, for a pod known from its Events only, by its DaemonSet's. */
+function podLabel(
+  labels: Opt<Readonly<Record<string, string>>>,
+  namespace: string,
+  name: string,
+  daemonSets: readonly TimelineDaemonSet[],
+): string {
+  return roleLabel(labels) ?? roleLabel(daemonSetOf(namespace, name, daemonSets)?.metadata?.labels) ?? 'pod';
+}
+
+/** The DaemonSet that `pod` in `namespace` is named after: `<ds>-<5 random characters>`. */
+function daemonSetOf(namespace: string, pod: string, daemonSets: readonly TimelineDaemonSet[]): TimelineDaemonSet | undefined {
+  return daemonSets.find((d) => d.metadata?.namespace === namespace && isPodNameOf(d.metadata.name ?? '', pod));
 }
 
 /** Whether `pod` is named as a pod of DaemonSet `ds`: `<ds>-<5 random characters>`. */
-function podOf(ds: string, pod: string): boolean {
-  return pod.length === ds.length + 6 && pod.startsWith(`${ds}-`) && /^[a-z0-9]{5}$/.test(pod.slice(ds.length + 1));
+function isPodNameOf(ds: string, pod: string): boolean {
+  return ds !== '' && pod.length === ds.length + 6 && pod.startsWith(`${ds}-`) && /^[a-z0-9]{5}$/.test(pod.slice(ds.length + 1));
 }
 
 /** Builds one node's timeline. */
@@ -188,7 +205,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
     pods.set(key(namespace, name), {
       name,
       namespace,
-      label: podLabel(p.metadata?.labels, name, input.daemonSets),
+      label: podLabel(p.metadata?.labels, namespace, name, input.daemonSets),
       created: timeOf(p.metadata?.creationTimestamp),
       scheduled: conditionTrueSince(p.status?.conditions, 'PodScheduled'),
       sandbox: conditionTrueSince(p.status?.conditions, 'PodReadyToStartContainers'),
@@ -210,8 +227,6 @@ export function buildTimeline(input: TimelineInput): Timeline {
   }
 
   // Events of pods on this node; pods that are gone are rebuilt from them.
-  const known = new Set(input.daemonSets);
-  const ofOurs = (ns: string, name: string) => [...known].some((d) => d.startsWith(`${ns}/`) && podOf(d.slice(ns.length + 1), name));
   const nodeEvents: TimelineEvent[] = [];
   for (const e of input.events) {
     const o = e.involvedObject;
@@ -222,11 +237,11 @@ export function buildTimeline(input: TimelineInput): Timeline {
     if (o.kind !== 'Pod' || o.name === undefined || o.namespace === undefined) continue;
     let facts = pods.get(key(o.namespace, o.name));
     const onNode = e.source?.host === node || (e.reason === 'Scheduled' && (e.message ?? '').endsWith(` to ${node}`));
-    if (facts === undefined && onNode && ofOurs(o.namespace, o.name)) {
+    if (facts === undefined && onNode && daemonSetOf(o.namespace, o.name, input.daemonSets) !== undefined) {
       facts = {
         name: o.name,
         namespace: o.namespace,
-        label: podLabel(undefined, o.name, input.daemonSets),
+        label: podLabel(undefined, o.namespace, o.name, input.daemonSets),
         containers: new Map(),
         started: new Map(),
         waiting: new Map(),

@@ -71,14 +71,6 @@ export function pullerDaemonSetName(id: string, lane: string): string {
   return dnsLabel(`${NAME_PREFIX}-${id}-puller-${lane}`);
 }
 
-/**
- * Selector value ({@link LABEL_PULLER}) of a pool's puller for lane `lane`: `<id>-<lane>`, unique
- * as lane keys (digits up to 15, or 8 hex) never contain a dash.
- */
-export function pullerSelectorValue(id: string, lane: string): string {
-  return `${id}-${lane}`;
-}
-
 /** Node label key carrying a pool's state on each node: `prewarm.dev/<id>`. */
 export function nodeLabelKey(id: string): string {
   return `${NODE_LABEL_PREFIX}${id}`;

@@ -142,7 +142,10 @@ describe.each(CASES)('a container $name', (c) => {
       node: { metadata: { name: 'n1' }, status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: at(0) }] } },
       pods: pods(c),
       events: [],
-      daemonSets: ['ml/prewarm-gpu', 'ml/prewarm-gpu-puller-1'],
+      daemonSets: [
+        { metadata: { namespace: 'ml', name: 'prewarm-gpu', labels: { [LABEL_POOL]: 'gpu' } } },
+        { metadata: { namespace: 'ml', name: 'prewarm-gpu-puller-1', labels: { [LABEL_PULLER]: 'gpu-1', [LABEL_POOL_MEMBER]: 'gpu' } } },
+      ],
       now: new Date(T0 + 60_000),
     });
     const row = t.rows.find((r) => r.kind === 'image' && r.label === IMAGE);

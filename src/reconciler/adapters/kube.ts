@@ -3,7 +3,8 @@
  * watch of our pool's pods, narrowed to our node and our namespace.
  */
 import fs from 'node:fs';
-import { EVENTS_NAMESPACE, LABEL_POOL_MEMBER, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
+import { EVENTS_NAMESPACE, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
+import { poolMembersQuery } from '../../contract/roles.js';
 import type { ReconcilerConfig } from '../config.js';
 import type { KNode, KPod } from '../kube-types.js';
 import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource } from '../ports.js';
@@ -120,7 +121,7 @@ export class KubePoolPodSource implements PoolPodSource {
   ) {}
   private query(extra: Record<string, string>): URLSearchParams {
     return new URLSearchParams({
-      labelSelector: `${LABEL_POOL_MEMBER}=${this.pool}`,
+      labelSelector: poolMembersQuery(this.pool),
       fieldSelector: `spec.nodeName=${this.node}`,
       ...extra,
     });
