@@ -18,7 +18,7 @@ import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from './config.js';
 import type { KNode, KPod } from './kube-types.js';
 import { mergeObservations, observeImages, type ImageObservation } from './observe.js';
-import { EventReason, eventMessage, type EventIntent } from './reasons.js';
+import { partialEvent, pullFailingEvent, warmEvent, type EventIntent } from '../contract/events.js';
 
 /** Everything observed for one reconcile. */
 export interface Observed {
@@ -156,12 +156,7 @@ export function decidePool(obs: Observed): PoolDecision {
     ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, warmAt, ttwSeconds: ttw, digests };
     if (!(own?.state === NodeState.Warm && curLabel === NodeState.Warm)) {
       timeToWarmSeconds = ttw;
-      events = [
-        {
-          reason: EventReason.Warm,
-          message: eventMessage(`pool ${config.poolId}: all ${images.length} images present, time to warm ${ttw}s`),
-        },
-      ];
+      events = [warmEvent(config.poolId, images.length, ttw)];
     }
   } else {
     const failing = failures([...blockers, ...images.filter((i) => i.phase === 'failing')], own);
@@ -178,12 +173,7 @@ export function decidePool(obs: Observed): PoolDecision {
       };
       if (!(own?.state === NodeState.Partial && curLabel === NodeState.Partial)) {
         events = [
-          {
-            reason: EventReason.Partial,
-            message: eventMessage(
-              `pool ${config.poolId}: deadline of ${config.deadlineSeconds}s passed with ${images.length - present.length} of ${images.length} images missing: ${describeFailing(missing)}`,
-            ),
-          },
+          partialEvent(config.poolId, config.deadlineSeconds, images.length - present.length, images.length, describeFailing(missing)),
         ];
       }
     } else if (failing.length) {
@@ -193,7 +183,7 @@ export function decidePool(obs: Observed): PoolDecision {
       const key = (a: PoolAnnotation | undefined): string =>
         `${(a?.failing ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001')}\u0002${a?.failingOmitted ?? 0}`;
       if (key(parseAnnotation(renderAnnotation(ann))) !== key(own?.state === 'warming' ? own : undefined)) {
-        events = [{ reason: EventReason.ImagePullFailing, message: eventMessage(`pool ${config.poolId}: ${describeFailing(failing)}`) }];
+        events = [pullFailingEvent(config.poolId, describeFailing(failing))];
       }
     }
   }

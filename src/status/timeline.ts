@@ -22,7 +22,7 @@ import {
   type Timestamp,
 } from '../contract/pod-status.js';
 import { laneOf, Role, roleOf } from '../contract/roles.js';
-import { EventReason } from '../reconciler/reasons.js';
+import { EventReason, parseNodeEvent } from '../contract/events.js';
 
 /** The fields of a Node the timeline reads (client-node's V1Node fits). */
 export interface TimelineNode {
@@ -402,20 +402,16 @@ export function buildTimeline(input: TimelineInput): Timeline {
 
 /**
  * The marks of one of the sidecar's Events about the node. A pool's Warm or Partial Event also
- * says when it removed the gate taint in the same write (src/reconciler/gate.ts `mergeEvents`).
+ * says when it removed the gate taint in the same write (contract `gateEvent`).
  */
 function markLabels(e: TimelineEvent): string[] {
-  const message = e.message ?? '';
-  const pool = /^pool ([^\s:]+)/.exec(message)?.[1];
-  const of = pool === undefined ? '' : ` ${pool}`;
-  const gate = /removed gate taint \S+ at the absolute bound/.test(message)
-    ? ['taint removed (forced)']
-    : /removed gate taint /.test(message)
-      ? ['taint removed']
-      : [];
-  if (e.reason === EventReason.Warm) return [`warm${of}`, ...gate];
-  if (e.reason === EventReason.Partial) return [`partial${of}`, ...gate];
-  if (e.reason === EventReason.GateOpened || e.reason === EventReason.GateForcedOpen) return gate;
+  const facts = parseNodeEvent(e.reason, e.message);
+  if (facts === undefined) return [];
+  const of = facts.pool === undefined ? '' : ` ${facts.pool}`;
+  const gate = facts.gate === 'forced' ? ['taint removed (forced)'] : facts.gate === 'ready' ? ['taint removed'] : [];
+  if (facts.reason === EventReason.Warm) return [`warm${of}`, ...gate];
+  if (facts.reason === EventReason.Partial) return [`partial${of}`, ...gate];
+  if (facts.reason === EventReason.GateOpened || facts.reason === EventReason.GateForcedOpen) return gate;
   return [];
 }
 
