@@ -5,7 +5,7 @@
  */
 import { NodeState } from '../src/contract/names.js';
 import { poolOf, pullersQuery } from '../src/contract/roles.js';
-import { nodeLabelKey } from '../src/synth/naming.js';
+import { nodeLabelKey } from '../src/contract/identity.js';
 import type { Kube, KubeObject } from './kube.js';
 import { pollUntil } from './time.js';
 

@@ -6,7 +6,7 @@
  */
 import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
 import { containerStarted, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
-import { nodeAnnotationKey, nodeLabelKey } from '../synth/naming.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { LABEL_PULLER, NodeState } from '../contract/names.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 

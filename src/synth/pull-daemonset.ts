@@ -23,6 +23,7 @@ import {
   POOLS_MOUNT_PATH,
   SIDECAR_CONTAINER,
 } from '../contract/names.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { COMPONENT, holderSelector, pullerSelector, Role } from '../contract/roles.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {
@@ -31,8 +32,6 @@ import {
   HELPER_VOLUME,
   imageContainerName,
   METRICS_PORT_NAME,
-  nodeAnnotationKey,
-  nodeLabelKey,
   POOLS_VOLUME,
   pullerDaemonSetName,
   pullSecretVolumeName,

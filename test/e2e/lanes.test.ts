@@ -31,7 +31,7 @@ import { parseAnnotation } from '../../src/contract/annotation.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
 import { buildTimeline } from '../../src/status/timeline.js';
 import { renderTimelineText } from '../../src/status/timeline-render.js';
-import { nodeAnnotationKey } from '../../src/synth/naming.js';
+import { nodeAnnotationKey } from '../../src/contract/identity.js';
 import { applyServerSide, imageCache, specDir } from './helpers.js';
 import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
 
@@ -83,7 +83,7 @@ describe('lanes on real kubelets', () => {
   let kube: Kube;
   let watch: NodeWatch;
   let pullerDaemonSets = 0;
-  // Pools named in the spec keep their name as id (src/synth/naming.ts poolId).
+  // Pools named in the spec keep their name as id (src/contract/identity.ts poolId).
   const poolId = POOL;
   const failPoolId = FAIL_POOL;
 
