@@ -194,39 +194,86 @@ export function buildTimeline(input: TimelineInput): Timeline {
   const node = input.node.metadata?.name ?? '';
   const now = input.now.getTime();
   const notes: string[] = [];
-  const pods = new Map<string, PodFacts>();
-  const key = (ns: string, name: string) => `${ns}/${name}`;
+  const { pods, nodeEvents } = collect(input, node);
 
-  for (const p of input.pods) {
-    if (p.spec?.nodeName !== node) continue;
-    const name = p.metadata?.name ?? '';
-    const namespace = p.metadata?.namespace ?? '';
-    const statuses = p.status?.containerStatuses ?? [];
-    pods.set(key(namespace, name), {
-      name,
-      namespace,
-      label: podLabel(p.metadata?.labels, namespace, name, input.daemonSets),
-      created: timeOf(p.metadata?.creationTimestamp),
-      scheduled: conditionTrueSince(p.status?.conditions, 'PodScheduled'),
-      sandbox: conditionTrueSince(p.status?.conditions, 'PodReadyToStartContainers'),
-      initialized: conditionTrueSince(p.status?.conditions, 'Initialized'),
-      deleted: timeOf(p.metadata?.deletionTimestamp),
-      containers: new Map((p.spec?.containers ?? []).map((c) => [c.name, c.image ?? ''])),
-      started: new Map(
-        statuses.flatMap((c) => {
-          const t = startedAt(c);
-          return t === undefined ? [] : [[c.name, t] as const];
-        }),
-      ),
-      waiting: new Map(
-        statuses.flatMap((c) => (c.state?.waiting?.reason === undefined ? [] : [[c.name, c.state.waiting.reason] as const])),
-      ),
-      present: new Set(statuses.filter(imagePresent).map((c) => c.name)),
-      events: [],
-    });
+  // The origin: the node's last Ready transition.
+  const readyAt = conditionTrueSince(input.node.status?.conditions, 'Ready');
+  const origin = readyAt ?? firstSeen(pods.values(), nodeEvents, now);
+  const at = (t: number) => Math.round((t - origin) / 10) / 100;
+
+  const rows: TimelineRow[] = [];
+  let droppedEvents = false;
+  const ordered = [...pods.values()].sort(
+    (a, b) => order(a.label) - order(b.label) || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0),
+  );
+  for (const f of ordered) {
+    const pod = podRows(f, at, now, notes);
+    rows.push(...pod.rows);
+    droppedEvents ||= pod.droppedEvents;
   }
 
-  // Events of pods on this node; pods that are gone are rebuilt from them.
+  if (droppedEvents)
+    notes.push(
+      'some pulls show no Pulled Event: the kubelet sends at most 25 Events per pod in a burst (client-go spam filter), so a pod with many images loses the later ones; their bars end at the container start',
+    );
+  if (readyAt === undefined) notes.push(`node ${node} is not Ready: times are seconds after the first thing seen`);
+  const marks = marksOf(nodeEvents, readyAt !== undefined, origin, at);
+  if (pods.size === 0)
+    notes.push(
+      `no pull pods on ${node} and no Events of any: nothing to show (Events expire after ${EVENT_TTL_SECONDS / 3600} h by default)`,
+    );
+
+  const ends = [...rows.flatMap((r) => r.spans.flatMap((s) => [s.from, s.to ?? s.from])), ...marks.map((m) => m.at), 0];
+  const open = rows.some((r) => r.spans.some((s) => s.to === undefined && s.kind !== 'running'));
+  return {
+    node,
+    origin: new Date(origin).toISOString(),
+    originLabel: readyAt === undefined ? 'first seen' : 'Ready',
+    end: open ? Math.max(at(now), ...ends) : Math.max(...ends),
+    marks,
+    rows,
+    notes,
+  };
+}
+
+/** What a pod still there says of itself. */
+function podFacts(p: Pod, daemonSets: readonly TimelineDaemonSet[]): PodFacts {
+  const name = p.metadata?.name ?? '';
+  const namespace = p.metadata?.namespace ?? '';
+  const statuses = p.status?.containerStatuses ?? [];
+  return {
+    name,
+    namespace,
+    label: podLabel(p.metadata?.labels, namespace, name, daemonSets),
+    created: timeOf(p.metadata?.creationTimestamp),
+    scheduled: conditionTrueSince(p.status?.conditions, 'PodScheduled'),
+    sandbox: conditionTrueSince(p.status?.conditions, 'PodReadyToStartContainers'),
+    initialized: conditionTrueSince(p.status?.conditions, 'Initialized'),
+    deleted: timeOf(p.metadata?.deletionTimestamp),
+    containers: new Map((p.spec?.containers ?? []).map((c) => [c.name, c.image ?? ''])),
+    started: new Map(
+      statuses.flatMap((c) => {
+        const t = startedAt(c);
+        return t === undefined ? [] : [[c.name, t] as const];
+      }),
+    ),
+    waiting: new Map(statuses.flatMap((c) => (c.state?.waiting?.reason === undefined ? [] : [[c.name, c.state.waiting.reason] as const]))),
+    present: new Set(statuses.filter(imagePresent).map((c) => c.name)),
+    events: [],
+  };
+}
+
+/**
+ * The node's pull pods, by `namespace/name`, each with its Events, and the Events about the node.
+ * Pods that are gone are rebuilt from their Events.
+ */
+function collect(input: TimelineInput, node: string): { pods: Map<string, PodFacts>; nodeEvents: TimelineEvent[] } {
+  const pods = new Map<string, PodFacts>();
+  const key = (ns: string, name: string) => `${ns}/${name}`;
+  for (const p of input.pods) {
+    if (p.spec?.nodeName !== node) continue;
+    pods.set(key(p.metadata?.namespace ?? '', p.metadata?.name ?? ''), podFacts(p, input.daemonSets));
+  }
   const nodeEvents: TimelineEvent[] = [];
   for (const e of input.events) {
     const o = e.involvedObject;
@@ -252,11 +299,13 @@ export function buildTimeline(input: TimelineInput): Timeline {
     }
     facts?.events.push(e);
   }
+  return { pods, nodeEvents };
+}
 
-  // The origin: the node's last Ready transition.
-  const readyAt = conditionTrueSince(input.node.status?.conditions, 'Ready');
+/** The earliest thing seen of the pods and the node's Events, else now. */
+function firstSeen(pods: Iterable<PodFacts>, nodeEvents: readonly TimelineEvent[], now: number): number {
   const times: number[] = [];
-  for (const f of pods.values()) {
+  for (const f of pods) {
     for (const t of [f.created, f.scheduled, f.sandbox, f.initialized, f.deleted, ...f.started.values()])
       if (t !== undefined) times.push(t);
     for (const e of f.events) {
@@ -268,136 +317,117 @@ export function buildTimeline(input: TimelineInput): Timeline {
     const t = eventMs(e);
     if (t !== undefined) times.push(t);
   }
-  const first = times.length > 0 ? Math.min(...times) : now;
-  const origin = readyAt ?? first;
-  const at = (t: number) => Math.round((t - origin) / 10) / 100;
+  return times.length > 0 ? Math.min(...times) : now;
+}
 
-  const rows: TimelineRow[] = [];
+/**
+ * One pod's rows: the pod's phases, then one row per image container in the kubelet's order
+ * (spec order; gone pods: event order). `droppedEvents` tells that the kubelet's spam filter
+ * dropped some of its Events.
+ */
+function podRows(f: PodFacts, at: (t: number) => number, now: number, notes: string[]): { rows: TimelineRow[]; droppedEvents: boolean } {
+  const byReason = (reason: string) => f.events.filter((e) => e.reason === reason);
+  f.scheduled ??= min(byReason('Scheduled').map(eventMs));
+  f.created ??= f.scheduled;
+  // Events of a pod that is gone stand in for its conditions: the first container event is when
+  // its sandbox was up (the kubelet starts pulling only then).
+  const containerEvents = f.events.filter((e) => containerOf(e) !== undefined);
+  f.sandbox ??= min(containerEvents.map(eventMs));
+  const killed = min(byReason('Killing').map(eventMs));
+  f.deleted ??= killed;
+  if (f.events.length === 0 && f.created !== undefined && (now - f.created) / 1000 > EVENT_TTL_SECONDS)
+    notes.push(
+      `no Events left for pod ${f.name}: the apiserver keeps Events ${EVENT_TTL_SECONDS / 3600} h by default, so pulls are shown from container statuses only`,
+    );
+
+  const names = new Set([...f.containers.keys(), ...containerEvents.map((e) => containerOf(e) ?? '')]);
+  const imageRows: TimelineRow[] = [];
+  let lastStarted: number | undefined;
   let droppedEvents = false;
-  const ordered = [...pods.values()].sort(
-    (a, b) => order(a.label) - order(b.label) || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0),
-  );
-  for (const f of ordered) {
-    const byReason = (reason: string) => f.events.filter((e) => e.reason === reason);
-    f.scheduled ??= min(byReason('Scheduled').map(eventMs));
-    f.created ??= f.scheduled;
-    // Events of a pod that is gone stand in for its conditions: the first container event is when
-    // its sandbox was up (the kubelet starts pulling only then).
-    const containerEvents = f.events.filter((e) => containerOf(e) !== undefined);
-    f.sandbox ??= min(containerEvents.map(eventMs));
-    const killed = min(byReason('Killing').map(eventMs));
-    f.deleted ??= killed;
-    if (f.events.length === 0 && f.created !== undefined && (now - f.created) / 1000 > EVENT_TTL_SECONDS)
-      notes.push(
-        `no Events left for pod ${f.name}: the apiserver keeps Events ${EVENT_TTL_SECONDS / 3600} h by default, so pulls are shown from container statuses only`,
-      );
-
-    // Image rows, per container, in the kubelet's order (spec order; gone pods: event order).
-    const names = new Set([...f.containers.keys(), ...containerEvents.map((e) => containerOf(e) ?? '')]);
-    const imageRows: TimelineRow[] = [];
-    let lastStarted: number | undefined;
-    for (const c of names) {
-      const evs = containerEvents.filter((e) => containerOf(e) === c && !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? ''));
-      if (evs.length === 0 && !f.containers.has(c)) continue;
-      const pulled = evs.find((e) => e.reason === 'Pulled');
-      const pulling = evs.find((e) => e.reason === 'Pulling');
-      const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
-      const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
-      if (started !== undefined) lastStarted = Math.max(lastStarted ?? started, started);
-      const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;
-      const spans: Span[] = [];
-      let outcome: TimelineRow['outcome'] = 'waiting';
-      let pullSeconds: number | undefined;
-      const pulledAt = pulled === undefined ? undefined : eventMs(pulled);
-      if (pulled !== undefined && pulledAt !== undefined) {
-        pullSeconds = pullSecondsOf(pulled.message ?? '');
-        if (pullSeconds === undefined) {
-          outcome = 'present';
-          spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
-        } else {
-          outcome = 'pulled';
-          // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
-          // Pulled event and is exactly as long as the kubelet says.
-          spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
-        }
-      } else if (failed !== undefined) {
-        outcome = 'failed';
-        const from = eventMs(pulling ?? failed);
-        if (from !== undefined)
-          spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
-      } else if (pulling !== undefined) {
-        const from = eventMs(pulling);
-        // The image is there (the container started, or the runtime reported its imageID) but the
-        // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
-        // a burst of 25, which a pod of a dozen images exceeds. The pull ended by the start.
-        const done = started !== undefined || f.present.has(c);
-        if (done) {
-          outcome = 'pulled';
-          droppedEvents = true;
-        }
-        if (from !== undefined)
-          spans.push({
-            kind: 'pulling',
-            from: at(from),
-            ...(started === undefined ? {} : { to: at(Math.max(from, started)), note: 'end not reported' }),
-          });
-      } else if (started !== undefined || f.present.has(c)) {
+  for (const c of names) {
+    const evs = containerEvents.filter((e) => containerOf(e) === c && !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? ''));
+    if (evs.length === 0 && !f.containers.has(c)) continue;
+    const pulled = evs.find((e) => e.reason === 'Pulled');
+    const pulling = evs.find((e) => e.reason === 'Pulling');
+    const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
+    const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
+    if (started !== undefined) lastStarted = Math.max(lastStarted ?? started, started);
+    const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;
+    const spans: Span[] = [];
+    let outcome: TimelineRow['outcome'] = 'waiting';
+    let pullSeconds: number | undefined;
+    const pulledAt = pulled === undefined ? undefined : eventMs(pulled);
+    if (pulled !== undefined && pulledAt !== undefined) {
+      pullSeconds = pullSecondsOf(pulled.message ?? '');
+      if (pullSeconds === undefined) {
         outcome = 'present';
-        droppedEvents ||= f.events.length > 0;
+        spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
+      } else {
+        outcome = 'pulled';
+        // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
+        // Pulled event and is exactly as long as the kubelet says.
+        spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
       }
-      if (started !== undefined)
-        spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
-      imageRows.push({
-        kind: 'image',
-        pod: f.name,
-        label: image,
-        spans,
-        outcome,
-        ...(pullSeconds === undefined ? {} : { pullSeconds: round(pullSeconds) }),
-      });
+    } else if (failed !== undefined) {
+      outcome = 'failed';
+      const from = eventMs(pulling ?? failed);
+      if (from !== undefined)
+        spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
+    } else if (pulling !== undefined) {
+      const from = eventMs(pulling);
+      // The image is there (the container started, or the runtime reported its imageID) but the
+      // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
+      // a burst of 25, which a pod of a dozen images exceeds. The pull ended by the start.
+      const done = started !== undefined || f.present.has(c);
+      if (done) {
+        outcome = 'pulled';
+        droppedEvents = true;
+      }
+      if (from !== undefined)
+        spans.push({
+          kind: 'pulling',
+          from: at(from),
+          ...(started === undefined ? {} : { to: at(Math.max(from, started)), note: 'end not reported' }),
+        });
+    } else if (started !== undefined || f.present.has(c)) {
+      outcome = 'present';
+      droppedEvents ||= f.events.length > 0;
     }
-
-    const podSpans: Span[] = [];
-    const phase = (kind: SpanKind, from: number | undefined, to: number | undefined) => {
-      if (from !== undefined) podSpans.push({ kind, from: at(from), ...(to === undefined ? {} : { to: at(Math.max(from, to)) }) });
-    };
-    phase('pending', f.created, f.scheduled);
-    phase('sandbox', f.scheduled, f.sandbox);
-    phase('init', f.sandbox, f.initialized);
-    const allStarted = f.containers.size > 0 ? f.started.size === f.containers.size : f.deleted !== undefined || lastStarted !== undefined;
-    phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
-    rows.push({ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows);
+    if (started !== undefined)
+      spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
+    imageRows.push({
+      kind: 'image',
+      pod: f.name,
+      label: image,
+      spans,
+      outcome,
+      ...(pullSeconds === undefined ? {} : { pullSeconds: round(pullSeconds) }),
+    });
   }
 
-  if (droppedEvents)
-    notes.push(
-      'some pulls show no Pulled Event: the kubelet sends at most 25 Events per pod in a burst (client-go spam filter), so a pod with many images loses the later ones; their bars end at the container start',
-    );
+  const podSpans: Span[] = [];
+  const phase = (kind: SpanKind, from: number | undefined, to: number | undefined) => {
+    if (from !== undefined) podSpans.push({ kind, from: at(from), ...(to === undefined ? {} : { to: at(Math.max(from, to)) }) });
+  };
+  phase('pending', f.created, f.scheduled);
+  phase('sandbox', f.scheduled, f.sandbox);
+  phase('init', f.sandbox, f.initialized);
+  const allStarted = f.containers.size > 0 ? f.started.size === f.containers.size : f.deleted !== undefined || lastStarted !== undefined;
+  phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
+  return { rows: [{ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows], droppedEvents };
+}
+
+/** Ready (when the node is), then the marks of the sidecar's Events about the node, in time order. */
+function marksOf(nodeEvents: readonly TimelineEvent[], ready: boolean, origin: number, at: (t: number) => number): TimelineMark[] {
   const marks: TimelineMark[] = [];
-  if (readyAt !== undefined) marks.push({ at: 0, label: 'Ready' });
-  else notes.push(`node ${node} is not Ready: times are seconds after the first thing seen`);
+  if (ready) marks.push({ at: 0, label: 'Ready' });
   for (const e of nodeEvents) {
     const t = eventMs(e);
     if (t === undefined || t < origin - 1000) continue;
     for (const label of markLabels(e)) marks.push({ at: at(t), label });
   }
   marks.sort((a, b) => a.at - b.at);
-  if (pods.size === 0)
-    notes.push(
-      `no pull pods on ${node} and no Events of any: nothing to show (Events expire after ${EVENT_TTL_SECONDS / 3600} h by default)`,
-    );
-
-  const ends = [...rows.flatMap((r) => r.spans.flatMap((s) => [s.from, s.to ?? s.from])), ...marks.map((m) => m.at), 0];
-  const open = rows.some((r) => r.spans.some((s) => s.to === undefined && s.kind !== 'running'));
-  return {
-    node,
-    origin: new Date(origin).toISOString(),
-    originLabel: readyAt === undefined ? 'first seen' : 'Ready',
-    end: open ? Math.max(at(now), ...ends) : Math.max(...ends),
-    marks,
-    rows,
-    notes,
-  };
+  return marks;
 }
 
 /**
