@@ -1,10 +1,9 @@
 /**
  * Phase 1 of a reconcile, the pool decision: from observed state (own pod, the pool's pullers on
- * the node, own node,
- * configuration, the time) to our own label, annotation and Event. No I/O, no clock reads, no
+ * the node, own node, configuration, the time) to our own label, annotation and Event. No I/O, no clock reads, no
  * memory between calls: everything that must survive a restart is read back from the node (its
  * labels and our annotation), so a restarted sidecar reaches the same decision as the one that
- * died (style rule 7, "react to state, not to events").
+ * died: it reacts to state, not to events.
  *
  * A reconcile runs in two phases because of a race between sidecars of different pools on one
  * node (see decideGate in gate.ts): phase 1 ({@link decidePool}) decides our own label and
@@ -66,8 +65,8 @@ export function nodeReadyAt(node: KNode): number | undefined {
 
 /**
  * Origin of the deadline and of time-to-warm: the later of node Ready and pod creation. On a new
- * node the DaemonSet creates the pod before the node is Ready, so this is node Ready (what the
- * brief means by "600 s from node Ready"); for a pool that newly selects an old node it is the
+ * node the DaemonSet creates the pod before the node is Ready, so this is node Ready (the
+ * deadline counts from node Ready); for a pool that newly selects an old node it is the
  * pod's creation, so the pool gets its full deadline instead of being partial at once.
  */
 export function warmOrigin(pod: KPod, node: KNode, now: number): number {
