@@ -220,9 +220,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
         // The pullers leave after the warm label; give their deletion a moment to be recorded.
         await sleep(3000);
         recorder.stop();
-        const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${PW_NS}/daemonsets`)).items.map(
-          (d) => `${PW_NS}/${d.metadata.name}`,
-        );
+        const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${PW_NS}/daemonsets`)).items;
         const f = join(RESULTS_DIR, `waterfall-${set.name}-${config}.svg`);
         writeFileSync(f, renderTimelineSvg(buildTimeline(recorder.input(daemonSets)), `${set.name}, ${config}: warm-up of a joining node`));
         log(`wrote ${f}`);

@@ -5,7 +5,8 @@
  * (src/status/timeline.ts), the same code `prewarm status --node` runs, so the chart and the
  * command cannot disagree on what a phase means.
  */
-import type { TimelineEvent, TimelineInput, TimelinePod } from '../src/status/timeline.js';
+import type { Pod } from '../src/contract/pod-status.js';
+import type { TimelineDaemonSet, TimelineEvent, TimelineInput } from '../src/status/timeline.js';
 import type { Kube, KubeObject } from './kube.js';
 
 interface Seen {
@@ -55,10 +56,10 @@ export class TimelineRecorder {
   }
 
   /** The recorded objects, their times replaced by the first-seen ones, for `buildTimeline`. */
-  input(daemonSets: readonly string[], now = new Date()): TimelineInput {
+  input(daemonSets: readonly TimelineDaemonSet[], now = new Date()): TimelineInput {
     return {
       node: this.node === undefined ? { metadata: { name: this.nodeName } } : sharpen(this.node),
-      pods: [...this.pods.values()].map((p) => sharpen(p) as TimelinePod),
+      pods: [...this.pods.values()].map((p) => sharpen(p) as Pod),
       events: [...this.events.values()],
       daemonSets,
       now,

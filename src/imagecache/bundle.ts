@@ -4,7 +4,7 @@
  * de-duplicated by canonical reference.
  */
 import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
-import { poolId } from '../synth/naming.js';
+import { poolId } from '../contract/identity.js';
 import type { Diagnostic, Location } from './errors.js';
 import type { Bundle, CacheEntry, ImageCache, Pool, PoolOrigin, PoolSettings, Toleration } from './model.js';
 import type { ImageRef } from './reference.js';

@@ -18,7 +18,8 @@ import { SpecError, type Diagnostic, type Location, type Severity } from '../ima
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { gateKeyRefusal } from '../contract/gate-key.js';
 import { LABEL_POOL_MEMBER, POOLS_CONFIGMAP } from '../contract/names.js';
-import { daemonSetName, imageContainerName, nodeLabelKey, poolId, pullSecretVolumeName } from './naming.js';
+import { nodeLabelKey } from '../contract/identity.js';
+import { daemonSetName, imageContainerName, pullSecretVolumeName } from './naming.js';
 
 /** A synthesized manifest, as far as these checks read it. */
 export interface Manifest {
@@ -94,7 +95,7 @@ export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
   const out: Diagnostic[] = [];
   const byId = new Map<string, Pool>();
   for (const pool of bundle.pools) {
-    const id = poolId(pool);
+    const id = pool.id;
     const first = claim(byId, id, pool);
     if (first !== undefined) {
       const shared = first.namespace === pool.namespace ? ` and DaemonSet ${pool.namespace}/${daemonSetName(id)}` : '';
@@ -248,7 +249,7 @@ export function checkLimits(manifests: readonly Manifest[], bundle: Bundle): Dia
       ...poolLocation(worst.node),
       severity: LIMITS.memoryPerNodeBytes.severity,
       message:
-        `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} runs the pull pods of ${listed(worst.pools.map((p) => `${p.namespace}/${poolId(p)}`))}, ` +
+        `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} runs the pull pods of ${listed(worst.pools.map((p) => `${p.namespace}/${p.id}`))}, ` +
         `which request ${size(worst.bytes, false)} of memory there while it warms (holders and burst pullers), over ${size(LIMITS.memoryPerNodeBytes.limit, false)}: ` +
         `every image reserves 4 MiB on each node its pools select, and 4 MiB more in its puller during the warm-up ` +
         `(fewer images per node, pools with narrower selectors, or fewer lanes reserve less)`,
@@ -354,7 +355,7 @@ function memoryRequest(c: NamedContainer): number {
 
 /** DaemonSet `namespace/name` → its pool, named as the constructs name them. */
 function poolsByDaemonSet(bundle: Bundle): Map<string, Pool> {
-  return new Map(bundle.pools.map((p) => [`${p.namespace}/${daemonSetName(poolId(p))}`, p]));
+  return new Map(bundle.pools.map((p) => [`${p.namespace}/${daemonSetName(p.id)}`, p]));
 }
 
 /** The pool behind a pull DaemonSet; undefined for every other object. */

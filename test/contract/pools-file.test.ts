@@ -12,6 +12,7 @@ import { synthYaml } from '../../src/synth/app.js';
 import { poolEntryOf } from '../../src/synth/charts.js';
 import { placementOf } from '../../src/contract/placement.js';
 import { parsePoolsFile, renderPoolsFile, type PoolEntry } from '../../src/contract/pools-file.js';
+import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
 /**
  * The synth↔sidecar round trip of pools.json, for every valid spec the repo has: what synthesis
  * writes into each namespace's `prewarm-pools` ConfigMap, the sidecar's parser reads back into
@@ -39,11 +40,11 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
 
     // Each pool's sidecar is configured, by its environment, as the pool pools.json describes.
     const all = manifests.filter((m) => m.kind === 'DaemonSet');
-    const daemonSets = all.filter((m) => m.metadata.labels['prewarm.dev/pool'] !== undefined);
+    const daemonSets = all.filter((m) => isHolder(m.metadata.labels));
     expect(daemonSets).toHaveLength(want.length);
     // Burst pullers are placed by the same placement as their pool.
-    for (const puller of all.filter((m) => m.metadata.labels['prewarm.dev/pool'] === undefined)) {
-      const entry = want.find((p) => p.id === puller.metadata.labels['prewarm.dev/pool-member']);
+    for (const puller of all.filter((m) => isPuller(m.metadata.labels))) {
+      const entry = want.find((p) => p.id === poolOf(puller.metadata.labels));
       expect(entry, `puller ${puller.metadata.name} of a pool pools.json lists`).toBeDefined();
       expect(puller.spec.template.spec.tolerations ?? []).toStrictEqual(entry?.placement.tolerations);
     }
@@ -67,7 +68,7 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
         deadlineSeconds: entry?.deadlineSeconds,
         tolerations: entry?.placement.tolerations,
       });
-      expect(env[ENV.pool]).toBe(ds.spec.template.metadata.labels['prewarm.dev/pool']);
+      expect(env[ENV.pool]).toBe(poolOf(ds.spec.template.metadata.labels));
     }
   }
 

@@ -10,7 +10,8 @@ import { parseFiles, type SourceFile } from '../../src/imagecache/parse.js';
 import { parseImageRef } from '../../src/imagecache/reference.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
 import { checkLimits, checkManifestNames, type Manifest } from '../../src/synth/checks.js';
-import { dnsLabel, imageContainerName, poolId, pullSecretVolumeName, shortHash } from '../../src/synth/naming.js';
+import { poolId, shortHash } from '../../src/contract/identity.js';
+import { dnsLabel, imageContainerName, pullSecretVolumeName } from '../../src/synth/naming.js';
 import { poolKey } from '../../src/imagecache/bundle.js';
 
 const sidecar: SynthOptions = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
