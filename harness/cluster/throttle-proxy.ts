@@ -131,7 +131,7 @@ function relay(client: Socket): void {
   const node = client.remoteAddress ?? '?';
   nodes.add(node);
   connections++;
-  const up = connect(upstream.port, upstream.host);
+  const up = connect({ port: upstream.port, host: upstream.host, allowHalfOpen: true });
   const f: Flow = { node, up, client, queue: [], queued: 0, carry: 0, upEnded: false, inFlight: 0, closed: false };
   flows.add(f);
   const close = (): void => {
@@ -183,7 +183,8 @@ function relay(client: Socket): void {
   });
 }
 
-const server = createServer({ noDelay: true }, relay);
+// Half-open: a client that shuts down its side after the request still gets the response.
+const server = createServer({ noDelay: true, allowHalfOpen: true }, relay);
 server.listen(listen.port, listen.host, () => {
   process.stderr.write(
     `throttle-proxy on ${listen.host}:${listen.port} -> ${upstream.host}:${upstream.port}: ${describeProfile(profile)}\n`,
