@@ -103,7 +103,7 @@ const args = yargs(hideBin(process.argv))
   })
   .option('nodes', { type: 'number', describe: 'nodes per configuration (default: per set)' })
   .option('waterfalls', { choices: ['default', 'all', 'none'] as const, default: 'default' as const })
-  .option('result', { type: 'string', describe: 'results file name (default: time-to-warm-<profiles>-<kubelets>)' })
+  .option('result', { type: 'string', describe: 'results file name (default: time-to-warm-<profiles>-<kubelets>-<sets>)' })
   .strict()
   .parseSync();
 
@@ -148,7 +148,7 @@ const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
   if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image)|kf-(0s|1m|15m))$/.test(c)) throw new Error(`--configs: unknown ${c}`);
-const RESULT = args.result ?? `time-to-warm-${profiles.join('-')}-${kubelets.join('-')}`;
+const RESULT = args.result ?? `time-to-warm-${profiles.join('-')}-${kubelets.join('-')}-${sets.map((s) => s.name).join('-')}`;
 
 interface Sample {
   set: string;
