@@ -116,44 +116,42 @@ interface TtwRow {
 }
 
 function ttwChart(file: string, title: string, rows: readonly TtwRow[]): void {
-  {
-    const finite = rows.flatMap((r) => r.values).filter((x): x is number => x !== undefined);
-    const max = Math.max(10_000, ...finite) * 1.1;
-    const W = 680;
-    const left = 210;
-    const right = 60;
-    const row = 34;
-    const top = 40;
-    const H = top + rows.length * row + 44;
-    const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
-    const parts = svgStart(W, H, title, 10);
-    const step = max > 240_000 ? 60_000 : max > 80_000 ? 20_000 : max > 40_000 ? 10_000 : 5_000;
-    for (let t = 0; t <= max; t += step) {
-      parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + rows.length * row}" stroke="#e5e5e5"/>`);
-      parts.push(`<text x="${x(t)}" y="${top + rows.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
-    }
-    parts.push(
-      `<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`,
-    );
-    rows.forEach((r, i) => {
-      const c = r.config;
-      const y = top + i * row;
-      const vals = r.values.map((v) => v ?? Number.POSITIVE_INFINITY);
-      const m = median(vals.map((v) => (Number.isFinite(v) ? v : 1e15)));
-      const never = m >= 1e15;
-      parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(r.label)}</text>`);
-      const color = c.startsWith('kf') ? '#c0504d' : c.startsWith('raw') || c === 'floor' ? '#7f7f7f' : '#4f81bd';
-      parts.push(
-        `<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`,
-      );
-      parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
-      for (const v of vals) {
-        if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
-        else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
-      }
-    });
-    writeSvg(file, parts);
+  const finite = rows.flatMap((r) => r.values).filter((x): x is number => x !== undefined);
+  const max = Math.max(10_000, ...finite) * 1.1;
+  const W = 680;
+  const left = 210;
+  const right = 60;
+  const row = 34;
+  const top = 40;
+  const H = top + rows.length * row + 44;
+  const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
+  const parts = svgStart(W, H, title, 10);
+  const step = max > 240_000 ? 60_000 : max > 80_000 ? 20_000 : max > 40_000 ? 10_000 : 5_000;
+  for (let t = 0; t <= max; t += step) {
+    parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + rows.length * row}" stroke="#e5e5e5"/>`);
+    parts.push(`<text x="${x(t)}" y="${top + rows.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
   }
+  parts.push(
+    `<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`,
+  );
+  rows.forEach((r, i) => {
+    const c = r.config;
+    const y = top + i * row;
+    const vals = r.values.map((v) => v ?? Number.POSITIVE_INFINITY);
+    const m = median(vals.map((v) => (Number.isFinite(v) ? v : 1e15)));
+    const never = m >= 1e15;
+    parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(r.label)}</text>`);
+    const color = c.startsWith('kf') ? '#c0504d' : c.startsWith('raw') || c === 'floor' ? '#7f7f7f' : '#4f81bd';
+    parts.push(
+      `<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`,
+    );
+    parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
+    for (const v of vals) {
+      if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
+      else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
+    }
+  });
+  writeSvg(file, parts);
 }
 
 /** One horizontal bar per row, labelled with its value; `note` is drawn after the value. */
