@@ -689,7 +689,8 @@ describe('prewarm-argocd outside the cmp-server', () => {
   ])('refuses %s with exit 2 before prewarm runs', (_what, extra, message) => {
     const r = synthArgv(extra);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`prewarm-argocd: ${message}`);
+    expect(r.stderr).toMatch(/^prewarm-argocd: /);
+    expect(r.stderr).toContain(message);
     expect(r.stderr).not.toContain('\u001b');
   });
 
