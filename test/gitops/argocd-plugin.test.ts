@@ -172,7 +172,7 @@ function withParams(parameters: Param[], env: Record<string, string> = {}): Plug
 /** A refused request: an error that says `message`, and no manifests at all. */
 function expectRefused(res: CmpResponse, message: string): void {
   expect(res.manifests ?? []).toEqual([]);
-  expect(res.error).toContain(message);
+  expect(res.error, serverLog.slice(-3000)).toContain(message);
   // Refused by prewarm-argocd itself (exit 2), before prewarm ran.
   expect(res.error).toContain('`prewarm-argocd generate` failed exit status 2');
 }
