@@ -119,14 +119,14 @@ describe('pin', () => {
       `${head}metadata:\n  name: c\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - busybox:1\n    - *img\n`,
       [
         ['busybox:1', true, 9, 'spec.cacheSpec[0].images[0]', undefined],
-        ['redis:7', false, 10, 'spec.cacheSpec[0].images[1]', { anchor: 'img', anchorLine: 5 }],
+        ['redis:7', false, 10, 'spec.cacheSpec[0].images[1]', { anchor: 'img', anchorLine: 5, merge: false }],
       ],
     ],
     [
       'helperImage through an alias',
       `${head}metadata: {name: c, annotations: {h: &h "busybox:1"}}\nspec:\n  helperImage: *h\n  cacheSpec:\n  - images: [redis@${D}]\n`,
       [
-        ['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3 }],
+        ['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3, merge: false }],
         [`redis@${D}`, true, 7, 'spec.cacheSpec[0].images[0]', undefined],
       ],
     ],
