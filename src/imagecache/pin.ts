@@ -73,8 +73,8 @@ export function findImages(text: string, file = ''): ImageSite[] {
       const own = map.items.find((p) => !isMergeKey(p.key) && isScalar(p.key) && p.key.value === key);
       if (own !== undefined) return at(own.value, reached.via, reached.merge);
       for (const pair of map.items.filter((p) => isMergeKey(p.key))) {
-        const value = at(pair.value, reached.via, reached.merge || isAlias(pair.value));
-        const sources = isSeq(value.node) ? value.node.items.map((i) => at(i, value.via, value.merge || isAlias(i))) : [value];
+        const value = at(pair.value, reached.via, reached.merge === true || isAlias(pair.value));
+        const sources = isSeq(value.node) ? value.node.items.map((i) => at(i, value.via, value.merge === true || isAlias(i))) : [value];
         for (const source of sources) {
           const found = member(source, key, seen);
           if (found !== undefined) return found;

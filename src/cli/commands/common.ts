@@ -39,7 +39,9 @@ export function isDuration(min: number, max: number): OptionCheck {
   return (value) => {
     const parsed = parseDuration(value);
     if ('error' in parsed) return `is not a duration: use whole numbers with h, m or s, e.g. 90s, 10m, 1h30m`;
-    return parsed.seconds < min || parsed.seconds > max ? `is out of range: from ${formatDuration(min)} to ${formatDuration(max)}` : undefined;
+    return parsed.seconds < min || parsed.seconds > max
+      ? `is out of range: from ${formatDuration(min)} to ${formatDuration(max)}`
+      : undefined;
   };
 }
 
@@ -48,16 +50,6 @@ export function durationMs(value: string): number {
   const parsed = parseDuration(value);
   if ('error' in parsed) throw new UsageError(parsed.error);
   return parsed.seconds * 1000;
-}
-
-/** A number of seconds written in decimal (`2`, `0.5`), from `min` to `max`: not `abc`, `1e12` or `Infinity`. */
-export function isSeconds(min: number, max: number): OptionCheck {
-  return (value) =>
-    !/^\d{1,9}(?:\.\d{1,3})?$/.test(value)
-      ? 'is not a number of seconds, e.g. 2 or 0.5'
-      : Number(value) < min || Number(value) > max
-        ? `is out of range: from ${min} to ${max} seconds`
-        : undefined;
 }
 
 /** The bounds of `--request-timeout`: each request to an apiserver or registry ends within it. */
@@ -69,7 +61,7 @@ export function requestTimeoutOption<T>(y: Argv<T>) {
     y.option('request-timeout', {
       type: 'string',
       default: REQUEST_TIMEOUT.default,
-      describe: 'How long one request to the server may take, from connecting to the last byte, e.g. 10s or 2m',
+      describe: 'How long one request to the server may take in all, from connecting to the last byte, e.g. 10s or 2m (1s to 1h)',
     }),
     { 'request-timeout': isDuration(REQUEST_TIMEOUT.min, REQUEST_TIMEOUT.max) },
   );

@@ -128,7 +128,8 @@ export function pinCommand(io: Io) {
       // The change list is the command's result: stdout, one line per place, in file order, and
       // only once it is true (after the write, or for --dry-run).
       const changes = pending.map(
-        (s) => `${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`,
+        (s) =>
+          `${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`,
       );
       const summary = `${pending.length} reference(s) of ${wanted.length} image(s) in ${changed.length} file(s)`;
       if (args.dryRun === true) {

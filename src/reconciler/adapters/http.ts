@@ -25,16 +25,8 @@ export interface Endpoint {
   /** Read before every request: projected SA tokens rotate on disk. */
   readonly token?: () => string | undefined;
   readonly insecureSkipTLSVerify?: boolean;
-  /** Headers of every request, e.g. the CLI's kubeconfig credentials or impersonation. */
-  readonly headers?: Readonly<Record<string, string>>;
   /** The total deadline of each non-watch request (ms). @default {@link DEFAULT_REQUEST_TIMEOUT_MS} */
   readonly requestTimeoutMs?: number;
-}
-
-/** Options of one {@link KubeHttp.json} call. */
-export interface CallOptions {
-  /** Overrides the endpoint's request timeout, e.g. to keep within a command's own deadline (ms). */
-  readonly timeoutMs?: number;
 }
 
 /** A response with its body read. */
@@ -196,7 +188,6 @@ export class KubeHttp {
     return {
       accept: 'application/json',
       'user-agent': USER_AGENT,
-      ...this.endpoint.headers,
       ...(token ? { authorization: `Bearer ${token}` } : {}),
       ...extra,
     };
@@ -206,14 +197,14 @@ export class KubeHttp {
    * A JSON request; non-2xx rejects with the apiserver's Status code and reason. An answer that is
    * not JSON rejects with the response's status code, so a caller can tell it from a transport error.
    */
-  async json<T>(method: string, path: string, body?: unknown, contentType = 'application/json', call: CallOptions = {}): Promise<T> {
+  async json<T>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
     const r = await request({
       method,
       url: new URL(path, this.endpoint.server),
       headers: this.headers(body !== undefined ? { 'content-type': contentType } : {}),
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       agent: this.agent,
-      timeoutMs: call.timeoutMs ?? this.endpoint.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      timeoutMs: this.endpoint.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     });
     if (r.status < 200 || r.status >= 300) throw statusError(method, path, r);
     try {
@@ -245,7 +236,9 @@ export class KubeHttp {
             const chunks: Buffer[] = [];
             let size = 0;
             const refuse = (): void =>
-              reject(statusError('WATCH', url.pathname, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+              reject(
+                statusError('WATCH', url.pathname, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+              );
             res.on('data', (c: Buffer) => {
               size += c.length;
               if (size <= MAX_WATCH_LINE) return void chunks.push(c);
