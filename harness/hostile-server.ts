@@ -105,6 +105,8 @@ export async function startHostileServer(behaviour: HostileBehaviour): Promise<H
           return;
         case 'endless-body': {
           res.writeHead(200, { 'content-type': 'application/json' });
+          // A HEAD has no body (Node drops the writes, so the loop below would never yield).
+          if (req.method === 'HEAD') return void res.end();
           const chunk = Buffer.alloc(64 << 10, 0x61);
           const pump = (): void => {
             while (!res.destroyed && res.write(chunk));
