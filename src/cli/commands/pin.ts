@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { OciRegistry, registryHost, registryRef } from '../../registry/client.js';
 import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../registry/docker-config.js';
 import { ApiError } from '../../reconciler/ports.js';
-import { formatDiagnostics, type Diagnostic } from '../../imagecache/errors.js';
+import { formatDiagnostics, plural, type Diagnostic } from '../../imagecache/errors.js';
 import { readSources } from '../../imagecache/load.js';
 import { parseFiles } from '../../imagecache/parse.js';
 import { applyPins, findImages, needsPin, pinnedRef } from '../../imagecache/pin.js';
@@ -63,26 +63,29 @@ export function pinCommand(io: Io) {
       const editable = await Promise.all(files.map((f) => readEditable(f.path)));
       const sites = editable.map((f) => ({ file: f, sites: findImages(f.text, f.path) }));
       const unpinned = sites.flatMap((s) => s.sites).filter((s) => needsPin(s.text));
-      print(
-        unpinned
-          .filter((u) => !u.literal)
-          .map((s) => ({
+      // A tag that stays unpinned while pin reports success is the failure pin exists to prevent:
+      // a reference it cannot rewrite in place is an error, and nothing is written.
+      const stuck = unpinned.filter((u) => !u.literal);
+      if (stuck.length > 0) {
+        print(
+          stuck.map((s) => ({
             ...s.location,
-            severity: 'warning' as const,
+            severity: 'error' as const,
             message:
               s.alias === undefined
-                ? `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`
+                ? `cannot pin ${s.text}: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`
                 : `cannot pin ${s.text}: given through ${s.alias.merge ? 'a merge key' : 'an alias'} at ${s.location.file}:${s.location.line} (*${s.alias.anchor}, whose value is written at line ${s.alias.anchorLine}, outside the image fields); write the reference in place of the ${s.alias.merge ? 'merge key' : 'alias'}`,
           })),
-      );
-      const pending = unpinned.filter((s) => s.literal);
+        );
+        throw new CliError(
+          `${plural(stuck.length, 'image reference')} cannot be pinned in place; nothing was pinned`,
+          ExitCode.InvalidInput,
+        );
+      }
+      const pending = unpinned;
       const wanted = [...new Set(pending.map((s) => s.text))].sort();
       if (wanted.length === 0) {
-        io.stderr(
-          unpinned.length === 0
-            ? 'nothing to pin: every image reference has a digest\n'
-            : 'nothing to pin in place; see the warnings above\n',
-        );
+        io.stderr('nothing to pin: every image reference has a digest\n');
         return;
       }
       const hosts = wanted.map((r) => registryHost(registryRef(r).domain));
