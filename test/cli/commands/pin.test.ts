@@ -153,3 +153,33 @@ describe('prewarm pin against registries that misbehave', () => {
     30_000,
   );
 });
+
+describe('prewarm pin and validate agree on capitals', () => {
+  it('pins a reference whose registry host has capitals (host names are case-insensitive), as validate accepts it', async () => {
+    const D512 = `sha512:${'f'.repeat(128)}`;
+    const server = await startHostileServer({ kind: 'digest', values: [D512] });
+    try {
+      const port = server.host.split(':')[1] ?? '';
+      const ref = `LocalHost:${port}/team/app:v1`;
+      const spec = await specWith(ref);
+      const valid = await run(['validate', spec.dir], { stdout: () => undefined, stderr: () => undefined });
+      expect(valid).toBe(ExitCode.Success);
+      const r = await pin(spec.dir, `localhost:${port}`, '--request-timeout', '5s');
+      expect(r.code, r.stderr).toBe(ExitCode.Success);
+      expect(await readFile(spec.file, 'utf8')).toBe(spec.text.replace(ref, `${ref}@${D512}`));
+      expect(server.requests).toBeGreaterThan(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('refuses a repository path with capitals as validate does (exit 1), without a crash', async () => {
+    const spec = await specWith('Registry.Example.com/Team/app:1');
+    let err = '';
+    const valid = await run(['validate', spec.dir], { stdout: () => undefined, stderr: (t) => (err += t) });
+    expect(valid, err).toBe(ExitCode.InvalidInput);
+    const r = await pin(spec.dir, 'registry.example.com');
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain('must be lowercase');
+  });
+});
