@@ -9,6 +9,12 @@
 import { request } from '../reconciler/adapters/http.js';
 import { CliError, ExitCode } from './exit-codes.js';
 
+/**
+ * The largest apiserver answer read: a list of every node or pod of a large cluster runs to tens
+ * of MiB, so this cap only stops a server that streams without end.
+ */
+const MAX_APISERVER_BODY = 256 << 20;
+
 /** How the client talks to the apiserver. */
 export interface KubeClientOptions {
   /** The kubeconfig context. @default the current context */
@@ -48,6 +54,7 @@ export async function kubeClient(o: KubeClientOptions) {
         ...(agent ? { agent } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
         timeoutMs: o.requestTimeoutMs,
+        maxBody: MAX_APISERVER_BODY,
       });
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(r.headers)) if (value !== undefined) headers[name] = [value].flat().join(', ');
