@@ -1,7 +1,6 @@
 /** Options shared by the commands, and the checks that hold option values to the rules of spec values. */
 import type { Argv } from 'yargs';
 import { formatDuration, parseDuration } from '../../imagecache/duration.js';
-import { quote } from '../../imagecache/errors.js';
 import { checkDns1123Label } from '../../imagecache/k8s-validation.js';
 import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
 import { parseImageRef } from '../../imagecache/reference.js';
@@ -82,7 +81,7 @@ export function checkOptions<T>(y: Argv<T>, checks: Readonly<Record<string, Opti
       for (const v of [value].flat() as (string | number | boolean)[]) {
         const text = String(v);
         const why = check(text);
-        if (why !== undefined) throw new UsageError(`--${name} ${quote(text)} ${why}`);
+        if (why !== undefined) throw new UsageError(`--${name} ${JSON.stringify(text)} ${why}`);
       }
     }
     return true;
