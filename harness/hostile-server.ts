@@ -26,8 +26,11 @@ export type HostileBehaviour =
   | { readonly kind: 'status'; readonly status: number }
   /** Answers 200 with the first `keep` bytes of a JSON body, then closes. */
   | { readonly kind: 'truncated-json'; readonly keep: number }
-  /** A registry that answers every manifest request 200 with this `Docker-Content-Digest` (or several). */
-  | { readonly kind: 'digest'; readonly values: readonly string[]; readonly body?: string }
+  /**
+   * A registry that answers every manifest request 200 with this `Docker-Content-Digest` (or
+   * several) and `body`; with `headless`, a HEAD gets no digest header, so a client must GET.
+   */
+  | { readonly kind: 'digest'; readonly values: readonly string[]; readonly body?: string; readonly headless?: boolean }
   /** A registry whose bearer challenge names a token realm on this server that drips its answer. */
   | { readonly kind: 'drip-token'; readonly everyMs: number };
 
@@ -44,7 +47,7 @@ export const HOSTILE_BEHAVIOURS: readonly HostileBehaviour[] = [
   { kind: 'digest', values: [`sha256:${'a'.repeat(64)}, evil.example.com/miner:1`] },
   { kind: 'digest', values: [`sha256:${'a'.repeat(64)}`, `sha256:${'b'.repeat(64)}`] },
   { kind: 'digest', values: [`sha256:${'a'.repeat(64)} #x`] },
-  { kind: 'digest', values: [`sha256:${'a'.repeat(64)}`], body: '{"not":"the manifest of that digest"}' },
+  { kind: 'digest', values: [`sha256:${'a'.repeat(64)}`], body: '{"not":"the manifest of that digest"}', headless: true },
   { kind: 'drip-token', everyMs: 200 },
 ];
 
@@ -102,6 +105,8 @@ export async function startHostileServer(behaviour: HostileBehaviour): Promise<H
           return;
         case 'endless-body': {
           res.writeHead(200, { 'content-type': 'application/json' });
+          // A HEAD has no body (Node drops the writes, so the loop below would never yield).
+          if (req.method === 'HEAD') return void res.end();
           const chunk = Buffer.alloc(64 << 10, 0x61);
           const pump = (): void => {
             while (!res.destroyed && res.write(chunk));
@@ -131,10 +136,13 @@ export async function startHostileServer(behaviour: HostileBehaviour): Promise<H
           return;
         case 'truncated-json':
           res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'List', items: [{ metadata: { name: 'n' } }], padding: 'p'.repeat(200) }).slice(0, behaviour.keep));
+          res.end(
+            JSON.stringify({ kind: 'List', items: [{ metadata: { name: 'n' } }], padding: 'p'.repeat(200) }).slice(0, behaviour.keep),
+          );
           return;
         case 'digest':
-          for (const v of behaviour.values) res.appendHeader('docker-content-digest', v);
+          if (req.method !== 'HEAD' || behaviour.headless !== true)
+            for (const v of behaviour.values) res.appendHeader('docker-content-digest', v);
           res.writeHead(200, { 'content-type': 'application/vnd.oci.image.index.v1+json' });
           res.end(req.method === 'HEAD' ? undefined : (behaviour.body ?? '{}'));
           return;

@@ -8,7 +8,7 @@ import { isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type A
 import { applyEdits, scalarSpan } from './edit.js';
 import type { Location } from './errors.js';
 import { API_VERSIONS } from './model.js';
-import { DocContext, type Path } from './read.js';
+import { DocContext, isMergeKey, type Path } from './read.js';
 import { parseImageRef } from './reference.js';
 
 /** One image reference found in a file. */
@@ -29,13 +29,14 @@ export interface ImageSite {
    * Set when the image field holds a YAML alias (`*name`) whose anchored value is written
    * outside the image fields: `location` is the alias, `anchorLine` the line of the value.
    */
-  readonly alias?: { readonly anchor: string; readonly anchorLine: number };
+  readonly alias?: { readonly anchor: string; readonly anchorLine: number; readonly merge: boolean };
 }
 
-/** A node with the alias that led to it, if any. */
+/** A node with the alias that led to it, if any, and whether a merge key (`<<: *name`) did. */
 interface Reached {
   readonly node: unknown;
   readonly via?: Alias;
+  readonly merge?: boolean;
 }
 
 /**
@@ -46,44 +47,64 @@ interface Reached {
  */
 export function findImages(text: string, file = ''): ImageSite[] {
   const lines = new LineCounter();
-  const docs = parseAllDocuments(text, { version: '1.2', keepSourceTokens: true, lineCounter: lines });
+  // Merge keys on, as the loader parses: pin must see every image the loader sees.
+  const docs = parseAllDocuments(text, { version: '1.2', merge: true, keepSourceTokens: true, lineCounter: lines });
   const sites: ImageSite[] = [];
   (Array.isArray(docs) ? docs : []).forEach((doc, i) => {
     const apiVersion = doc.get('apiVersion');
     if (doc.get('kind') !== 'ImageCache' || !(Object.values(API_VERSIONS) as unknown[]).includes(apiVersion)) return;
     const ctx = new DocContext(file, i + 1, doc, lines, []);
     // Follows aliases, remembering the first one: the place the user wrote instead of a value.
-    const at = (node: unknown, via?: Alias): Reached => {
+    const at = (node: unknown, via?: Alias, merge = false): Reached => {
       let current = node;
       let first = via;
       for (let hops = 0; isAlias(current) && hops <= 64; hops++) {
         first ??= current;
         current = current.resolve(doc);
       }
-      return first === undefined ? { node: current } : { node: current, via: first };
+      return first === undefined ? { node: current } : { node: current, via: first, merge };
     };
-    const aliased: { readonly node: Scalar; readonly via: Alias; readonly path: Path }[] = [];
+    // A key of a mapping, written in it or merged in by `<<` (written keys first, then the merged
+    // mappings in order, as the loader reads them).
+    const member = (reached: Reached, key: string, seen = new Set<unknown>()): Reached | undefined => {
+      const map = reached.node;
+      if (!isMap(map) || seen.has(map)) return undefined;
+      seen.add(map);
+      const own = map.items.find((p) => !isMergeKey(p.key) && isScalar(p.key) && p.key.value === key);
+      if (own !== undefined) return at(own.value, reached.via, reached.merge);
+      for (const pair of map.items.filter((p) => isMergeKey(p.key))) {
+        const value = at(pair.value, reached.via, reached.merge === true || isAlias(pair.value));
+        const sources = isSeq(value.node) ? value.node.items.map((i) => at(i, value.via, value.merge === true || isAlias(i))) : [value];
+        for (const source of sources) {
+          const found = member(source, key, seen);
+          if (found !== undefined) return found;
+        }
+      }
+      return undefined;
+    };
+    const aliased: { readonly node: Scalar; readonly via: Alias; readonly merge: boolean; readonly path: Path }[] = [];
     const visit = (reached: Reached, path: Path): void => {
-      const { node, via } = at(reached.node, reached.via);
+      const { node, via, merge } = at(reached.node, reached.via, reached.merge);
       if (via === undefined) addSite(text, ctx, node as Node, path, sites);
-      else if (isScalar(node) && typeof node.value === 'string') aliased.push({ node, via, path });
+      else if (isScalar(node) && typeof node.value === 'string') aliased.push({ node, via, merge: merge === true, path });
     };
-    const spec = at(doc.get('spec', true));
-    if (!isMap(spec.node)) return;
-    const entries = at(spec.node.get('cacheSpec', true), spec.via);
-    if (isSeq(entries.node)) {
+    const spec = member({ node: doc.contents }, 'spec');
+    if (spec === undefined || !isMap(spec.node)) return;
+    const entries = member(spec, 'cacheSpec');
+    if (entries !== undefined && isSeq(entries.node)) {
+      const via = entries.via;
+      const merge = entries.merge;
       entries.node.items.forEach((item, e) => {
-        const entry = at(item, entries.via);
-        const images = isMap(entry.node) ? at(entry.node.get('images', true), entry.via) : undefined;
+        const images = member(at(item, via, merge), 'images');
         if (images !== undefined && isSeq(images.node))
-          images.node.items.forEach((image, j) => visit(at(image, images.via), ['spec', 'cacheSpec', e, 'images', j]));
+          images.node.items.forEach((image, j) => visit(at(image, images.via, images.merge), ['spec', 'cacheSpec', e, 'images', j]));
       });
     }
-    const helper = spec.node.get('helperImage', true);
-    if (helper !== undefined) visit(at(helper, spec.via), ['spec', 'helperImage']);
+    const helper = member(spec, 'helperImage');
+    if (helper !== undefined) visit(helper, ['spec', 'helperImage']);
     // An alias of a value that is itself an image field is pinned with it; any other cannot be.
     const direct = new Set(sites.map((s) => s.start));
-    for (const { node, via, path } of aliased) {
+    for (const { node, via, merge, path } of aliased) {
       const span = scalarSpan(text, node);
       if (span === undefined || direct.has(span.start) || via.range === undefined || via.range === null) continue;
       const anchorLine = lines.linePos(node.range?.[0] ?? 0).line;
@@ -94,7 +115,7 @@ export function findImages(text: string, file = ''): ImageSite[] {
         end: via.range[1],
         literal: false,
         location: ctx.locate(via, path),
-        alias: { anchor: via.source, anchorLine },
+        alias: { anchor: via.source, anchorLine, merge },
       });
     }
   });

@@ -138,7 +138,11 @@ function checkDomain(domain: string): string | undefined {
   return `registry host "${host}" is invalid`;
 }
 
-function checkDigest(digest: string): string | undefined {
+/**
+ * Why `digest` is not a digest containerd can pull by (`algorithm:hex` of a supported algorithm,
+ * exact length, lowercase), or undefined when it is one.
+ */
+export function checkDigest(digest: string): string | undefined {
   const colon = digest.indexOf(':');
   if (colon <= 0) return `digest "${digest}" must have the form algorithm:hex`;
   const algorithm = digest.slice(0, colon);

@@ -7,21 +7,60 @@
  * The sidecar imports this file, so it stays on node built-ins and the sidecar's own HTTP client
  * (reconciler/adapters/http.ts explains the memory budget behind that).
  */
+import { createHash } from 'node:crypto';
 import { ApiError, type Registry } from '../reconciler/ports.js';
-import { request } from '../reconciler/adapters/http.js';
-import { parseImageRef, type ImageRef } from '../imagecache/reference.js';
+import { request, type HttpResponse } from '../reconciler/adapters/http.js';
+import { quote } from '../imagecache/errors.js';
+import { checkDigest, parseImageRef, type ImageRef } from '../imagecache/reference.js';
 import { DOCKER_HUB, DOCKER_HUB_API, type Credential, type Keyring } from './keyring.js';
 
 /**
  * Parses a reference to resolve, by the one parser synthesis uses (src/imagecache/reference.ts),
- * so the registry is asked exactly for the names synth emitted. Registry hosts are addressed in
- * lowercase, so a capitalised first component is refused here rather than taken for a host.
- * Throws on an invalid reference.
+ * so the registry is asked exactly for the names synth emitted. Throws on an invalid reference.
  */
 export function registryRef(image: string): ImageRef {
   const parsed = parseImageRef(image);
-  if (!parsed.ok || parsed.ref.domain !== parsed.ref.domain.toLowerCase()) throw new Error(`invalid image reference "${image}"`);
+  if (!parsed.ok) throw new Error(`invalid image reference ${quote(image)}`);
   return parsed.ref;
+}
+
+/**
+ * The host a reference's domain is reached at. Host names are case-insensitive (RFC 4343) and the
+ * reference grammar allows capitals in the domain, as containerd's resolver does, which dials the
+ * name as given: `Registry.Example.com/app` and `registry.example.com/app` are one registry, and
+ * its credentials and `--plain-http` entry are found under the lowercase name.
+ */
+export function registryHost(domain: string): string {
+  return domain.toLowerCase();
+}
+
+/** The largest manifest read when a registry sends no digest header and the body must be hashed. */
+const MAX_MANIFEST_BYTES = 4 << 20;
+
+/**
+ * The digest a registry claims, accepted only when it is one digest of a supported algorithm.
+ * Headers are untrusted text that `pin` writes into specs: a list (a repeated header, which Node
+ * joins with `, `), white space, a comment or anything after the hex would become part of the
+ * spec, so every deviation is refused, naming the registry.
+ */
+export function checkedDigest(registry: string, sent: string | readonly string[]): string {
+  const value = typeof sent === 'string' ? sent : sent.join(', ');
+  if (typeof sent !== 'string' || checkDigest(value) !== undefined) {
+    const why = value.includes(',') ? 'several values (the header was sent more than once)' : 'not a sha256, sha384 or sha512 digest';
+    throw new ApiError(200, `${registry} sent Docker-Content-Digest ${quote(value)}: ${why}; not trusted`);
+  }
+  return value;
+}
+
+/** The digest of a fetched manifest: its hash, checked against the header when one was sent. */
+export function manifestDigest(registry: string, r: Pick<HttpResponse, 'headers' | 'body'>): string {
+  const sent = r.headers['docker-content-digest'];
+  const claimed = sent === undefined ? undefined : checkedDigest(registry, sent);
+  const algorithm = claimed?.slice(0, claimed.indexOf(':')) ?? 'sha256';
+  const actual = `${algorithm}:${createHash(algorithm).update(r.body).digest('hex')}`;
+  if (claimed !== undefined && claimed !== actual)
+    throw new ApiError(200, `${registry} sent Docker-Content-Digest ${claimed}, but the manifest it sent hashes to ${actual}; not trusted`);
+  return actual;
 }
 
 /** The host the registry API is served on. */
@@ -89,45 +128,57 @@ export class OciRegistry implements Registry {
   private readonly basicScopes = new Set<string>();
   constructor(private readonly o: OciRegistryOptions) {}
 
-  private base(registry: string): string {
-    const host = apiHost(registry);
-    return `${this.o.plainHttp?.has(host) ? 'http' : 'https'}://${host}`;
+  private base(host: string): string {
+    const api = apiHost(host);
+    const plain = [...(this.o.plainHttp ?? [])].some((h) => registryHost(h) === api);
+    return `${plain ? 'http' : 'https'}://${api}`;
   }
 
-  /** The digest `image` resolves to now; a digest-pinned reference answers its own digest. */
+  /**
+   * The digest `image` resolves to now; a digest-pinned reference answers its own digest. A HEAD
+   * answers with the `Docker-Content-Digest` header; a registry that sends none is asked for the
+   * manifest itself, whose hash is the digest.
+   */
   async digest(image: string): Promise<string> {
     const ref = registryRef(image);
     if (ref.digest) return ref.digest;
-    const url = new URL(`${this.base(ref.domain)}/v2/${ref.path}/manifests/${ref.tag ?? 'latest'}`);
-    const cred = this.o.keyring.lookup(ref.domain, ref.path);
-    const scopeKey = `${ref.domain}/${ref.path}`;
+    const host = registryHost(ref.domain);
+    const head = await this.manifest(image, ref, host, 'HEAD');
+    const sent = head.headers['docker-content-digest'];
+    if (sent !== undefined) return checkedDigest(host, sent);
+    return manifestDigest(host, await this.manifest(image, ref, host, 'GET'));
+  }
+
+  /** One manifest request, through the auth challenge when there is one; resolves on 200 only. */
+  private async manifest(image: string, ref: ImageRef, host: string, method: 'HEAD' | 'GET'): Promise<HttpResponse> {
+    const url = new URL(`${this.base(host)}/v2/${ref.path}/manifests/${ref.tag ?? 'latest'}`);
+    const cred = this.o.keyring.lookup(host, ref.path);
+    const scopeKey = `${host}/${ref.path}`;
     const cached = this.tokens.get(scopeKey);
     let auth =
       cached && cached.until > Date.now() ? `Bearer ${cached.token}` : cred && this.basicScopes.has(scopeKey) ? basic(cred) : undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
       const r = await request({
-        method: 'HEAD',
+        method,
         url,
         headers: { accept: MANIFEST_ACCEPT, 'user-agent': this.o.userAgent, ...(auth ? { authorization: auth } : {}) },
         timeoutMs: this.o.timeoutMs ?? 15_000,
+        maxBody: MAX_MANIFEST_BYTES,
       });
-      if (r.status === 200) {
-        const d = r.headers['docker-content-digest'];
-        if (typeof d !== 'string' || !d.startsWith('sha256:')) throw new ApiError(200, `${image}: registry sent no Docker-Content-Digest`);
-        return d;
-      }
-      if (r.status !== 401 || attempt > 0) throw new ApiError(r.status, `HEAD ${url.host}${url.pathname}: ${r.status}`);
-      const ch = parseChallenge(r.headers['www-authenticate'] ?? '');
+      if (r.status === 200) return r;
+      if (r.status !== 401 || attempt > 0) throw new ApiError(r.status, `${method} ${url.host}${url.pathname}: ${r.status}`);
+      const header = r.headers['www-authenticate'] ?? '';
+      const ch = parseChallenge(header);
       if (ch?.scheme === 'basic') {
-        if (!cred) throw new ApiError(401, `${image}: registry wants basic auth and no pull secret matches ${ref.domain}`);
+        if (!cred) throw new ApiError(401, `${image}: registry wants basic auth and no pull secret matches ${host}`);
         auth = basic(cred);
         this.basicScopes.add(scopeKey);
       } else if (ch?.scheme === 'bearer' && ch.params.realm) {
-        const token = await this.fetchToken(ch.params, `repository:${ref.path}:pull`, cred);
+        const token = await this.fetchToken(host, ch.params, `repository:${ref.path}:pull`, cred);
         this.tokens.set(scopeKey, { token: token.token, until: Date.now() + Math.max(0, token.expiresIn - 30) * 1000 });
         auth = `Bearer ${token.token}`;
       } else {
-        throw new ApiError(401, `${image}: unsupported auth challenge "${r.headers['www-authenticate'] ?? ''}"`);
+        throw new ApiError(401, `${image}: ${host} sent an unsupported auth challenge ${quote(header)}`);
       }
     }
     throw new ApiError(401, `${image}: unauthorized`);
@@ -135,11 +186,19 @@ export class OciRegistry implements Registry {
 
   /** Distribution token flow: GET realm?service&scope, with basic auth when we have credentials. */
   private async fetchToken(
+    host: string,
     params: Readonly<Record<string, string>>,
     fallbackScope: string,
     cred: Credential | undefined,
   ): Promise<{ token: string; expiresIn: number }> {
-    const url = new URL(params.realm as string);
+    let url: URL;
+    try {
+      url = new URL(params.realm as string);
+    } catch {
+      throw new ApiError(401, `${host} named a token realm that is not a URL: ${quote(params.realm as string)}`);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new ApiError(401, `${host} named a token realm that is not http(s): ${quote(url.protocol)}`);
     if (params.service) url.searchParams.set('service', params.service);
     url.searchParams.set('scope', params.scope ?? fallbackScope);
     const r = await request({
@@ -150,9 +209,15 @@ export class OciRegistry implements Registry {
       maxBody: 64 << 10,
     });
     if (r.status !== 200) throw new ApiError(r.status, `token ${url.host}${url.pathname}: ${r.status}`);
-    const body = JSON.parse(r.body.toString('utf8')) as { token?: string; access_token?: string; expires_in?: number };
-    const token = body.token ?? body.access_token;
-    if (!token) throw new ApiError(r.status, `token ${url.host}: no token in response`);
-    return { token, expiresIn: body.expires_in ?? 60 };
+    let body: { token?: unknown; access_token?: unknown; expires_in?: unknown };
+    try {
+      body = JSON.parse(r.body.toString('utf8')) as typeof body;
+    } catch {
+      throw new ApiError(r.status, `token ${url.host}${url.pathname}: the answer is not JSON`);
+    }
+    const token = typeof body?.token === 'string' ? body.token : typeof body?.access_token === 'string' ? body.access_token : '';
+    if (token === '') throw new ApiError(r.status, `token ${url.host}: no token in response`);
+    const expiresIn = typeof body.expires_in === 'number' && Number.isFinite(body.expires_in) ? body.expires_in : 60;
+    return { token, expiresIn };
   }
 }

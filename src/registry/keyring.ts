@@ -27,9 +27,11 @@ interface AuthEntry {
   readonly password?: string;
 }
 
-/** Normalizes a docker config key: no scheme, no trailing slash, Hub aliases folded. */
+/** Normalizes a docker config key: no scheme, no trailing slash, the host in lowercase, Hub aliases folded. */
 function normalizeKey(k: string): string {
   let s = k.replace(/^[a-z]+:\/\//i, '').replace(/\/+$/, '');
+  const slash = s.indexOf('/');
+  s = slash < 0 ? s.toLowerCase() : s.slice(0, slash).toLowerCase() + s.slice(slash);
   if (s === 'index.docker.io/v1' || s === 'index.docker.io' || s === DOCKER_HUB_API) s = DOCKER_HUB;
   return s;
 }

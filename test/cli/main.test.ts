@@ -550,15 +550,16 @@ spec:
 });
 
 describe('prewarm pin (no registry needed)', () => {
-  it('warns about references it cannot rewrite in place, names them, and changes nothing', async () => {
+  it('refuses references it cannot rewrite in place (exit 1), names them, and changes nothing', async () => {
     const text = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images:\n        - >-\n          redis:7\n        - busybox@sha256:${'a'.repeat(64)}\n`;
     const dir = await specDir({ 'a.yaml': text });
     const r = await cli('pin', dir);
-    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
     expect(r.stderr).toContain(
-      `${join(dir, 'a.yaml')}:7:11: warning: document 1: spec.cacheSpec[0].images[0]: redis:7 is not pinned: it is a block scalar`,
+      `${join(dir, 'a.yaml')}:7:11: error: document 1: spec.cacheSpec[0].images[0]: cannot pin redis:7: it is a block scalar`,
     );
-    expect(r.stderr).toContain('nothing to pin in place; see the warnings above');
+    expect(r.stderr).toContain('1 image reference cannot be pinned in place; nothing was pinned');
+    expect(r.stderr).not.toContain('nothing to pin');
     expect(r.stdout).toBe('');
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
   });
@@ -568,14 +569,48 @@ describe('prewarm pin (no registry needed)', () => {
       'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - *img\n';
     const dir = await specDir({ 'a.yaml': text });
     const r = await cli('pin', dir);
-    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
     const file = join(dir, 'a.yaml');
     expect(r.stderr).toBe(
-      `${file}:10:7: warning: document 1: spec.cacheSpec[0].images[0]: cannot pin redis:7: given through an alias at ${file}:10 (*img, whose value is written at line 6, outside the image fields); write the reference in place of the alias\n` +
-        'nothing to pin in place; see the warnings above\n',
+      `${file}:10:7: error: document 1: spec.cacheSpec[0].images[0]: cannot pin redis:7: given through an alias at ${file}:10 (*img, whose value is written at line 6, outside the image fields); write the reference in place of the alias\n` +
+        'prewarm: 1 image reference cannot be pinned in place; nothing was pinned\n',
     );
     expect(r.stdout).toBe('');
     expect(await readFile(file, 'utf8')).toBe(text);
+  });
+
+  it('sees images reached through a merge key as the loader does, and never says "nothing to pin" while a tag is left', async () => {
+    const head =
+      'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: c\n  namespace: ns\n  annotations: {img: &img redis:7}\n';
+    // Merged in from a mapping written in place: pinned there (here: the registry is asked).
+    const inPlace = await specDir({
+      'a.yaml': `${head}spec:\n  cacheSpec:\n  - <<: {images: [127.0.0.1:9/team/app:v1]}\n    nodeSelector: {a: b}\n`,
+    });
+    const asked = await cli('pin', inPlace, '--plain-http', '127.0.0.1:9', '--request-timeout', '2s');
+    expect(asked.code, asked.stderr).toBe(ExitCode.Unresolved);
+    expect(asked.stderr).toContain('cannot pin 127.0.0.1:9/team/app:v1: ');
+    // Merged in with its value written outside the image fields: refused, naming the place.
+    const text = `${head}spec:\n  cacheSpec:\n  - <<: {images: [*img]}\n    nodeSelector: {a: b}\n`;
+    const dir = await specDir({ 'a.yaml': text });
+    const r = await cli('pin', dir);
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`${join(dir, 'a.yaml')}:9:`);
+    expect(r.stderr).toContain('cannot pin redis:7: given through an alias');
+    expect(r.stderr).not.toContain('nothing to pin');
+    expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
+  });
+
+  it('prints at most 100 diagnostics, then how many more', async () => {
+    const images = Array.from({ length: 150 }, (_, i) => `        - >-\n          redis:${i}\n`).join('');
+    const dir = await specDir({
+      'a.yaml': `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images:\n${images}`,
+    });
+    const r = await cli('pin', dir);
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines.filter((l) => l.includes(': error: '))).toHaveLength(100);
+    expect(r.stderr).toContain('... and 50 more errors, not shown (only the first 100 are)');
+    expect(lines.length).toBeLessThanOrEqual(102);
   });
 
   it('takes --plain-http before or after the paths, once per registry', async () => {

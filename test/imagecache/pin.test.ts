@@ -119,14 +119,32 @@ describe('pin', () => {
       `${head}metadata:\n  name: c\n  annotations: {img: &img redis:7}\nspec:\n  cacheSpec:\n  - images:\n    - busybox:1\n    - *img\n`,
       [
         ['busybox:1', true, 9, 'spec.cacheSpec[0].images[0]', undefined],
-        ['redis:7', false, 10, 'spec.cacheSpec[0].images[1]', { anchor: 'img', anchorLine: 5 }],
+        ['redis:7', false, 10, 'spec.cacheSpec[0].images[1]', { anchor: 'img', anchorLine: 5, merge: false }],
+      ],
+    ],
+    [
+      'images merged in from a mapping written in place are pinned there',
+      `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - <<: {images: [redis:7]}\n    nodeSelector: {a: b}\n`,
+      [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]],
+    ],
+    [
+      'an entry merged from another shares its images, found once',
+      `${head}metadata: {name: c}\nspec:\n  cacheSpec:\n  - &e {images: [redis:7], nodeSelector: {a: b}}\n  - <<: *e\n    nodeSelector: {c: d}\n`,
+      [['redis:7', true, 6, 'spec.cacheSpec[0].images[0]', undefined]],
+    ],
+    [
+      'helperImage merged into spec through an alias cannot be pinned',
+      `${head}metadata: {name: c, annotations: {h: &h "busybox:1"}}\nspec:\n  <<: {helperImage: *h}\n  cacheSpec:\n  - images: [redis@${D}]\n`,
+      [
+        ['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3, merge: false }],
+        [`redis@${D}`, true, 7, 'spec.cacheSpec[0].images[0]', undefined],
       ],
     ],
     [
       'helperImage through an alias',
       `${head}metadata: {name: c, annotations: {h: &h "busybox:1"}}\nspec:\n  helperImage: *h\n  cacheSpec:\n  - images: [redis@${D}]\n`,
       [
-        ['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3 }],
+        ['busybox:1', false, 5, 'spec.helperImage', { anchor: 'h', anchorLine: 3, merge: false }],
         [`redis@${D}`, true, 7, 'spec.cacheSpec[0].images[0]', undefined],
       ],
     ],

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OciRegistry, parseChallenge, registryRef } from '../../src/registry/client.js';
+import { OciRegistry, parseChallenge, registryHost, registryRef } from '../../src/registry/client.js';
 import { Keyring } from '../../src/registry/keyring.js';
 import { ApiError } from '../../src/reconciler/ports.js';
 
@@ -24,9 +24,13 @@ describe('registryRef', () => {
   ])('%s', (ref, want) => {
     expect(registryRef(ref)).toMatchObject(want);
   });
-  it('rejects garbage, and a capitalised first component rather than take it for a host', () => {
-    expect(() => registryRef('UPPER/case')).toThrow('invalid image reference "UPPER/case"');
-    expect(() => registryRef('Example.com/app:1')).toThrow('invalid image reference "Example.com/app:1"');
+  it('rejects garbage', () => {
+    expect(() => registryRef('a b')).toThrow('invalid image reference "a b"');
+  });
+  it('takes a capitalised first component for a host, as the reference grammar and containerd do, reached in lowercase', () => {
+    expect(registryRef('Registry.Example.com/team/app:1')).toMatchObject({ domain: 'Registry.Example.com', path: 'team/app' });
+    expect(registryRef('UPPER/case')).toMatchObject({ domain: 'UPPER', path: 'case' });
+    expect(registryHost('Registry.Example.com')).toBe('registry.example.com');
   });
 });
 

@@ -1,5 +1,6 @@
 /** Options shared by the commands, and the checks that hold option values to the rules of spec values. */
 import type { Argv } from 'yargs';
+import { formatDuration, parseDuration } from '../../imagecache/duration.js';
 import { checkDns1123Label } from '../../imagecache/k8s-validation.js';
 import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
 import { parseImageRef } from '../../imagecache/reference.js';
@@ -28,6 +29,42 @@ export const isRegistry: OptionCheck = (value) => {
 
 /** A path: anything but the empty string, which would silently mean the current folder. */
 export const isPath: OptionCheck = (value) => (value === '' ? 'is empty: name a path' : undefined);
+
+/**
+ * A duration written as specs write them (`90s`, `15m`, `1h30m`), from `min` to `max` seconds:
+ * a bound keeps a typo such as `15` or `99999h` from meaning "never" or "at once".
+ */
+export function isDuration(min: number, max: number): OptionCheck {
+  return (value) => {
+    const parsed = parseDuration(value);
+    if ('error' in parsed) return `is not a duration: use whole numbers with h, m or s, e.g. 90s, 10m, 1h30m`;
+    return parsed.seconds < min || parsed.seconds > max
+      ? `is out of range: from ${formatDuration(min)} to ${formatDuration(max)}`
+      : undefined;
+  };
+}
+
+/** Milliseconds of a duration that {@link isDuration} accepted. */
+export function durationMs(value: string): number {
+  const parsed = parseDuration(value);
+  if ('error' in parsed) throw new UsageError(parsed.error);
+  return parsed.seconds * 1000;
+}
+
+/** The bounds of `--request-timeout`: each request to an apiserver or registry ends within it. */
+export const REQUEST_TIMEOUT = { default: '30s', min: 1, max: 3600 } as const;
+
+/** `--request-timeout`, as kubectl names it: how long one request to a server may take in all. */
+export function requestTimeoutOption<T>(y: Argv<T>) {
+  return checkOptions(
+    y.option('request-timeout', {
+      type: 'string',
+      default: REQUEST_TIMEOUT.default,
+      describe: 'How long one request to the server may take in all, from connecting to the last byte, e.g. 10s or 2m (1s to 1h)',
+    }),
+    { 'request-timeout': isDuration(REQUEST_TIMEOUT.min, REQUEST_TIMEOUT.max) },
+  );
+}
 
 /**
  * Adds a check of each named option's value, run before the handler: a value that fails is a

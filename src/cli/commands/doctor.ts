@@ -20,10 +20,12 @@ import { plural } from '../../imagecache/errors.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
+import { durationMs, requestTimeoutOption } from './common.js';
 
 interface DoctorArgs {
   readonly output: DoctorFormat;
   readonly context?: string | undefined;
+  readonly requestTimeout: string;
 }
 
 /** How `doctor` reads the cluster; a port so tests can fake it. */
@@ -38,12 +40,15 @@ const DEFAULT_FORMAT: DoctorFormat = 'table';
 const CONFIGZ_CONCURRENCY = 8;
 
 /** Registers the command; `source` is replaced in tests. */
-export function doctorCommand(io: Io, source: (context: string | undefined) => Promise<DoctorSource> = clusterSource) {
+export function doctorCommand(
+  io: Io,
+  source: (context: string | undefined, requestTimeoutMs: number) => Promise<DoctorSource> = clusterSource,
+) {
   return {
     command: 'doctor',
     describe: 'Check what prewarm needs, per cluster and per node, and say how to fix each problem; exit 3 on an error',
     builder: (y: Argv) =>
-      y
+      requestTimeoutOption(y)
         .option('output', {
           alias: 'o',
           choices: ['table', 'wide', 'json'] as const,
@@ -54,7 +59,7 @@ export function doctorCommand(io: Io, source: (context: string | undefined) => P
         .example('$0 doctor', 'problems and how to fix them')
         .example('$0 doctor -o json', 'every finding, for scripts'),
     handler: async (args: DoctorArgs) => {
-      const report = diagnose(await (await source(args.context)).read());
+      const report = diagnose(await (await source(args.context, durationMs(args.requestTimeout))).read());
       io.stdout(renderDoctor(report, args.output));
       if (report.errors > 0) throw new CliError(`doctor found ${plural(report.errors, 'error')}`, ExitCode.NotReady);
     },
@@ -133,12 +138,12 @@ async function mapLimit<T, R>(inputs: readonly T[], limit: number, fn: (x: T) =>
 }
 
 /** Reads the cluster through @kubernetes/client-node, with the one client of src/cli/kube.ts. */
-async function clusterSource(context: string | undefined): Promise<DoctorSource> {
-  const { k8s, config } = await kubeClient(context);
-  const core = config.makeApiClient(k8s.CoreV1Api);
-  const apps = config.makeApiClient(k8s.AppsV1Api);
-  const admission = config.makeApiClient(k8s.AdmissionregistrationV1Api);
-  const version = config.makeApiClient(k8s.VersionApi);
+async function clusterSource(context: string | undefined, requestTimeoutMs: number): Promise<DoctorSource> {
+  const { k8s, api } = await kubeClient({ context, requestTimeoutMs });
+  const core = api(k8s.CoreV1Api);
+  const apps = api(k8s.AppsV1Api);
+  const admission = api(k8s.AdmissionregistrationV1Api);
+  const version = api(k8s.VersionApi);
   return {
     async read() {
       try {

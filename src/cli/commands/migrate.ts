@@ -10,12 +10,14 @@ import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
 import { readEditable, writeAll, type EditableFile } from '../rewrite.js';
+import { durationMs, requestTimeoutOption } from './common.js';
 
 interface MigrateArgs {
   readonly paths?: readonly string[] | undefined;
   readonly fromCluster?: boolean | undefined;
   readonly write?: boolean | undefined;
   readonly context?: string | undefined;
+  readonly requestTimeout: string;
 }
 
 /** Registers the command. */
@@ -24,7 +26,7 @@ export function migrateCommand(io: Io) {
     command: 'migrate [paths..]',
     describe: 'Convert kube-fledged ImageCaches (files, or --from-cluster) into prewarm.dev ImageCaches',
     builder: (y: Argv) =>
-      y
+      requestTimeoutOption(y)
         .positional('paths', { type: 'string', array: true, describe: 'kube-fledged spec files or folders' })
         .option('from-cluster', { type: 'boolean', describe: 'Read kubefledged.io/v1alpha2 ImageCaches from the cluster instead' })
         .option('context', { type: 'string', describe: 'kubeconfig context for --from-cluster' })
@@ -37,7 +39,7 @@ export function migrateCommand(io: Io) {
       const paths = args.paths ?? [];
       if (args.fromCluster === true) {
         if (paths.length > 0) throw new UsageError('give either paths or --from-cluster, not both');
-        io.stdout(await fromCluster(args.context));
+        io.stdout(await fromCluster(args.context, durationMs(args.requestTimeout)));
         return;
       }
       if (paths.length === 0) throw new UsageError('name kube-fledged spec files or folders, or use --from-cluster');
@@ -98,9 +100,9 @@ function checkSamePlacement(before: readonly SourceFile[], after: readonly Sourc
     throw new CliError('converted specs would place images differently; nothing was written', ExitCode.Internal);
 }
 
-async function fromCluster(context: string | undefined): Promise<string> {
-  const { k8s, config } = await kubeClient(context);
-  const api = config.makeApiClient(k8s.CustomObjectsApi);
+async function fromCluster(context: string | undefined, requestTimeoutMs: number): Promise<string> {
+  const client = await kubeClient({ context, requestTimeoutMs });
+  const api = client.api(client.k8s.CustomObjectsApi);
   let list: { items?: FledgedObject[] };
   try {
     list = (await api.listClusterCustomObject({ group: 'kubefledged.io', version: 'v1alpha2', plural: 'imagecaches' })) as {

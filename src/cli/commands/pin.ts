@@ -1,9 +1,9 @@
 /** `prewarm pin`: resolve tags to digests against the registries and rewrite the spec files in place. */
 import type { Argv } from 'yargs';
-import { OciRegistry, registryRef } from '../../registry/client.js';
+import { OciRegistry, registryHost, registryRef } from '../../registry/client.js';
 import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../registry/docker-config.js';
 import { ApiError } from '../../reconciler/ports.js';
-import { formatDiagnostic, type Diagnostic } from '../../imagecache/errors.js';
+import { formatDiagnostics, plural, type Diagnostic } from '../../imagecache/errors.js';
 import { readSources } from '../../imagecache/load.js';
 import { parseFiles } from '../../imagecache/parse.js';
 import { applyPins, findImages, needsPin, pinnedRef } from '../../imagecache/pin.js';
@@ -11,13 +11,14 @@ import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { readEditable, writeAll } from '../rewrite.js';
 import { VERSION } from '../../version.js';
-import { checkOptions, isPath, isRegistry } from './common.js';
+import { checkOptions, durationMs, isPath, isRegistry, requestTimeoutOption } from './common.js';
 
 interface PinArgs {
   readonly paths: readonly string[];
   readonly dryRun?: boolean | undefined;
   readonly plainHttp?: readonly string[] | undefined;
   readonly dockerConfig?: string | undefined;
+  readonly requestTimeout: string;
 }
 
 /** Registers the command. */
@@ -26,7 +27,7 @@ export function pinCommand(io: Io) {
     command: 'pin <paths..>',
     describe: 'Resolve image tags to digests (tag@sha256:…) and rewrite the spec files, keeping their formatting',
     builder: (y: Argv) =>
-      checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http'])
+      requestTimeoutOption(checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http']))
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
         // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.
@@ -49,7 +50,10 @@ export function pinCommand(io: Io) {
       const files = await readSources(args.paths, diagnostics);
       const parsed = parseFiles(files);
       for (const d of parsed.diagnostics) if (d.severity === 'error') diagnostics.push(d);
-      for (const d of diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
+      const print = (list: readonly Diagnostic[]): void => {
+        for (const line of formatDiagnostics(list)) io.stderr(`${line}\n`);
+      };
+      print(diagnostics);
       if (diagnostics.length > 0) throw new CliError(`${diagnostics.length} error(s) found; nothing was pinned`, ExitCode.InvalidInput);
       // Like synth: a path that holds no spec at all is a mistake, not a success.
       if (parsed.caches.length === 0)
@@ -59,24 +63,32 @@ export function pinCommand(io: Io) {
       const editable = await Promise.all(files.map((f) => readEditable(f.path)));
       const sites = editable.map((f) => ({ file: f, sites: findImages(f.text, f.path) }));
       const unpinned = sites.flatMap((s) => s.sites).filter((s) => needsPin(s.text));
-      for (const s of unpinned.filter((u) => !u.literal)) {
-        const message =
-          s.alias === undefined
-            ? `${s.text} is not pinned: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`
-            : `cannot pin ${s.text}: given through an alias at ${s.location.file}:${s.location.line} (*${s.alias.anchor}, whose value is written at line ${s.alias.anchorLine}, outside the image fields); write the reference in place of the alias`;
-        io.stderr(`${formatDiagnostic({ ...s.location, severity: 'warning', message })}\n`);
+      // A tag that stays unpinned while pin reports success is the failure pin exists to prevent:
+      // a reference it cannot rewrite in place is an error, and nothing is written.
+      const stuck = unpinned.filter((u) => !u.literal);
+      if (stuck.length > 0) {
+        print(
+          stuck.map((s) => ({
+            ...s.location,
+            severity: 'error' as const,
+            message:
+              s.alias === undefined
+                ? `cannot pin ${s.text}: it is a block scalar or has escape sequences, so it cannot be rewritten in place; write it as a plain or quoted string`
+                : `cannot pin ${s.text}: given through ${s.alias.merge ? 'a merge key' : 'an alias'} at ${s.location.file}:${s.location.line} (*${s.alias.anchor}, whose value is written at line ${s.alias.anchorLine}, outside the image fields); write the reference in place of the ${s.alias.merge ? 'merge key' : 'alias'}`,
+          })),
+        );
+        throw new CliError(
+          `${plural(stuck.length, 'image reference')} cannot be pinned in place; nothing was pinned`,
+          ExitCode.InvalidInput,
+        );
       }
-      const pending = unpinned.filter((s) => s.literal);
+      const pending = unpinned;
       const wanted = [...new Set(pending.map((s) => s.text))].sort();
       if (wanted.length === 0) {
-        io.stderr(
-          unpinned.length === 0
-            ? 'nothing to pin: every image reference has a digest\n'
-            : 'nothing to pin in place; see the warnings above\n',
-        );
+        io.stderr('nothing to pin: every image reference has a digest\n');
         return;
       }
-      const hosts = wanted.map((r) => registryRef(r).domain);
+      const hosts = wanted.map((r) => registryHost(registryRef(r).domain));
       const credentials = await loadRegistryCredentials(args.dockerConfig, hosts).catch((err: unknown) => {
         // The user's docker setup is wrong, not a registry: the command line must change.
         throw err instanceof DockerConfigError ? new CliError(err.message, ExitCode.Usage) : err;
@@ -85,6 +97,7 @@ export function pinCommand(io: Io) {
         keyring: credentials.keyring,
         userAgent: `prewarm-cli/${VERSION}`,
         plainHttp: new Set(args.plainHttp ?? []),
+        timeoutMs: durationMs(args.requestTimeout),
       });
       const digests = new Map<string, string>();
       const failures = new Map<string, string>();
@@ -98,11 +111,12 @@ export function pinCommand(io: Io) {
       }
       if (failures.size > 0) {
         // Every place that names a failed image, so the user can jump to each.
-        for (const s of pending) {
-          const why = failures.get(s.text);
-          if (why !== undefined)
-            io.stderr(`${formatDiagnostic({ ...s.location, severity: 'error', message: `cannot pin ${s.text}: ${why}` })}\n`);
-        }
+        print(
+          pending.flatMap((s) => {
+            const why = failures.get(s.text);
+            return why === undefined ? [] : [{ ...s.location, severity: 'error' as const, message: `cannot pin ${s.text}: ${why}` }];
+          }),
+        );
         throw new CliError(`${failures.size} image(s) could not be resolved; nothing was written`, ExitCode.Unresolved);
       }
 
@@ -112,28 +126,32 @@ export function pinCommand(io: Io) {
       const after = parseFiles(changed.map((c) => ({ path: c.file.path, text: c.text })));
       const broken = after.diagnostics.filter((d) => d.severity === 'error');
       if (broken.length > 0)
-        throw new CliError(`pinned specs would be invalid:\n${broken.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
+        throw new CliError(`pinned specs would be invalid:\n${formatDiagnostics(broken).join('\n')}`, ExitCode.Internal);
 
-      // The change list is the command's result: stdout, one line per place, in file order.
-      for (const s of pending)
-        io.stdout(
+      // The change list is the command's result: stdout, one line per place, in file order, and
+      // only once it is true (after the write, or for --dry-run).
+      const changes = pending.map(
+        (s) =>
           `${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`,
-        );
+      );
       const summary = `${pending.length} reference(s) of ${wanted.length} image(s) in ${changed.length} file(s)`;
       if (args.dryRun === true) {
+        for (const line of changes) io.stdout(line);
         io.stderr(`would pin ${summary}; nothing was written (--dry-run)\n`);
         return;
       }
       await writeAll(changed);
+      for (const line of changes) io.stdout(line);
       io.stderr(`pinned ${summary}\n`);
     },
   };
 }
 
-/** One line on why `ref` has no digest, with the fix when there is an obvious one. */
+/** One line on why `ref` has no digest, naming the registry, with the fix when there is an obvious one. */
 function explain(ref: string, err: unknown, credentials: RegistryCredentials): string {
-  const { domain: registry, path: repository, tag } = registryRef(ref);
-  if (!(err instanceof ApiError)) return (err as Error).message;
+  const { domain, path: repository, tag } = registryRef(ref);
+  const registry = registryHost(domain);
+  if (!(err instanceof ApiError)) return `${registry}: ${(err as Error).message}`;
   switch (err.code) {
     case 404:
       return `${registry} has no manifest ${repository}:${tag ?? 'latest'} (404: no such tag or repository)`;
@@ -149,6 +167,6 @@ function explain(ref: string, err: unknown, credentials: RegistryCredentials): s
         ? `${err.message} (a registry with a private CA: set NODE_EXTRA_CA_CERTS to the CA's PEM file)`
         : `${err.message}${/wrong version number|EPROTO/i.test(err.message) ? ` (a plain-HTTP registry: pass --plain-http ${registry})` : ''}`;
     default:
-      return err.message;
+      return err.message.includes(registry) ? err.message : `${registry}: ${err.message}`;
   }
 }

@@ -11,8 +11,8 @@ import { renderTimelineSvg, renderTimelineText } from '../../status/timeline-ren
 import { EVENTS_NAMESPACE, LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
-import { kubeClient } from '../kube.js';
-import { checkOptions, isNamespace } from './common.js';
+import { kubeClient, type KubeClientOptions } from '../kube.js';
+import { checkOptions, durationMs, isNamespace, requestTimeoutOption } from './common.js';
 
 interface StatusArgs {
   readonly output: StatusFormat | 'svg';
@@ -22,6 +22,7 @@ interface StatusArgs {
   readonly interval: number;
   readonly context?: string | undefined;
   readonly namespace?: string | undefined;
+  readonly requestTimeout: string;
 }
 
 /** How `status` reads the cluster; a port so tests can count and fake calls. */
@@ -38,7 +39,7 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
     command: 'status',
     describe: 'Show desired and warm nodes per pool, and failing images per node; exit 3 unless all are warm',
     builder: (y: Argv) =>
-      checkOptions(y, { namespace: isNamespace })
+      requestTimeoutOption(checkOptions(y, { namespace: isNamespace }))
         .option('output', {
           alias: 'o',
           choices: ['table', 'wide', 'json', 'yaml', 'svg'] as const,
@@ -47,7 +48,10 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
         })
         .option('node', { type: 'string', describe: "One node's warm-up as a timeline: pods, pulls, warm, the taint removed" })
         .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
-        .option('timeout', { type: 'string', describe: 'With --watch: give up after this long, e.g. 15m or 1h30m' })
+        .option('timeout', {
+          type: 'string',
+          describe: 'With --watch: give up after this long in all, requests included, e.g. 15m or 1h30m',
+        })
         .option('interval', { type: 'number', default: 2, describe: 'With --watch: seconds between reads' })
         .option('context', { type: 'string', describe: 'kubeconfig context' })
         .option('namespace', { alias: 'n', type: 'string', describe: 'Only pools in this namespace' })
@@ -57,16 +61,28 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
     handler: async (args: StatusArgs) => {
       if (args.node !== undefined) {
         if (args.watch === true) throw new UsageError('--node shows one timeline; it does not --watch');
-        const timeline = await readTimeline(args.node, args.context, args.namespace);
+        const timeline = await readTimeline(args.node, args.context, args.namespace, durationMs(args.requestTimeout));
         io.stdout(renderTimeline(timeline, args.output, process.stdout.columns));
         return;
       }
       if (args.output === 'svg') throw new UsageError('-o svg draws one node: use it with --node');
       const timeoutMs = args.timeout === undefined ? undefined : parseTimeout(args.timeout);
-      const source = await clusterSource(args.context, args.namespace);
-      const report = args.watch === true ? await watch(source, args, timeoutMs, io, isTty()) : await source.read();
-      if (args.watch !== true) io.stdout(render(report, args.output));
-      if (!report.allWarm) throw new CliError('not every node is warm', ExitCode.NotReady);
+      // --timeout bounds the whole watch: it also ends the requests in flight when it passes.
+      const deadline = timeoutMs === undefined || args.watch !== true ? undefined : new AbortController();
+      const timer = deadline === undefined ? undefined : setTimeout(() => deadline.abort(), timeoutMs);
+      try {
+        const source = await clusterSource({
+          context: args.context,
+          namespace: args.namespace,
+          requestTimeoutMs: durationMs(args.requestTimeout),
+          signal: deadline?.signal,
+        });
+        const report = args.watch === true ? await watch(source, args, timeoutMs, io, isTty(), deadline?.signal) : await source.read();
+        if (args.watch !== true) io.stdout(render(report, args.output));
+        if (!report.allWarm) throw new CliError('not every node is warm', ExitCode.NotReady);
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }
@@ -97,10 +113,15 @@ export function renderTimeline(timeline: Timeline, format: StatusFormat | 'svg',
  * Reads what one node's timeline needs: the node, prewarm's pods on it, prewarm's DaemonSets, and
  * the Events of their namespaces and of the sidecars (about the node): 3 + one list per namespace.
  */
-async function readTimeline(node: string, context: string | undefined, namespace: string | undefined): Promise<Timeline> {
-  const { k8s, config } = await kubeClient(context);
-  const apps = config.makeApiClient(k8s.AppsV1Api);
-  const core = config.makeApiClient(k8s.CoreV1Api);
+async function readTimeline(
+  node: string,
+  context: string | undefined,
+  namespace: string | undefined,
+  requestTimeoutMs: number,
+): Promise<Timeline> {
+  const { k8s, api } = await kubeClient({ context, requestTimeoutMs });
+  const apps = api(k8s.AppsV1Api);
+  const core = api(k8s.CoreV1Api);
   const managed = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
   try {
     const [n, pods, daemonSets] = await Promise.all([
@@ -148,6 +169,8 @@ export function render(report: StatusReport, format: StatusFormat | 'svg'): stri
 /**
  * Re-reads every `interval` seconds until all is warm or the timeout passes. On a TTY the screen
  * is redrawn in place; otherwise a new report is printed only when it changed, so logs stay short.
+ * `deadline` aborts when the timeout passes: a read it cuts short ends the watch with the last
+ * report, or, when the cluster never answered, with an error.
  */
 export async function watch(
   source: StatusSource,
@@ -155,27 +178,39 @@ export async function watch(
   timeoutMs: number | undefined,
   io: Io,
   tty: boolean,
+  deadline?: AbortSignal,
 ): Promise<StatusReport> {
   const started = Date.now();
   let last = '';
+  let previous: StatusReport | undefined;
   for (;;) {
-    const report = await source.read();
+    let report: StatusReport;
+    try {
+      report = await source.read();
+    } catch (err) {
+      if (deadline?.aborted !== true) throw err;
+      if (previous !== undefined) return previous;
+      throw new CliError(`the cluster did not answer within --timeout (${(timeoutMs ?? 0) / 1000}s)`, ExitCode.Internal);
+    }
+    previous = report;
     const text = render(report, args.output);
     if (text !== last) {
       io.stdout(tty ? `\u001b[H\u001b[2J${text}` : `${text}\n`);
       last = text;
     }
     if (report.allWarm) return report;
-    if (timeoutMs !== undefined && Date.now() - started >= timeoutMs) return report;
-    await new Promise((r) => setTimeout(r, Math.max(0.1, args.interval) * 1000));
+    const left = timeoutMs === undefined ? Infinity : timeoutMs - (Date.now() - started);
+    if (left <= 0) return report;
+    await new Promise((r) => setTimeout(r, Math.min(left, Math.max(0.1, args.interval) * 1000)));
   }
 }
 
 /** Reads DaemonSets, their pods and the nodes through @kubernetes/client-node: three lists per read. */
-async function clusterSource(context: string | undefined, namespace: string | undefined): Promise<StatusSource> {
-  const { k8s, config } = await kubeClient(context);
-  const apps = config.makeApiClient(k8s.AppsV1Api);
-  const core = config.makeApiClient(k8s.CoreV1Api);
+async function clusterSource(o: KubeClientOptions & { readonly namespace?: string | undefined }): Promise<StatusSource> {
+  const { namespace } = o;
+  const { k8s, api } = await kubeClient(o);
+  const apps = api(k8s.AppsV1Api);
+  const core = api(k8s.CoreV1Api);
   const managed = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
   return {
     async read() {

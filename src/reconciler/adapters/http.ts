@@ -9,6 +9,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { excerpt } from '../../imagecache/errors.js';
 import { ApiError } from '../ports.js';
 
 /** The sidecar's User-Agent towards the apiserver and registries, so their logs name it. */
@@ -24,6 +25,8 @@ export interface Endpoint {
   /** Read before every request: projected SA tokens rotate on disk. */
   readonly token?: () => string | undefined;
   readonly insecureSkipTLSVerify?: boolean;
+  /** The total deadline of each non-watch request (ms). @default {@link DEFAULT_REQUEST_TIMEOUT_MS} */
+  readonly requestTimeoutMs?: number;
 }
 
 /** A response with its body read. */
@@ -40,12 +43,22 @@ export interface RequestOptions {
   readonly headers?: Record<string, string>;
   readonly body?: string;
   readonly agent?: http.Agent;
-  /** Aborts a request that takes longer (ms). @default 30000 */
+  /**
+   * The whole exchange, from connecting to the last body byte, takes at most this long (ms): a
+   * server that accepts and never answers, drips a byte at a time, or streams without end is cut
+   * off here, where a socket idle timeout alone would wait forever. @default 30000
+   */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
-  /** Keep at most this many body bytes (the rest is drained). @default 4 MiB */
+  /** A body longer than this many bytes fails the request (the server is not one we can trust). @default 4 MiB */
   readonly maxBody?: number;
 }
+
+/** The default total deadline of one request (ms). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/** The default cap on a response body, and on one line of a watch stream (bytes). */
+export const DEFAULT_MAX_BODY = 4 << 20;
 
 /**
  * One HTTP exchange; rejects with ApiError(0) on transport errors and timeouts. A request that
@@ -66,8 +79,17 @@ class StaleSocket extends ApiError {}
 
 function requestOnce(o: RequestOptions): Promise<HttpResponse> {
   const mod = o.url.protocol === 'http:' ? http : https;
-  const maxBody = o.maxBody ?? 4 << 20;
+  const maxBody = o.maxBody ?? DEFAULT_MAX_BODY;
+  const timeoutMs = o.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
+    let settled = false;
+    const done = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      fn();
+    };
+    const fail = (message: string): void => done(() => reject(new ApiError(0, `${o.method} ${o.url.host}${o.url.pathname}: ${message}`)));
     const req = mod.request(
       o.url,
       {
@@ -75,48 +97,72 @@ function requestOnce(o: RequestOptions): Promise<HttpResponse> {
         headers: { ...(o.body !== undefined ? { 'content-length': String(Buffer.byteLength(o.body)) } : {}), ...o.headers },
         ...(o.agent ? { agent: o.agent } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
-        timeout: o.timeoutMs ?? 30_000,
+        timeout: timeoutMs,
       },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (c: Buffer) => {
-          if (size < maxBody) chunks.push(c);
           size += c.length;
+          if (size > maxBody) {
+            fail(`response body over ${maxBody} bytes`);
+            req.destroy();
+            return;
+          }
+          chunks.push(c);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-        res.on('error', (e) => reject(new ApiError(0, e.message)));
+        res.on('end', () => done(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })));
+        res.on('error', (e) => fail(e.message));
+        res.on('close', () => {
+          if (!res.complete) fail('connection closed before the response ended');
+        });
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${o.timeoutMs ?? 30_000} ms`)));
+    // The total deadline; the socket's own timeout only measures idleness.
+    const deadline = setTimeout(() => {
+      fail(`no complete response within ${timeoutMs} ms`);
+      req.destroy();
+    }, timeoutMs);
+    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
     let responded = false;
     req.on('response', () => (responded = true));
     req.on('error', (e) => {
       const msg = `${o.method} ${o.url.host}${o.url.pathname}: ${e.message}`;
       const stale =
         req.reusedSocket && !responded && ((e as NodeJS.ErrnoException).code === 'ECONNRESET' || e.message === 'socket hang up');
-      reject(stale ? new StaleSocket(0, msg) : new ApiError(0, msg));
+      done(() => reject(stale ? new StaleSocket(0, msg) : new ApiError(0, msg)));
     });
     if (o.body !== undefined) req.write(o.body);
     req.end();
   });
 }
 
-/** A Kubernetes `Status` body turned into an ApiError. */
+/** Longest excerpt of a server's error text in a message: servers are untrusted, and logs are read in terminals. */
+const MAX_ERROR_TEXT = 200;
+
+/** A Kubernetes `Status` body turned into an ApiError, its message escaped and bounded. */
 function statusError(method: string, path: string, r: HttpResponse): ApiError {
-  let message = r.body.toString('utf8').slice(0, 500);
+  const text = r.body.subarray(0, 64 << 10).toString('utf8');
+  let message = text;
   let reason: string | undefined;
   try {
-    const s = JSON.parse(message) as { message?: string; reason?: string };
-    message = s.message ?? message;
-    reason = s.reason;
+    const s = JSON.parse(text) as { message?: unknown; reason?: unknown };
+    if (typeof s.message === 'string') message = s.message;
+    if (typeof s.reason === 'string') reason = s.reason;
   } catch {
     // not a Status object; keep the raw text
   }
-  return new ApiError(r.status, `${method} ${path}: ${r.status} ${message}`, reason);
+  return new ApiError(r.status, `${method} ${path}: ${r.status} ${excerpt(message.trim(), MAX_ERROR_TEXT)}`, reason);
 }
 
-/** The apiserver client: JSON requests and a line-delimited watch stream. */
+/** The longest watch event (one line of the stream) read, in characters. */
+const MAX_WATCH_LINE = DEFAULT_MAX_BODY;
+
+/**
+ * The apiserver client: JSON requests, each with a total deadline and a size cap, and a
+ * line-delimited watch stream, long-lived by design, bounded instead by its idle time and the size
+ * of each event.
+ */
 export class KubeHttp {
   private readonly agent: http.Agent;
   /** Watches get their own sockets, never pooled: a stream's socket must not serve a PATCH later. */
@@ -139,10 +185,18 @@ export class KubeHttp {
 
   private headers(extra: Record<string, string>): Record<string, string> {
     const token = this.endpoint.token?.();
-    return { accept: 'application/json', 'user-agent': USER_AGENT, ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+    return {
+      accept: 'application/json',
+      'user-agent': USER_AGENT,
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...extra,
+    };
   }
 
-  /** A JSON request; non-2xx rejects with the apiserver's Status code and reason. */
+  /**
+   * A JSON request; non-2xx rejects with the apiserver's Status code and reason. An answer that is
+   * not JSON rejects with the response's status code, so a caller can tell it from a transport error.
+   */
   async json<T>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
     const r = await request({
       method,
@@ -150,9 +204,14 @@ export class KubeHttp {
       headers: this.headers(body !== undefined ? { 'content-type': contentType } : {}),
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       agent: this.agent,
+      timeoutMs: this.endpoint.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     });
     if (r.status < 200 || r.status >= 300) throw statusError(method, path, r);
-    return JSON.parse(r.body.toString('utf8')) as T;
+    try {
+      return JSON.parse(r.body.toString('utf8')) as T;
+    } catch {
+      throw new ApiError(r.status, `${method} ${path}: ${r.status} with an answer that is not JSON (${r.body.length} bytes)`, 'NotJSON');
+    }
   }
 
   /**
@@ -175,12 +234,19 @@ export class KubeHttp {
         (res) => {
           if ((res.statusCode ?? 0) !== 200) {
             const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () =>
+            let size = 0;
+            const refuse = (): void =>
               reject(
                 statusError('WATCH', url.pathname, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
-              ),
-            );
+              );
+            res.on('data', (c: Buffer) => {
+              size += c.length;
+              if (size <= MAX_WATCH_LINE) return void chunks.push(c);
+              refuse();
+              req.destroy();
+            });
+            res.on('end', refuse);
+            res.on('close', refuse);
             return;
           }
           let buf = '';
@@ -188,6 +254,13 @@ export class KubeHttp {
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => {
             buf += chunk;
+            // One event per line: a line that never ends is a server to stop reading from.
+            if (buf.length > MAX_WATCH_LINE && buf.lastIndexOf('\n') < 0) {
+              failed = true;
+              req.destroy();
+              reject(new ApiError(0, `watch: an event over ${MAX_WATCH_LINE} bytes`));
+              return;
+            }
             let nl: number;
             while ((nl = buf.indexOf('\n')) >= 0) {
               const line = buf.slice(0, nl).trim();

@@ -32,7 +32,7 @@ describe('doctor command', () => {
   it('-o json prints the whole report on stdout and exits 0 without errors', async () => {
     const { io, out } = capture();
     const contexts: (string | undefined)[] = [];
-    await doctorCommand(io, fake(base, contexts)).handler({ output: 'json', context: 'prod' });
+    await doctorCommand(io, fake(base, contexts)).handler({ output: 'json', context: 'prod', requestTimeout: '30s' });
     const report = JSON.parse(out.join('')) as DoctorReport;
     expect(report.errors).toBe(0);
     expect(report.findings.map((f) => f.check)).toContain('apiserver-version');
@@ -43,7 +43,7 @@ describe('doctor command', () => {
     const { io, out } = capture();
     const old = { ...base, version: { kind: 'ok' as const, value: { major: '1', minor: '29', gitVersion: 'v1.29.4' } } };
     const err = await doctorCommand(io, fake(old))
-      .handler({ output: 'table' })
+      .handler({ output: 'table', requestTimeout: '30s' })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CliError);
     expect((err as CliError).exitCode).toBe(ExitCode.NotReady);

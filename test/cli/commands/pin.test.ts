@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../../src/cli/exit-codes.js';
 import { run } from '../../../src/cli/main.js';
+import { startHostileServer, type HostileBehaviour } from '../../../harness/hostile-server.js';
 
 const D = `sha256:${'c'.repeat(64)}`;
 let server: Server;
@@ -29,16 +30,25 @@ beforeAll(async () => {
 });
 afterAll(async () => new Promise<void>((resolve) => server.close(() => resolve())));
 
-async function pin(dir: string) {
+async function pin(dir: string, at = registry, ...extra: string[]) {
   let stdout = '';
   let stderr = '';
   const config = join(await mkdtemp(join(tmpdir(), 'prewarm-pin-config-')), 'config.json');
   await writeFile(config, '{}\n');
-  const code = await run(['pin', dir, '--plain-http', registry, '--docker-config', config], {
+  const started = Date.now();
+  const code = await run(['pin', dir, '--plain-http', at, '--docker-config', config, ...extra], {
     stdout: (t) => (stdout += t),
     stderr: (t) => (stderr += t),
   });
-  return { code, stdout, stderr };
+  return { code, stdout, stderr, ms: Date.now() - started };
+}
+
+/** A folder with one spec naming `images`. */
+async function specWith(...images: string[]): Promise<{ dir: string; file: string; text: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'prewarm-pin-'));
+  const text = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [${images.join(', ')}]\n`;
+  await writeFile(join(dir, 'a.yaml'), text);
+  return { dir, file: join(dir, 'a.yaml'), text };
 }
 
 describe('prewarm pin, writing', () => {
@@ -71,5 +81,105 @@ describe('prewarm pin, writing', () => {
       `cannot pin ${registry}/team/gone:v1: ${registry} has no manifest team/gone:v1 (404: no such tag or repository)`,
     );
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(text);
+  });
+});
+
+describe('prewarm pin against registries that misbehave', () => {
+  const A = `sha256:${'a'.repeat(64)}`;
+  /** Pins one image of a fresh server behaving as `behaviour`; the server is stopped afterwards. */
+  async function pinAgainst(behaviour: HostileBehaviour) {
+    const server = await startHostileServer(behaviour);
+    try {
+      const spec = await specWith(`${server.host}/team/app:v1`);
+      const r = await pin(spec.dir, server.host, '--request-timeout', '1s');
+      return { ...r, ...spec, host: server.host, after: await readFile(spec.file, 'utf8') };
+    } finally {
+      await server.stop();
+    }
+  }
+
+  it.each<[string, HostileBehaviour, string]>([
+    ['a list smuggled into the header', { kind: 'digest', values: [`${A}, evil.example.com/miner:1`] }, 'several values'],
+    ['the header sent twice', { kind: 'digest', values: [A, `sha256:${'b'.repeat(64)}`] }, 'several values'],
+    ['a comment after the digest', { kind: 'digest', values: [`${A} #x`] }, 'not a sha256, sha384 or sha512 digest'],
+    ['upper-case hex', { kind: 'digest', values: [`sha256:${'A'.repeat(64)}`] }, 'not a sha256, sha384 or sha512 digest'],
+    ['a short digest', { kind: 'digest', values: ['sha256:abc'] }, 'not a sha256, sha384 or sha512 digest'],
+    ['an unknown algorithm', { kind: 'digest', values: [`md5:${'a'.repeat(32)}`] }, 'not a sha256, sha384 or sha512 digest'],
+    [
+      'a header the manifest does not hash to',
+      { kind: 'digest', values: [A], body: '{"not":"the manifest of that digest"}', headless: true },
+      'but the manifest it sent hashes to sha256:',
+    ],
+  ])('refuses %s: exit 4 naming the registry, nothing written or printed on stdout', async (_, behaviour, why) => {
+    const r = await pinAgainst(behaviour);
+    expect(r.code, r.stderr).toBe(ExitCode.Unresolved);
+    expect(r.stderr).toContain(`cannot pin ${r.host}/team/app:v1: ${r.host} sent Docker-Content-Digest`);
+    expect(r.stderr).toContain(why);
+    expect(r.stderr).not.toContain('\u001b');
+    expect(r.stdout).toBe('');
+    expect(r.after).toBe(r.text);
+  });
+
+  it('takes a sha512 digest, and hashes the manifest when a registry sends no header', async () => {
+    const sha512 = `sha512:${'e'.repeat(128)}`;
+    const long = await pinAgainst({ kind: 'digest', values: [sha512] });
+    expect(long.code, long.stderr).toBe(ExitCode.Success);
+    expect(long.after).toContain(`${long.host}/team/app:v1@${sha512}`);
+    const body = '{"schemaVersion":2}';
+    const bare = await pinAgainst({ kind: 'digest', values: [], body, headless: true });
+    expect(bare.code, bare.stderr).toBe(ExitCode.Success);
+    const { createHash } = await import('node:crypto');
+    expect(bare.after).toContain(`@sha256:${createHash('sha256').update(body).digest('hex')}`);
+  });
+
+  it.each<HostileBehaviour>([
+    { kind: 'silent' },
+    { kind: 'drip-head', everyMs: 100 },
+    { kind: 'drip-body', everyMs: 100 },
+    { kind: 'endless-body' },
+    { kind: 'drip-token', everyMs: 100 },
+    { kind: 'huge-error', status: 500, bytes: 300 << 10 },
+  ])(
+    'gives up on a registry that answers as $kind within --request-timeout: exit 4, one bounded line',
+    async (behaviour) => {
+      const r = await pinAgainst(behaviour);
+      expect(r.code, r.stderr).toBe(ExitCode.Unresolved);
+      expect(r.stderr).toContain(`cannot pin ${r.host}/team/app:v1: `);
+      expect(r.stderr.length).toBeLessThan(2_000);
+      // Two requests at most (HEAD, then GET or the token), each within 1s, and a wide margin.
+      expect(r.ms).toBeLessThan(10_000);
+      expect(r.after).toBe(r.text);
+    },
+    30_000,
+  );
+});
+
+describe('prewarm pin and validate agree on capitals', () => {
+  it('pins a reference whose registry host has capitals (host names are case-insensitive), as validate accepts it', async () => {
+    const D512 = `sha512:${'f'.repeat(128)}`;
+    const server = await startHostileServer({ kind: 'digest', values: [D512] });
+    try {
+      const port = server.host.split(':')[1] ?? '';
+      const ref = `LocalHost:${port}/team/app:v1`;
+      const spec = await specWith(ref);
+      const valid = await run(['validate', spec.dir], { stdout: () => undefined, stderr: () => undefined });
+      expect(valid).toBe(ExitCode.Success);
+      const r = await pin(spec.dir, `localhost:${port}`, '--request-timeout', '5s');
+      expect(r.code, r.stderr).toBe(ExitCode.Success);
+      expect(await readFile(spec.file, 'utf8')).toBe(spec.text.replace(ref, `${ref}@${D512}`));
+      expect(server.requests).toBeGreaterThan(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('refuses a repository path with capitals as validate does (exit 1), without a crash', async () => {
+    const spec = await specWith('Registry.Example.com/Team/app:1');
+    let err = '';
+    const valid = await run(['validate', spec.dir], { stdout: () => undefined, stderr: (t) => (err += t) });
+    expect(valid, err).toBe(ExitCode.InvalidInput);
+    const r = await pin(spec.dir, 'registry.example.com');
+    expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain('must be lowercase');
   });
 });

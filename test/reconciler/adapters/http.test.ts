@@ -1,0 +1,101 @@
+/**
+ * The one HTTP exchange of the sidecar and the CLI against servers that misbehave
+ * (harness/hostile-server.ts): every request ends within its total deadline and under its body
+ * cap, and error text from a server reaches a message escaped and bounded. Elapsed checks are
+ * bounds with a wide margin, not timings.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { KubeHttp, request } from '../../../src/reconciler/adapters/http.js';
+import { ApiError } from '../../../src/reconciler/ports.js';
+import { startHostileServer, type HostileBehaviour, type HostileServer } from '../../../harness/hostile-server.js';
+
+let server: HostileServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+async function start(behaviour: HostileBehaviour): Promise<HostileServer> {
+  server = await startHostileServer(behaviour);
+  return server;
+}
+
+describe('request', () => {
+  it.each<HostileBehaviour>([{ kind: 'silent' }, { kind: 'drip-head', everyMs: 50 }, { kind: 'drip-body', everyMs: 50 }])(
+    'ends a $kind exchange at its total deadline, though bytes keep coming',
+    async (behaviour) => {
+      const s = await start(behaviour);
+      const started = Date.now();
+      const err = await request({ method: 'GET', url: new URL(`${s.url}/x`), timeoutMs: 800 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).code).toBe(0);
+      expect((err as ApiError).message).toMatch(/within 800 ms|timeout after 800 ms/);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(700);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    },
+  );
+
+  it('fails a body over its cap instead of reading on', async () => {
+    const s = await start({ kind: 'endless-body' });
+    const err = await request({ method: 'GET', url: new URL(`${s.url}/x`), maxBody: 1 << 20, timeoutMs: 20_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).message).toContain(`response body over ${1 << 20} bytes`);
+  });
+});
+
+describe('KubeHttp', () => {
+  it.each<HostileBehaviour>([
+    { kind: 'huge-error', status: 500, bytes: 300 << 10 },
+    { kind: 'status', status: 500 },
+    { kind: 'status', status: 403 },
+  ])('turns a $kind answer into one bounded line without raw escapes', async (behaviour) => {
+    const s = await start(behaviour);
+    const kube = new KubeHttp({ server: s.url, requestTimeoutMs: 5_000 });
+    try {
+      const err = await kube.json('GET', '/api/v1/nodes').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      const message = (err as ApiError).message;
+      expect((err as ApiError).code).toBe(behaviour.kind === 'status' ? behaviour.status : 500);
+      expect(message.length).toBeLessThan(400);
+      expect(/[\p{Cc}\u202e]/u.test(message)).toBe(false);
+    } finally {
+      kube.close();
+    }
+  });
+
+  it('refuses an answer that is not JSON with its status code, not as a transport error', async () => {
+    const s = await start({ kind: 'truncated-json', keep: 40 });
+    const kube = new KubeHttp({ server: s.url });
+    try {
+      await expect(kube.json('GET', '/api/v1/nodes')).rejects.toMatchObject({ code: 200, reason: 'NotJSON' });
+    } finally {
+      kube.close();
+    }
+  });
+
+  it('ends a JSON request at the endpoint deadline', async () => {
+    const s = await start({ kind: 'silent' });
+    const kube = new KubeHttp({ server: s.url, requestTimeoutMs: 500 });
+    try {
+      const started = Date.now();
+      await expect(kube.json('GET', '/api/v1/nodes')).rejects.toMatchObject({ code: 0 });
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      kube.close();
+    }
+  });
+
+  it('gives up a watch whose one event never ends', async () => {
+    const s = await start({ kind: 'endless-body' });
+    const kube = new KubeHttp({ server: s.url });
+    try {
+      const seen: unknown[] = [];
+      const err = await kube.watch('/api/v1/nodes?watch=1', (o) => seen.push(o), new AbortController().signal).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).message).toContain('watch: an event over');
+      expect(seen).toEqual([]);
+    } finally {
+      kube.close();
+    }
+  });
+});
