@@ -1,6 +1,7 @@
 /** Options shared by the commands, and the checks that hold option values to the rules of spec values. */
 import type { Argv } from 'yargs';
 import { checkDns1123Label } from '../../imagecache/k8s-validation.js';
+import { DURATION_FORM, isDurationForm, outsideRange, parseDuration, type DurationRange } from '../../imagecache/duration.js';
 import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
 import { parseImageRef } from '../../imagecache/reference.js';
 import { UsageError } from '../exit-codes.js';
@@ -26,6 +27,44 @@ export const isRegistry: OptionCheck = (value) => {
   return parsed.ok && parsed.ref.domain === value ? undefined : 'is not a registry host[:port], e.g. localhost:5000';
 };
 
+/**
+ * Whole seconds of a duration option, written as the specs write durations (`90s`, `15m`,
+ * `1h30m`) and held to `range`, or why not. Every duration option goes through here: a value
+ * such as `abc`, `1e12`, `Infinity` or `0` would otherwise turn a wait into a busy loop or
+ * into forever.
+ */
+export function durationSeconds(value: string, range: DurationRange): { seconds: number } | { error: string } {
+  if (!isDurationForm(value)) return { error: `is not a duration: ${DURATION_FORM}` };
+  const parsed = parseDuration(value);
+  // Written as a duration, but past what a number holds exactly: too large for any range.
+  const seconds = 'error' in parsed ? Infinity : parsed.seconds;
+  const outside = outsideRange(seconds, range);
+  return outside === undefined ? { seconds } : { error: outside };
+}
+
+/** A duration option within `range`: see {@link durationSeconds}. */
+export const isDuration =
+  (range: DurationRange): OptionCheck =>
+  (value) => {
+    const seconds = durationSeconds(value, range);
+    return 'error' in seconds ? seconds.error : undefined;
+  };
+
+/**
+ * The seconds of an option that {@link checkOptions} has held to {@link isDuration}; throws the
+ * same usage error for a value that did not go through it.
+ */
+export function optionSeconds(name: string, value: string, range: DurationRange): number {
+  const seconds = durationSeconds(value, range);
+  if ('error' in seconds) throw new UsageError(optionError(name, value, seconds.error));
+  return seconds.seconds;
+}
+
+/** The usage error of a bad option value: `--name "value" why`. */
+function optionError(name: string, value: string, why: string): string {
+  return `--${name} ${JSON.stringify(value)} ${why}`;
+}
+
 /** A path: anything but the empty string, which would silently mean the current folder. */
 export const isPath: OptionCheck = (value) => (value === '' ? 'is empty: name a path' : undefined);
 
@@ -44,7 +83,7 @@ export function checkOptions<T>(y: Argv<T>, checks: Readonly<Record<string, Opti
       for (const v of [value].flat() as (string | number | boolean)[]) {
         const text = String(v);
         const why = check(text);
-        if (why !== undefined) throw new UsageError(`--${name} ${JSON.stringify(text)} ${why}`);
+        if (why !== undefined) throw new UsageError(optionError(name, text, why));
       }
     }
     return true;
