@@ -60,9 +60,12 @@ export function optionSeconds(name: string, value: string, range: DurationRange)
   return seconds.seconds;
 }
 
-/** The usage error of a bad option value: `--name "value" why`. */
+/** Positional arguments that {@link checkOptions} checks, and how a message names one of their values. */
+const POSITIONALS: Readonly<Record<string, string>> = { paths: 'path' };
+
+/** The usage error of a bad option value: `--name "value" why` (`path "value" why` for a positional). */
 function optionError(name: string, value: string, why: string): string {
-  return `--${name} ${JSON.stringify(value)} ${why}`;
+  return `${POSITIONALS[name] ?? `--${name}`} ${JSON.stringify(value)} ${why}`;
 }
 
 /** A path: anything but the empty string, which would silently mean the current folder. */
@@ -105,5 +108,5 @@ export function specOptions(y: Argv) {
       default: DEFAULT_NAMESPACE,
       describe: 'Namespace for ImageCaches that name none',
     });
-  return checkOptions(options, { namespace: isNamespace });
+  return checkOptions(options, { namespace: isNamespace, paths: isPath }, ['paths']);
 }
