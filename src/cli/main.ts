@@ -65,6 +65,11 @@ export async function run(argv: readonly string[], io: Io = processIo, scriptNam
     const given = args.find((a) => !a.startsWith('-'));
     if (given !== undefined && !names.includes(given))
       throw new UsageError(`unknown command ${JSON.stringify(given)}; the commands are ${names.join(', ')}`);
+    // yargs drops a bare `-` without a word, so `synth -` would read nothing and say so oddly.
+    if (args.includes('-'))
+      throw new UsageError(
+        '"-" (standard input) is not supported: name spec files or folders (a file named - is ./-, or give it after --)',
+      );
     let helpOutput = '';
     await parser.parseAsync(args, {}, (_err, _argv, output) => {
       helpOutput = output;

@@ -12,6 +12,10 @@ import { chmod, lstat, mkdir, readlink, realpath, rename, rm, stat } from 'node:
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { asIoError, CliError, ExitCode } from './exit-codes.js';
 import { inspectOutput, writeOutputMarker } from './output-marker.js';
+import { excerpt } from '../imagecache/errors.js';
+
+/** The longest file name a refusal shows; longer ones are cut and marked. */
+const MAX_NAME_CHARS = 200;
 
 /** Options of {@link replaceDirectory}. */
 export interface ReplaceOptions {
@@ -113,7 +117,11 @@ async function check(target: string, options: ReplaceOptions): Promise<void> {
   if (!info.isDirectory()) throw refuse('it is a file, not a folder');
   const contents = await inspectOutput(real);
   if (contents.kind !== 'foreign' || options.force === true) return;
-  const shown = contents.names.slice(0, 5).join(', ');
+  // Names come from the folder, which a repository may fill: escaped, so none puts an escape sequence on the terminal.
+  const shown = contents.names
+    .slice(0, 5)
+    .map((n) => excerpt(n, MAX_NAME_CHARS))
+    .join(', ');
   const more = contents.names.length > 5 ? ` and ${contents.names.length - 5} more` : '';
   throw refuse(`it holds ${shown}${more}, which prewarm did not write; choose another folder, or pass --force to replace it`);
 }

@@ -11,7 +11,7 @@ import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../reconciler/gate.js';
 import { ACCESS_NAMES } from '../synth/access.js';
 import { table } from '../status/report.js';
-import { plural } from '../imagecache/errors.js';
+import { excerpt, plural } from '../imagecache/errors.js';
 
 type Opt<T> = T | undefined;
 type Labels = Opt<Readonly<Record<string, string>>>;
@@ -105,7 +105,10 @@ export interface DoctorInput {
   readonly kubeletConfigs: ReadonlyMap<string, Read<KubeletConfig>>;
 }
 
-/** How bad a finding is. `unknown`: it could not be checked (not allowed, or unreachable). */
+/**
+ * How bad a finding is. `unknown`: the check could not run (not allowed, or the apiserver or
+ * kubelet failed to answer); it is never a pass.
+ */
 export type Level = 'ok' | 'info' | 'unknown' | 'warning' | 'error';
 
 /** The checks doctor runs; a fixed set, so scripts can select on them. */
@@ -141,6 +144,8 @@ export interface DoctorReport {
   readonly findings: readonly Finding[];
   readonly errors: number;
   readonly warnings: number;
+  /** Findings of level `unknown`: checks that could not run. */
+  readonly unchecked: number;
 }
 
 /** Oldest Kubernetes minor the synthesized output works on (see src/synth/access.ts). */
@@ -218,18 +223,45 @@ function unread(what: string, r: Exclude<Read<unknown>, { kind: 'ok' }>): string
   return r.kind === 'denied' ? `not allowed to read ${what} (${r.message}); skipped` : `could not read ${what}: ${r.message}; skipped`;
 }
 
+/** What to do about a failed read that is not the user's permission. */
+const APISERVER_FIX =
+  "the apiserver failed to answer (not a permission problem): check its health with `kubectl get --raw='/readyz?verbose'` and run doctor again";
+
+/** What to do about a failed read through a node's proxy: the kubelet did not answer well. */
+const KUBELET_FIX =
+  'the kubelet did not answer through the node proxy (not a permission problem): check that the node is Ready and its kubelet runs (`kubectl describe node NAME`), then run doctor again';
+
+/**
+ * The advice for a read that gave nothing, matching why: the missing permission (`grant`) for a
+ * refusal, `failure` when the apiserver or kubelet failed, none for a 404.
+ */
+function fixFor(r: Exclude<Read<unknown>, { kind: 'ok' }>, grant: string, failure: string = APISERVER_FIX): string | undefined {
+  if (r.kind === 'missing') return undefined;
+  return r.kind === 'denied' ? grant : failure;
+}
+
+/** `{fix}` when there is one: a finding has no `fix` field rather than an undefined one. */
+function optionalFix(fix: string | undefined): { fix?: string } {
+  return fix === undefined ? {} : { fix };
+}
+
 /** Runs every check on what was read. */
 export function diagnose(input: DoctorInput): DoctorReport {
   const findings: Finding[] = [];
   const add = (f: Finding): void => void findings.push(f);
   const cluster = (check: Check, level: Level, message: string, fix?: string): void =>
-    add({ scope: 'cluster', check, level, message, ...(fix === undefined ? {} : { fix }) });
+    add({ scope: 'cluster', check, level, message, ...optionalFix(fix) });
 
   checkVersion(input.version, cluster);
 
   const pools = input.daemonSets.kind === 'ok' ? poolsOf(input.daemonSets.value) : [];
   if (input.daemonSets.kind !== 'ok') {
-    cluster(Check.rollout, 'unknown', `${unread('DaemonSets', input.daemonSets)}: no pool checks`, 'grant list on apps/daemonsets');
+    cluster(
+      Check.rollout,
+      'unknown',
+      `${unread('DaemonSets', input.daemonSets)}: no pool checks`,
+      fixFor(input.daemonSets, 'grant list on apps/daemonsets'),
+    );
   } else if (pools.length === 0) {
     cluster(
       Check.rollout,
@@ -256,6 +288,7 @@ export function diagnose(input: DoctorInput): DoctorReport {
     findings,
     errors: findings.filter((f) => f.level === 'error').length,
     warnings: findings.filter((f) => f.level === 'warning').length,
+    unchecked: findings.filter((f) => f.level === 'unknown').length,
   };
 }
 
@@ -267,7 +300,7 @@ export function minorOf(v: ObservedVersion): number | undefined {
 
 function checkVersion(version: Read<ObservedVersion>, cluster: (c: Check, l: Level, m: string, f?: string) => void): void {
   if (version.kind !== 'ok') {
-    cluster(Check.apiserverVersion, 'unknown', unread('/version', version));
+    cluster(Check.apiserverVersion, 'unknown', unread('/version', version), fixFor(version, 'grant get on the /version non-resource URL'));
     return;
   }
   const minor = minorOf(version.value);
@@ -302,7 +335,7 @@ function checkPolicy(input: DoctorInput, pools: readonly PoolView[], cluster: (c
         Check.admissionPolicy,
         'unknown',
         unread(what, read),
-        'grant get on admissionregistration.k8s.io validatingadmissionpolicies and bindings',
+        fixFor(read, 'grant get on admissionregistration.k8s.io validatingadmissionpolicies and bindings'),
       );
   }
 }
@@ -321,7 +354,16 @@ function checkSecrets(input: DoctorInput, pools: readonly PoolView[], add: (f: F
           message: `pull secret ${name} does not exist in namespace ${pool.namespace}: the kubelet pulls without it, and private images fail with ErrImagePull`,
           fix: `kubectl -n ${pool.namespace} create secret docker-registry ${name} --docker-server=… --docker-username=… --docker-password=…`,
         });
-      else add({ scope, check: Check.pullSecret, level: 'unknown', message: unread(`secret ${pool.namespace}/${name}`, read) });
+      else {
+        const fix = fixFor(read, `grant get on secrets in namespace ${pool.namespace}`);
+        add({
+          scope,
+          check: Check.pullSecret,
+          level: 'unknown',
+          message: unread(`secret ${pool.namespace}/${name}`, read),
+          ...optionalFix(fix),
+        });
+      }
     }
   }
 }
@@ -391,7 +433,7 @@ function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: (f: Fin
       check: Check.kubeletConfig,
       level: 'unknown',
       message: `${unread('nodes', input.nodes)}: no node checks`,
-      fix: 'grant list on nodes',
+      ...optionalFix(fixFor(input.nodes, 'grant list on nodes')),
     });
     return;
   }
@@ -402,13 +444,13 @@ function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: (f: Fin
       check: Check.podSlots,
       level: 'unknown',
       message: `${unread('pods in every namespace', input.pods)}: no pod slot, gate or sidecar checks`,
-      fix: 'grant list on pods in every namespace',
+      ...optionalFix(fixFor(input.pods, 'grant list on pods in every namespace')),
     });
   const nodes = input.nodes.value.map((n) => ({ name: n.metadata?.name ?? '', node: n })).sort(byName);
   for (const { name, node } of nodes) {
     const scope = `node ${name}`;
     const finding = (check: Check, level: Level, message: string, fix?: string): void =>
-      add({ scope, check, level, message, ...(fix === undefined ? {} : { fix }) });
+      add({ scope, check, level, message, ...optionalFix(fix) });
     const onNode = (pods ?? []).filter((p) => p.spec?.nodeName === name);
     // The pools on this node: those whose holder runs here.
     const holders = onNode.filter((p) => managed(p.metadata?.labels) && isHolder(p.metadata?.labels));
@@ -423,7 +465,7 @@ function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: (f: Fin
         Check.kubeletConfig,
         'unknown',
         unread('the kubelet configuration (/configz)', config),
-        config.kind === 'denied' ? 'grant get on nodes/proxy to read /api/v1/nodes/NAME/proxy/configz' : undefined,
+        fixFor(config, 'grant get on nodes/proxy to read /api/v1/nodes/NAME/proxy/configz', KUBELET_FIX),
       );
       checkPodSlots(node, undefined, onNode, here, pods !== undefined, finding);
       continue;
@@ -454,7 +496,7 @@ function checkSidecar(holders: readonly Pod[], finding: NodeFinding): void {
       finding(
         Check.reconcilerImage,
         'error',
-        `the reconciler image ${c.image ?? ''} cannot be pulled here (${where}: ${reason}${message ? `: ${message}` : ''}): nothing marks this node warm, and its gating taint stays`,
+        `the reconciler image ${c.image ?? ''} cannot be pulled here (${where}: ${reason}${message ? `: ${excerpt(message, MAX_REMOTE_CHARS)}` : ''}): nothing marks this node warm, and its gating taint stays`,
         "check --reconciler-image, that nodes reach its registry, and the pool's imagePullSecrets; then the DaemonSet retries by itself",
       );
     } else if (c.ready === true) {
@@ -610,6 +652,19 @@ function checkRegisterTaint(kc: KubeletConfig, here: readonly PoolView[], findin
   }
 }
 
+/** The longest message of a kubelet or apiserver that a finding quotes. */
+const MAX_REMOTE_CHARS = 300;
+
+/** The longest table cell: a last bound for names and messages read from the cluster. */
+const MAX_CELL_CHARS = 1000;
+
+/** `1 error, 2 warnings, 3 checks could not run`: the counts a run ends with. */
+export function summary(report: DoctorReport): string {
+  const counts = [plural(report.errors, 'error'), plural(report.warnings, 'warning')];
+  if (report.unchecked > 0) counts.push(`${plural(report.unchecked, 'check')} could not run`);
+  return counts.join(', ');
+}
+
 /** Output formats of `prewarm doctor`. */
 export type DoctorFormat = 'table' | 'wide' | 'json';
 
@@ -619,12 +674,14 @@ export type DoctorFormat = 'table' | 'wide' | 'json';
  */
 export function renderDoctorTable(report: DoctorReport, wide: boolean): string {
   const shown = report.findings.filter((f) => wide || !(f.level === 'ok' || f.level === 'info'));
-  const rows = [['LEVEL', 'SCOPE', 'CHECK', 'FINDING'], ...shown.map((f) => [f.level, f.scope, f.check, f.message])];
+  // Names and messages come from the cluster: each cell is one line without terminal escapes.
+  const cell = (text: string): string => excerpt(text, MAX_CELL_CHARS);
+  const rows = [['LEVEL', 'SCOPE', 'CHECK', 'FINDING'], ...shown.map((f) => [f.level, cell(f.scope), f.check, cell(f.message)])];
   const hidden = report.findings.length - shown.length;
   let out = shown.length > 0 ? table(rows) : '';
   if (hidden > 0) out += `${shown.length > 0 ? '\n' : ''}${hidden} checks passed or are informational (-o wide lists them)\n`;
   const fixes = shown.filter((f) => f.fix !== undefined && (f.level === 'error' || f.level === 'warning' || f.level === 'unknown'));
-  if (fixes.length > 0) out += `\nTo fix:\n${fixes.map((f) => `  ${f.scope} ${f.check}: ${f.fix ?? ''}\n`).join('')}`;
-  out += `\n${plural(report.errors, 'error')}, ${plural(report.warnings, 'warning')}\n`;
+  if (fixes.length > 0) out += `\nTo fix:\n${fixes.map((f) => `  ${cell(f.scope)} ${f.check}: ${cell(f.fix ?? '')}\n`).join('')}`;
+  out += `\n${summary(report)}\n`;
   return out;
 }

@@ -8,7 +8,7 @@
 import { TOLERATE_ALL } from '../contract/placement.js';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, Pair, parseAllDocuments, YAMLMap, type Document, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_MANAGED_BY, LIMITS, MANAGED_BY } from '../contract/names.js';
-import { formatDuration, parseDuration } from './duration.js';
+import { formatDuration, outsideRange, parseDuration } from './duration.js';
 import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import {
@@ -175,12 +175,9 @@ const durationIn =
   (ctx, node, path) => {
     const seconds = duration(ctx, node, path);
     if (seconds === undefined) return undefined;
-    if (seconds < range.min || seconds > range.max) {
-      ctx.error(
-        node,
-        path,
-        `must be between ${formatDuration(range.min)} and ${formatDuration(range.max)}, got ${formatDuration(seconds)}`,
-      );
+    const outside = outsideRange(seconds, range);
+    if (outside !== undefined) {
+      ctx.error(node, path, outside);
       return undefined;
     }
     if (range.warnBelow !== undefined && seconds > 0 && seconds < range.warnBelow) {

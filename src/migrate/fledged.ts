@@ -9,11 +9,13 @@
  */
 import { App, Chart } from 'cdk8s';
 import { isDeepStrictEqual } from 'node:util';
-import { isMap, isScalar, isSeq, parseAllDocuments, Scalar, type Document, type Node, type Pair, type YAMLMap } from 'yaml';
+import { isMap, isScalar, isSeq, parseAllDocuments, Scalar, stringify, type Document, type Node, type Pair, type YAMLMap } from 'yaml';
 import { ImageCache, ImageCacheSpecCacheSpecTolerationsOperator, type ImageCacheSpecCacheSpec } from '../../imports/prewarm.dev.js';
 import { TOLERATE_ALL } from '../contract/placement.js';
 import { applyEdits, lineEnding, scalarSpan, type TextEdit } from '../imagecache/edit.js';
+import type { Diagnostic } from '../imagecache/errors.js';
 import { API_VERSIONS } from '../imagecache/model.js';
+import { parseFiles } from '../imagecache/parse.js';
 
 /** Annotations that only mean something to kube-fledged or kubectl; never carried over. */
 const DROPPED_ANNOTATION = /^(kubefledged\.io\/|kubectl\.kubernetes\.io\/last-applied-configuration$)/;
@@ -275,6 +277,50 @@ export interface FledgedObject {
   };
 }
 
+/** What {@link readClusterObjects} found: the ImageCaches, or why the list cannot be converted. */
+export interface ClusterObjects {
+  readonly objects: readonly FledgedObject[];
+  /** Errors name the object (`cluster ImageCache NAMESPACE/NAME`, or its place in the list) and the field. */
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/**
+ * Checks the `items` of a kubefledged.io/v1alpha2 ImageCache list as spec files are checked: an
+ * apiserver is untrusted, and a CRD without a schema lets any shape through (null items, a
+ * `cacheSpec` that is not a list). Each object is read by the one spec loader, as a file named
+ * after the object; positions are left out, since the text was never the user's.
+ */
+export function readClusterObjects(items: unknown): ClusterObjects {
+  const where = (file: string, path: string, message: string): Diagnostic => ({
+    file,
+    document: 0,
+    line: 0,
+    column: 0,
+    path,
+    severity: 'error',
+    message,
+  });
+  if (items === undefined || items === null) return { objects: [], diagnostics: [] };
+  if (!Array.isArray(items)) return { objects: [], diagnostics: [where('cluster ImageCache list', 'items', 'must be a list')] };
+  const diagnostics: Diagnostic[] = [];
+  const files = items.flatMap((item: unknown, i) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+      diagnostics.push(
+        where('cluster ImageCache list', `items[${i}]`, `must be an ImageCache, got ${item === null ? 'null' : typeof item}`),
+      );
+      return [];
+    }
+    const metadata = (item as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
+    const name = typeof metadata?.name === 'string' ? metadata.name : `items[${i}]`;
+    const file = `cluster ImageCache ${typeof metadata?.namespace === 'string' ? `${metadata.namespace}/` : ''}${name}`;
+    // Read as what the list holds, whatever each item says it is.
+    return [{ path: file, text: stringify({ ...item, apiVersion: API_VERSIONS.kubeFledged, kind: 'ImageCache' }) }];
+  });
+  const parsed = parseFiles(files);
+  for (const d of parsed.diagnostics) if (d.severity === 'error') diagnostics.push({ ...d, document: 0, line: 0, column: 0 });
+  return { objects: diagnostics.length === 0 ? (items as FledgedObject[]) : [], diagnostics };
+}
+
 /**
  * Renders ImageCaches read from a cluster as prewarm.dev documents, through the construct
  * generated from our CRD (imports/), sorted by namespace and name in code-point order, whatever the
@@ -284,8 +330,10 @@ export function migrateObjects(objects: readonly FledgedObject[]): string {
   const app = new App({ outdir: 'unused', recordConstructMetadata: false });
   const chart = new Chart(app, 'migrated', { disableResourceNameHashes: true });
   // Code-point order: localeCompare would make the output depend on the user's locale.
-  const sorted = [...objects].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-  for (const obj of sorted) {
+  const sorted = [...objects].sort(
+    (a, b) => compare(a.metadata?.namespace, b.metadata?.namespace) || compare(a.metadata?.name, b.metadata?.name),
+  );
+  sorted.forEach((obj, i) => {
     const name = obj.metadata?.name ?? '';
     const annotations = Object.fromEntries(Object.entries(obj.metadata?.annotations ?? {}).filter(([k]) => !DROPPED_ANNOTATION.test(k)));
     const labels = obj.metadata?.labels ?? {};
@@ -295,7 +343,8 @@ export function migrateObjects(objects: readonly FledgedObject[]): string {
       tolerations: [{ operator: ImageCacheSpecCacheSpecTolerationsOperator.EXISTS }],
     }));
     const secrets = (obj.spec?.imagePullSecrets ?? []).flatMap((s) => (s.name === undefined ? [] : [{ name: s.name }]));
-    new ImageCache(chart, key(obj), {
+    // Ids by position: the names are explicit, and ids made of them collide (`a--b/c` and `a/b--c`).
+    new ImageCache(chart, `imagecache-${i}`, {
       metadata: {
         name,
         ...(obj.metadata?.namespace === undefined ? {} : { namespace: obj.metadata.namespace }),
@@ -304,10 +353,12 @@ export function migrateObjects(objects: readonly FledgedObject[]): string {
       },
       spec: { cacheSpec, ...(secrets.length === 0 ? {} : { imagePullSecrets: secrets }) },
     });
-  }
+  });
   return app.synthYaml();
 }
 
-function key(obj: FledgedObject): string {
-  return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+function compare(a: string | undefined, b: string | undefined): number {
+  const x = a ?? '';
+  const y = b ?? '';
+  return x < y ? -1 : x > y ? 1 : 0;
 }

@@ -239,6 +239,13 @@ describe('prewarm CLI', () => {
     [['pin', 'DIR', '--plain-http', 'not a host'], '--plain-http "not a host" is not a registry host[:port]'],
     [['pin', 'DIR', '--plain-http', 'ok:5000', '--plain-http', 'x:port'], '--plain-http "x:port" is not a registry host[:port]'],
     [['pin', 'DIR', '--docker-config', ''], '--docker-config "" is empty: name a path'],
+    [['synth', ''], 'path "" is empty: name a path'],
+    [['synth', 'DIR', '', '--stdout'], 'path "" is empty: name a path'],
+    [['validate', ''], 'path "" is empty: name a path'],
+    [['specs', ''], 'path "" is empty: name a path'],
+    [['migrate', ''], 'path "" is empty: name a path'],
+    [['synth', '-'], '"-" (standard input) is not supported: name spec files or folders'],
+    [['validate', 'DIR', '-'], '"-" (standard input) is not supported: name spec files or folders'],
   ])('validates option values like spec values: %j exits 2 and writes nothing', async (argv, message) => {
     const dir = await specDir({ 'a.yaml': good });
     const out = join(dir, 'out');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
-import { replaceDirectory } from '../../src/cli/output.js';
+import { checkOutput, replaceDirectory } from '../../src/cli/output.js';
 import { OUTPUT_MARKER } from '../../src/cli/output-marker.js';
 
 const writeOne = (text: string) => async (dir: string) => writeFile(join(dir, 'prewarm-cluster.k8s.yaml'), text);
@@ -97,5 +97,19 @@ describe('replaceDirectory', () => {
       message: `cannot write ${join(root, 'a')}: too many symbolic links encountered (ELOOP)`,
     });
     await rm(root, { recursive: true });
+  });
+});
+
+describe('checkOutput', () => {
+  it('escapes the names of foreign files it refuses, so none puts an escape sequence on the terminal', async () => {
+    const out = join(await workdir(), 'dist');
+    await mkdir(out);
+    await writeFile(join(out, '\u001b[2J\u001b]0;owned\u0007.yaml'), 'x');
+    const err = await checkOutput(out).catch((e: unknown) => e);
+    expect(err).toMatchObject({ exitCode: ExitCode.InvalidInput });
+    const message = (err as Error).message;
+    expect(message).toContain('it holds \\x1b[2J\\x1b]0;owned\\x07.yaml, which prewarm did not write');
+    // eslint-disable-next-line no-control-regex -- the point: no raw control character in the message
+    expect(message).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
   });
 });

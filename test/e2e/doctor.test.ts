@@ -186,14 +186,19 @@ describe('prewarm doctor on real kubelets', () => {
     );
     const r = doctor(kubeconfig, ['-o', 'json']);
     const rep = report(r);
-    expect(r.code, `${r.stderr}\n${r.stdout}`).toBe(0);
+    // No error, but checks that could not run are never a pass: exit 3, and stderr says so.
+    expect(r.code, `${r.stderr}\n${r.stdout}`).toBe(3);
+    expect(r.stderr).toMatch(/^prewarm: doctor could not run \d+ checks; the others found no error\n$/);
     expect(rep.errors).toBe(0);
+    expect(rep.unchecked).toBe(rep.findings.filter((f) => f.level === 'unknown').length);
     const configz = one(rep, `node ${SERIAL}`, 'kubelet-config');
     expect(configz.level).toBe('unknown');
-    expect(configz.message).toMatch(/^not allowed to read the kubelet configuration \(\/configz\) \(403: .*nodes\/proxy.*\); skipped$/);
+    expect(configz.message).toMatch(
+      /^not allowed to read the kubelet configuration \(\/configz\) \(HTTP 403: .*nodes\/proxy.*\); skipped$/,
+    );
     expect(one(rep, `pool ${NS}/${POOL}`, 'pull-secret')).toMatchObject({ level: 'unknown' });
     expect(one(rep, `pool ${NS}/${POOL}`, 'pull-secret').message).toMatch(
-      /^not allowed to read secret e2e-doctor\/doctor-absent-secret \(403: /,
+      /^not allowed to read secret e2e-doctor\/doctor-absent-secret \(HTTP 403: /,
     );
     expect(rep.findings.filter((f) => f.check === 'admission-policy').map((f) => f.level)).toEqual(['unknown', 'unknown']);
     // What it may read is still checked.

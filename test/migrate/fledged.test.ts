@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { InPlaceError, migrateObjects, migrateText } from '../../src/migrate/fledged.js';
+import { InPlaceError, migrateObjects, migrateText, readClusterObjects } from '../../src/migrate/fledged.js';
+import { formatDiagnostic } from '../../src/imagecache/errors.js';
 import { buildBundle } from '../../src/imagecache/bundle.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 
@@ -314,4 +315,40 @@ describe('migrateObjects', () => {
     });
     expect(JSON.parse(out)).toEqual(['s', 't', 'z']);
   }, 60_000);
+});
+
+describe('readClusterObjects', () => {
+  const cache = (namespace: string, name: string, spec: unknown = { cacheSpec: [{ images: ['redis:7'] }] }) => ({
+    apiVersion: 'kubefledged.io/v1alpha2',
+    kind: 'ImageCache',
+    metadata: { name, namespace, uid: 'u', resourceVersion: '7', managedFields: [{ manager: 'kubectl' }] },
+    spec,
+    status: { status: 'Succeeded' },
+  });
+  const messages = (items: unknown) => readClusterObjects(items).diagnostics.map(formatDiagnostic);
+
+  it('names whose construct ids would collide (team--a/c and team/a--c) both convert', () => {
+    const read = readClusterObjects([cache('team--a', 'c'), cache('team', 'a--c')]);
+    expect(read.diagnostics).toEqual([]);
+    const docs = migrateObjects(read.objects)
+      .split(/^---$/m)
+      .map((d) => parse(d));
+    expect(docs.map((d) => `${d.metadata.namespace}/${d.metadata.name}`)).toEqual(['team/a--c', 'team--a/c']);
+  });
+
+  it('null items, a cacheSpec that is not a list and bad entries are errors naming the object and the field', () => {
+    expect(messages([cache('ns', 'ok'), null, 3])).toEqual([
+      'cluster ImageCache list: error: items[1]: must be an ImageCache, got null',
+      'cluster ImageCache list: error: items[2]: must be an ImageCache, got number',
+    ]);
+    expect(messages([cache('ns', 'd', { cacheSpec: { images: ['a'] } })])).toEqual([
+      'cluster ImageCache ns/d: error: spec.cacheSpec: must be a list, got a mapping',
+    ]);
+    expect(messages([cache('ns', 'e', { cacheSpec: [null, { images: [null] }] })])).toEqual([
+      'cluster ImageCache ns/e: error: spec.cacheSpec[0]: must be a mapping, got null',
+      'cluster ImageCache ns/e: error: spec.cacheSpec[1].images[0]: must be a string, got null',
+    ]);
+    expect(messages({ not: 'a list' })).toEqual(['cluster ImageCache list: error: items: must be a list']);
+    expect(readClusterObjects([null]).objects).toEqual([]);
+  });
 });

@@ -151,7 +151,7 @@ describe('status --watch', () => {
     let out = '';
     const result = await watch(
       { read: () => Promise.resolve(reads.shift() ?? warm) },
-      { output: 'table', interval: 0.01 },
+      { output: 'table', intervalMs: 10 },
       undefined,
       { stdout: (t) => (out += t), stderr: () => undefined },
       false,
@@ -165,12 +165,26 @@ describe('status --watch', () => {
     let out = '';
     const result = await watch(
       { read: () => Promise.resolve(cold) },
-      { output: 'table', interval: 0.01 },
+      { output: 'table', intervalMs: 10 },
       50,
       { stdout: (t) => (out += t), stderr: () => undefined },
       true,
     );
     expect(result.allWarm).toBe(false);
     expect(out.startsWith('\u001b[H\u001b[2J')).toBe(true);
+  });
+
+  it('never sleeps past the timeout: an interval longer than the timeout ends at the timeout', async () => {
+    let reads = 0;
+    const started = Date.now();
+    await watch(
+      { read: () => Promise.resolve((reads++, cold)) },
+      { output: 'table', intervalMs: 60_000 },
+      50,
+      { stdout: () => undefined, stderr: () => undefined },
+      false,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(reads).toBe(2);
   });
 });

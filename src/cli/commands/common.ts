@@ -1,7 +1,7 @@
 /** Options shared by the commands, and the checks that hold option values to the rules of spec values. */
 import type { Argv } from 'yargs';
-import { formatDuration, parseDuration } from '../../imagecache/duration.js';
 import { checkDns1123Label } from '../../imagecache/k8s-validation.js';
+import { DURATION_FORM, isDurationForm, outsideRange, parseDuration, type DurationRange } from '../../imagecache/duration.js';
 import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
 import { parseImageRef } from '../../imagecache/reference.js';
 import { UsageError } from '../exit-codes.js';
@@ -27,28 +27,53 @@ export const isRegistry: OptionCheck = (value) => {
   return parsed.ok && parsed.ref.domain === value ? undefined : 'is not a registry host[:port], e.g. localhost:5000';
 };
 
+/**
+ * Whole seconds of a duration option, written as the specs write durations (`90s`, `15m`,
+ * `1h30m`) and held to `range`, or why not. Every duration option goes through here: a value
+ * such as `abc`, `1e12`, `Infinity` or `0` would otherwise turn a wait into a busy loop or
+ * into forever.
+ */
+export function durationSeconds(value: string, range: DurationRange): { seconds: number } | { error: string } {
+  if (!isDurationForm(value)) return { error: `is not a duration: ${DURATION_FORM}` };
+  const parsed = parseDuration(value);
+  // Written as a duration, but past what a number holds exactly: too large for any range.
+  const seconds = 'error' in parsed ? Infinity : parsed.seconds;
+  const outside = outsideRange(seconds, range);
+  return outside === undefined ? { seconds } : { error: outside };
+}
+
+/** A duration option within `range`: see {@link durationSeconds}. */
+export const isDuration =
+  (range: DurationRange): OptionCheck =>
+  (value) => {
+    const seconds = durationSeconds(value, range);
+    return 'error' in seconds ? seconds.error : undefined;
+  };
+
+/**
+ * The seconds of an option that {@link checkOptions} has held to {@link isDuration}; throws the
+ * same usage error for a value that did not go through it.
+ */
+export function optionSeconds(name: string, value: string, range: DurationRange): number {
+  const seconds = durationSeconds(value, range);
+  if ('error' in seconds) throw new UsageError(optionError(name, value, seconds.error));
+  return seconds.seconds;
+}
+
+/** Positional arguments that {@link checkOptions} checks, and how a message names one of their values. */
+const POSITIONALS: Readonly<Record<string, string>> = { paths: 'path' };
+
+/** The usage error of a bad option value: `--name "value" why` (`path "value" why` for a positional). */
+function optionError(name: string, value: string, why: string): string {
+  return `${POSITIONALS[name] ?? `--${name}`} ${JSON.stringify(value)} ${why}`;
+}
+
 /** A path: anything but the empty string, which would silently mean the current folder. */
 export const isPath: OptionCheck = (value) => (value === '' ? 'is empty: name a path' : undefined);
 
-/**
- * A duration written as specs write them (`90s`, `15m`, `1h30m`), from `min` to `max` seconds:
- * a bound keeps a typo such as `15` or `99999h` from meaning "never" or "at once".
- */
-export function isDuration(min: number, max: number): OptionCheck {
-  return (value) => {
-    const parsed = parseDuration(value);
-    if ('error' in parsed) return `is not a duration: use whole numbers with h, m or s, e.g. 90s, 10m, 1h30m`;
-    return parsed.seconds < min || parsed.seconds > max
-      ? `is out of range: from ${formatDuration(min)} to ${formatDuration(max)}`
-      : undefined;
-  };
-}
-
-/** Milliseconds of a duration that {@link isDuration} accepted. */
+/** Milliseconds of a `--request-timeout` that {@link isDuration} accepted. */
 export function durationMs(value: string): number {
-  const parsed = parseDuration(value);
-  if ('error' in parsed) throw new UsageError(parsed.error);
-  return parsed.seconds * 1000;
+  return optionSeconds('request-timeout', value, REQUEST_TIMEOUT) * 1000;
 }
 
 /** The bounds of `--request-timeout`: each request to an apiserver or registry ends within it. */
@@ -62,7 +87,7 @@ export function requestTimeoutOption<T>(y: Argv<T>) {
       default: REQUEST_TIMEOUT.default,
       describe: 'How long one request to the server may take in all, from connecting to the last byte, e.g. 10s or 2m (1s to 1h)',
     }),
-    { 'request-timeout': isDuration(REQUEST_TIMEOUT.min, REQUEST_TIMEOUT.max) },
+    { 'request-timeout': isDuration(REQUEST_TIMEOUT) },
   );
 }
 
@@ -81,7 +106,7 @@ export function checkOptions<T>(y: Argv<T>, checks: Readonly<Record<string, Opti
       for (const v of [value].flat() as (string | number | boolean)[]) {
         const text = String(v);
         const why = check(text);
-        if (why !== undefined) throw new UsageError(`--${name} ${JSON.stringify(text)} ${why}`);
+        if (why !== undefined) throw new UsageError(optionError(name, text, why));
       }
     }
     return true;
@@ -103,5 +128,5 @@ export function specOptions(y: Argv) {
       default: DEFAULT_NAMESPACE,
       describe: 'Namespace for ImageCaches that name none',
     });
-  return checkOptions(options, { namespace: isNamespace });
+  return checkOptions(options, { namespace: isNamespace, paths: isPath }, ['paths']);
 }

@@ -1,7 +1,12 @@
 /**
  * `prewarm doctor`: checks what prewarm depends on, per cluster and per node, with the user's
  * kubeconfig. The checks are pure (src/doctor/checks.ts); this file only reads the cluster, one
- * read per object kind, and every read that is refused becomes a finding instead of a failure.
+ * read per object kind, and every read that is refused or fails becomes a finding of its own
+ * instead of ending the run.
+ *
+ * Exit codes: 0 when every check ran and none found an error; 3 when one found an error or some
+ * could not run (doctor vouches only for what it checked); 70 when none could run (the cluster
+ * cannot be reached, or answers no read).
  */
 import type { Argv } from 'yargs';
 import {
@@ -14,9 +19,10 @@ import {
   type KubeletConfig,
   type Read,
 } from '../../doctor/checks.js';
+import { plural } from '../../imagecache/errors.js';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { ACCESS_NAMES } from '../../synth/access.js';
-import { plural } from '../../imagecache/errors.js';
+import { apiFailure } from '../api-failure.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
@@ -61,9 +67,23 @@ export function doctorCommand(
     handler: async (args: DoctorArgs) => {
       const report = diagnose(await (await source(args.context, durationMs(args.requestTimeout))).read());
       io.stdout(renderDoctor(report, args.output));
-      if (report.errors > 0) throw new CliError(`doctor found ${plural(report.errors, 'error')}`, ExitCode.NotReady);
+      const outcome = outcomeOf(report);
+      if (outcome !== undefined) throw outcome;
     },
   };
+}
+
+/** How a run ends when it does not end well: see the exit codes above. */
+export function outcomeOf(report: DoctorReport): CliError | undefined {
+  const unchecked = plural(report.unchecked, 'check');
+  if (report.findings.length > 0 && report.unchecked === report.findings.length)
+    return new CliError(`doctor could not run any check (${unchecked}): see why in each finding`, ExitCode.Internal);
+  if (report.errors > 0) {
+    const also = report.unchecked > 0 ? `; ${unchecked} could not run` : '';
+    return new CliError(`doctor found ${plural(report.errors, 'error')}${also}`, ExitCode.NotReady);
+  }
+  if (report.unchecked > 0) return new CliError(`doctor could not run ${unchecked}; the others found no error`, ExitCode.NotReady);
+  return undefined;
 }
 
 /** Renders in the chosen format; JSON carries every finding. */
@@ -72,31 +92,16 @@ export function renderDoctor(report: DoctorReport, format: DoctorFormat): string
 }
 
 /**
- * A failed call as a {@link Read}: client-node's ApiException carries the HTTP status in `code`.
- * Anything without a status (DNS, refused connection, TLS) is not a finding but a cluster that
- * cannot be reached, and is rethrown.
+ * A failed call as a {@link Read}: 404 is `missing`, 401/403 `denied` (the user's permission),
+ * anything else `failed`, with one escaped and bounded line (see api-failure.ts). A call that got
+ * no usable answer (a cut or malformed body, a reset connection) fails too: it is that read's
+ * finding, never the whole run's.
  */
 export function readFailure(err: unknown): Exclude<Read<never>, { kind: 'ok' }> {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'number') throw err;
-  if (code === 404) return { kind: 'missing' };
-  const reason = statusMessage((err as { body?: unknown }).body);
-  if (code === 401 || code === 403) return { kind: 'denied', message: `${code}${reason === undefined ? '' : `: ${reason}`}` };
-  return { kind: 'failed', message: `HTTP ${code}${reason === undefined ? '' : `: ${reason}`}` };
-}
-
-/** The `message` of a Kubernetes Status body, handed over parsed or as text. */
-function statusMessage(body: unknown): string | undefined {
-  let status = body;
-  if (typeof body === 'string') {
-    try {
-      status = JSON.parse(body);
-    } catch {
-      return undefined;
-    }
-  }
-  const message = (status as { message?: unknown } | null)?.message;
-  return typeof message === 'string' ? message : undefined;
+  const failure = apiFailure(err);
+  if (failure.code === 404) return { kind: 'missing' };
+  if (failure.code === 401 || failure.code === 403) return { kind: 'denied', message: failure.message };
+  return { kind: 'failed', message: failure.message };
 }
 
 /** Runs `call` and wraps its answer or its failure. */
@@ -104,6 +109,20 @@ export async function attempt<T>(call: () => Promise<T>): Promise<Read<T>> {
   try {
     return { kind: 'ok', value: await call() };
   } catch (err) {
+    return readFailure(err);
+  }
+}
+
+/**
+ * The first read, which tells a cluster that answers from one that cannot be reached: without an
+ * HTTP answer there (refused, DNS, TLS) nothing else is tried, and the run ends with exit 70.
+ */
+export async function firstRead<T>(call: () => Promise<T>): Promise<Read<T>> {
+  try {
+    return { kind: 'ok', value: await call() };
+  } catch (err) {
+    const failure = apiFailure(err);
+    if (failure.code === undefined) throw new CliError(`cannot reach the cluster: ${failure.message}`, ExitCode.Internal);
     return readFailure(err);
   }
 }
@@ -157,7 +176,7 @@ async function clusterSource(context: string | undefined, requestTimeoutMs: numb
 
   async function readCluster(): Promise<DoctorInput> {
     const now = Date.now();
-    const observedVersion = await attempt(() => version.getCode());
+    const observedVersion = await firstRead(() => version.getCode());
     const [policy, policyBinding, daemonSets, pods, nodes] = await Promise.all([
       attempt(() => admission.readValidatingAdmissionPolicy({ name: ACCESS_NAMES.policy })),
       attempt(() => admission.readValidatingAdmissionPolicyBinding({ name: ACCESS_NAMES.policy })),

@@ -1,16 +1,17 @@
 /** `prewarm migrate`: kube-fledged ImageCaches → prewarm.dev files that place images the same way. */
 import type { Argv } from 'yargs';
-import { InPlaceError, migrateObjects, migrateText, type FledgedObject, type MigratedText } from '../../migrate/fledged.js';
+import { InPlaceError, migrateObjects, migrateText, readClusterObjects, type MigratedText } from '../../migrate/fledged.js';
 import { buildBundle } from '../../imagecache/bundle.js';
-import { formatDiagnostic } from '../../imagecache/errors.js';
+import { formatDiagnostics, plural } from '../../imagecache/errors.js';
 import { readSources } from '../../imagecache/load.js';
 import type { Diagnostic } from '../../imagecache/errors.js';
 import { parseFiles, type SourceFile } from '../../imagecache/parse.js';
+import { apiFailure } from '../api-failure.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
 import { readEditable, writeAll, type EditableFile } from '../rewrite.js';
-import { durationMs, requestTimeoutOption } from './common.js';
+import { checkOptions, durationMs, isPath, requestTimeoutOption } from './common.js';
 
 interface MigrateArgs {
   readonly paths?: readonly string[] | undefined;
@@ -26,8 +27,13 @@ export function migrateCommand(io: Io) {
     command: 'migrate [paths..]',
     describe: 'Convert kube-fledged ImageCaches (files, or --from-cluster) into prewarm.dev ImageCaches',
     builder: (y: Argv) =>
-      requestTimeoutOption(y)
-        .positional('paths', { type: 'string', array: true, describe: 'kube-fledged spec files or folders' })
+      requestTimeoutOption(
+        checkOptions(
+          y.positional('paths', { type: 'string', array: true, describe: 'kube-fledged spec files or folders' }),
+          { paths: isPath },
+          ['paths'],
+        ),
+      )
         .option('from-cluster', { type: 'boolean', describe: 'Read kubefledged.io/v1alpha2 ImageCaches from the cluster instead' })
         .option('context', { type: 'string', describe: 'kubeconfig context for --from-cluster' })
         .option('write', { type: 'boolean', describe: 'Rewrite the files in place, keeping comments, instead of printing' })
@@ -90,8 +96,7 @@ function checkSamePlacement(before: readonly SourceFile[], after: readonly Sourc
   const placement = (files: readonly SourceFile[]) => {
     const parsed = parseFiles(files);
     const errors = parsed.diagnostics.filter((d) => d.severity === 'error');
-    if (errors.length > 0)
-      throw new CliError(`converted output is invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.Internal);
+    if (errors.length > 0) throw new CliError(`converted output is invalid:\n${formatDiagnostics(errors).join('\n')}`, ExitCode.Internal);
     return JSON.stringify(
       buildBundle(parsed.caches).bundle.pools.map((p) => [p.key, p.images.map((i) => i.canonical), p.imagePullSecrets]),
     );
@@ -103,26 +108,32 @@ function checkSamePlacement(before: readonly SourceFile[], after: readonly Sourc
 async function fromCluster(context: string | undefined, requestTimeoutMs: number): Promise<string> {
   const client = await kubeClient({ context, requestTimeoutMs });
   const api = client.api(client.k8s.CustomObjectsApi);
-  let list: { items?: FledgedObject[] };
+  let list: unknown;
   try {
-    list = (await api.listClusterCustomObject({ group: 'kubefledged.io', version: 'v1alpha2', plural: 'imagecaches' })) as {
-      items?: FledgedObject[];
-    };
+    list = await api.listClusterCustomObject({ group: 'kubefledged.io', version: 'v1alpha2', plural: 'imagecaches' });
   } catch (err) {
-    throw new CliError(`cannot list kubefledged.io/v1alpha2 imagecaches: ${(err as Error).message}`, ExitCode.Internal);
+    throw new CliError(`cannot list kubefledged.io/v1alpha2 imagecaches: ${apiFailure(err).message}`, ExitCode.Internal);
   }
-  const items = list.items ?? [];
-  if (items.length === 0) throw new CliError('the cluster has no kubefledged.io/v1alpha2 ImageCache', ExitCode.InvalidInput);
-  const yaml = migrateObjects(items);
-  const parsed = parseFiles([{ path: '<cluster>', text: yaml }]);
-  const errors = parsed.diagnostics.filter((d) => d.severity === 'error');
-  if (errors.length > 0)
-    throw new CliError(`cluster ImageCaches are invalid:\n${errors.map(formatDiagnostic).join('\n')}`, ExitCode.InvalidInput);
+  const read = readClusterObjects((list as { items?: unknown } | null)?.items);
+  invalidClusterObjects(read.diagnostics);
+  if (read.objects.length === 0) throw new CliError('the cluster has no kubefledged.io/v1alpha2 ImageCache', ExitCode.InvalidInput);
+  const yaml = migrateObjects(read.objects);
+  invalidClusterObjects(parseFiles([{ path: '<converted>', text: yaml }]).diagnostics.filter((d) => d.severity === 'error'));
   return yaml;
 }
 
+/** Ends the run (exit 1) when the cluster's ImageCaches cannot be converted: every error, capped as validate caps them. */
+function invalidClusterObjects(errors: readonly Diagnostic[]): void {
+  if (errors.length === 0) return;
+  throw new CliError(
+    `${plural(errors.length, 'error')} in the cluster's ImageCaches; nothing was converted:\n${formatDiagnostics(errors).join('\n')}`,
+    ExitCode.InvalidInput,
+  );
+}
+
+/** Prints the diagnostics, at most as many as validate shows, and ends the run on an error. */
 function report(diagnostics: readonly Diagnostic[], io: Io): void {
-  for (const d of diagnostics) io.stderr(`${formatDiagnostic(d)}\n`);
+  for (const line of formatDiagnostics(diagnostics)) io.stderr(`${line}\n`);
   const errors = diagnostics.filter((d) => d.severity === 'error').length;
-  if (errors > 0) throw new CliError(`${errors} error${errors === 1 ? '' : 's'} found; nothing was converted`, ExitCode.InvalidInput);
+  if (errors > 0) throw new CliError(`${plural(errors, 'error')} found; nothing was converted`, ExitCode.InvalidInput);
 }

@@ -5,6 +5,7 @@ import { readSources } from '../../imagecache/load.js';
 import { imageCacheFiles } from '../../imagecache/parse.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
+import { checkOptions, isPath } from './common.js';
 
 /** The longest file name printed; longer ones are cut and marked, as in messages. */
 const MAX_LISTED_CHARS = 1000;
@@ -15,14 +16,16 @@ export function specsCommand(io: Io) {
     command: 'specs <paths..>',
     describe: 'List the files that hold an ImageCache, one per line, as synth reads them (nothing is validated)',
     builder: (y: Argv) =>
-      y
-        .positional('paths', {
+      checkOptions(
+        y.positional('paths', {
           type: 'string',
           array: true,
           demandOption: true,
           describe: 'Spec files or folders (searched for *.yaml, *.yml)',
-        })
-        .example('$0 specs .', 'what `prewarm synth .` would read'),
+        }),
+        { paths: isPath },
+        ['paths'],
+      ).example('$0 specs .', 'what `prewarm synth .` would read'),
     handler: async (args: { readonly paths: readonly string[] }) => {
       const diagnostics: Diagnostic[] = [];
       const files = imageCacheFiles(await readSources(args.paths, diagnostics));

@@ -4,22 +4,22 @@
  */
 import type { Argv } from 'yargs';
 import { stringify } from 'yaml';
-import { parseDuration } from '../../imagecache/duration.js';
 import { buildReport, renderTable, type StatusFormat, type StatusReport } from '../../status/report.js';
 import { buildTimeline, type Timeline, type TimelineEvent } from '../../status/timeline.js';
 import { renderTimelineSvg, renderTimelineText } from '../../status/timeline-render.js';
 import { EVENTS_NAMESPACE, LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
+import { apiFailure } from '../api-failure.js';
 import { kubeClient, type KubeClientOptions } from '../kube.js';
-import { checkOptions, durationMs, isNamespace, requestTimeoutOption } from './common.js';
+import { checkOptions, durationMs, isDuration, isNamespace, optionSeconds, requestTimeoutOption } from './common.js';
 
 interface StatusArgs {
   readonly output: StatusFormat | 'svg';
   readonly node?: string | undefined;
   readonly watch?: boolean | undefined;
   readonly timeout?: string | undefined;
-  readonly interval: number;
+  readonly interval: string;
   readonly context?: string | undefined;
   readonly namespace?: string | undefined;
   readonly requestTimeout: string;
@@ -30,6 +30,11 @@ export interface StatusSource {
   read(): Promise<StatusReport>;
 }
 
+/** `--interval`: at least a second between reads, so a watch never floods the apiserver. */
+export const INTERVAL_RANGE = { min: 1, max: 3600 } as const;
+/** `--timeout`: a watch that gives up within a day at the latest. */
+export const TIMEOUT_RANGE = { min: 1, max: 86_400 } as const;
+
 /** The default of `--output`, typed so yargs infers the choices and not a plain string. */
 const DEFAULT_FORMAT: StatusFormat = 'table';
 
@@ -39,7 +44,9 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
     command: 'status',
     describe: 'Show desired and warm nodes per pool, and failing images per node; exit 3 unless all are warm',
     builder: (y: Argv) =>
-      requestTimeoutOption(checkOptions(y, { namespace: isNamespace }))
+      requestTimeoutOption(
+        checkOptions(y, { namespace: isNamespace, timeout: isDuration(TIMEOUT_RANGE), interval: isDuration(INTERVAL_RANGE) }),
+      )
         .option('output', {
           alias: 'o',
           choices: ['table', 'wide', 'json', 'yaml', 'svg'] as const,
@@ -50,9 +57,9 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
         .option('watch', { alias: 'w', type: 'boolean', describe: 'Keep watching until every node is warm (or --timeout)' })
         .option('timeout', {
           type: 'string',
-          describe: 'With --watch: give up after this long in all, requests included, e.g. 15m or 1h30m',
+          describe: 'With --watch: give up after this long in all, requests included, e.g. 15m or 1h30m (1s to 24h)',
         })
-        .option('interval', { type: 'number', default: 2, describe: 'With --watch: seconds between reads' })
+        .option('interval', { type: 'string', default: '2s', describe: 'With --watch: time between reads, e.g. 5s or 1m (1s to 1h)' })
         .option('context', { type: 'string', describe: 'kubeconfig context' })
         .option('namespace', { alias: 'n', type: 'string', describe: 'Only pools in this namespace' })
         .example('$0 status -o wide', 'every node of every pool')
@@ -66,7 +73,8 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
         return;
       }
       if (args.output === 'svg') throw new UsageError('-o svg draws one node: use it with --node');
-      const timeoutMs = args.timeout === undefined ? undefined : parseTimeout(args.timeout);
+      const timeoutMs = args.timeout === undefined ? undefined : optionSeconds('timeout', args.timeout, TIMEOUT_RANGE) * 1000;
+      const intervalMs = optionSeconds('interval', args.interval, INTERVAL_RANGE) * 1000;
       // --timeout bounds the whole watch: it also ends the requests in flight when it passes.
       const deadline = timeoutMs === undefined || args.watch !== true ? undefined : new AbortController();
       const timer = deadline === undefined ? undefined : setTimeout(() => deadline.abort(), timeoutMs);
@@ -77,7 +85,10 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
           requestTimeoutMs: durationMs(args.requestTimeout),
           signal: deadline?.signal,
         });
-        const report = args.watch === true ? await watch(source, args, timeoutMs, io, isTty(), deadline?.signal) : await source.read();
+        const report =
+          args.watch === true
+            ? await watch(source, { output: args.output, intervalMs }, timeoutMs, io, isTty(), deadline?.signal)
+            : await source.read();
         if (args.watch !== true) io.stdout(render(report, args.output));
         if (!report.allWarm) throw new CliError('not every node is warm', ExitCode.NotReady);
       } finally {
@@ -85,13 +96,6 @@ export function statusCommand(io: Io, isTty: () => boolean = () => process.stdou
       }
     },
   };
-}
-
-/** `--timeout` in milliseconds, written as the specs write durations (`90s`, `15m`, `1h30m`). */
-export function parseTimeout(text: string): number {
-  const parsed = parseDuration(text);
-  if ('error' in parsed) throw new UsageError(`--timeout: ${parsed.error}`);
-  return parsed.seconds * 1000;
 }
 
 /** Renders a node's timeline: text bars fitted to the terminal, JSON, YAML or an SVG waterfall. */
@@ -147,7 +151,7 @@ async function readTimeline(
   } catch (err) {
     const code = (err as { code?: number }).code;
     if (code === 404) throw new CliError(`node ${node} not found`, ExitCode.NotReady);
-    throw new CliError(`cannot read the cluster: ${(err as Error).message}`, ExitCode.Internal);
+    throw new CliError(`cannot read the cluster: ${apiFailure(err).message}`, ExitCode.Internal);
   }
 }
 
@@ -167,14 +171,14 @@ export function render(report: StatusReport, format: StatusFormat | 'svg'): stri
 }
 
 /**
- * Re-reads every `interval` seconds until all is warm or the timeout passes. On a TTY the screen
+ * Re-reads every `intervalMs` until all is warm or the timeout passes, never sleeping past it. On a TTY the screen
  * is redrawn in place; otherwise a new report is printed only when it changed, so logs stay short.
  * `deadline` aborts when the timeout passes: a read it cuts short ends the watch with the last
  * report, or, when the cluster never answered, with an error.
  */
 export async function watch(
   source: StatusSource,
-  args: Pick<StatusArgs, 'output' | 'interval'>,
+  args: { readonly output: StatusArgs['output']; readonly intervalMs: number },
   timeoutMs: number | undefined,
   io: Io,
   tty: boolean,
@@ -199,9 +203,9 @@ export async function watch(
       last = text;
     }
     if (report.allWarm) return report;
-    const left = timeoutMs === undefined ? Infinity : timeoutMs - (Date.now() - started);
+    const left = timeoutMs === undefined ? Infinity : started + timeoutMs - Date.now();
     if (left <= 0) return report;
-    await new Promise((r) => setTimeout(r, Math.min(left, Math.max(0.1, args.interval) * 1000)));
+    await new Promise((r) => setTimeout(r, Math.min(args.intervalMs, left)));
   }
 }
 
@@ -226,7 +230,7 @@ async function clusterSource(o: KubeClientOptions & { readonly namespace?: strin
         ]);
         return buildReport(daemonSets.items, pods.items, nodes.items);
       } catch (err) {
-        throw new CliError(`cannot read the cluster: ${(err as Error).message}`, ExitCode.Internal);
+        throw new CliError(`cannot read the cluster: ${apiFailure(err).message}`, ExitCode.Internal);
       }
     },
   };

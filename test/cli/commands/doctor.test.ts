@@ -1,8 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ApiException } from '@kubernetes/client-node';
-import { attempt, doctorCommand, kubeletConfigOf, readFailure, type DoctorSource } from '../../../src/cli/commands/doctor.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { attempt, doctorCommand, firstRead, kubeletConfigOf, readFailure, type DoctorSource } from '../../../src/cli/commands/doctor.js';
 import { CliError, ExitCode } from '../../../src/cli/exit-codes.js';
 import type { DoctorInput, DoctorReport } from '../../../src/doctor/checks.js';
+import { startHostileServer, type HostileServer } from '../../../harness/hostile-server.js';
+import { startScriptedApiserver, withKubeconfig, type ScriptedApiserver } from '../../../harness/scripted-apiserver.js';
+import { cli } from '../../helpers.js';
 
 function capture() {
   const out: string[] = [];
@@ -53,20 +58,31 @@ describe('doctor command', () => {
 });
 
 describe('reading the cluster', () => {
-  it('classifies client-node failures by HTTP status', () => {
+  it('classifies client-node failures by HTTP status, in one escaped and bounded line', () => {
     const body = { kind: 'Status', message: 'nodes "n1" is forbidden: User "dev" cannot get resource "nodes/proxy"' };
     expect(readFailure(new ApiException(403, 'Forbidden', body, {}))).toEqual({
       kind: 'denied',
-      message: '403: nodes "n1" is forbidden: User "dev" cannot get resource "nodes/proxy"',
+      message: 'HTTP 403: nodes "n1" is forbidden: User "dev" cannot get resource "nodes/proxy"',
     });
     expect(readFailure(new ApiException(404, 'Not Found', {}, {}))).toEqual({ kind: 'missing' });
-    expect(readFailure(new ApiException(502, 'x', 'error trying to reach service', {}))).toEqual({ kind: 'failed', message: 'HTTP 502' });
+    expect(readFailure(new ApiException(502, 'x', 'error trying to reach service', {}))).toEqual({
+      kind: 'failed',
+      message: 'HTTP 502, with an answer that is not a Kubernetes Status (29 chars, not shown)',
+    });
+    const hostile = readFailure(new ApiException(500, 'x', { message: `\u001b[2J${'m'.repeat(5000)}` }, {}));
+    expect(hostile).toMatchObject({ kind: 'failed' });
+    expect((hostile as { message: string }).message).toMatch(/^HTTP 500: \\x1b\[2Jm+… \(5004 chars\)$/);
   });
 
-  it('rethrows a failure without a status: the cluster cannot be reached, which is not a finding', async () => {
-    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
-    await expect(attempt(() => Promise.reject(refused))).rejects.toBe(refused);
+  it("a read that got no answer is that read's failure; only the first read tells an unreachable cluster (exit 70)", async () => {
+    const cut = new SyntaxError('Unexpected end of JSON input');
+    expect(await attempt(() => Promise.reject(cut))).toEqual({ kind: 'failed', message: 'Unexpected end of JSON input' });
     expect(await attempt(() => Promise.resolve(3))).toEqual({ kind: 'ok', value: 3 });
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+    const err = await firstRead(() => Promise.reject(refused)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CliError);
+    expect(err).toMatchObject({ exitCode: ExitCode.Internal, message: 'cannot reach the cluster: connect ECONNREFUSED 127.0.0.1:6443' });
+    expect(await firstRead(() => Promise.reject(new ApiException(500, 'x', {}, {})))).toEqual({ kind: 'failed', message: 'HTTP 500' });
   });
 
   it('takes kubeletconfig out of a /configz answer, parsed or as text', () => {
@@ -76,5 +92,73 @@ describe('reading the cluster', () => {
     expect(kubeletConfigOf({ kind: 'ok', value: '<html>' })).toEqual({ kind: 'failed', message: 'the answer is not JSON' });
     expect(kubeletConfigOf({ kind: 'ok', value: {} })).toEqual({ kind: 'failed', message: 'the answer holds no kubeletconfig' });
     expect(kubeletConfigOf({ kind: 'missing' })).toEqual({ kind: 'missing' });
+  });
+});
+
+describe('doctor against loopback apiservers', () => {
+  const servers: (HostileServer | ScriptedApiserver)[] = [];
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await s.stop();
+  });
+  // eslint-disable-next-line no-control-regex -- the point: no raw control character reaches the terminal
+  const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/;
+
+  it('every call failing with 500: nothing could be checked, so exit 70, with apiserver advice and no RBAC advice', async () => {
+    const server = await startHostileServer({ kind: 'status', status: 500 });
+    servers.push(server);
+    const r = await withKubeconfig(server.url, () => cli('doctor'));
+    expect(r.code, r.stderr).toBe(ExitCode.Internal);
+    expect(r.stderr).toBe('prewarm: doctor could not run any check (5 checks): see why in each finding\n');
+    expect(r.stdout).toContain('\n0 errors, 0 warnings, 5 checks could not run\n');
+    expect(r.stdout).not.toContain('0 errors, 0 warnings\n');
+    expect(r.stdout).toMatch(/^unknown\s+cluster\s+apiserver-version\s+could not read \/version: HTTP 500: \\x1b\[2J/m);
+    expect(r.stdout).toContain('the apiserver failed to answer (not a permission problem)');
+    expect(r.stdout).not.toContain('grant');
+    expect(r.stdout).not.toMatch(RAW);
+    expect(r.stdout.split('\n').every((l) => l.length < 1500)).toBe(true);
+  });
+
+  it('every call refused with 403: RBAC advice, and still not exit 0', async () => {
+    const server = await startHostileServer({ kind: 'status', status: 403 });
+    servers.push(server);
+    const r = await withKubeconfig(server.url, () => cli('doctor', '-o', 'json'));
+    expect(r.code, r.stderr).toBe(ExitCode.Internal);
+    const report = JSON.parse(r.stdout) as DoctorReport;
+    expect(report.unchecked).toBe(report.findings.length);
+    expect(report.findings.find((f) => f.message.startsWith('not allowed to read nodes'))?.fix).toBe('grant list on nodes');
+    expect(r.stdout).not.toMatch(/\\u001b/);
+  });
+
+  it("one node's truncated /configz is that node's row; the others are checked and the run exits 3", async () => {
+    const list = (items: unknown[]) => ({ status: 200, body: { kind: 'List', apiVersion: 'v1', metadata: {}, items } });
+    const kubelet = { kubeletconfig: { serializeImagePulls: false, registerWithTaints: [] } };
+    const server = await startScriptedApiserver((path) => {
+      if (path === '/version') return { status: 200, body: { major: '1', minor: '36', gitVersion: 'v1.36.5' } };
+      if (path.startsWith('/apis/admissionregistration.k8s.io/'))
+        return { status: 200, body: { metadata: { name: 'reconciler.prewarm.dev' } } };
+      if (path.startsWith('/apis/apps/v1/daemonsets') || path.startsWith('/api/v1/pods')) return list([]);
+      if (path === '/api/v1/nodes') return list([{ metadata: { name: 'n1' } }, { metadata: { name: 'n2' } }]);
+      if (path === '/api/v1/nodes/n1/proxy/configz') return { status: 200, body: kubelet };
+      if (path === '/api/v1/nodes/n2/proxy/configz') return { status: 200, body: JSON.stringify(kubelet).slice(0, 20) };
+      return undefined;
+    });
+    servers.push(server);
+    const r = await withKubeconfig(server.url, () => cli('doctor', '-o', 'wide'));
+    expect(r.code, r.stderr).toBe(ExitCode.NotReady);
+    expect(r.stderr).toBe('prewarm: doctor could not run 1 check; the others found no error\n');
+    expect(r.stdout).toMatch(/^unknown\s+node n2\s+kubelet-config\s+could not read the kubelet configuration \(\/configz\): .+; skipped$/m);
+    expect(r.stdout).toMatch(/^ok\s+node n1\s+image-gc\s+/m);
+    expect(r.stdout).toContain('node n2 kubelet-config: the kubelet did not answer through the node proxy');
+  });
+
+  it('a cluster that cannot be reached: one line, exit 70', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const r = await withKubeconfig(`http://127.0.0.1:${port}`, () => cli('doctor'));
+    expect(r.code).toBe(ExitCode.Internal);
+    expect(r.stderr).toMatch(/^prewarm: (cannot reach the cluster: .+|doctor could not run any check \(5 checks\): see why in each finding)\n$/);
+    expect(r.stdout).toBe('');
   });
 });

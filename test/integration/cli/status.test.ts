@@ -97,7 +97,7 @@ describe('prewarm status', () => {
   });
 
   it('exits 0 once every node is warm, and --watch returns then', async () => {
-    const watching = status('-n', ns, '--watch', '--interval', '0.2', '--timeout', '60s');
+    const watching = status('-n', ns, '--watch', '--interval', '1s', '--timeout', '60s');
     await sleep(500);
     await core.patchNode(
       { name: 'st-n2', body: { metadata: { labels: { 'prewarm.dev/gpu-it': 'warm' } } } },
