@@ -19,11 +19,12 @@ export interface ApiFailure {
 /**
  * Reads a failure of @kubernetes/client-node: its ApiException carries the HTTP status in
  * `code` and the answer in `body` (parsed when it was JSON, else text); any other error is a call
- * that got no usable answer.
+ * that got no usable answer, as is a code below 100 (the HTTP client's status 0 for a request that
+ * never got a response: refused, reset, timed out).
  */
 export function apiFailure(err: unknown): ApiFailure {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'number') {
+  if (typeof code !== 'number' || code < 100) {
     const message = err instanceof Error ? err.message : String(err);
     return { message: excerpt(message.split('\n')[0] ?? '', MAX_STATUS_CHARS) };
   }

@@ -168,6 +168,7 @@ async function clusterSource(context: string | undefined, requestTimeoutMs: numb
       try {
         return await readCluster();
       } catch (err) {
+        if (err instanceof CliError) throw err;
         // Only a cluster that cannot be reached at all gets here (see readFailure).
         throw new CliError(`cannot read the cluster: ${(err as Error).message}`, ExitCode.Internal);
       }

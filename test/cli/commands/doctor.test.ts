@@ -158,7 +158,7 @@ describe('doctor against loopback apiservers', () => {
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const r = await withKubeconfig(`http://127.0.0.1:${port}`, () => cli('doctor'));
     expect(r.code).toBe(ExitCode.Internal);
-    expect(r.stderr).toMatch(/^prewarm: (cannot reach the cluster: .+|doctor could not run any check \(5 checks\): see why in each finding)\n$/);
+    expect(r.stderr).toMatch(/^prewarm: cannot reach the cluster: .+\n$/);
     expect(r.stdout).toBe('');
   });
 });
