@@ -82,7 +82,11 @@ async function replace(target: string, write: (dir: string) => Promise<void> | v
   const old = previous === undefined ? undefined : sibling(real, 'old');
   // Undone synchronously: a signal handler cannot wait for promises.
   const release = onStop(() => {
-    if (old !== undefined && !exists(real) && exists(old)) renameSync(old, real);
+    // Between the two renames the old output is put back; after them, what is left of it goes.
+    if (old !== undefined && exists(old)) {
+      if (exists(real)) rmSync(old, { recursive: true, force: true });
+      else renameSync(old, real);
+    }
     rmSync(tmp, { recursive: true, force: true });
   });
   try {
@@ -110,10 +114,10 @@ async function replace(target: string, write: (dir: string) => Promise<void> | v
       await rm(tmp, { recursive: true, force: true });
       throw err;
     }
+    if (old !== undefined) await rm(old, { recursive: true, force: true });
   } finally {
     release();
   }
-  if (old !== undefined) await rm(old, { recursive: true, force: true });
 }
 
 /** Undo steps of runs in progress, run when SIGINT or SIGTERM asks the process to stop. */
