@@ -9,6 +9,7 @@
  * - or, written by a prewarm older than the marker, no marker, `prewarm-cluster.k8s.yaml` (every
  *   synth writes it) and nothing but files named that way.
  */
+import { constants } from 'node:fs';
 import { open, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CLUSTER_CHART_ID, namespaceChartId } from '../synth/naming.js';
@@ -92,7 +93,8 @@ function markerFiles(text: string): string[] {
 }
 
 async function readMarker(path: string): Promise<string | undefined> {
-  const file = await open(path, 'r');
+  // The listing said a regular file; never follow a link or block on a FIFO swapped in since.
+  const file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const buffer = Buffer.alloc(MARKER_MAX_BYTES + 1);
     const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);

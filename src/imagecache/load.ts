@@ -226,13 +226,36 @@ function within(path: string, root: string): boolean {
 }
 
 /**
+ * Reads a file the invoker named outside the spec roots, such as a kubeconfig or a docker config,
+ * the way spec files are read (regular files only, never blocking, at most
+ * {@link MAX_SPEC_FILE_BYTES}); links on the way are followed, since the invoker chose the path.
+ * `missing` tells a file that does not exist from one that cannot be read. A problem never
+ * quotes the file's content.
+ */
+export async function readNamedFile(path: string, kind: string): Promise<string | { problem: string; missing: boolean }> {
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    return code === 'ENOENT' ? { problem: 'does not exist', missing: true } : { problem: `cannot read: ${code}`, missing: false };
+  }
+  // After realpath a folder is a folder, not the link to one that the spec walk reports.
+  if ((await stat(real).catch(() => undefined))?.isDirectory() === true) return { problem: 'is a folder, not a file', missing: false };
+  const read = await readRegularFile(real, kind);
+  return typeof read === 'string' ? read : { ...read, missing: false };
+}
+
+/**
  * Reads a regular file without ever blocking: the kind is checked before opening (opening a device
  * can have effects of its own), the file is opened non-blocking and without following a final link,
  * and the kind is checked again on the opened descriptor, which is what is read, so a file swapped
  * in between is caught. A file whose content does not match the size it reports is refused:
- * `/proc` and `/sys` files report sizes that are not their content.
+ * `/proc` and `/sys` files report sizes that are not their content. `real` must not end in a link.
+ * Credential files (kubeconfig, docker config) are read the same way; `kind` names the file in the
+ * size limit's message.
  */
-async function readRegularFile(real: string): Promise<string | { problem: string }> {
+export async function readRegularFile(real: string, kind = 'spec file'): Promise<string | { problem: string }> {
   try {
     const before = await stat(real);
     if (!before.isFile()) return { problem: notRegular(before) };
@@ -241,7 +264,7 @@ async function readRegularFile(real: string): Promise<string | { problem: string
       const info = await handle.stat();
       if (!info.isFile()) return { problem: notRegular(info) };
       if (info.size > MAX_SPEC_FILE_BYTES) {
-        return { problem: `is ${size(info.size)}, over the limit of ${size(MAX_SPEC_FILE_BYTES)} per spec file; not read` };
+        return { problem: `is ${size(info.size)}, over the limit of ${size(MAX_SPEC_FILE_BYTES)} per ${kind}; not read` };
       }
       // One byte more than the size, to notice content beyond it; never more than the limit + 1.
       const buffer = Buffer.alloc(info.size + 1);

@@ -5,11 +5,15 @@
  * credential helpers: `credHelpers` per registry host, then `credsStore` for every other host, run
  * as `docker-credential-<name> get` with the host on stdin. podman's and skopeo's auth.json
  * (`$REGISTRY_AUTH_FILE`) has the same `auths` format and can be passed as `--docker-config`.
+ *
+ * The file holds secrets, and its errors end up in CI logs: they name the file, the line and the
+ * problem, never its content. It is read as spec files are: a regular file (a FIFO or a /proc file
+ * is refused without blocking), of bounded size.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { readNamedFile } from '../imagecache/load.js';
 import { DOCKER_HUB, DOCKER_HUB_API, DOCKER_HUB_SERVER, Keyring, type Credential } from './keyring.js';
 
 /** A docker config that was named but cannot be read, or a credential helper that failed. */
@@ -49,18 +53,23 @@ export async function loadRegistryCredentials(
 ): Promise<RegistryCredentials> {
   const file = explicit ?? join(env['DOCKER_CONFIG'] ?? join(homedir(), '.docker'), 'config.json');
   const keyring = new Keyring();
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && explicit === undefined) return { keyring, file, found: false };
-    throw new DockerConfigError(`cannot read docker config ${file}: ${(err as Error).message}`);
+  const read = await readNamedFile(file, 'docker config');
+  if (typeof read !== 'string') {
+    if (read.missing && explicit === undefined) return { keyring, file, found: false };
+    throw new DockerConfigError(`cannot read docker config ${file}: it ${read.problem.replace(/^cannot read: /, 'cannot be read: ')}`);
   }
+  // docker reads an empty file as no configuration.
+  const text = read.replace(/^\uFEFF/, '').trim() === '' ? '{}' : read.replace(/^\uFEFF/, '');
   let config: DockerConfig;
   try {
     config = JSON.parse(text) as DockerConfig;
-  } catch (err) {
-    throw new DockerConfigError(`docker config ${file} is not JSON: ${(err as Error).message}`);
+  } catch {
+    // JSON.parse's message quotes the text around the error: an `auth` value, a password.
+    const at = jsonSyntaxError(text);
+    throw new DockerConfigError(`docker config ${file}:${at.line}:${at.column}: not valid JSON: ${at.problem}`);
+  }
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new DockerConfigError(`docker config ${file}:1:1: not a docker config: expected a JSON object`);
   }
   for (const registry of [...new Set(registries)].sort()) {
     const helper = helperFor(config, registry);
@@ -107,4 +116,99 @@ function runHelper(helper: string, server: string, env: NodeJS.ProcessEnv): Prom
     });
     child.stdin?.end(server);
   });
+}
+
+/** Where and why `text` (which JSON.parse refused) is not JSON, in words that never quote it. */
+export function jsonSyntaxError(text: string): { line: number; column: number; problem: string } {
+  let i = 0;
+  let depth = 0;
+  const fail = (problem: string): never => {
+    throw Object.assign(new Error(problem), { offset: i });
+  };
+  const space = () => {
+    while (i < text.length && ' \t\n\r'.includes(text.charAt(i))) i++;
+  };
+  const string = () => {
+    i++;
+    while (i < text.length) {
+      const c = text.charAt(i);
+      if (c === '"') {
+        i++;
+        return;
+      }
+      if (c === '\\') {
+        const next = text.charAt(i + 1);
+        if ('"\\/bfnrt'.includes(next) && next !== '') i += 2;
+        else if (next === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) i += 6;
+        else fail('invalid escape sequence in a string');
+      } else if (c < ' ') fail('a control character (a line break?) inside a string');
+      else i++;
+    }
+    fail('a string is not closed');
+  };
+  const sequence = (close: string, item: () => void, what: string) => {
+    if (++depth > 512) fail('nested too deeply');
+    i++;
+    space();
+    if (text.charAt(i) === close) {
+      i++;
+      depth--;
+      return;
+    }
+    for (;;) {
+      item();
+      space();
+      const c = text.charAt(i);
+      if (c === ',') i++;
+      else if (c === close) {
+        i++;
+        depth--;
+        return;
+      } else
+        fail(
+          i >= text.length
+            ? `the file ends inside ${what}`
+            : `expected ',' or '${close}' after ${what === 'an object' ? 'a field' : 'an item'}`,
+        );
+    }
+  };
+  const value = (): void => {
+    space();
+    const c = text.charAt(i);
+    if (c === '{') {
+      return sequence(
+        '}',
+        () => {
+          space();
+          if (text.charAt(i) !== '"') fail(i >= text.length ? 'the file ends inside an object' : 'expected a field name in double quotes');
+          string();
+          space();
+          if (text.charAt(i) !== ':') fail("expected ':' after a field name");
+          i++;
+          value();
+        },
+        'an object',
+      );
+    }
+    if (c === '[') return sequence(']', value, 'a list');
+    if (c === '"') return string();
+    const literal = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?|true|false|null/y;
+    literal.lastIndex = i;
+    if (literal.test(text)) return void (i = literal.lastIndex);
+    fail(
+      i >= text.length
+        ? 'the file ends where a value should be'
+        : 'expected a value (a string in double quotes, a number, an object or a list)',
+    );
+  };
+  let problem = 'not valid JSON';
+  try {
+    value();
+    space();
+    if (i < text.length) fail('more text after the JSON value');
+  } catch (err) {
+    problem = (err as Error).message;
+  }
+  const before = text.slice(0, i).split('\n');
+  return { line: before.length, column: (before.at(-1)?.length ?? 0) + 1, problem };
 }

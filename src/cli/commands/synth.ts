@@ -11,6 +11,7 @@ interface SynthArgs extends SpecArgs, SynthOptionArgs {
   readonly output?: string | undefined;
   readonly stdout?: boolean | undefined;
   readonly force?: boolean | undefined;
+  readonly followOutputLink?: boolean | undefined;
 }
 
 /** Registers the command. */
@@ -29,8 +30,13 @@ export function synthCommand(io: Io) {
           type: 'boolean',
           describe: 'Replace the output folder even if it holds files prewarm did not write (never an input)',
         })
+        .option('follow-output-link', {
+          type: 'boolean',
+          describe:
+            'Follow a link on the way to the output folder even when it leads out of the folder it lies in and out of the current directory',
+        })
         .option('stdout', { type: 'boolean', describe: 'Print one YAML stream to stdout instead' })
-        .conflicts('stdout', ['output', 'force'])
+        .conflicts('stdout', ['output', 'force', 'follow-output-link'])
         .example('$0 synth specs/ -o dist', 'write one file per namespace into dist/')
         .example('$0 synth specs/ --stdout | kubectl apply --server-side -f -', 'apply directly')
         .example('$0 synth specs/ -o dist --own-namespace prewarm', 'prewarm owns (and restricts) namespace prewarm')
@@ -41,7 +47,7 @@ export function synthCommand(io: Io) {
         ),
     handler: async (args: SynthArgs) => {
       const output = args.output ?? 'dist';
-      const replace = { force: args.force === true, inputs: args.paths };
+      const replace = { force: args.force === true, inputs: args.paths, followLinks: args.followOutputLink === true };
       if (args.stdout !== true) await checkOutput(output, replace);
       // The output folder may sit inside a spec folder (`prewarm synth . -o dist`): never read it.
       const { bundle } = await loadSpecs(args, io, args.stdout === true ? {} : { exclude: [output] });
