@@ -16,7 +16,12 @@ export function imageCacheWith(spec: string, name = 'bomb'): string {
  */
 export function billionLaughs(levels: number, fanout: number): string {
   const lines = [`    - &l0 [${Array(fanout).fill('"x:1"').join(', ')}]`];
-  for (let i = 1; i <= levels; i++) lines.push(`    - &l${i} [${Array(fanout).fill(`*l${i - 1}`).join(', ')}]`);
+  for (let i = 1; i <= levels; i++)
+    lines.push(
+      `    - &l${i} [${Array(fanout)
+        .fill(`*l${i - 1}`)
+        .join(', ')}]`,
+    );
   return imageCacheWith(`  cacheSpec:\n  - images:\n${lines.join('\n')}\n`);
 }
 
@@ -27,7 +32,11 @@ export function billionLaughs(levels: number, fanout: number): string {
 export function doublingMerges(levels: number, mergesPerMap = 2): string {
   const entries = [`  - images: ["x:1"]\n    nodeSelector: &m0 {k0: v}`];
   for (let i = 1; i <= levels; i++) {
-    entries.push(`  - images: ["x:1"]\n    nodeSelector: &m${i} {<<: [${Array(mergesPerMap).fill(`*m${i - 1}`).join(', ')}], k${i}: v}`);
+    entries.push(
+      `  - images: ["x:1"]\n    nodeSelector: &m${i} {<<: [${Array(mergesPerMap)
+        .fill(`*m${i - 1}`)
+        .join(', ')}], k${i}: v}`,
+    );
   }
   return imageCacheWith(`  cacheSpec:\n${entries.join('\n')}\n`);
 }

@@ -53,10 +53,19 @@ interface Problem {
   readonly message: string;
 }
 
+const tooDeep = (offset: number): Problem => ({
+  offset,
+  message: `document is too deep to read: lists and mappings nested more than ${MAX_YAML_DEPTH} levels deep`,
+});
+
+const tooLarge = (offset: number): Problem => ({
+  offset,
+  message: `document is too large to read: more than ${MAX_YAML_NODES} YAML nodes (keys, values and list items)`,
+});
+
 /**
  * Walks a document's syntax tokens without recursion, and replaces with an empty scalar each
- * collection nested too deep and every collection not yet entered once the node limit is reached.
- * Returns the first limit hit.
+ * collection nested too deep, and drops the items past the node limit. Returns the first limit hit.
  */
 function cutOversized(document: CST.Document): Problem | undefined {
   const stack: { readonly token: CST.Token; readonly depth: number; readonly replace: (t: CST.Token) => void }[] = [];
@@ -66,22 +75,21 @@ function cutOversized(document: CST.Document): Problem | undefined {
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     const { token, depth } = next;
     if (token.type !== 'block-map' && token.type !== 'block-seq' && token.type !== 'flow-collection') continue;
-    const over =
-      nodes > MAX_YAML_NODES
-        ? `document is too large to read: more than ${MAX_YAML_NODES} YAML nodes (keys, values and list items)`
-        : depth >= MAX_YAML_DEPTH
-          ? `document is too deep to read: lists and mappings nested more than ${MAX_YAML_DEPTH} levels deep`
-          : undefined;
-    if (over !== undefined) {
+    if (depth >= MAX_YAML_DEPTH) {
       next.replace({ type: 'scalar', offset: token.offset, indent: token.indent, source: '' });
-      problem ??= { offset: token.offset, message: over };
+      problem ??= tooDeep(token.offset);
       continue;
     }
+    const all = token.items as CST.CollectionItem[];
+    if (nodes + all.length > MAX_YAML_NODES) {
+      const first = all[MAX_YAML_NODES - nodes];
+      problem ??= tooLarge(first?.value?.offset ?? first?.start[0]?.offset ?? token.offset);
+      all.length = MAX_YAML_NODES - nodes;
+    }
     // Pushed last first, so that tokens are visited in document order and a cut keeps the start.
-    const items = token.items as CST.CollectionItem[];
-    nodes += items.length;
-    for (let i = items.length - 1; i >= 0; i--) {
-      const item = items[i] as CST.CollectionItem;
+    nodes += all.length;
+    for (let i = all.length - 1; i >= 0; i--) {
+      const item = all[i] as CST.CollectionItem;
       if (item.value) stack.push({ token: item.value, depth: depth + 1, replace: (t) => (item.value = t) });
       if (item.key) stack.push({ token: item.key, depth: depth + 1, replace: (t) => (item.key = t) });
     }
