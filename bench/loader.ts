@@ -82,7 +82,21 @@ function parent(): void {
   console.log(`bench:loader — node ${process.version}, one run per case in a fresh process`);
   for (const name of Object.keys(CASES)) {
     if (only.length > 0 && !only.includes(name)) continue;
-    const out = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', name], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    let out: string;
+    try {
+      out = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', name], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    } catch (err) {
+      // A child that dies (out of memory, killed) is a figure too.
+      const e = err as { status?: number | null; signal?: string | null; stderr?: string };
+      const last =
+        (e.stderr ?? '')
+          .trim()
+          .split('\n')
+          .filter((l) => !/^\s+at /.test(l))
+          .slice(-1)[0] ?? '';
+      console.log(`loader-${name}: child failed (status ${e.status ?? '-'}, signal ${e.signal ?? '-'}): ${last.slice(0, 200)}`);
+      continue;
+    }
     const s = JSON.parse(out.trim().split('\n').pop() ?? '{}') as Sample;
     console.log(`loader-${name}: ${s.seconds.toFixed(2)} s, peak RSS ${s.peakRssMiB.toFixed(0)} MiB, exit ${s.exit}: ${s.message}`);
   }
