@@ -6,7 +6,7 @@
  * with kube-fledged means exactly the same thing here.
  */
 import { TOLERATE_ALL } from '../contract/placement.js';
-import { isAlias, isMap, isScalar, isSeq, LineCounter, Pair, parseAllDocuments, YAMLMap, type Document, type Node } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, Pair, YAMLMap, type Document, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_MANAGED_BY, LIMITS, MANAGED_BY } from '../contract/names.js';
 import { formatDuration, outsideRange, parseDuration } from './duration.js';
 import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
@@ -31,6 +31,7 @@ import {
   int,
   list,
   object,
+  ReadBudget,
   str,
   stringMap,
   type Path,
@@ -39,6 +40,7 @@ import {
   type Shape,
 } from './read.js';
 import { parseImageRef, type ImageRef } from './reference.js';
+import { parseYamlDocuments, resolveAlias, YamlLimitError } from './yaml.js';
 
 /** One input file: its name for messages, and its text. */
 export interface SourceFile {
@@ -291,9 +293,10 @@ export function parseFiles(files: readonly SourceFile[], options: ParseOptions =
   const diagnostics: Diagnostic[] = [];
   const read: ReadCache[] = [];
   let skipped = NOTHING_SKIPPED;
+  const budget = new ReadBudget();
   for (const file of files) {
     const passed = { other: 0, output: 0 };
-    for (const cache of parseFile(file, defaultNamespace, diagnostics, passed)) read.push(cache);
+    for (const cache of parseFile(file, defaultNamespace, diagnostics, passed, budget)) read.push(cache);
     skipped = {
       ...skipped,
       documents: skipped.documents + passed.other,
@@ -317,20 +320,20 @@ function parseFile(
   defaultNamespace: string,
   diagnostics: Diagnostic[],
   passed: { other: number; output: number },
+  budget: ReadBudget,
 ): ReadCache[] {
   const lines = new LineCounter();
-  // YAML 1.2 core schema: `yes` stays a string, `3.12` is a number and must be quoted. Merge keys
-  // (`<<`) are YAML 1.1, but kubectl accepts them, so they are read too.
-  const docs = parseAllDocuments(file.text, { lineCounter: lines, version: '1.2', merge: true, prettyErrors: true, uniqueKeys: true });
   const out: ReadCache[] = [];
-  const list = Array.isArray(docs) ? docs : [];
-  list.forEach((doc, i) => {
-    const ctx = new DocContext(file.path, i + 1, doc, lines, diagnostics);
+  // One document at a time: its tree is garbage once it is read.
+  let i = 0;
+  for (const doc of parseYamlDocuments(file.text, lines)) {
+    i++;
+    const ctx = new DocContext(file.path, i, doc, lines, diagnostics, budget);
     const kind = kindOf(doc);
-    if (kind === 'empty') return;
+    if (kind === 'empty') continue;
     if (kind === 'other' || kind === 'output') {
       passed[kind]++;
-      return;
+      continue;
     }
     if (doc.errors.length > 0) {
       for (const e of doc.errors) {
@@ -338,18 +341,18 @@ function parseFile(
         diagnostics.push({
           severity: 'error',
           file: file.path,
-          document: i + 1,
+          document: i,
           line: pos.line,
           column: pos.col,
           path: '',
-          message: `YAML syntax error: ${excerpt(firstLine(e.message), 200)}`,
+          message: e instanceof YamlLimitError ? e.message : `YAML syntax error: ${excerpt(firstLine(e.message), 200)}`,
         });
       }
-      return;
+      continue;
     }
     const cache = readDocument(ctx, doc.contents as Node, defaultNamespace);
     if (cache !== undefined) out.push(cache);
-  });
+  }
   return out;
 }
 
@@ -361,8 +364,8 @@ function parseFile(
 export function imageCacheFiles(files: readonly SourceFile[]): string[] {
   const holds = (file: SourceFile) => {
     // Read as parseFile reads it, so a document counts here exactly when synth would read it.
-    const docs = parseAllDocuments(file.text, { version: '1.2', merge: true, uniqueKeys: true });
-    return Array.isArray(docs) && docs.some((doc) => kindOf(doc) === 'imagecache');
+    for (const doc of parseYamlDocuments(file.text)) if (kindOf(doc) === 'imagecache') return true;
+    return false;
   };
   return files.filter(holds).map((file) => file.path);
 }
@@ -397,19 +400,22 @@ function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' | 'outpu
 /** The scalar at a path of mapping keys from a document's root (aliases and merge keys followed), or undefined. */
 function scalarAt(doc: Document.Parsed, keys: readonly string[]): unknown {
   let node: unknown = doc.contents;
-  for (const key of keys) node = valueAt(doc, node, key, 0);
+  for (const key of keys) node = valueAt(doc, node, key, new Set(), 0);
   return isScalar(node) ? node.value : undefined;
 }
 
-function valueAt(doc: Document.Parsed, node: unknown, key: string, depth: number): unknown {
-  const map = isAlias(node) ? node.resolve(doc) : node;
-  if (!isMap(map) || depth > 8) return undefined;
+/** The value of `key` in a mapping or the mappings it merges; each mapping is searched once. */
+function valueAt(doc: Document.Parsed, node: unknown, key: string, searched: Set<unknown>, depth: number): unknown {
+  const follow = (n: unknown) => (isAlias(n) ? resolveAlias(doc, n) : n);
+  const map = follow(node);
+  if (!isMap(map) || searched.has(map) || depth > 8) return undefined;
+  searched.add(map);
   const pair = map.items.find((p) => isScalar(p.key) && p.key.value === key);
-  if (pair !== undefined) return isAlias(pair.value) ? pair.value.resolve(doc) : pair.value;
+  if (pair !== undefined) return follow(pair.value);
   for (const merge of map.items.filter((p) => isMergeKey(p.key))) {
-    const sources = isAlias(merge.value) ? merge.value.resolve(doc) : merge.value;
+    const sources = follow(merge.value);
     for (const source of isSeq(sources) ? sources.items : [sources]) {
-      const found = valueAt(doc, source, key, depth + 1);
+      const found = valueAt(doc, source, key, searched, depth + 1);
       if (found !== undefined) return found;
     }
   }
