@@ -228,12 +228,17 @@ const metadataShape: Shape<RawMetadata> = {
   deletionGracePeriodSeconds: { read: ignored },
 };
 
+/**
+ * Toleration fields as core/v1 `ValidateTolerations` reads them: an empty key matches every key (the
+ * operator must then be `Exists`), an empty operator means `Equal`, an empty effect matches every
+ * effect, and tolerationSeconds may be any integer (taint eviction reads a negative one as 0).
+ */
 const tolerationShape: Shape<RawToleration> = {
-  key: { read: checked(checkQualifiedName, 'toleration key') },
-  operator: { read: oneOf(['Exists', 'Equal']) },
+  key: { read: checked((v) => (v === '' ? undefined : checkQualifiedName(v)), 'toleration key') },
+  operator: { read: oneOf(['Exists', 'Equal', '']) },
   value: { read: checked(checkLabelValue, 'toleration value') },
   effect: { read: oneOf(['NoSchedule', 'PreferNoSchedule', 'NoExecute', '']) },
-  tolerationSeconds: { read: int(0, Number.MAX_SAFE_INTEGER) },
+  tolerationSeconds: { read: int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) },
 };
 
 const nodeSelector = stringMap(checkQualifiedName, checkLabelValue, { key: 'label key', value: 'label value' });
@@ -526,7 +531,7 @@ function toEntry(ctx: DocContext, apiVersion: ApiVersion, entry: Read<RawEntry>,
 /** Applies the apiserver's own toleration rules (core/v1 validation). */
 function toToleration(ctx: DocContext, t: Read<RawToleration>, path: Path): Toleration {
   const { key, value, effect, tolerationSeconds } = t.value;
-  const operator = (t.value.operator ?? 'Equal') as Toleration['operator'];
+  const operator: Toleration['operator'] = t.value.operator === 'Exists' ? 'Exists' : 'Equal';
   if (operator === 'Exists' && value !== undefined && value !== '') {
     ctx.error(t.fieldNodes.value, [...path, 'value'], 'must be empty when operator is "Exists"');
   }
