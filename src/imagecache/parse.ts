@@ -69,9 +69,8 @@ export const DEFAULT_NAMESPACE = 'prewarm';
 const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
 const DEFAULT_MAX_UNAVAILABLE = '10%';
 /**
- * Lanes per pool. The default stays 1 (today's single holder) until time-to-warm is measured with
- * 1, 2, 4 and one lane per image (issue 14); the cap keeps a joining node's pod slots and IPs, one
- * per puller during warm-up, bounded.
+ * Lanes per pool: why the default is 4 is measured in docs/benchmarks.md (Lanes); the cap keeps a
+ * joining node's pod slots and IPs, one per puller during warm-up, bounded.
  */
 const LANES = { default: 4, min: 1, max: 16 } as const;
 const KIND = 'ImageCache';
