@@ -3,12 +3,13 @@ import { chaosProject, e2eProject, integrationProject } from './test/e2e/project
 import { gitopsProject } from './test/gitops/project.js';
 
 /**
- * Five projects, one per tier:
+ * Six projects, one per tier:
  * - unit: pure logic and constructs, no cluster;
  * - integration: adapters against a real kube-apiserver and etcd from the harness;
  * - e2e: the real cluster with kubelets and containerd;
  * - gitops: the real argocd-cmp-server, Flux/Argo CRDs and server-side apply of dist/;
- * - chaos: faults (apiserver, etcd, sidecar, kubelet, nodes, registry) on the e2e cluster.
+ * - chaos: faults (apiserver, etcd, sidecar, kubelet, nodes, registry) on the e2e cluster;
+ * - fuzz: the built CLI run on generated inputs, argv and hostile servers, against its invariants.
  * `npm test` runs all of them; a missing prerequisite fails the run, never skips it.
  */
 export default defineConfig({
@@ -18,9 +19,11 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/e2e/**', 'test/integration/**', 'test/gitops/**', 'test/chaos/**'],
+          exclude: ['test/e2e/**', 'test/integration/**', 'test/gitops/**', 'test/chaos/**', 'test/fuzz/**'],
         },
       },
+      // The built CLI as child processes, a fixed seed and count: `npm run fuzz` (test/fuzz/cli.test.ts).
+      { test: { name: 'fuzz', include: ['test/fuzz/**/*.test.ts'] } },
       integrationProject,
       e2eProject,
       chaosProject,

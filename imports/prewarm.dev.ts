@@ -148,8 +148,9 @@ export interface ImageCacheSpec {
   readonly refresh?: ImageCacheSpecRefresh;
 
   /**
-   * Pods that pull this pool's images in parallel while a node warms, from 1 to 16; each lane beyond the first is a puller pod that exists only during warm-up and costs a pod slot and IP. Pulls overlap only where the kubelet has serializeImagePulls false. Defaults to 1.
+   * Pods that pull this pool's images in parallel while a node warms, from 1 to 16; each lane beyond the first is a puller pod that exists only during warm-up and costs a pod slot and IP. Pulls overlap only where the kubelet has serializeImagePulls false. 1 means no pullers. kube-fledged ImageCaches take the lanes of the prewarm.dev ImageCaches that share their pool. Defaults to 4.
    *
+   * @default 4.
    * @schema ImageCacheSpec#lanes
    */
   readonly lanes?: number;
@@ -359,26 +360,36 @@ export function toJson_ImageCacheSpecRefresh(obj: ImageCacheSpecRefresh | undefi
  */
 export interface ImageCacheSpecCacheSpecTolerations {
   /**
+   * Taint key; empty (only with operator Exists) matches every key.
+   *
    * @schema ImageCacheSpecCacheSpecTolerations#key
    */
   readonly key?: string;
 
   /**
+   * Exists or Equal; empty means Equal.
+   *
    * @schema ImageCacheSpecCacheSpecTolerations#operator
    */
   readonly operator?: ImageCacheSpecCacheSpecTolerationsOperator;
 
   /**
+   * Taint value for Equal; empty with Exists.
+   *
    * @schema ImageCacheSpecCacheSpecTolerations#value
    */
   readonly value?: string;
 
   /**
+   * NoSchedule, PreferNoSchedule or NoExecute; empty matches every effect.
+   *
    * @schema ImageCacheSpecCacheSpecTolerations#effect
    */
   readonly effect?: ImageCacheSpecCacheSpecTolerationsEffect;
 
   /**
+   * Only with effect NoExecute; how long the pod stays bound once the taint appears.
+   *
    * @schema ImageCacheSpecCacheSpecTolerations#tolerationSeconds
    */
   readonly tolerationSeconds?: number;
@@ -403,6 +414,8 @@ export function toJson_ImageCacheSpecCacheSpecTolerations(obj: ImageCacheSpecCac
 /* eslint-enable max-len, @stylistic/max-len, quote-props, @stylistic/quote-props */
 
 /**
+ * Exists or Equal; empty means Equal.
+ *
  * @schema ImageCacheSpecCacheSpecTolerationsOperator
  */
 export enum ImageCacheSpecCacheSpecTolerationsOperator {
@@ -413,6 +426,8 @@ export enum ImageCacheSpecCacheSpecTolerationsOperator {
 }
 
 /**
+ * NoSchedule, PreferNoSchedule or NoExecute; empty matches every effect.
+ *
  * @schema ImageCacheSpecCacheSpecTolerationsEffect
  */
 export enum ImageCacheSpecCacheSpecTolerationsEffect {

@@ -6,7 +6,16 @@
 import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
 import { poolId } from '../contract/identity.js';
 import type { Diagnostic, Location } from './errors.js';
-import type { Bundle, CacheEntry, ImageCache, Pool, PoolOrigin, PoolSettings, Toleration } from './model.js';
+import {
+  API_VERSIONS,
+  type Bundle,
+  type CacheEntry,
+  type ImageCache,
+  type Pool,
+  type PoolOrigin,
+  type PoolSettings,
+  type Toleration,
+} from './model.js';
 import type { ImageRef } from './reference.js';
 
 /** Result of grouping: the bundle, plus conflicts found while merging. */
@@ -53,6 +62,11 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
           settings: { value: cache.settings, from: cache },
         };
         pools.set(key, pool);
+      } else if (cache.apiVersion === API_VERSIONS.kubeFledged) {
+        // kube-fledged's format has no pool-wide settings, so its documents take whatever the
+        // prewarm.dev documents of their pool set: a kube-fledged file works unchanged beside them.
+      } else if (pool.settings.from.apiVersion === API_VERSIONS.kubeFledged) {
+        pool.settings = { value: cache.settings, from: cache };
       } else {
         mergeSettings(pool, cache, diagnostics);
       }
@@ -120,7 +134,10 @@ export const SETTING_RULES: SettingRules<PoolSettings> = {
   lanes: asJson,
 };
 
-/** Pool-wide settings must agree; a mismatch is reported where the later ImageCache sets it. */
+/**
+ * Pool-wide settings must agree between the prewarm.dev ImageCaches of a pool, defaults included; a
+ * mismatch is reported where the later ImageCache sets it.
+ */
 function mergeSettings(pool: Accumulator, cache: ImageCache, diagnostics: Diagnostic[]): void {
   const mine = pool.settings.value;
   const theirs = cache.settings;

@@ -71,9 +71,8 @@ export const DEFAULT_NAMESPACE = 'prewarm';
 const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
 const DEFAULT_MAX_UNAVAILABLE = '10%';
 /**
- * Lanes per pool. The default stays 1 (today's single holder) until time-to-warm is measured with
- * 1, 2, 4 and one lane per image (issue 14); the cap keeps a joining node's pod slots and IPs, one
- * per puller during warm-up, bounded.
+ * Lanes per pool: why the default is 4 is measured in docs/benchmarks.md (Lanes); the cap keeps a
+ * joining node's pod slots and IPs, one per puller during warm-up, bounded.
  */
 const LANES = { default: 4, min: 1, max: 16 } as const;
 const KIND = 'ImageCache';
@@ -227,12 +226,17 @@ const metadataShape: Shape<RawMetadata> = {
   deletionGracePeriodSeconds: { read: ignored },
 };
 
+/**
+ * Toleration fields as core/v1 `ValidateTolerations` reads them: an empty key matches every key (the
+ * operator must then be `Exists`), an empty operator means `Equal`, an empty effect matches every
+ * effect, and tolerationSeconds may be any integer (taint eviction reads a negative one as 0).
+ */
 const tolerationShape: Shape<RawToleration> = {
-  key: { read: checked(checkQualifiedName, 'toleration key') },
-  operator: { read: oneOf(['Exists', 'Equal']) },
+  key: { read: checked((v) => (v === '' ? undefined : checkQualifiedName(v)), 'toleration key') },
+  operator: { read: oneOf(['Exists', 'Equal', '']) },
   value: { read: checked(checkLabelValue, 'toleration value') },
   effect: { read: oneOf(['NoSchedule', 'PreferNoSchedule', 'NoExecute', '']) },
-  tolerationSeconds: { read: int(0, Number.MAX_SAFE_INTEGER) },
+  tolerationSeconds: { read: int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) },
 };
 
 const nodeSelector = stringMap(checkQualifiedName, checkLabelValue, { key: 'label key', value: 'label value' });
@@ -529,7 +533,7 @@ function toEntry(ctx: DocContext, apiVersion: ApiVersion, entry: Read<RawEntry>,
 /** Applies the apiserver's own toleration rules (core/v1 validation). */
 function toToleration(ctx: DocContext, t: Read<RawToleration>, path: Path): Toleration {
   const { key, value, effect, tolerationSeconds } = t.value;
-  const operator = (t.value.operator ?? 'Equal') as Toleration['operator'];
+  const operator: Toleration['operator'] = t.value.operator === 'Exists' ? 'Exists' : 'Equal';
   if (operator === 'Exists' && value !== undefined && value !== '') {
     ctx.error(t.fieldNodes.value, [...path, 'value'], 'must be empty when operator is "Exists"');
   }

@@ -34,7 +34,16 @@ const DEFAULT_DOMAIN = 'docker.io';
 /** Docker Hub's legacy name, which normalize.go turns into {@link DEFAULT_DOMAIN}. */
 const LEGACY_DEFAULT_DOMAIN = 'index.docker.io';
 const OFFICIAL_PREFIX = 'library/';
+/**
+ * distribution/reference's NameTotalLengthMax, which it applies to the name once normalised
+ * (`docker.io/library/…`): a longer name is refused by containerd and the kubelet on every node.
+ */
 const MAX_NAME_LENGTH = 255;
+/**
+ * A name that is nothing but 64 hex digits: distribution/reference (ParseNormalizedNamed, which the
+ * kubelet and containerd use) refuses it, since it reads as an image ID.
+ */
+const IMAGE_ID = /^[a-f0-9]{64}$/;
 
 const DOMAIN_COMPONENT = /^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])$/;
 const IPV6_HOST = /^\[[0-9a-fA-F:.]+\]$/;
@@ -55,6 +64,11 @@ const DIGEST_LENGTHS: Readonly<Record<string, number>> = { sha256: 64, sha384: 9
 export function parseImageRef(input: string): ParseResult {
   if (input.length === 0) return fail('image reference is empty');
   if (input.trim() !== input) return fail('image reference has leading or trailing white space');
+  if (IMAGE_ID.test(input)) {
+    return fail(
+      'a name of 64 hex digits reads as an image ID, which the kubelet and containerd refuse to pull by name: add a tag or a registry',
+    );
+  }
 
   let rest = input;
   let digest: string | undefined;
@@ -77,7 +91,9 @@ export function parseImageRef(input: string): ParseResult {
   }
 
   if (rest === '') return fail(`repository name is empty in "${input}"`);
-  if (rest.length > MAX_NAME_LENGTH) return fail(`repository name is longer than ${MAX_NAME_LENGTH} characters`);
+  // Normalising adds at most `docker.io/library/` and drops at most `index.`: a name this long
+  // cannot fit once normalised, and is refused before any further work on it.
+  if (rest.length > MAX_NAME_LENGTH + 'index.'.length) return fail(tooLong(rest.length));
 
   const { domain, path } = splitDomain(rest);
   if (domain !== undefined) {
@@ -95,6 +111,8 @@ export function parseImageRef(input: string): ParseResult {
 
   const fullDomain = domain === undefined || domain === LEGACY_DEFAULT_DOMAIN ? DEFAULT_DOMAIN : domain;
   const fullPath = fullDomain === DEFAULT_DOMAIN && !path.includes('/') ? OFFICIAL_PREFIX + path : path;
+  const normalisedLength = fullDomain.length + 1 + fullPath.length;
+  if (normalisedLength > MAX_NAME_LENGTH) return fail(tooLong(normalisedLength, `${`${fullDomain}/${fullPath}`.slice(0, 40)}…`));
   const defaultedTag = tag === undefined && digest === undefined;
   const finalTag = defaultedTag ? 'latest' : tag;
   const canonical =
@@ -155,6 +173,11 @@ export function checkDigest(digest: string): string | undefined {
     return `digest "${digest}" is invalid: ${algorithm} needs ${expected} lowercase hex characters, got ${hex.length}`;
   }
   return undefined;
+}
+
+function tooLong(length: number, normalised?: string): string {
+  const as = normalised === undefined ? '' : ` once normalised (${normalised})`;
+  return `repository name is ${length} characters long${as}, over the limit of ${MAX_NAME_LENGTH} that registries and container runtimes enforce`;
 }
 
 function fail(error: string): ParseResult {

@@ -84,6 +84,54 @@ describe('buildBundle', () => {
     ]);
   });
 
+  describe('kube-fledged input beside prewarm.dev ImageCaches in one pool', () => {
+    const fledged = (name: string): SourceFile => ({
+      path: `${name}.yaml`,
+      text: `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ml}\nspec:\n  cacheSpec:\n  - images: [nginx:1]\n    nodeSelector: {tier: web}\n`,
+    });
+    // The tolerations kube-fledged input gets, so both land on one pool.
+    const prewarm = (name: string, settings: string) =>
+      cache(name, `  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: web}\n    tolerations: [{operator: Exists}]\n${settings}`);
+
+    it.each([
+      ['lanes: 1', '  lanes: 1\n', { lanes: 1 }],
+      [
+        'every pool-wide setting',
+        '  lanes: 2\n  gate: {deadline: 5m}\n  refresh: {interval: 1h}\n  rollout: {maxUnavailable: 2}\n  priorityClassName: warm\n',
+        { lanes: 2, gate: { deadlineSeconds: 300 }, refreshSeconds: 3600, maxUnavailable: 2, priorityClassName: 'warm' },
+      ],
+    ])('take what the prewarm.dev ImageCache sets (%s), whatever the order', (_what, settings, expected) => {
+      for (const names of [
+        ['a', 'b'],
+        ['b', 'a'],
+      ] as const) {
+        const files = [fledged(names[0]), prewarm(names[1], settings)];
+        for (const order of [files, [...files].reverse()]) {
+          const { bundle: b, diagnostics } = bundle(order);
+          expect(diagnostics).toEqual([]);
+          expect(b.pools).toHaveLength(1);
+          expect(b.pools[0]?.settings).toMatchObject(expected);
+          expect(b.pools[0]?.settingLocations.lanes?.file).toBe(`${names[1]}.yaml`);
+          expect(b.pools[0]?.sources).toEqual(['ml/a', 'ml/b']);
+        }
+      }
+    });
+
+    it('get the defaults (lanes 4) when no prewarm.dev ImageCache shares their pool', () => {
+      const { bundle: b } = bundle([fledged('a'), fledged('b')]);
+      expect(b.pools[0]?.settings.lanes).toBe(4);
+    });
+
+    it('never make prewarm.dev ImageCaches agree: those still must, defaults included', () => {
+      const parsed = parseFiles([fledged('a'), prewarm('b', '  lanes: 1\n'), prewarm('c', '')]);
+      expect(buildBundle(parsed.caches).diagnostics.map(formatDiagnostic)).toEqual([
+        expect.stringContaining(
+          'error: document 1: ImageCache ml/c shares a pool with ml/b (b.yaml:9:10) but sets lanes differently: 4 vs 1',
+        ),
+      ]);
+    });
+  });
+
   it('refuses one pool name for two different pools', () => {
     const parsed = parseFiles([
       cache('a', '  cacheSpec:\n  - pool: gpu\n    images: [redis:7]\n    nodeSelector: {a: "1"}\n'),

@@ -38,6 +38,16 @@ describe('parseFiles: invalid input', () => {
       'in.yaml:8:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "redis@sha256:abc": digest "sha256:abc" is invalid: sha256 needs 64 lowercase hex characters, got 3',
     ],
     [
+      'a name over 255 characters once normalised',
+      fledged(`  cacheSpec:\n  - images: [${'a'.repeat(240)}:1]\n`),
+      'in.yaml:8:14: error: document 1: spec.cacheSpec[0].images[0]: invalid image reference "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…" (242 chars): repository name is 258 characters long once normalised (docker.io/library/aaaaaaaaaaaaaaaaaaaaaa…), over the limit of 255 that registries and container runtimes enforce',
+    ],
+    [
+      'a bare name of 64 hex digits',
+      fledged(`  cacheSpec:\n  - images: [redis:7]\n  - images: [${'0a'.repeat(32)}]\n`),
+      'in.yaml:9:14: error: document 1: spec.cacheSpec[1].images[0]: invalid image reference "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a…" (64 chars): a name of 64 hex digits reads as an image ID, which the kubelet and containerd refuse to pull by name: add a tag or a registry',
+    ],
+    [
       'unquoted number',
       fledged('  cacheSpec:\n  - images:\n    - 3.12\n'),
       'in.yaml:9:7: error: document 1: spec.cacheSpec[0].images[0]: must be a string, got the number 3.12 (quote it)',
@@ -167,7 +177,7 @@ describe('parseFiles: invalid input', () => {
     [
       'bad toleration operator',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: a, operator: Is}]\n'),
-      'in.yaml:9:38: error: document 1: spec.cacheSpec[0].tolerations[0].operator: value "Is" is not one of "Exists", "Equal"',
+      'in.yaml:9:38: error: document 1: spec.cacheSpec[0].tolerations[0].operator: value "Is" is not one of "Exists", "Equal", ""',
     ],
     [
       'Exists toleration with a value',
@@ -564,5 +574,119 @@ describe('parseFiles: smaller items of issue 13', () => {
     ],
   ])('refuses %s', (_name, text, expected) => {
     expect(read(text).errors).toEqual([expected]);
+  });
+});
+
+describe('tolerations: exactly what core/v1 ValidateTolerations accepts', () => {
+  const entry = (tolerations: string) => prewarm(`  cacheSpec:\n  - images: [redis:7]\n    tolerations: [${tolerations}]\n`);
+  const tolerationsOf = (tolerations: string) => {
+    const r = parseFiles([{ path: 'in.yaml', text: entry(tolerations) }]);
+    expect(r.diagnostics.map(formatDiagnostic)).toEqual([]);
+    return r.caches[0]?.entries[0]?.tolerations;
+  };
+
+  it.each([
+    ['an empty key with Exists: every taint', '{key: "", operator: Exists}', [{ operator: 'Exists' }]],
+    ['no key with Exists', '{operator: Exists}', [{ operator: 'Exists' }]],
+    [
+      'an empty key with Exists and one effect',
+      '{key: "", operator: Exists, effect: NoExecute}',
+      [{ operator: 'Exists', effect: 'NoExecute' }],
+    ],
+    ['an empty key with Exists and an empty value', '{key: "", operator: Exists, value: ""}', [{ operator: 'Exists' }]],
+    ['a key with Exists and no effect', '{key: a.io/b, operator: Exists}', [{ key: 'a.io/b', operator: 'Exists' }]],
+    ['a key alone: Equal with an empty value', '{key: a}', [{ key: 'a', operator: 'Equal' }]],
+    ['an empty operator means Equal', '{key: a, operator: "", value: b}', [{ key: 'a', operator: 'Equal', value: 'b' }]],
+    [
+      'Equal with a value and an effect',
+      '{key: a, operator: Equal, value: b, effect: NoSchedule}',
+      [{ key: 'a', operator: 'Equal', value: 'b', effect: 'NoSchedule' }],
+    ],
+    ['an empty effect matches every effect', '{key: a, operator: Exists, effect: ""}', [{ key: 'a', operator: 'Exists' }]],
+    [
+      'PreferNoSchedule',
+      '{key: a, operator: Exists, effect: PreferNoSchedule}',
+      [{ key: 'a', operator: 'Exists', effect: 'PreferNoSchedule' }],
+    ],
+    [
+      'tolerationSeconds with NoExecute',
+      '{key: a, operator: Exists, effect: NoExecute, tolerationSeconds: 30}',
+      [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 30 }],
+    ],
+    [
+      'a negative tolerationSeconds (read as 0 by the apiserver)',
+      '{key: a, operator: Exists, effect: NoExecute, tolerationSeconds: -5}',
+      [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: -5 }],
+    ],
+    [
+      'an empty key with Exists, NoExecute and tolerationSeconds',
+      '{key: "", operator: Exists, effect: NoExecute, tolerationSeconds: 0}',
+      [{ operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }],
+    ],
+  ])('accepts %s', (_name, text, expected) => {
+    expect(tolerationsOf(text)).toEqual(expected);
+  });
+
+  it.each([
+    [
+      'an empty key with Equal',
+      '{key: "", operator: Equal}',
+      'spec.cacheSpec[0].tolerations[0].operator: must be "Exists" when key is empty',
+    ],
+    ['no key and no operator', '{effect: NoSchedule}', 'spec.cacheSpec[0].tolerations[0].operator: must be "Exists" when key is empty'],
+    [
+      'an empty key with an empty operator',
+      '{key: "", operator: ""}',
+      'spec.cacheSpec[0].tolerations[0].operator: must be "Exists" when key is empty',
+    ],
+    [
+      'Exists with a value',
+      '{key: a, operator: Exists, value: b}',
+      'spec.cacheSpec[0].tolerations[0].value: must be empty when operator is "Exists"',
+    ],
+    [
+      'an empty key with Exists and a value',
+      '{key: "", operator: Exists, value: b}',
+      'spec.cacheSpec[0].tolerations[0].value: must be empty when operator is "Exists"',
+    ],
+    [
+      'tolerationSeconds without NoExecute',
+      '{key: a, operator: Exists, effect: NoSchedule, tolerationSeconds: 1}',
+      'spec.cacheSpec[0].tolerations[0].tolerationSeconds: is only allowed with effect "NoExecute"',
+    ],
+    [
+      'tolerationSeconds without an effect',
+      '{key: a, operator: Exists, tolerationSeconds: 1}',
+      'spec.cacheSpec[0].tolerations[0].tolerationSeconds: is only allowed with effect "NoExecute"',
+    ],
+    [
+      'an operator the apiserver does not serve by default',
+      '{key: a, operator: Lt, value: "5"}',
+      'spec.cacheSpec[0].tolerations[0].operator: value "Lt" is not one of "Exists", "Equal", ""',
+    ],
+    [
+      'an unknown effect',
+      '{key: a, operator: Exists, effect: NoScheduleNoAdmit}',
+      'spec.cacheSpec[0].tolerations[0].effect: value "NoScheduleNoAdmit" is not one of "NoSchedule", "PreferNoSchedule", "NoExecute", ""',
+    ],
+    [
+      'a key that is not a qualified name',
+      '{key: "a b", operator: Exists}',
+      'spec.cacheSpec[0].tolerations[0].key: toleration key "a b" name part must consist',
+    ],
+    [
+      'a value that is not a label value',
+      '{key: a, value: "b c"}',
+      'spec.cacheSpec[0].tolerations[0].value: toleration value "b c" must be empty or consist',
+    ],
+    [
+      'a fractional tolerationSeconds',
+      '{key: a, operator: Exists, effect: NoExecute, tolerationSeconds: 1.5}',
+      'spec.cacheSpec[0].tolerations[0].tolerationSeconds: must be an integer',
+    ],
+  ])('refuses %s', (_name, text, expected) => {
+    const errors = diagnose(entry(text)).filter((l) => l.includes(': error: '));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(`error: document 1: ${expected}`);
   });
 });

@@ -56,6 +56,46 @@ describe('parseImageRef', () => {
     expect(parseImageRef(input)).toEqual({ ok: false, error });
   });
 
+  describe('names that no registry or runtime takes (distribution/reference)', () => {
+    const name = (n: number) => 'a'.repeat(n);
+    it.each([
+      // The limit is on the normalised name: `docker.io/library/` counts.
+      ['a bare name that fits only as written', name(240), 258, false],
+      ['a bare name at the limit once normalised', name(255 - 'docker.io/library/'.length), 255, true],
+      ['a registry name at the limit', `ghcr.io/${name(255 - 'ghcr.io/'.length)}:1`, 255, true],
+      ['a registry name one over the limit', `ghcr.io/${name(256 - 'ghcr.io/'.length)}:1`, 256, false],
+      ['a Docker Hub path one over the limit', `team/${name(256 - 'docker.io/team/'.length)}`, 256, false],
+      // `index.docker.io` normalises to the shorter `docker.io`: a name over 255 as written may fit.
+      ['a legacy Docker Hub name that fits once normalised', `index.docker.io/team/${name(240)}`, 255, true],
+      ['a name far over the limit', `ghcr.io/${name(100_000)}:1`, 100_008, false],
+    ])('%s (%i characters once normalised)', (_what, input, length, ok) => {
+      const r = parseImageRef(input);
+      if (ok) {
+        expect(r.ok && r.ref.domain.length + 1 + r.ref.path.length).toBe(length);
+        return;
+      }
+      expect(r.ok).toBe(false);
+      expect(!r.ok && r.error).toMatch(
+        new RegExp(
+          `^repository name is ${length} characters long.*, over the limit of 255 that registries and container runtimes enforce$`,
+        ),
+      );
+    });
+
+    it('refuses a name of 64 hex digits, which reads as an image ID; a tag or a registry makes it a name', () => {
+      expect(parseImageRef(SHA)).toEqual({
+        ok: false,
+        error:
+          'a name of 64 hex digits reads as an image ID, which the kubelet and containerd refuse to pull by name: add a tag or a registry',
+      });
+      expect(parseImageRef('0123456789abcdef'.repeat(4))).toMatchObject({ ok: false });
+      expect(parseImageRef(`${SHA}:1`)).toMatchObject({ ok: true, ref: { canonical: `docker.io/library/${SHA}:1` } });
+      expect(parseImageRef(`ghcr.io/${SHA}`)).toMatchObject({ ok: true });
+      expect(parseImageRef('a'.repeat(63))).toMatchObject({ ok: true });
+      expect(parseImageRef('g'.repeat(64))).toMatchObject({ ok: true });
+    });
+  });
+
   it('treats an uppercase first component as a registry host, as Docker does', () => {
     expect(parseImageRef('Example.com/app:1')).toMatchObject({ ok: true, ref: { domain: 'Example.com', path: 'app' } });
   });

@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/main.js';
 import { buildBundle } from '../../src/imagecache/bundle.js';
@@ -391,6 +392,34 @@ describe('checkLimits', () => {
   });
 });
 
+describe("a node selector on the pool's own state label", () => {
+  const own = (selector: string) =>
+    cache('specs/own.yaml', 'own', 'ml', `  cacheSpec:\n  - pool: gpu\n    images: [redis:7]\n    nodeSelector: ${selector}\n`);
+
+  it('is refused with the reason, at the entry of each ImageCache that feeds the pool', () => {
+    for (const selector of ['{prewarm.dev/gpu: warm}', '{prewarm.dev/gpu: partial, tier: gpu}', '{prewarm.dev/gpu: ""}']) {
+      expect(refusal([own(selector)]), selector).toEqual([
+        'specs/own.yaml:6:5: error: document 1: spec.cacheSpec[0].nodeSelector: the node selector names prewarm.dev/gpu, ' +
+          "the pool's own state label, which its sidecar sets only on nodes where the pool already runs: the pool would never get a pod " +
+          'onto a node without it, and never turn a node warm; select on a label the node has when it joins',
+      ]);
+    }
+  });
+
+  it("is allowed on another pool's label (a pool that follows another)", () => {
+    expect(() => synthYaml(bundleOf([own('{prewarm.dev/cpu: warm}')]), sidecar)).not.toThrow();
+  });
+
+  it('validate refuses it as synth does (exit 1)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-own-'));
+    await writeFile(join(dir, 'own.yaml'), own('{prewarm.dev/gpu: warm}').text);
+    let stderr = '';
+    const code = await run(['validate', dir], { stdout: () => undefined, stderr: (t) => (stderr += t) });
+    expect(code, stderr).toBe(1);
+    expect(stderr).toContain("spec.cacheSpec[0].nodeSelector: the node selector names prewarm.dev/gpu, the pool's own state label");
+  });
+});
+
 describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allows others', () => {
   const gated = (taintKey: string, tolerations = '[]') =>
     cache(
@@ -429,6 +458,45 @@ describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allow
     expect(lines[0]).toContain(
       'spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): the pool tolerates nvidia.com/gpu:NoSchedule',
     );
+  });
+
+  it('a toleration with an empty key and Exists tolerates every key: refused for a key outside prewarm.dev/, even when allowed', () => {
+    for (const tolerations of [
+      '[{key: "", operator: Exists}]',
+      '[{operator: Exists}]',
+      '[{key: "", operator: Exists, effect: NoSchedule}]',
+    ]) {
+      const lines = refusal([gated('example.com/cold', tolerations)], { ...sidecar, allowedGateKeys: ['example.com/'] });
+      expect(lines, tolerations).toHaveLength(1);
+      expect(lines[0], tolerations).toContain(
+        'spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): the pool tolerates every taint, so gate taint key "example.com/cold"',
+      );
+    }
+  });
+
+  it('an empty-key toleration of another effect leaves the gate key its own; every toleration reaches the DaemonSet', () => {
+    const yaml = synthYaml(
+      bundleOf([gated('example.com/cold', '[{key: "", operator: Exists, effect: NoExecute, tolerationSeconds: 60}]')]),
+      {
+        ...sidecar,
+        allowedGateKeys: ['example.com/'],
+      },
+    );
+    const ds = parseAllDocuments(yaml)
+      .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { template: { spec: { tolerations: unknown } } } })
+      .find((m) => m.kind === 'DaemonSet' && m.metadata?.name === 'prewarm-gpu');
+    expect(ds?.spec?.template.spec.tolerations).toEqual([
+      { operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 },
+      { key: 'example.com/cold', operator: 'Exists' },
+    ]);
+  });
+
+  it('an empty-key toleration keeps the default prewarm.dev/ gate, and tolerates the gate taint without a second toleration', () => {
+    const yaml = synthYaml(bundleOf([gated('prewarm.dev/warming', '[{key: "", operator: Exists}]')]), sidecar);
+    const ds = parseAllDocuments(yaml)
+      .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { template: { spec: { tolerations: unknown } } } })
+      .find((m) => m.kind === 'DaemonSet' && m.metadata?.name === 'prewarm-gpu');
+    expect(ds?.spec?.template.spec.tolerations).toEqual([{ operator: 'Exists' }]);
   });
 
   it('refuses each pool on its own, pointing at its own ImageCache', () => {
