@@ -3,7 +3,7 @@ import { chaosProject, e2eProject, integrationProject } from './test/e2e/project
 import { gitopsProject } from './test/gitops/project.js';
 
 /**
- * Three projects, one per tier:
+ * Five projects, one per tier:
  * - unit: pure logic and constructs, no cluster;
  * - integration: adapters against a real kube-apiserver and etcd from the harness;
  * - e2e: the real cluster with kubelets and containerd;

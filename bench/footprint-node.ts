@@ -36,7 +36,7 @@ import { Kube } from '../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages } from '../harness/nodes.js';
 import { secs, sleep } from '../harness/time.js';
-import { LABEL_POOL, SIDECAR_CONTAINER } from '../src/contract/names.js';
+import { SIDECAR_CONTAINER } from '../src/contract/names.js';
 import {
   ensureKfBusybox,
   installKubeFledged,
@@ -50,6 +50,7 @@ import {
 import { podMemory, sampleNodePeak, type NodePeak, type PodMem } from './support/memory.js';
 import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
 import { log, RESULTS_DIR, saveResults } from './support/stats.js';
+import { isHolder } from '../src/contract/roles.js';
 
 const SIZES = (process.env['BENCH_SIZES'] ?? '5,50,200').split(',').map(Number);
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'prewarm,che,kubefledged').split(',');
@@ -187,9 +188,9 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
     // Every container running, then a quiet period before reading the steady state.
     let pod: PodLite | undefined;
     while (Date.now() < bound) {
-      // The holder (it carries the pool label; burst pullers never do).
-      pod = (await kube.list<PodLite>(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `spec.nodeName=${node}` })).items.find(
-        (p) => p.metadata.labels?.[LABEL_POOL] !== undefined,
+      // The holder, not a burst puller.
+      pod = (await kube.list<PodLite>(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `spec.nodeName=${node}` })).items.find((p) =>
+        isHolder(p.metadata.labels),
       );
       const cs = pod?.status?.containerStatuses ?? [];
       if (cs.length === n + (config === 'prewarm' ? 1 : 0) && cs.every((c) => c.state?.running)) break;

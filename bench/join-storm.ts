@@ -28,7 +28,8 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { DEFAULT_GATE_TAINT_KEY, LABEL_PULLER } from '../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY } from '../src/contract/names.js';
+import { isHolder, isPuller } from '../src/contract/roles.js';
 import { ADMIN_KUBECONFIG, AUDIT_LOG, down, isUp, up } from '../harness/cluster/cluster.js';
 import { STATE_DIR } from '../harness/cluster/config.js';
 import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../harness/cluster/kwok.js';
@@ -117,7 +118,7 @@ function podNode(p: KubeObject): string | undefined {
 const pullerPods = { created: new Set<string>(), running: new Set<string>() };
 
 function observePod(p: KubeObject): void {
-  if (p.metadata.labels?.[LABEL_PULLER] !== undefined) {
+  if (isPuller(p.metadata.labels)) {
     pullerPods.created.add(p.metadata.name);
     if (p.status?.phase === 'Running') pullerPods.running.add(p.metadata.name);
     return;
@@ -260,9 +261,9 @@ async function synthesize(): Promise<KubeObject[]> {
 
 async function storm(kube: Kube, objs: readonly KubeObject[]): Promise<StormResult> {
   await applyAll(kube, objs);
-  const ds = objs.find((o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] === undefined);
+  const ds = objs.find((o) => o.kind === 'DaemonSet' && isHolder(o.metadata.labels));
   if (!ds) throw new Error('prewarm synth emitted no DaemonSet');
-  const pullerDaemonSets = objs.filter((o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] !== undefined).length;
+  const pullerDaemonSets = objs.filter((o) => o.kind === 'DaemonSet' && isPuller(o.metadata.labels)).length;
   log(
     `applied ${objs.length} objects from prewarm synth (DaemonSet ${ds.metadata.name} and ${pullerDaemonSets} puller DaemonSets, ${IMAGES.length} images, lanes ${args.lanes}, gate on)`,
   );

@@ -15,6 +15,10 @@ interface Sample {
   config: string;
   warmMs?: number;
   imagesMs?: number;
+  runningMs?: number;
+  /** Registry profile and kubelet kind (the matrix runs; absent in earlier runs). */
+  profile?: string;
+  kubelet?: string;
 }
 
 function esc(s: string): string {
@@ -51,7 +55,9 @@ function timeToWarm(): void {
   for (const extra of readdirSync(dir)
     .filter((x) => /^time-to-warm-.+\.json$/.test(x))
     .sort()) {
-    const more = (JSON.parse(readFileSync(join(dir, extra), 'utf8')) as { samples: Sample[] }).samples.filter((x) => x.set !== undefined);
+    const more = (JSON.parse(readFileSync(join(dir, extra), 'utf8')) as { samples: Sample[] }).samples.filter(
+      (x) => x.set !== undefined && x.profile === undefined,
+    );
     const known = new Set(samples.map((x) => `${x.set}/${x.config}`));
     const run = extra.replace(/^time-to-warm-|\.json$/g, '');
     samples.push(...more.filter((x) => !known.has(`${x.set}/${x.config}`)).map((x) => ({ ...x, config: `${x.config} (${run})` })));
@@ -59,42 +65,93 @@ function timeToWarm(): void {
   for (const set of [...new Set(samples.map((x) => x.set))]) {
     const rows = samples.filter((x) => x.set === set);
     const configs = [...new Set(rows.map((x) => x.config))];
-    const finite = rows.map(figure).filter((x): x is number => x !== undefined);
-    const max = Math.max(10_000, ...finite) * 1.1;
-    const W = 680;
-    const left = 210;
-    const right = 60;
-    const row = 34;
-    const top = 40;
-    const H = top + configs.length * row + 44;
-    const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
-    const parts = svgStart(W, H, `${set}: node Ready to warm (prewarm: warm label; others: images in containerd)`, 10);
-    const step = max > 240_000 ? 60_000 : max > 80_000 ? 20_000 : max > 40_000 ? 10_000 : 5_000;
-    for (let t = 0; t <= max; t += step) {
-      parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + configs.length * row}" stroke="#e5e5e5"/>`);
-      parts.push(`<text x="${x(t)}" y="${top + configs.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
-    }
-    parts.push(
-      `<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`,
+    ttwChart(
+      `time-to-warm-${set}.svg`,
+      `${set}: node Ready to warm (prewarm: warm label; others: images in containerd)`,
+      configs.map((c) => ({ label: c, config: c, values: rows.filter((x) => x.config === c).map((x) => figure(x)) })),
     );
-    configs.forEach((c, i) => {
-      const y = top + i * row;
-      const vals = rows.filter((x) => x.config === c).map((x) => figure(x) ?? Number.POSITIVE_INFINITY);
-      const m = median(vals.map((v) => (Number.isFinite(v) ? v : 1e15)));
-      const never = m >= 1e15;
-      parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(c)}</text>`);
-      const color = c.startsWith('kf') ? '#c0504d' : c === 'raw' ? '#7f7f7f' : '#4f81bd';
-      parts.push(
-        `<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`,
-      );
-      parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
-      for (const v of vals) {
-        if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
-        else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
-      }
-    });
-    writeSvg(`time-to-warm-${set}.svg`, parts);
   }
+}
+
+/**
+ * The profile × kubelet matrix of bench:time-to-warm (results files with samples that name their
+ * profile): one chart per set and profile, docs/benchmarks/time-to-warm-<set>-<profile>.svg, a row
+ * per configuration and kubelet; the pod floor on top.
+ */
+function timeToWarmMatrix(): void {
+  const dir = join(BENCH_DIR, 'results');
+  const samples = readdirSync(dir)
+    .filter((x) => /^time-to-warm-.+\.json$/.test(x))
+    .sort()
+    .flatMap((f) => (JSON.parse(readFileSync(join(dir, f), 'utf8')) as { samples: Sample[] }).samples)
+    .filter((x) => x.profile !== undefined);
+  const order = ['floor', 'raw', 'raw-serial', 'lanes-1', 'lanes-default', 'lanes-per-image'];
+  const rank = (c: string) => (order.includes(c) ? order.indexOf(c) : c.startsWith('kf-') ? 90 : 50);
+  for (const profile of [...new Set(samples.map((x) => x.profile as string))])
+    for (const set of [...new Set(samples.filter((x) => x.set !== '*').map((x) => x.set))]) {
+      const rows = samples.filter((x) => x.profile === profile && (x.set === set || x.set === '*'));
+      const keys = [...new Set(rows.map((x) => `${x.config}|${x.kubelet ?? ''}`))].sort(
+        (a, b) => rank(a.split('|')[0] as string) - rank(b.split('|')[0] as string) || a.localeCompare(b),
+      );
+      ttwChart(
+        `time-to-warm-${set}-${profile}.svg`,
+        `${set}, ${profile} registry: node Ready to warm (prewarm: warm label; floor: pod Running; others: images)`,
+        keys.map((k) => {
+          const [config, kubelet] = k.split('|') as [string, string];
+          return {
+            label: kubelet ? `${config} (${kubelet})` : config,
+            config,
+            values: rows.filter((x) => x.config === config && (x.kubelet ?? '') === kubelet).map((x) => figure(x)),
+          };
+        }),
+      );
+    }
+}
+
+/** One row of a time-to-warm chart: a bar for the median, a dot per node (undefined: never warm). */
+interface TtwRow {
+  readonly label: string;
+  readonly config: string;
+  readonly values: readonly (number | undefined)[];
+}
+
+function ttwChart(file: string, title: string, rows: readonly TtwRow[]): void {
+  const finite = rows.flatMap((r) => r.values).filter((x): x is number => x !== undefined);
+  const max = Math.max(10_000, ...finite) * 1.1;
+  const W = 680;
+  const left = 210;
+  const right = 60;
+  const row = 34;
+  const top = 40;
+  const H = top + rows.length * row + 44;
+  const x = (ms: number): number => left + (Math.min(ms, max) / max) * (W - left - right);
+  const parts = svgStart(W, H, title, 10);
+  const step = max > 240_000 ? 60_000 : max > 80_000 ? 20_000 : max > 40_000 ? 10_000 : 5_000;
+  for (let t = 0; t <= max; t += step) {
+    parts.push(`<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${top + rows.length * row}" stroke="#e5e5e5"/>`);
+    parts.push(`<text x="${x(t)}" y="${top + rows.length * row + 16}" text-anchor="middle" fill="#555">${t / 1000}</text>`);
+  }
+  parts.push(
+    `<text x="${(left + W - right) / 2}" y="${H - 8}" text-anchor="middle" fill="#555">seconds (bar: median; dots: nodes; arrow: not warm within the bound)</text>`,
+  );
+  rows.forEach((r, i) => {
+    const c = r.config;
+    const y = top + i * row;
+    const vals = r.values.map((v) => v ?? Number.POSITIVE_INFINITY);
+    const m = median(vals.map((v) => (Number.isFinite(v) ? v : 1e15)));
+    const never = m >= 1e15;
+    parts.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${esc(r.label)}</text>`);
+    const color = c.startsWith('kf') ? '#c0504d' : c.startsWith('raw') || c === 'floor' ? '#7f7f7f' : '#4f81bd';
+    parts.push(
+      `<rect x="${left}" y="${y + 6}" width="${Math.max(1, x(never ? max : m) - left)}" height="16" fill="${color}" opacity="0.75"/>`,
+    );
+    parts.push(`<text x="${x(never ? max : m) + 4}" y="${y + 18}" fill="#222">${never ? 'never' : (m / 1000).toFixed(1) + ' s'}</text>`);
+    for (const v of vals) {
+      if (Number.isFinite(v)) parts.push(`<circle cx="${x(v)}" cy="${y + 14}" r="3" fill="#222"/>`);
+      else parts.push(`<path d="M ${x(max) - 8} ${y + 9} L ${x(max)} ${y + 14} L ${x(max) - 8} ${y + 19} z" fill="#222"/>`);
+    }
+  });
+  writeSvg(file, parts);
 }
 
 /** One horizontal bar per row, labelled with its value; `note` is drawn after the value. */
@@ -189,5 +246,6 @@ function footprintNode(): void {
 }
 
 timeToWarm();
+timeToWarmMatrix();
 joinStorm();
 footprintNode();

@@ -1,38 +1,58 @@
 /**
  * `npm run bench:time-to-warm`: time from a joining real node's Ready to its pool being warm, on
- * the real-cluster harness (harness/cluster), side by side in one run, per image set:
+ * the real-cluster harness (harness/cluster), side by side in one run, for every image set ×
+ * registry profile × kind of kubelet asked for:
  *
- *   raw          crictl pull of the set's images, all at once, on a fresh bare containerd (the limit)
- *   lanes-<L>    prewarm with `spec.lanes: L` (`lanes-default`: the default, src/imagecache/parse.ts):
- *                `prewarm synth --stdout --reconciler-image <local>` applied, nodes join the pool
- *                one after another; measured to the sidecar's warm label, and to the images in the
- *                node's containerd
- *   kf-<period>  the kube-fledged model (bench/kubefledged/model.ts) with that refresh period
- *                (0s = never, 1m, 15m: its default), nodes joining at offsets spread over a period
+ *   raw              crictl pull of the set's images, all at once, on a fresh bare containerd
+ *   raw-serial       the same one after another: what a workload pulling its own images gets on a
+ *                    kubelet with serializeImagePulls
+ *   floor            Ready → a one-container DaemonSet pod whose image is present seen Running
+ *                    (support/floor.ts): the least any pod-based puller can take; per profile and
+ *                    kubelet, printed beside every set's figures
+ *   lanes-<L>        prewarm with `spec.lanes: L` (`lanes-default`: the default; `lanes-per-image`:
+ *                    one puller per image): `prewarm synth --stdout --reconciler-image <local>`
+ *                    applied, nodes join the pool one after another; measured to the sidecar's warm
+ *                    label, and to the images in the node's containerd
+ *   kf-<period>      the kube-fledged model (bench/kubefledged/model.ts) with that refresh period;
+ *                    one model per profile and kubelet serves every set, nodes joining at Ready
+ *                    phases spread over one period
  *
- * Image sets (BENCH_SETS):
- *   small5    5 images, 8..48 MiB, 128 MiB in all
- *   large5    5 images, 128..288 MiB, 1 GiB in all
- *   many50    50 small images (bench:footprint-node's: 4 KiB of data each)
- *   many200   200 of them
+ * raw and raw-serial do not depend on the kubelet (there is none): they run once per set and
+ * profile. Profiles (harness/cluster/registry-profile.ts): loopback (the registry on this machine)
+ * and remote (the throttling proxy: per-connection and per-node caps, RTT); the run switches the
+ * cluster's profile and puts the one it found back at the end. Under remote, every raw pull is
+ * checked against the least time the profile allows for its bytes (the shaping is real).
  *
- * For the first node of each prewarm configuration it records the join (harness/timeline-recorder)
- * and draws the waterfall (src/status/timeline-render.ts, as `prewarm status --node -o svg`) to
- * bench/results/waterfall-<set>-<config>.svg. Prints one line per node and a summary (medians,
- * ratios to raw, the target of issue 14: Ready → warm ≤ 1.1 × raw + 2 s), and writes
- * bench/results/time-to-warm.json. A benchmark: long, bounded, stops by itself. Reuses a running
- * harness cluster (starts one only if none is up, and stops it at the end unless
- * BENCH_KEEP_CLUSTER=1); adds and removes only its own nodes (bench-*).
+ * Every node gets a name never used before (support/cluster.ts freshNodeName), so no pod of an
+ * earlier node lands in a figure. For the first node of each `lanes-default` run (all lanes
+ * configurations with --waterfalls all) the join is recorded (harness/timeline-recorder) and drawn
+ * (src/status/timeline-render.ts, as `prewarm status --node -o svg`) to
+ * bench/results/waterfall-<set>-<config>[-remote][-serial].svg. Prints one line per node and a
+ * summary (medians of this run, ratios, the target: Ready → warm ≤ floor + 1.1 × raw + 0.5 s with
+ * the raw pull that kubelet can do), and writes bench/results/<result>.json. A benchmark: long,
+ * bounded, stops by itself. Reuses a running harness cluster (starts one only if none is up, and
+ * stops it at the end unless BENCH_KEEP_CLUSTER=1); adds and removes only its own nodes.
  *
- * Env: BENCH_SETS=small5,large5,many50,many200
- *      BENCH_CONFIGS_<SET>=raw,lanes-default,...   (per set; defaults below)
- *      BENCH_NODES=3 (nodes per configuration; many50/many200 use BENCH_NODES_MANY=2)
- *      BENCH_RESULT=time-to-warm (the results file's name: keep a partial run beside the full one)
+ *   npm run bench:time-to-warm -- [--sets small5,ml5,large5] [--profiles loopback,remote]
+ *     [--kubelets parallel,serial] [--configs raw,raw-serial,floor,lanes-1,lanes-default,lanes-per-image,kf-1m]
+ *     [--nodes N] [--waterfalls default|all|none] [--result NAME]
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
 import { REGISTRY, REPO_DIR, STATE_DIR } from '../harness/cluster/config.js';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../harness/cluster/bare.js';
+import { registryProfile, setRegistryProfile } from '../harness/cluster/registry.js';
+import {
+  describeProfile,
+  leastTransferMs,
+  LOOPBACK,
+  parseRegistryProfile,
+  PROFILE_NAMES,
+  type ProfileName,
+  type RegistryProfile,
+} from '../harness/cluster/registry-profile.js';
 import {
   buildOciImage,
   busyboxLayers,
@@ -42,103 +62,148 @@ import {
   normalize,
   pushImage,
 } from '../harness/cluster/images.js';
-import { Kube } from '../harness/kube.js';
+import { Kube, type KubeObject } from '../harness/kube.js';
 import { applyAll, synthObjects } from '../harness/manifests.js';
 import { NodeWatch, until, waitImages, type NodeTimes } from '../harness/nodes.js';
 import { TimelineRecorder } from '../harness/timeline-recorder.js';
 import { pullersOnNode } from '../harness/pullers.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
+import { LABEL_PULLER } from '../src/contract/names.js';
 import { LANES_SETTING } from '../src/imagecache/parse.js';
 import { buildTimeline } from '../src/status/timeline.js';
 import { renderTimelineSvg } from '../src/status/timeline-render.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
-import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
+import {
+  ensureCluster,
+  freshNodeName,
+  join as joinNode,
+  KUBELET_KINDS,
+  leave,
+  releaseCluster,
+  type KubeletKind,
+} from './support/cluster.js';
+import { applyFloor, floorRunningAt } from './support/floor.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
-/** Each prewarm configuration gets its own namespace, so none waits for another's to be deleted. */
-const pwNamespace = (set: ImageSet, config: string) => `prewarm-bench-${set.name}-${config}`;
 const MIB = 1 << 20;
+const RUN = Date.now().toString(36).slice(-4);
+const CONFIGS_DEFAULT = 'raw,raw-serial,floor,lanes-1,lanes-default,lanes-per-image,kf-1m';
+
+const args = yargs(hideBin(process.argv))
+  .scriptName('bench:time-to-warm')
+  .option('sets', { type: 'string', default: 'small5,ml5,large5', describe: 'image sets (small5, ml5, large5, many50, many200)' })
+  .option('profiles', { type: 'string', default: PROFILE_NAMES.join(','), describe: 'registry profiles: loopback, remote' })
+  .option('kubelets', { type: 'string', default: KUBELET_KINDS.join(','), describe: 'kubelet image pulls: parallel, serial' })
+  .option('configs', {
+    type: 'string',
+    default: CONFIGS_DEFAULT,
+    describe: 'raw, raw-serial, floor, lanes-<L|default|per-image>, kf-<0s|1m|15m>',
+  })
+  .option('nodes', { type: 'number', describe: 'nodes per configuration (default: per set)' })
+  .option('waterfalls', { choices: ['default', 'all', 'none'] as const, default: 'default' as const })
+  .option('result', { type: 'string', describe: 'results file name (default: time-to-warm-<profiles>-<kubelets>-<sets>)' })
+  .strict()
+  .parseSync();
+
+function list<T extends string>(flag: string, value: string, known: readonly T[]): T[] {
+  const out = value.split(',').map((x) => x.trim());
+  for (const x of out) if (!known.includes(x as T)) throw new Error(`--${flag}: unknown ${x}; known: ${known.join(', ')}`);
+  return out as T[];
+}
 
 interface ImageSet {
   readonly name: string;
   readonly images: readonly string[];
   /** Bytes of data per image (incompressible). */
   readonly sizes: readonly number[];
-  readonly configs: readonly string[];
   readonly nodes: number;
   /** How long one node may take from Ready to warm before it counts as never. */
   readonly boundMs: number;
 }
 
-const NODES = Number(process.env['BENCH_NODES'] ?? 3);
-const NODES_MANY = Number(process.env['BENCH_NODES_MANY'] ?? 2);
-
-function imageSet(name: string, sizes: readonly number[], configs: string, nodes: number, boundMs: number): ImageSet {
+function imageSet(name: string, sizesMiB: readonly number[], nodes: number, boundMs: number): ImageSet {
   return {
     name,
-    images: sizes.map((_, i) => `${REGISTRY.plain}/bench/ttw-${name}-${i + 1}:v1`),
-    sizes,
-    configs: (process.env[`BENCH_CONFIGS_${name.toUpperCase()}`] ?? configs).split(','),
-    nodes,
+    images: sizesMiB.map((_, i) => `${REGISTRY.plain}/bench/ttw-${name}-${i + 1}:v1`),
+    sizes: sizesMiB.map((m) => Math.round(m * MIB)),
+    nodes: args.nodes ?? nodes,
     boundMs,
   };
 }
 
 const SETS: Record<string, ImageSet> = {
-  small5: imageSet(
-    'small5',
-    [8, 16, 24, 32, 48].map((m) => m * MIB),
-    'raw,lanes-default,lanes-1,lanes-2,lanes-4,lanes-6,kf-1m',
-    NODES,
-    240_000,
-  ),
-  large5: imageSet(
-    'large5',
-    [128, 160, 208, 240, 288].map((m) => m * MIB),
-    'raw,lanes-default,lanes-1,lanes-6,kf-1m',
-    NODES,
-    300_000,
-  ),
-  many50: imageSet('many50', Array<number>(50).fill(4096), 'lanes-default,lanes-1,lanes-2,lanes-4,lanes-16,kf-1m', NODES_MANY, 300_000),
-  many200: imageSet('many200', Array<number>(200).fill(4096), 'lanes-default,lanes-16,kf-1m', NODES_MANY, 600_000),
+  small5: imageSet('small5', [8, 16, 24, 32, 48], 3, 240_000),
+  // Shaped like a GPU pool (examples/): two images hold 87 % of the bytes.
+  ml5: imageSet('ml5', [192, 128, 16, 16, 16], 3, 300_000),
+  large5: imageSet('large5', [128, 160, 208, 240, 288], 3, 300_000),
+  many50: imageSet('many50', Array<number>(50).fill(4096 / MIB), 2, 300_000),
+  many200: imageSet('many200', Array<number>(200).fill(4096 / MIB), 2, 600_000),
 };
-const WANT_SETS = (process.env['BENCH_SETS'] ?? 'small5,large5,many50,many200').split(',');
+
+const sets = list('sets', args.sets, Object.keys(SETS)).map((s) => SETS[s] as ImageSet);
+const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
+const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
+const configs = args.configs.split(',').map((c) => c.trim());
+for (const c of configs)
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image)|kf-(0s|1m|15m))$/.test(c)) throw new Error(`--configs: unknown ${c}`);
+const RESULT = args.result ?? `time-to-warm-${profiles.join('-')}-${kubelets.join('-')}-${sets.map((s) => s.name).join('-')}`;
 
 interface Sample {
   set: string;
   config: string;
+  profile: ProfileName;
+  /** Absent for raw pulls (no kubelet). */
+  kubelet?: KubeletKind;
   node: string;
   /** Ready -> all images in the node's containerd (ms); undefined: not within the bound. */
   imagesMs?: number;
   /** Ready -> the sidecar's warm label (prewarm only). */
   warmMs?: number;
+  /** Ready -> the floor pod seen Running (floor only). */
+  runningMs?: number;
   /** Join started -> Ready (ms). */
   readyMs?: number;
   /** Puller pods seen on the node while it warmed (prewarm only). */
   pullers?: number;
+  /** `spec.lanes` of a prewarm configuration. */
+  lanes?: number;
   /** Where in the refresh period the node became Ready (kube-fledged; ms after the last tick). */
   phaseMs?: number;
+  /** The least time the remote profile allows for the set's bytes (raw pulls under remote). */
+  leastMs?: number;
   boundMs?: number;
 }
 const samples: Sample[] = [];
+
+interface Ctx {
+  readonly profile: ProfileName;
+  readonly shape: RegistryProfile;
+  readonly kubelet: KubeletKind;
+}
+
+const suffix = (c: { profile: ProfileName; kubelet?: KubeletKind }) =>
+  `${c.profile === 'remote' ? '-remote' : ''}${c.kubelet === 'serial' ? '-serial' : ''}`;
 
 function report(s: Sample): void {
   samples.push(s);
   const f = figure(s);
   const extra = [
     s.imagesMs !== undefined && s.config.startsWith('lanes-') ? `images in containerd ${secs(s.imagesMs)} s` : '',
-    s.pullers !== undefined ? `${s.pullers} pullers` : '',
+    s.pullers !== undefined ? `${s.pullers} pullers (lanes ${s.lanes})` : '',
     s.phaseMs !== undefined ? `Ready ${secs(s.phaseMs)} s after a refresh tick` : '',
+    s.leastMs !== undefined
+      ? `profile allows ≥ ${secs(s.leastMs)} s: ${(s.imagesMs ?? 0) >= s.leastMs ? 'shaped' : 'FASTER THAN THE PROFILE'}`
+      : '',
     s.readyMs !== undefined ? `join-to-Ready ${secs(s.readyMs)} s` : '',
   ].filter(Boolean);
   console.log(
-    `${s.set} ${s.config} ${s.node}: ready-to-warm ${f === undefined ? `never (bound ${secs(s.boundMs ?? 0)} s)` : `${secs(f)} s`}${extra.length ? `; ${extra.join('; ')}` : ''}`,
+    `${s.set} ${s.profile}${s.kubelet ? ` ${s.kubelet}` : ''} ${s.config} ${s.node}: ready-to-warm ${f === undefined ? `never (bound ${secs(s.boundMs ?? 0)} s)` : `${secs(f)} s`}${extra.length ? `; ${extra.join('; ')}` : ''}`,
   );
 }
 
-async function prepareImages(sets: readonly ImageSet[]): Promise<void> {
+async function prepareImages(): Promise<void> {
   for (const set of sets) {
     const bySize = new Map<number, string[]>();
     set.images.forEach((ref, i) => bySize.set(set.sizes[i] as number, [...(bySize.get(set.sizes[i] as number) ?? []), ref]));
@@ -151,80 +216,140 @@ async function prepareImages(sets: readonly ImageSet[]): Promise<void> {
   ensureReconcilerImage(RECONCILER_IMAGE, REPO_DIR);
 }
 
-async function benchRaw(set: ImageSet): Promise<void> {
+async function benchRaw(set: ImageSet, config: 'raw' | 'raw-serial', ctx: Omit<Ctx, 'kubelet'>): Promise<void> {
   for (let i = 1; i <= set.nodes; i++) {
-    const name = `bench-raw-${i}`;
+    const name = freshNodeName('raw');
     await startBareRuntime(name);
     try {
-      report({ set: set.name, config: 'raw', node: name, imagesMs: await rawPull(name, set.images) });
+      const ms = await rawPull(name, set.images, { serial: config === 'raw-serial' });
+      const shape = ctx.shape;
+      // Serial: one stream after another; parallel: all streams at once.
+      const least =
+        shape.name !== 'remote'
+          ? undefined
+          : config === 'raw'
+            ? leastTransferMs(shape, set.sizes)
+            : set.sizes.reduce((a, b) => a + leastTransferMs(shape, [b]), 0);
+      report({ set: set.name, config, profile: ctx.profile, node: name, imagesMs: ms, ...(least !== undefined ? { leastMs: least } : {}) });
     } finally {
       await stopBareRuntime(name);
     }
   }
 }
 
-function lanesOf(config: string): number {
-  const v = config.slice('lanes-'.length);
-  return v === 'default' ? LANES_SETTING.default : Number(v);
+async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number): Promise<void> {
+  const ns = `ttw-${RUN}-floor-${ctx.profile}-${ctx.kubelet}`;
+  await applyFloor(kube, ns, { [POOL_LABEL]: ns });
+  for (let i = 1; i <= nodes; i++) {
+    const name = freshNodeName('floor');
+    const t = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet);
+    try {
+      await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
+      const readyAt = t.readyAt ?? Date.now();
+      const at = await floorRunningAt(kube, ns, name, readyAt + 120_000);
+      report({
+        set: '*',
+        config: 'floor',
+        profile: ctx.profile,
+        kubelet: ctx.kubelet,
+        node: name,
+        ...(at !== undefined ? { runningMs: at - readyAt } : {}),
+        readyMs: readyAt - t.joinAt,
+        boundMs: 120_000,
+      });
+    } finally {
+      await leave(name);
+    }
+  }
+  await kube.delete(`/api/v1/namespaces/${ns}`);
 }
 
-async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: string): Promise<void> {
-  const PW_NS = pwNamespace(set, config);
-  const lanes = lanesOf(config);
-  const specs = join(STATE_DIR, 'bench-specs', 'ttw');
+function imageCacheSpec(set: ImageSet, ns: string, lanes: number): string {
+  const specs = join(STATE_DIR, 'bench-specs', `ttw-${set.name}-${lanes}`);
   mkdirSync(specs, { recursive: true });
   writeFileSync(
     join(specs, 'imagecache.yaml'),
     JSON.stringify({
       apiVersion: 'prewarm.dev/v1alpha1',
       kind: 'ImageCache',
-      metadata: { name: 'ttw', namespace: PW_NS },
-      spec: { lanes, cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: 'ttw' }, images: set.images }] },
+      metadata: { name: 'ttw', namespace: ns },
+      spec: { lanes, cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: ns }, images: set.images }] },
     }),
   );
-  const synthesized = await synthObjects(specs, ['--reconciler-image', RECONCILER_IMAGE, '--own-namespace', PW_NS]);
-  await applyAll(kube, synthesized);
+  return specs;
+}
+
+const pullerDaemonSets = (objs: readonly KubeObject[]) =>
+  objs.filter((o) => o.kind === 'DaemonSet' && o.spec?.template?.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
+
+/**
+ * The synth output of a lanes configuration. `lanes-per-image` takes the least `lanes` that gives
+ * every image its own puller (whether the holder counts as a lane is the synth's business).
+ */
+async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ lanes: number; objects: KubeObject[] } | undefined> {
+  const synth = (lanes: number) =>
+    synthObjects(imageCacheSpec(set, ns, lanes), ['--reconciler-image', RECONCILER_IMAGE, '--own-namespace', ns]);
+  const v = config.slice('lanes-'.length);
+  if (v !== 'per-image') {
+    const lanes = v === 'default' ? LANES_SETTING.default : Number(v);
+    return { lanes, objects: await synth(lanes) };
+  }
+  for (let lanes = set.images.length; lanes <= Math.min(LANES_SETTING.max, set.images.length + 1); lanes++) {
+    const objects = await synth(lanes);
+    if (pullerDaemonSets(objects) >= set.images.length) return { lanes, objects };
+  }
+  log(`${set.name} ${config}: more images than lanes can give pullers (max ${LANES_SETTING.max}); skipped`);
+  return undefined;
+}
+
+async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: string, ctx: Ctx): Promise<void> {
+  const ns = `ttw-${RUN}-${set.name}-${config}-${ctx.profile}-${ctx.kubelet}`.slice(0, 63);
+  const synthesized = await synthLanes(set, config, ns);
+  if (synthesized === undefined) return;
+  await applyAll(kube, synthesized.objects);
   const want = set.images.map(normalize);
+  const draw = args.waterfalls === 'all' || (args.waterfalls === 'default' && config === 'lanes-default');
   for (let i = 1; i <= set.nodes; i++) {
-    const name = `bench-pw-${i}`;
-    const recorder = i === 1 ? new TimelineRecorder(kube, name) : undefined;
+    const name = freshNodeName('pw');
+    const recorder = draw && i === 1 ? new TimelineRecorder(kube, name) : undefined;
     await recorder?.start();
-    const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: 'ttw' });
+    const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet);
     try {
-      const bound = Date.now() + 60_000 + set.boundMs;
       await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
       const readyAt = t.readyAt ?? Date.now();
       let pullers = 0;
       const warm = pollUntil(
         async () => {
-          pullers = Math.max(pullers, (await pullersOnNode(kube, PW_NS, name)).length);
+          pullers = Math.max(pullers, (await pullersOnNode(kube, ns, name)).length);
           return t.labelsAt.has('prewarm.dev/ttw=warm');
         },
         readyAt + set.boundMs,
         250,
       );
-      const imagesAt = await waitImages(name, want, Math.min(bound, readyAt + set.boundMs), 250);
+      const imagesAt = await waitImages(name, want, readyAt + set.boundMs, 250);
       await warm;
       const warmAt = t.labelsAt.get('prewarm.dev/ttw=warm');
       report({
         set: set.name,
         config,
+        profile: ctx.profile,
+        kubelet: ctx.kubelet,
         node: name,
         ...(imagesAt !== undefined ? { imagesMs: imagesAt - readyAt } : {}),
         ...(warmAt !== undefined ? { warmMs: warmAt - readyAt } : {}),
         ...(t.readyAt !== undefined ? { readyMs: t.readyAt - t.joinAt } : {}),
         pullers,
+        lanes: synthesized.lanes,
         boundMs: set.boundMs,
       });
       if (recorder !== undefined) {
         // The pullers leave after the warm label; give their deletion a moment to be recorded.
         await sleep(3000);
         recorder.stop();
-        const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${PW_NS}/daemonsets`)).items.map(
-          (d) => `${PW_NS}/${d.metadata.name}`,
-        );
-        const f = join(RESULTS_DIR, `waterfall-${set.name}-${config}.svg`);
-        writeFileSync(f, renderTimelineSvg(buildTimeline(recorder.input(daemonSets)), `${set.name}, ${config}: warm-up of a joining node`));
+        const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${ns}/daemonsets`)).items;
+        const f = join(RESULTS_DIR, `waterfall-${set.name}-${config}${suffix(ctx)}.svg`);
+        const title = `${set.name}, ${config} (lanes ${synthesized.lanes}), ${ctx.profile} registry, ${ctx.kubelet} kubelet: warm-up of a joining node`;
+        writeFileSync(f, renderTimelineSvg(buildTimeline(recorder.input(daemonSets)), title));
         log(`wrote ${f}`);
       }
     } finally {
@@ -233,172 +358,183 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
     }
   }
   // Deleted in the background: the next configuration has its own namespace.
-  await kube.delete(`/api/v1/namespaces/${PW_NS}`);
-}
-
-async function waitCacheStatus(kube: Kube, name: string, want: string, bound: number): Promise<boolean> {
-  return (await pollUntil(async () => (await kube.getOpt(`${KF_IMAGECACHES}/${name}`))?.status?.status === want, bound, 500)) ?? false;
-}
-
-/**
- * One kube-fledged configuration: (re)start the model with `refresh`, (re)create the ImageCache
- * while the seed node matches (so the first sync really pulls and ends Succeeded, the steady state
- * of a cluster that has run for a while; with no matching node kube-fledged ends the sync
- * NoImagesPulledOrDeleted and retries on its next refresh, which would only shift the phase), then join
- * nodes at `offsetsMs` after the model's first refresh tick and wait up to `boundMs` after each
- * node's Ready.
- */
-async function benchKf(kube: Kube, watch: NodeWatch, set: ImageSet, config: string, offsetsMs: number[], boundMs: number): Promise<void> {
-  const cache = `ttw-${set.name}`;
-  const refresh = config.slice('kf-'.length);
-  await kube.delete(`${KF_IMAGECACHES}/${cache}`).catch(() => false);
-  await sleep(1000);
-  const model = startModel({ refresh });
-  const want = set.images.map(normalize);
-  try {
-    const t0 = Date.now();
-    await sleep(1500);
-    await kube.create(KF_IMAGECACHES, kfImageCache(cache, set.images, { [POOL_LABEL]: 'kf' }));
-    if (!(await waitCacheStatus(kube, cache, 'Succeeded', Date.now() + 600_000)))
-      throw new Error(`${set.name} ${config}: the ImageCache never Succeeded on the seed node`);
-    const base = model.ticks[0] ?? t0;
-    log(
-      `${set.name} ${config}: ImageCache Succeeded on the seed node; joining ${offsetsMs.length} nodes at ${offsetsMs.map((o) => secs(o)).join(', ')} s`,
-    );
-    const runs = offsetsMs.map(async (offset, i) => {
-      const name = `bench-kf-${i + 1}`;
-      const wait = base + offset - Date.now();
-      if (wait > 0) await sleep(wait);
-      const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: 'kf' });
-      try {
-        await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
-        const readyAt = t.readyAt ?? Date.now();
-        const imagesAt = await waitImages(name, want, readyAt + boundMs, 500);
-        const lastTick = [...model.ticks].filter((x) => x <= readyAt).pop();
-        report({
-          set: set.name,
-          config,
-          node: name,
-          ...(imagesAt !== undefined ? { imagesMs: imagesAt - readyAt } : {}),
-          ...(t.readyAt !== undefined ? { readyMs: t.readyAt - t.joinAt } : {}),
-          ...(lastTick !== undefined && refresh !== '0s' ? { phaseMs: readyAt - lastTick } : {}),
-          boundMs,
-        });
-      } finally {
-        await leave(name);
-      }
-    });
-    await Promise.all(runs);
-    log(
-      `${set.name} ${config}: the model created ${model.jobsAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`,
-    );
-  } finally {
-    await stopModel(model);
-    await kube.delete(`${KF_IMAGECACHES}/${cache}`).catch(() => false);
-  }
+  await kube.delete(`/api/v1/namespaces/${ns}`);
 }
 
 const PERIOD_MS: Record<string, number> = { '0s': 30_000, '1m': 60_000, '15m': 13 * 60_000 };
+/** About how long a join takes to Ready here: joins start this much before their Ready phase. */
+const JOIN_LEAD_MS = 8_000;
 
-async function benchSet(kube: Kube, watch: NodeWatch, set: ImageSet): Promise<void> {
-  log(
-    `set ${set.name}: ${set.images.length} images, ${(set.sizes.reduce((a, b) => a + b, 0) / MIB).toFixed(0)} MiB; configs ${set.configs.join(', ')}`,
-  );
-  for (const config of set.configs) {
-    if (config === 'raw') await benchRaw(set);
-    else if (config.startsWith('lanes-')) await benchLanes(kube, watch, set, config);
-    else if (config.startsWith('kf-')) {
-      const period = PERIOD_MS[config.slice(3)];
-      if (period === undefined) throw new Error(`unknown configuration ${config}`);
-      await installKubeFledged(kube);
-      const seed = await joinNode(watch, 'bench-kf-seed', { [POOL_LABEL]: 'kf' });
-      await until(seed, (x) => x.readyAt !== undefined, Date.now() + 120_000);
-      try {
-        // Joins spread over one period, after the first refresh tick; the bound covers a full period.
-        const offsets = Array.from(
-          { length: set.nodes },
-          (_, i) => Math.round(((i + 0.5) * period) / set.nodes) + (config === 'kf-0s' ? 0 : period),
-        );
-        await benchKf(kube, watch, set, config, offsets, config === 'kf-0s' ? 150_000 : period + set.boundMs);
-      } finally {
-        await leave('bench-kf-seed');
-      }
-    } else throw new Error(`unknown configuration ${config}`);
+/**
+ * One kube-fledged configuration for every set at once: the model with `refresh`, one ImageCache
+ * per set (each on its own node label), then `nodes` nodes per set whose Ready phases are spread
+ * evenly over one period after the first tick, interleaved across sets; each waits up to a period
+ * plus its set's bound after Ready. No seed node: a cache whose nodeSelector matches no node ends
+ * its first sync NoImagesPulledOrDeleted, and every refresh after that lists the nodes again, as
+ * on a cluster that has run for a while.
+ */
+async function benchKf(kube: Kube, watch: NodeWatch, config: string, ctx: Ctx): Promise<void> {
+  const refresh = config.slice('kf-'.length);
+  const period = PERIOD_MS[refresh] as number;
+  await installKubeFledged(kube);
+  const caches = sets.map((s) => ({ set: s, cache: `ttw-${RUN}-${s.name}-${ctx.profile}-${ctx.kubelet}`, label: `kf-${s.name}-${RUN}` }));
+  const model = startModel({ refresh });
+  try {
+    const t0 = Date.now();
+    await sleep(1500);
+    for (const c of caches) await kube.create(KF_IMAGECACHES, kfImageCache(c.cache, c.set.images, { [POOL_LABEL]: c.label }));
+    const synced = await pollUntil(() => caches.every((c) => model.statuses.some((x) => x.cache === c.cache)), Date.now() + 60_000, 200);
+    if (!synced) throw new Error(`${config}: the model wrote no status for the ImageCaches in 60 s`);
+    const base = model.ticks[0] ?? t0;
+    const jobs = caches.flatMap((c) => Array.from({ length: c.set.nodes }, (_, j) => ({ ...c, j })));
+    const order = jobs.map((x, k) => ({ ...x, phase: ((k + 0.5) * period) / jobs.length }));
+    log(`${config} ${ctx.profile} ${ctx.kubelet}: ${order.length} nodes, Ready phases ${order.map((o) => secs(o.phase)).join(', ')} s`);
+    await Promise.all(
+      order.map(async (o) => {
+        const wait = base + (refresh === '0s' ? 0 : period) + o.phase - JOIN_LEAD_MS - Date.now();
+        if (wait > 0) await sleep(wait);
+        const name = freshNodeName('kf');
+        const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: o.label }, ctx.kubelet);
+        const boundMs = refresh === '0s' ? 150_000 : period + o.set.boundMs;
+        try {
+          await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
+          const readyAt = t.readyAt ?? Date.now();
+          const imagesAt = await waitImages(name, o.set.images.map(normalize), readyAt + boundMs, 500);
+          const lastTick = [...model.ticks].filter((x) => x <= readyAt).pop();
+          report({
+            set: o.set.name,
+            config,
+            profile: ctx.profile,
+            kubelet: ctx.kubelet,
+            node: name,
+            ...(imagesAt !== undefined ? { imagesMs: imagesAt - readyAt } : {}),
+            ...(t.readyAt !== undefined ? { readyMs: t.readyAt - t.joinAt } : {}),
+            ...(lastTick !== undefined && refresh !== '0s' ? { phaseMs: readyAt - lastTick } : {}),
+            boundMs,
+          });
+        } finally {
+          await leave(name);
+        }
+      }),
+    );
+    log(
+      `${config}: the model created ${model.jobsAt.length} Jobs; refresh ticks at ${model.ticks.map((x) => secs(x - base)).join(', ')} s`,
+    );
+  } finally {
+    await stopModel(model);
+    for (const c of caches) await kube.delete(`${KF_IMAGECACHES}/${c.cache}`).catch(() => false);
   }
 }
 
+/** Median of a configuration's figures; a node never warm within its bound counts as +Infinity. */
+function med(xs: readonly Sample[]): number | undefined {
+  if (xs.length === 0) return undefined;
+  const m = median(xs.map((s) => figure(s) ?? 1e15));
+  return m >= 1e15 ? Number.POSITIVE_INFINITY : m;
+}
+
+const fmt = (m: number | undefined) => (m === undefined ? '—' : Number.isFinite(m) ? `${secs(m)} s` : 'never');
+
 function summary(): Record<string, unknown> {
-  const out: Record<string, Record<string, unknown>> = {};
-  console.log('\nsummary (medians of one run; ratio = median / raw median; prewarm: Ready -> warm label)');
-  for (const setName of WANT_SETS) {
-    const set = SETS[setName];
-    if (set === undefined) continue;
-    const med = (c: string): number | undefined => {
-      const xs = samples.filter((s) => s.set === setName && s.config === c);
-      if (xs.length === 0) return undefined;
-      // A node never warm within its bound counts as +Infinity for the median.
-      const m = median(xs.map((s) => figure(s) ?? 1e15));
-      return m >= 1e15 ? Number.POSITIVE_INFINITY : m;
-    };
-    const raw = med('raw');
-    const kf = set.configs.filter((c) => c.startsWith('kf-')).map((c) => [c, med(c)] as const);
-    out[setName] = {};
-    for (const c of set.configs) {
-      const m = med(c);
-      if (m === undefined) continue;
-      const ratio = raw === undefined || !Number.isFinite(m) ? undefined : m / raw;
-      const target = raw === undefined ? undefined : 1.1 * raw + 2000;
-      const notes = [
-        ratio === undefined ? '' : `x${ratio.toFixed(2)} raw`,
-        c.startsWith('lanes-') && target !== undefined ? `target ${secs(target)} s ${m <= target ? 'met' : 'missed'}` : '',
-        ...(c.startsWith('lanes-')
-          ? kf.map(([k, v]) =>
-              v === undefined ? '' : `${m < v ? 'beats' : 'loses to'} ${k} (${Number.isFinite(v) ? `${secs(v)} s` : 'never'})`,
-            )
-          : []),
-      ].filter(Boolean);
-      console.log(
-        `ttw ${setName} ${c}${c === 'lanes-default' ? ` (=${LANES_SETTING.default})` : ''}: ${Number.isFinite(m) ? `${secs(m)} s` : 'never'} median; ${notes.join('; ')}`,
-      );
-      out[setName][c] = {
-        medianMs: Number.isFinite(m) ? m : null,
-        ratioToRaw: ratio ?? null,
-        nodes: samples.filter((s) => s.set === setName && s.config === c).length,
-      };
+  const out: Record<string, unknown> = {};
+  console.log('\nsummary (medians of this run; × = median / the raw pull that kubelet can do; prewarm: Ready -> warm label)');
+  for (const profile of profiles)
+    for (const set of sets) {
+      const of = (config: string, kubelet?: KubeletKind) =>
+        samples.filter(
+          (s) => s.set === set.name && s.profile === profile && s.config === config && (kubelet === undefined || s.kubelet === kubelet),
+        );
+      const raw = med(of('raw'));
+      const rawSerial = med(of('raw-serial'));
+      for (const kubelet of kubelets) {
+        const floor = med(samples.filter((s) => s.config === 'floor' && s.profile === profile && s.kubelet === kubelet));
+        const base = kubelet === 'serial' ? rawSerial : raw;
+        const target = base !== undefined && floor !== undefined ? floor + 1.1 * base + 500 : undefined;
+        const kf = configs.filter((c) => c.startsWith('kf-')).map((c) => [c, med(of(c, kubelet))] as const);
+        const row: Record<string, unknown> = {
+          floorMs: floor ?? null,
+          rawMs: raw ?? null,
+          rawSerialMs: rawSerial ?? null,
+          targetMs: target ?? null,
+        };
+        console.log(
+          `ttw ${set.name} ${profile} ${kubelet}: pod floor ${fmt(floor)}, raw ${fmt(raw)}, raw serial ${fmt(rawSerial)}; target (floor + 1.1 × ${kubelet === 'serial' ? 'raw serial' : 'raw'} + 0.5 s) ${fmt(target)}`,
+        );
+        for (const c of configs.filter((x) => x.startsWith('lanes-') || x.startsWith('kf-'))) {
+          const xs = of(c, kubelet);
+          const m = med(xs);
+          if (m === undefined) continue;
+          const ratio = base === undefined || !Number.isFinite(m) ? undefined : m / base;
+          const notes = [
+            `${xs.length} nodes`,
+            xs[0]?.lanes !== undefined ? `lanes ${xs[0].lanes}, ${Math.max(...xs.map((s) => s.pullers ?? 0))} pullers` : '',
+            ratio === undefined ? '' : `×${ratio.toFixed(2)} ${kubelet === 'serial' ? 'raw serial' : 'raw'}`,
+            floor !== undefined && Number.isFinite(m) ? `${secs(m - floor)} s above the floor` : '',
+            c.startsWith('lanes-') && target !== undefined ? `target ${m <= target ? 'met' : 'missed'}` : '',
+            ...(c.startsWith('lanes-')
+              ? kf.map(([k, v]) => (v === undefined ? '' : `${m < v ? 'beats' : 'loses to'} ${k} (${fmt(v)})`))
+              : []),
+          ].filter(Boolean);
+          console.log(`ttw ${set.name} ${profile} ${kubelet} ${c}: ${fmt(m)} median; ${notes.join('; ')}`);
+          row[c] = {
+            medianMs: m !== undefined && Number.isFinite(m) ? m : null,
+            ratio: ratio ?? null,
+            nodes: xs.length,
+            lanes: xs[0]?.lanes ?? null,
+          };
+        }
+        out[`${set.name}/${profile}/${kubelet}`] = row;
+      }
     }
-  }
   return out;
 }
 
 async function main(): Promise<void> {
-  const sets = WANT_SETS.map((s) => {
-    const set = SETS[s];
-    if (set === undefined) throw new Error(`unknown image set ${s}; known: ${Object.keys(SETS).join(', ')}`);
-    return set;
-  });
   const started = await ensureCluster();
-  await prepareImages(sets);
+  await prepareImages();
   const kube = new Kube();
   const watch = new NodeWatch(kube, POOL_LABEL, log);
   await watch.start();
+  const found = registryProfile();
+  const shapes: Record<ProfileName, RegistryProfile> = { loopback: LOOPBACK, remote: parseRegistryProfile('remote') };
+  const t0 = Date.now();
   try {
-    for (const set of sets) await benchSet(kube, watch, set);
+    for (const profile of profiles) {
+      await setRegistryProfile(shapes[profile]);
+      log(`profile ${describeProfile(shapes[profile])}`);
+      for (const set of sets) {
+        log(
+          `set ${set.name}: ${set.images.length} images, ${(set.sizes.reduce((a, b) => a + b, 0) / MIB).toFixed(0)} MiB, ${set.nodes} nodes per configuration`,
+        );
+        for (const c of ['raw', 'raw-serial'] as const)
+          if (configs.includes(c)) await benchRaw(set, c, { profile, shape: shapes[profile] });
+      }
+      for (const kubelet of kubelets) {
+        const ctx: Ctx = { profile, shape: shapes[profile], kubelet };
+        if (configs.includes('floor')) await benchFloor(kube, watch, ctx, args.nodes ?? 3);
+        for (const set of sets) for (const c of configs.filter((x) => x.startsWith('lanes-'))) await benchLanes(kube, watch, set, c, ctx);
+        for (const c of configs.filter((x) => x.startsWith('kf-'))) await benchKf(kube, watch, c, ctx);
+      }
+    }
   } finally {
+    await setRegistryProfile(found);
     watch.close();
     kube.close();
     await releaseCluster(started);
   }
   const sum = summary();
-  const f = saveResults(process.env['BENCH_RESULT'] ?? 'time-to-warm', {
+  const f = saveResults(RESULT, {
     defaultLanes: LANES_SETTING.default,
-    sets: Object.fromEntries(
-      sets.map((s) => [s.name, { images: s.images.length, mib: s.sizes.reduce((a, b) => a + b, 0) / MIB, nodes: s.nodes }]),
-    ),
+    profiles: Object.fromEntries(profiles.map((p) => [p, describeProfile(shapes[p])])),
+    kubelets,
+    configs,
+    sets: Object.fromEntries(sets.map((s) => [s.name, { images: s.images.length, mib: s.sizes.map((b) => b / MIB), nodes: s.nodes }])),
+    wallS: Math.round((Date.now() - t0) / 1000),
     samples,
     summary: sum,
     clusterStartedByBench: started,
   });
-  log(`wrote ${f}`);
+  log(`wrote ${f} (${Math.round((Date.now() - t0) / 1000)} s)`);
 }
 
 await main();

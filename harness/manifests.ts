@@ -19,6 +19,7 @@ import {
 } from './cluster/images.js';
 import { run } from './cluster/sh.js';
 import type { Kube, KubeObject } from './kube.js';
+import { isHolder, poolOf } from '../src/contract/roles.js';
 
 /** The objects of a multi-document YAML stream (empty documents dropped); a YAML error throws. */
 export function yamlObjects(text: string): KubeObject[] {
@@ -96,7 +97,7 @@ export interface PoolImages {
 /** The pools' holder DaemonSets among synthesized objects (burst pullers carry no pool label). */
 export function poolsOf(objects: KubeObject[]): PoolImages[] {
   return objects
-    .filter((o) => o.kind === 'DaemonSet' && o.metadata.labels?.['prewarm.dev/pool'] !== undefined)
+    .filter((o) => o.kind === 'DaemonSet' && isHolder(o.metadata.labels))
     .map((o) => {
       const s = podSpecOf(o);
       if (!s) throw new Error(`DaemonSet ${o.metadata.name} has no pod template`);
@@ -106,7 +107,7 @@ export function poolsOf(objects: KubeObject[]): PoolImages[] {
       return {
         namespace: o.metadata.namespace ?? 'default',
         daemonSet: o.metadata.name,
-        pool: o.metadata.labels?.['prewarm.dev/pool'] ?? '',
+        pool: poolOf(o.metadata.labels) ?? '',
         images,
         helper,
         sidecar,

@@ -3,15 +3,16 @@
  * which the DaemonSet controller should have removed (their node affinity is `NotIn [warm,
  * partial]`). Checked after every e2e test (test/e2e/setup.ts).
  */
-import { LABEL_POOL_MEMBER, LABEL_PULLER, NodeState } from '../src/contract/names.js';
-import { nodeLabelKey } from '../src/synth/naming.js';
+import { NodeState } from '../src/contract/names.js';
+import { poolOf, pullersQuery } from '../src/contract/roles.js';
+import { nodeLabelKey } from '../src/contract/identity.js';
 import type { Kube, KubeObject } from './kube.js';
 import { pollUntil } from './time.js';
 
 /** The burst puller pods of `pool` in `namespace` bound to `node` (any pool's, without `pool`). */
 export async function pullersOnNode(kube: Kube, namespace: string, node: string, pool?: string): Promise<KubeObject[]> {
   const l = await kube.list(`/api/v1/namespaces/${namespace}/pods`, {
-    labelSelector: pool === undefined ? LABEL_PULLER : `${LABEL_POOL_MEMBER}=${pool},${LABEL_PULLER}`,
+    labelSelector: pullersQuery(pool),
     fieldSelector: `spec.nodeName=${node}`,
   });
   return l.items;
@@ -19,12 +20,12 @@ export async function pullersOnNode(kube: Kube, namespace: string, node: string,
 
 /** `namespace/pod on node (state)` for every puller pod on a node its pool marks warm or partial. */
 export async function pullersOnMarkedNodes(kube: Kube): Promise<string[]> {
-  const [pods, nodes] = await Promise.all([kube.list('/api/v1/pods', { labelSelector: LABEL_PULLER }), kube.list('/api/v1/nodes')]);
+  const [pods, nodes] = await Promise.all([kube.list('/api/v1/pods', { labelSelector: pullersQuery() }), kube.list('/api/v1/nodes')]);
   const labels = new Map(nodes.items.map((n) => [n.metadata.name, n.metadata.labels ?? {}]));
   const left: string[] = [];
   for (const p of pods.items) {
     const node = (p.spec as { nodeName?: string } | undefined)?.nodeName;
-    const pool = p.metadata.labels?.[LABEL_POOL_MEMBER];
+    const pool = poolOf(p.metadata.labels);
     if (node === undefined || pool === undefined) continue;
     const state = labels.get(node)?.[nodeLabelKey(pool)];
     if (state === NodeState.Warm || state === NodeState.Partial)

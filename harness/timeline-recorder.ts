@@ -5,7 +5,8 @@
  * (src/status/timeline.ts), the same code `prewarm status --node` runs, so the chart and the
  * command cannot disagree on what a phase means.
  */
-import type { TimelineEvent, TimelineInput, TimelinePod } from '../src/status/timeline.js';
+import type { Pod } from '../src/contract/pod-status.js';
+import type { TimelineDaemonSet, TimelineEvent, TimelineInput } from '../src/status/timeline.js';
 import type { Kube, KubeObject } from './kube.js';
 
 interface Seen {
@@ -54,11 +55,17 @@ export class TimelineRecorder {
     for (const s of this.stops) s();
   }
 
-  /** The recorded objects, their times replaced by the first-seen ones, for `buildTimeline`. */
-  input(daemonSets: readonly string[], now = new Date()): TimelineInput {
+  /**
+   * The recorded objects, their times replaced by the first-seen ones, for `buildTimeline`. Only
+   * the pods of this node object: a pod created before the node was (bound to an earlier node of
+   * the same name, still being deleted) is left out.
+   */
+  input(daemonSets: readonly TimelineDaemonSet[], now = new Date()): TimelineInput {
+    const born = Date.parse(this.node?.obj.metadata.creationTimestamp ?? '');
+    const ours = (p: Seen): boolean => !(Date.parse(p.obj.metadata.creationTimestamp ?? '') < born);
     return {
       node: this.node === undefined ? { metadata: { name: this.nodeName } } : sharpen(this.node),
-      pods: [...this.pods.values()].map((p) => sharpen(p) as TimelinePod),
+      pods: [...this.pods.values()].filter(ours).map((p) => sharpen(p) as Pod),
       events: [...this.events.values()],
       daemonSets,
       now,
@@ -97,6 +104,8 @@ export class TimelineRecorder {
   }
 
   private onNode(n: KubeObject): void {
+    // A node deleted and registered again under the same name is another node: start over.
+    if (this.node !== undefined && this.node.obj.metadata.uid !== n.metadata.uid) this.node = undefined;
     this.node ??= { obj: n, first: new Map() };
     this.node.obj = n;
     stamp(this.node, Date.now());

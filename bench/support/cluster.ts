@@ -7,11 +7,35 @@ import { loadSpec } from '../../harness/cluster/node.js';
 import type { NodeTimes, NodeWatch } from '../../harness/nodes.js';
 import { log } from './stats.js';
 
+/** The kubelet's image pulls: one at a time for the whole node (the upstream default), or in parallel. */
+export type KubeletKind = 'parallel' | 'serial';
+export const KUBELET_KINDS: readonly KubeletKind[] = ['parallel', 'serial'];
+
+/** Tells this run's nodes from any earlier run's (base 36 of the time, 4 characters). */
+const RUN_ID = Date.now().toString(36).slice(-4);
+let joined = 0;
+
+/**
+ * A node name never used before in this cluster: `<tag>-<run>-<n>`. A reused name would inherit
+ * the pods still bound to the earlier node of that name (its namespace being deleted in the
+ * background): its kubelet runs them, and they show in the new node's figures.
+ */
+export function freshNodeName(tag: string): string {
+  const name = `${tag}-${RUN_ID}-${++joined}`;
+  if (name.length > 20) throw new Error(`node name ${name} is too long (tag ${tag})`);
+  return name;
+}
+
 /** Joins a real node whose kubelet registers it with `labels` (kubelet --node-labels). */
-export async function join(watch: NodeWatch, name: string, labels: Record<string, string>): Promise<NodeTimes> {
+export async function join(
+  watch: NodeWatch,
+  name: string,
+  labels: Record<string, string>,
+  kubelet: KubeletKind = 'parallel',
+): Promise<NodeTimes> {
   if (loadSpec(name)) await removeNode(name).catch(() => undefined);
   const t = watch.expect(name);
-  await addNode(name, { labels, wait: false });
+  await addNode(name, { labels, wait: false, serializeImagePulls: kubelet === 'serial' });
   return t;
 }
 

@@ -20,30 +20,30 @@ export async function stopBareRuntime(name: string): Promise<void> {
 }
 
 /**
- * Pulls refs with crictl (CRI, like the kubelet), all at once, as a kubelet with parallel pulls
- * would. Returns the wall time in ms.
+ * Pulls refs with crictl (CRI, like the kubelet): all at once, as a kubelet with parallel pulls
+ * would, or with `serial` one after another, as a kubelet with `serializeImagePulls` does. Returns
+ * the wall time in ms.
  */
-export async function rawPull(name: string, refs: readonly string[], opts: { auth?: string } = {}): Promise<number> {
+export async function rawPull(name: string, refs: readonly string[], opts: { auth?: string; serial?: boolean } = {}): Promise<number> {
   const sock = `unix://${nodePaths(name).containerdSock}`;
   const t0 = Date.now();
-  await Promise.all(
-    refs.map((ref) =>
-      runAsync(
-        [
-          BIN.crictl,
-          '--runtime-endpoint',
-          sock,
-          '--image-endpoint',
-          sock,
-          '--timeout',
-          '300s',
-          'pull',
-          ...(opts.auth ? ['--creds', opts.auth] : []),
-          ref,
-        ],
-        { timeoutMs: 600_000 },
-      ),
-    ),
-  );
+  const pull = (ref: string) =>
+    runAsync(
+      [
+        BIN.crictl,
+        '--runtime-endpoint',
+        sock,
+        '--image-endpoint',
+        sock,
+        '--timeout',
+        '300s',
+        'pull',
+        ...(opts.auth ? ['--creds', opts.auth] : []),
+        ref,
+      ],
+      { timeoutMs: 600_000 },
+    );
+  if (opts.serial) for (const ref of refs) await pull(ref);
+  else await Promise.all(refs.map(pull));
   return Date.now() - t0;
 }

@@ -1,6 +1,7 @@
 /**
  * Dev-cluster CLI of the prewarm test harness (run as root):
- *   npm run cluster -- up [--no-kwok] [--nodes N] [--audit-log]
+ *   npm run cluster -- up [--no-kwok] [--nodes N] [--audit-log] [--registry-profile loopback|remote[:conn=24MiB,node=96MiB,rtt=50ms]]
+ *   npm run cluster -- registry-profile [PROFILE]   (show, or switch a running cluster's)
  *   npm run cluster -- down [--purge]
  *   npm run cluster -- status
  *   npm run cluster -- add-node NAME [--label k=v]... [--taint k=v:Effect]... [--image-gc-high P --image-gc-low P --image-gc-min-age D] [--serialize-image-pulls]
@@ -12,7 +13,20 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ADMIN_KUBECONFIG, addNode, down, images, parseLabel, parseTaint, removeNode, status, up } from './cluster.js';
+import {
+  ADMIN_KUBECONFIG,
+  addNode,
+  down,
+  images,
+  parseLabel,
+  parseTaint,
+  registryProfile,
+  removeNode,
+  setRegistryProfile,
+  status,
+  up,
+} from './cluster.js';
+import { describeProfile, parseRegistryProfile } from './registry-profile.js';
 import { buildImageFromRootfs, ensureStandIn } from './images.js';
 import { createFakeNodes, deleteFakeNodes } from './kwok.js';
 
@@ -38,9 +52,14 @@ await yargs(hideBin(process.argv))
           type: 'boolean',
           default: false,
           describe: 'start the apiserver with a Metadata-level audit log (control-plane/audit.log)',
+        })
+        .option('registry-profile', {
+          type: 'string',
+          default: 'loopback',
+          describe: 'loopback, or remote (per-connection and per-node caps, RTT; remote:conn=24MiB,node=96MiB,rtt=50ms to change them)',
         }),
     async (a) => {
-      await up({ kwok: a.kwok, auditLog: a['audit-log'] });
+      await up({ kwok: a.kwok, auditLog: a['audit-log'], registryProfile: parseRegistryProfile(a['registry-profile']) });
       for (let i = 1; i <= a.nodes; i++) {
         const name = `node-${i}`;
         if (!(await status()).nodes.includes(name)) await addNode(name);
@@ -56,9 +75,19 @@ await yargs(hideBin(process.argv))
       await down({ purge: a.purge });
     },
   )
+  .command(
+    'registry-profile [profile]',
+    "show the registry profile, or switch a running cluster's (nodes see it at their next pull)",
+    (y) => y.positional('profile', { type: 'string' }),
+    async (a) => {
+      if (a.profile !== undefined) await setRegistryProfile(parseRegistryProfile(a.profile));
+      console.log(describeProfile(registryProfile()));
+    },
+  )
   .command('status', 'show daemons and nodes', {}, async () => {
     const s = await status();
     console.log(`apiserver: ${s.up ? 'ready' : 'down'}   hub netns: ${s.hub ? 'yes' : 'no'}   kubeconfig: ${s.kubeconfig}`);
+    console.log(`registry profile: ${s.registryProfile}`);
     for (const [name, pid] of Object.entries(s.daemons)) console.log(`  ${pid ? String(pid).padStart(7) : '   dead'}  ${name}`);
     if (s.nodes) console.log(s.nodes);
   })

@@ -17,7 +17,8 @@ import {
 import { ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists } from './net.js';
 import { adminCert, CA_CRT, writeKubeconfig } from './pki.js';
-import { startRegistries, stopRegistries } from './registry.js';
+import { registryProfile, setRegistryProfile, startRegistries, stopRegistries } from './registry.js';
+import { describeProfile, type RegistryProfile } from './registry-profile.js';
 import { run, daemonPid, liveDaemons, missingTools, PID_DIR, startDaemon, stopDaemon, tailLog } from './sh.js';
 import { sleep, waitFor } from '../time.js';
 import {
@@ -88,6 +89,8 @@ export interface UpOptions {
   auditLog?: boolean;
   /** Extra kube-controller-manager flags (default none; no effect on a running one). */
   controllerManagerArgs?: string[];
+  /** How the nodes see the plain registry (registry-profile.ts); applied on a running cluster too. @default loopback */
+  registryProfile?: RegistryProfile;
 }
 
 /**
@@ -140,8 +143,8 @@ export async function up(opts: UpOptions = {}): Promise<void> {
   claimHub();
   mkdirSync(CP_DIR, { recursive: true });
   ensureHub();
-  await startRegistries();
-  log(`registries up (${Date.now() - t0} ms)`);
+  await startRegistries(opts.registryProfile);
+  log(`registries up, profile ${describeProfile(registryProfile())} (${Date.now() - t0} ms)`);
   ensureStandardImages();
   log(`standard images in registry (${Date.now() - t0} ms)`);
   const cp = {
@@ -300,6 +303,8 @@ export async function down(opts: DownOptions = {}): Promise<void> {
 
 export interface StatusReport {
   up: boolean;
+  /** The registry profile the nodes see (describeProfile). */
+  registryProfile: string;
   hub: boolean;
   daemons: Record<string, number | null>;
   nodes: string;
@@ -317,6 +322,7 @@ export async function status(): Promise<StatusReport> {
   const upNow = await isUp();
   return {
     up: upNow,
+    registryProfile: describeProfile(registryProfile()),
     hub: netnsExists(NET.hubNs),
     daemons,
     nodes: upNow ? kubectl(['get', 'nodes', '-o', 'wide', '--show-labels'], { allowFail: true }) : '',
@@ -324,4 +330,4 @@ export async function status(): Promise<StatusReport> {
   };
 }
 
-export { CA_CRT, stopNode };
+export { CA_CRT, registryProfile, setRegistryProfile, stopNode };

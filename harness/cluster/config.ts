@@ -59,6 +59,8 @@ export const NET = {
   apiserverLocalPort: Number(process.env['PREWARM_APISERVER_PORT'] ?? 16443),
   registryPort: 5000,
   tlsRegistryPort: 5443,
+  /** The remote registry profile's throttling proxy in front of the plain registry (registry-profile.ts). */
+  registryProxyPort: 5001,
 } as const;
 
 /** The netns cluster's apiserver as the root netns reaches it (the loopback forward). */
@@ -69,6 +71,8 @@ export function apiserverUrl(): string {
 export const REGISTRY = {
   plain: `${NET.hubIp}:${NET.registryPort}`,
   tls: `${NET.hubIp}:${NET.tlsRegistryPort}`,
+  /** Where nodes reach the plain registry under the remote profile (the images keep REGISTRY.plain names). */
+  proxy: `${NET.hubIp}:${NET.registryProxyPort}`,
   user: 'prewarm',
   password: 'prewarm-secret',
 } as const;

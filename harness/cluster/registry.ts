@@ -6,10 +6,12 @@
  * containerd reads hosts.toml files under CERTS_D (shared by all nodes, read per pull).
  * The same configuration runs on loopback ports for tests that need no netns (harness/cluster/loopback.ts).
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { MIRRORED_HOSTS, NET, REGISTRY, STATE_DIR } from './config.js';
+import { HARNESS_DIR, MIRRORED_HOSTS, NET, REGISTRY, STATE_DIR } from './config.js';
 import { CA_CRT, ensureCert } from './pki.js';
+import { LOOPBACK, parseRegistryProfile, type RegistryProfile } from './registry-profile.js';
 import { logFile, run, startDaemon, stopDaemon } from './sh.js';
 import { waitFor } from '../time.js';
 
@@ -97,14 +99,15 @@ function hubRegistry(tls: boolean): RegistryServer {
   return s;
 }
 
-export async function startRegistries(): Promise<void> {
+/** Starts the hub's registries and applies `profile` (the loopback one unless told). */
+export async function startRegistries(profile: RegistryProfile = LOOPBACK): Promise<void> {
   for (const s of HUB_REGISTRIES) startRegistry(s);
-  writeHostsTomls();
   for (const s of HUB_REGISTRIES) await waitRegistry(s);
+  await setRegistryProfile(profile);
 }
 
 /** Probes a registry where it runs (curl-free: a tiny HTTP exchange with socat). */
-function probe(s: RegistryServer): boolean {
+function probe(s: { readonly addr: string; readonly tls: boolean; readonly netns?: string }): boolean {
   const addr = s.tls ? `OPENSSL:${s.addr},cafile=${CA_CRT}` : `TCP:${s.addr}`;
   const r = run(['socat', '-T', '2', '-', addr], {
     ...(s.netns !== undefined ? { netns: s.netns } : {}),
@@ -113,6 +116,66 @@ function probe(s: RegistryServer): boolean {
     timeoutMs: 5_000,
   });
   return /^HTTP\/1\.[01] (200|401)/.test(r.stdout);
+}
+
+const PROXY_DAEMON = 'registry-throttle';
+const PROFILE_FILE = join(REGISTRY_DIR, 'profile');
+
+/** The registry profile the nodes see now (what {@link setRegistryProfile} last applied). */
+export function registryProfile(): RegistryProfile {
+  return existsSync(PROFILE_FILE) ? parseRegistryProfile(readFileSync(PROFILE_FILE, 'utf8')) : LOOPBACK;
+}
+
+function profileText(p: RegistryProfile): string {
+  if (p.name === 'loopback') return 'loopback';
+  return `remote:conn=${p.perConnectionBps}B,node=${p.perNodeBps}B,rtt=${p.rttMs}ms,connect-rtts=${p.connectRtts}`;
+}
+
+/**
+ * Makes the nodes pull from the plain registry through `profile`: for remote, (re)starts the
+ * throttling proxy in the hub netns and points every hosts.toml at it; for loopback, points them
+ * back at the registry and stops the proxy. containerd reads hosts.toml per pull, so running nodes
+ * see the change at their next pull; a pull in flight finishes the way it started.
+ */
+export async function setRegistryProfile(profile: RegistryProfile): Promise<void> {
+  mkdirSync(REGISTRY_DIR, { recursive: true });
+  if (profile.name === 'remote') {
+    await stopDaemon(PROXY_DAEMON);
+    startDaemon({
+      name: PROXY_DAEMON,
+      argv: [
+        process.execPath,
+        '--import',
+        createRequire(import.meta.url).resolve('tsx'),
+        join(HARNESS_DIR, 'throttle-proxy.ts'),
+        '--listen',
+        REGISTRY.proxy,
+        '--upstream',
+        REGISTRY.plain,
+        '--profile',
+        profileText(profile),
+      ],
+      netns: NET.hubNs,
+    });
+    await waitFor(`registry proxy on ${REGISTRY.proxy}`, () => probe({ addr: REGISTRY.proxy, tls: false, netns: NET.hubNs }), 20_000);
+    writeFileSync(PROFILE_FILE, profileText(profile) + '\n');
+    writeHostsTomls();
+  } else {
+    rmSync(PROFILE_FILE, { force: true });
+    writeHostsTomls();
+    await stopDaemon(PROXY_DAEMON);
+  }
+}
+
+/** Stops the proxy and forgets the profile (the next start is loopback unless told otherwise). */
+export async function resetRegistryProfile(): Promise<void> {
+  rmSync(PROFILE_FILE, { force: true });
+  await stopDaemon(PROXY_DAEMON);
+}
+
+/** host:port the nodes pull the plain registry from under the current profile. */
+function plainEndpoint(): string {
+  return registryProfile().name === 'remote' ? REGISTRY.proxy : REGISTRY.plain;
 }
 
 /** Stops one hub registry (TLS or plain): a registry outage. Its storage stays. */
@@ -128,6 +191,7 @@ export async function startHubRegistry(tls: boolean): Promise<void> {
 }
 
 export async function stopRegistries(): Promise<void> {
+  await resetRegistryProfile();
   for (const s of HUB_REGISTRIES) await stopDaemon(s.name);
 }
 
@@ -142,12 +206,14 @@ export function mirrorRepo(host: string, path: string): string {
  * sent to the real registry.
  */
 export function writeHostsTomls(extraHosts: readonly string[] = []): void {
-  for (const host of new Set([...MIRRORED_HOSTS, ...extraHosts])) ensureMirrorHost(host);
+  const known = existsSync(CERTS_D) ? readdirSync(CERTS_D).filter((h) => h !== REGISTRY.plain && h !== REGISTRY.tls) : [];
+  for (const host of new Set([...MIRRORED_HOSTS, ...known, ...extraHosts])) writeMirrorHost(host);
+  const plain = plainEndpoint();
   const plainDir = join(CERTS_D, REGISTRY.plain);
   mkdirSync(plainDir, { recursive: true });
   writeFileSync(
     join(plainDir, 'hosts.toml'),
-    `server = "http://${REGISTRY.plain}"\n\n[host."http://${REGISTRY.plain}"]\n  capabilities = ["pull", "resolve"]\n`,
+    `server = "http://${plain}"\n\n[host."http://${plain}"]\n  capabilities = ["pull", "resolve"]\n`,
   );
   const tlsDir = join(CERTS_D, REGISTRY.tls);
   mkdirSync(tlsDir, { recursive: true });
@@ -158,11 +224,14 @@ export function writeHostsTomls(extraHosts: readonly string[] = []): void {
 }
 
 export function ensureMirrorHost(host: string): void {
+  if (!existsSync(join(CERTS_D, host, 'hosts.toml'))) writeMirrorHost(host);
+}
+
+function writeMirrorHost(host: string): void {
   const dir = join(CERTS_D, host);
   const file = join(dir, 'hosts.toml');
-  if (existsSync(file)) return;
   mkdirSync(dir, { recursive: true });
-  const url = `http://${REGISTRY.plain}/v2/${host}`;
+  const url = `http://${plainEndpoint()}/v2/${host}`;
   writeFileSync(
     file,
     `# ${host} is served by the prewarm test registry; no request goes to the real host.\n` +

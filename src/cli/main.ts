@@ -10,6 +10,7 @@ import { migrateCommand } from './commands/migrate.js';
 import { statusCommand } from './commands/status.js';
 import { pinCommand } from './commands/pin.js';
 import { doctorCommand } from './commands/doctor.js';
+import { specsCommand } from './commands/specs.js';
 import { asIoError, CliError, ExitCode, isSystemError, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
@@ -21,22 +22,26 @@ export type ScriptName = 'prewarm' | 'kubectl prewarm';
  * what help and usage errors tell the user to type.
  */
 export async function run(argv: readonly string[], io: Io = processIo, scriptName: ScriptName = 'prewarm'): Promise<ExitCode> {
-  const [synth, validate, migrate, status, pin, doctor] = [
+  // `--` ends the options: what follows is paths, whatever it looks like.
+  const args = withOperands(argv);
+  const [synth, validate, migrate, status, pin, doctor, specs] = [
     synthCommand(io),
     validateCommand(io),
     migrateCommand(io),
     statusCommand(io),
     pinCommand(io),
     doctorCommand(io),
+    specsCommand(io),
   ] as const;
-  const names = [synth, validate, migrate, status, pin, doctor].map((c) => c.command.split(' ')[0] as string);
-  const parser = yargs([...argv])
+  const names = [synth, validate, migrate, status, pin, doctor, specs].map((c) => c.command.split(' ')[0] as string);
+  const parser = yargs(args)
     .command(synth)
     .command(validate)
     .command(migrate)
     .command(status)
     .command(pin)
     .command(doctor)
+    .command(specs)
     .scriptName(scriptName)
     .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
     .demandCommand(1, 'name a command')
@@ -57,11 +62,11 @@ export async function run(argv: readonly string[], io: Io = processIo, scriptNam
   try {
     // The command comes first (prewarm has no option that takes a value before it). Checked here,
     // because yargs answers `prewarm doctr --help` with the general help and exit 0.
-    const given = argv.find((a) => !a.startsWith('-'));
+    const given = args.find((a) => !a.startsWith('-'));
     if (given !== undefined && !names.includes(given))
       throw new UsageError(`unknown command ${JSON.stringify(given)}; the commands are ${names.join(', ')}`);
     let helpOutput = '';
-    await parser.parseAsync([...argv], {}, (_err, _argv, output) => {
+    await parser.parseAsync(args, {}, (_err, _argv, output) => {
       helpOutput = output;
     });
     // --help and --version print to stdout: they are what the user asked for.
@@ -70,6 +75,22 @@ export async function run(argv: readonly string[], io: Io = processIo, scriptNam
   } catch (err) {
     return reportFailure(err, io, process.env['PREWARM_DEBUG'] === '1', scriptName);
   }
+}
+
+/**
+ * `argv` with `--` honoured: whatever follows the first `--` is an operand (a path), never an
+ * option. yargs would leave such arguments out of a command's positionals, and it parses
+ * positionals once more as options, so each operand is moved in right after the command, and one
+ * that starts with `-` is spelled `./-…`, which names the same file.
+ */
+export function withOperands(argv: readonly string[]): string[] {
+  const end = argv.indexOf('--');
+  if (end < 0) return [...argv];
+  const options = argv.slice(0, end);
+  const operands = argv.slice(end + 1).map((a) => (a.startsWith('-') ? `./${a}` : a));
+  const command = options.findIndex((a) => !a.startsWith('-'));
+  if (command < 0) return [...options, ...operands];
+  return [...options.slice(0, command + 1), ...operands, ...options.slice(command + 1)];
 }
 
 /** Calls whose failure means prewarm could not read; any other failed call is a write. */

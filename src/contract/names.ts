@@ -2,11 +2,11 @@
  * The names of the synth↔sidecar contract: every label, annotation, taint, environment variable,
  * mount path and namespace that one side writes and the other reads is named here, and only here,
  * so the two can never disagree. The rest of the contract sits beside it in src/contract/:
- * placement, pools.json and the node annotation's codec.
+ * identity, roles, placement, pools.json, the node annotation's codec, Events and pod status.
  *
- * Anything derived from a spec's identity (pool names, object names, the per-pool node label key)
- * is computed by `synth/naming.ts` and handed to the sidecar through the environment variables
- * below; the sidecar never re-derives a name.
+ * Anything derived from a spec's identity is computed at synth time (the pool id and the per-pool
+ * node keys by `identity.ts`, object names by `synth/naming.ts`) and handed to the sidecar through
+ * the environment variables below; the sidecar never re-derives a name.
  */
 
 /** The API group of our own ImageCache and the prefix of every key we own. */
@@ -39,7 +39,7 @@ export const LABEL_POOL_MEMBER = `${GROUP}/pool-member`;
 
 /**
  * Prefix of the per-pool node label `prewarm.dev/<pool-id>=<state>`. The full key is computed by
- * naming and given to the sidecar in {@link ENV.nodeLabelKey}.
+ * `identity.ts` and given to the sidecar in {@link ENV.nodeLabelKey}.
  */
 export const NODE_LABEL_PREFIX = `${GROUP}/`;
 
@@ -55,7 +55,7 @@ export type NodeState = (typeof NodeState)[keyof typeof NodeState];
 
 /**
  * Prefix of the per-pool node annotation holding bounded JSON details (digests, time-to-warm,
- * failing images). The full key is `status.prewarm.dev/<pool-id>`, computed by naming.
+ * failing images). The full key is `status.prewarm.dev/<pool-id>`, computed by `identity.ts`.
  */
 export const NODE_ANNOTATION_PREFIX = `status.${GROUP}/`;
 

@@ -3,6 +3,7 @@
  * `prewarm-pools` ConfigMap and every sidecar reads to tell which pools gate its node. Schema,
  * render and parse live here together, so what synth writes is exactly what the sidecar reads.
  */
+import { isKubernetesNodeTaint, isQualifiedKey } from './gate-key.js';
 import { withGateToleration, type Placement, type TaintEffect, type Toleration } from './placement.js';
 
 /** One pool as the sidecar sees it. */
@@ -86,6 +87,13 @@ function parseEntry(p: unknown, where: string): PoolEntry {
     throw new PoolsFileError(`${where}.deadlineSeconds must be a positive integer`);
   }
   const gateTaintKey = p['gateTaintKey'] as string;
+  // Synthesis never writes such a key (src/contract/gate-key.ts); a file that holds one was not
+  // written by it, and is refused rather than read as a pool gating on a system taint.
+  if (gateTaintKey !== '' && (!isQualifiedKey(gateTaintKey) || isKubernetesNodeTaint(gateTaintKey))) {
+    throw new PoolsFileError(
+      `${where}.gateTaintKey must be a taint key prewarm may gate on, got ${JSON.stringify(gateTaintKey.slice(0, 100))}`,
+    );
+  }
   return {
     id: p['id'] as string,
     namespace: p['namespace'] as string,

@@ -5,18 +5,10 @@
  * (each read may be refused, which is reported and never stops the other checks) and renders the
  * findings.
  */
-import {
-  DEFAULTS,
-  ENV,
-  LABEL_MANAGED_BY,
-  LABEL_POOL,
-  LABEL_POOL_MEMBER,
-  LABEL_PULLER,
-  MANAGED_BY,
-  SIDECAR_CONTAINER,
-} from '../contract/names.js';
+import { DEFAULTS, ENV, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
+import { PULL_FAILURE_REASONS, timeOf, type Pod } from '../contract/pod-status.js';
+import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../reconciler/gate.js';
-import { PULL_FAILURE_REASONS } from '../reconciler/reasons.js';
 import { ACCESS_NAMES } from '../synth/access.js';
 import { table } from '../status/report.js';
 import { plural } from '../imagecache/errors.js';
@@ -74,29 +66,6 @@ export interface DoctorDaemonSet {
   }>;
 }
 
-/** The fields of a pod that doctor reads (client-node's V1Pod fits). */
-export interface DoctorPod {
-  readonly metadata?: Opt<{
-    readonly name?: Opt<string>;
-    readonly namespace?: Opt<string>;
-    readonly labels?: Labels;
-    readonly creationTimestamp?: Opt<Date | string>;
-  }>;
-  readonly spec?: Opt<{ readonly nodeName?: Opt<string> }>;
-  readonly status?: Opt<{
-    readonly phase?: Opt<string>;
-    readonly conditions?: Opt<readonly { readonly type: string; readonly status: string }[]>;
-    readonly containerStatuses?: Opt<
-      readonly {
-        readonly name: string;
-        readonly image?: Opt<string>;
-        readonly ready?: Opt<boolean>;
-        readonly state?: Opt<{ readonly waiting?: Opt<{ readonly reason?: Opt<string>; readonly message?: Opt<string> }> }>;
-      }[]
-    >;
-  }>;
-}
-
 /** The fields of a node that doctor reads (client-node's V1Node fits). */
 export interface DoctorNode {
   readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Date | string> }>;
@@ -128,7 +97,7 @@ export interface DoctorInput {
   /** DaemonSets labelled `app.kubernetes.io/managed-by: prewarm`, holders and pullers. */
   readonly daemonSets: Read<readonly DoctorDaemonSet[]>;
   /** Every pod that is neither Succeeded nor Failed, in every namespace. */
-  readonly pods: Read<readonly DoctorPod[]>;
+  readonly pods: Read<readonly Pod[]>;
   readonly nodes: Read<readonly DoctorNode[]>;
   /** By `namespace/name`, for each name {@link pullSecretsOf} returns. */
   readonly secrets: ReadonlyMap<string, Read<unknown>>;
@@ -209,28 +178,21 @@ interface PoolView {
 }
 
 const byName = <T extends { readonly name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-const ms = (t: Opt<Date | string>): number | undefined => {
-  const v = t === undefined ? NaN : new Date(t).getTime();
-  return Number.isNaN(v) ? undefined : v;
-};
 const managed = (labels: Labels): boolean => labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
 
-/** The pools of the prewarm DaemonSets: one per holder (a DaemonSet carrying {@link LABEL_POOL}). */
+/** The pools of the prewarm DaemonSets: one per holder. */
 function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
   const pools: PoolView[] = [];
   for (const ds of daemonSets) {
     const labels = ds.metadata?.labels;
-    const id = labels?.[LABEL_POOL];
+    const id = isHolder(labels) ? poolOf(labels) : undefined;
     if (!managed(labels) || id === undefined) continue;
     const namespace = ds.metadata?.namespace ?? '';
     const podSpec = ds.spec?.template?.spec;
     const sidecar = podSpec?.containers?.find((c) => c.name === SIDECAR_CONTAINER);
     const env = (name: string): string | undefined => sidecar?.env?.find((e) => e.name === name)?.value ?? undefined;
     const pullers = daemonSets.filter(
-      (d) =>
-        d.metadata?.namespace === namespace &&
-        d.metadata.labels?.[LABEL_PULLER] !== undefined &&
-        d.metadata.labels[LABEL_POOL_MEMBER] === id,
+      (d) => d.metadata?.namespace === namespace && isPuller(d.metadata.labels) && poolOf(d.metadata.labels) === id,
     ).length;
     pools.push({
       id,
@@ -370,7 +332,7 @@ function labelsMatch(selector: Labels, labels: Labels): boolean {
 }
 
 /** Why a pod is not ready: the first stuck waiting reason of its containers, or `not ready`. */
-function podTrouble(pod: DoctorPod): { reason: string; stuck: boolean } | undefined {
+function podTrouble(pod: Pod): { reason: string; stuck: boolean } | undefined {
   if (pod.status?.phase === 'Running' && pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return undefined;
   for (const c of pod.status?.containerStatuses ?? []) {
     const reason = c.state?.waiting?.reason;
@@ -380,12 +342,7 @@ function podTrouble(pod: DoctorPod): { reason: string; stuck: boolean } | undefi
   return { reason: unscheduled === true ? 'unschedulable' : (pod.status?.phase ?? 'not ready'), stuck: false };
 }
 
-function checkRollouts(
-  daemonSets: readonly DoctorDaemonSet[],
-  pods: Read<readonly DoctorPod[]>,
-  now: number,
-  add: (f: Finding) => void,
-): void {
+function checkRollouts(daemonSets: readonly DoctorDaemonSet[], pods: Read<readonly Pod[]>, now: number, add: (f: Finding) => void): void {
   for (const ds of daemonSets) {
     if (!managed(ds.metadata?.labels)) continue;
     const scope = `daemonset ${ds.metadata?.namespace ?? ''}/${ds.metadata?.name ?? ''}`;
@@ -409,7 +366,7 @@ function checkRollouts(
     const troubled = own.flatMap((p) => {
       const t = podTrouble(p);
       if (t === undefined) return [];
-      const age = (now - (ms(p.metadata?.creationTimestamp) ?? now)) / 1000;
+      const age = (now - (timeOf(p.metadata?.creationTimestamp) ?? now)) / 1000;
       return t.stuck || age >= STUCK_AFTER_SECONDS ? [`${p.metadata?.name ?? '?'} on ${p.spec?.nodeName ?? 'no node'} (${t.reason})`] : [];
     });
     if (troubled.length === 0) {
@@ -454,9 +411,9 @@ function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: (f: Fin
       add({ scope, check, level, message, ...(fix === undefined ? {} : { fix }) });
     const onNode = (pods ?? []).filter((p) => p.spec?.nodeName === name);
     // The pools on this node: those whose holder runs here.
-    const holders = onNode.filter((p) => managed(p.metadata?.labels) && p.metadata?.labels?.[LABEL_POOL] !== undefined);
+    const holders = onNode.filter((p) => managed(p.metadata?.labels) && isHolder(p.metadata?.labels));
     const here = pools.filter((pool) =>
-      holders.some((h) => h.metadata?.namespace === pool.namespace && h.metadata?.labels?.[LABEL_POOL] === pool.id),
+      holders.some((h) => h.metadata?.namespace === pool.namespace && poolOf(h.metadata?.labels) === pool.id),
     );
     checkSidecar(holders, finding);
     checkGateTaint(node, here.length > 0 ? here : pools, input.now, finding);
@@ -486,7 +443,7 @@ function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: (f: Fin
 
 type NodeFinding = (check: Check, level: Level, message: string, fix?: string) => void;
 
-function checkSidecar(holders: readonly DoctorPod[], finding: NodeFinding): void {
+function checkSidecar(holders: readonly Pod[], finding: NodeFinding): void {
   for (const pod of holders) {
     const c = pod.status?.containerStatuses?.find((x) => x.name === SIDECAR_CONTAINER);
     const reason = c?.state?.waiting?.reason;
@@ -508,7 +465,7 @@ function checkSidecar(holders: readonly DoctorPod[], finding: NodeFinding): void
 
 function checkGateTaint(node: DoctorNode, pools: readonly PoolView[], now: number, finding: NodeFinding): void {
   const keys = new Set(pools.map((p) => p.gateTaintKey).filter((k) => k !== ''));
-  const created = ms(node.metadata?.creationTimestamp);
+  const created = timeOf(node.metadata?.creationTimestamp);
   for (const taint of node.spec?.taints ?? []) {
     if (!keys.has(taint.key) || created === undefined) continue;
     // The bound every sidecar on the node enforces (src/reconciler/gate.ts): creation + longest
@@ -610,7 +567,7 @@ function checkImageGc(kc: KubeletConfig, node: DoctorNode, finding: NodeFinding)
 function checkPodSlots(
   node: DoctorNode,
   kc: KubeletConfig | undefined,
-  onNode: readonly DoctorPod[],
+  onNode: readonly Pod[],
   here: readonly PoolView[],
   podsRead: boolean,
   finding: NodeFinding,
@@ -620,7 +577,7 @@ function checkPodSlots(
   const maxPods = kc?.maxPods ?? (Number.isFinite(allocatable) && allocatable > 0 ? allocatable : KUBELET_DEFAULTS.maxPods);
   const used = onNode.length;
   // Pullers are created while a node warms; those already here hold their slot.
-  const present = onNode.filter((p) => managed(p.metadata?.labels) && p.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
+  const present = onNode.filter((p) => managed(p.metadata?.labels) && isPuller(p.metadata?.labels)).length;
   const pullers = here.reduce((n, p) => n + p.lanes - 1, 0);
   const need = Math.max(0, pullers - present);
   const free = maxPods - used;

@@ -4,7 +4,7 @@
  * de-duplicated by canonical reference.
  */
 import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
-import { poolId } from '../synth/naming.js';
+import { poolId } from '../contract/identity.js';
 import type { Diagnostic, Location } from './errors.js';
 import type { Bundle, CacheEntry, ImageCache, Pool, PoolOrigin, PoolSettings, Toleration } from './model.js';
 import type { ImageRef } from './reference.js';
@@ -82,6 +82,7 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
         images: [...p.images.keys()].sort(compare).map((k) => p.images.get(k) as ImageRef),
         imagePullSecrets: [...p.secrets].sort(compare),
         settings: p.settings.value,
+        settingLocations: p.settings.from.settingLocations,
         sources: [...p.sources].sort(compare),
         origins: p.origins,
       });

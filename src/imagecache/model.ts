@@ -46,6 +46,15 @@ export interface PoolSettings {
   readonly lanes: number;
 }
 
+/**
+ * What a location may be recorded for: each pool-wide setting, and the gate's taint key apart from
+ * the rest of the gate (a refused key points at the key itself).
+ */
+export type SettingField = keyof PoolSettings | 'gateTaintKey';
+
+/** Where each explicit setting of an ImageCache is written. */
+export type SettingLocations = Readonly<Partial<Record<SettingField, Location>>>;
+
 /** One `cacheSpec[]` entry: a set of images for the nodes a selector and tolerations pick. */
 export interface CacheEntry {
   readonly images: readonly ImageRef[];
@@ -69,7 +78,7 @@ export interface ImageCache {
   readonly imagePullSecrets: readonly string[];
   /** Pool-wide settings with defaults resolved, and where each explicit one was written. */
   readonly settings: PoolSettings;
-  readonly settingLocations: Readonly<Partial<Record<keyof PoolSettings, Location>>>;
+  readonly settingLocations: SettingLocations;
   /** Where the document starts. */
   readonly location: Location;
 }
@@ -114,6 +123,8 @@ export interface Pool {
   /** Union of the pull secrets of the contributing ImageCaches, sorted. */
   readonly imagePullSecrets: readonly string[];
   readonly settings: PoolSettings;
+  /** Where the ImageCache whose settings the pool took (the first by `namespace/name`) wrote them. */
+  readonly settingLocations: SettingLocations;
   /** `namespace/name` of the contributing ImageCaches, sorted. */
   readonly sources: readonly string[];
   /** Every entry that feeds the pool, in ImageCache (`namespace/name`) then entry order. */

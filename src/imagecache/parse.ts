@@ -11,7 +11,15 @@ import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_MANAGED_BY, LIMITS, MANAGED_BY 
 import { formatDuration, parseDuration } from './duration.js';
 import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
-import { API_VERSIONS, type ApiVersion, type CacheEntry, type ImageCache, type PoolSettings, type Toleration } from './model.js';
+import {
+  API_VERSIONS,
+  type ApiVersion,
+  type CacheEntry,
+  type ImageCache,
+  type PoolSettings,
+  type SettingField,
+  type Toleration,
+} from './model.js';
 import {
   bool,
   checked,
@@ -348,6 +356,20 @@ function parseFile(
   return out;
 }
 
+/**
+ * The files of `files` that hold at least one document the loader reads as an ImageCache, valid or
+ * not: the files `synth` reads rather than passes over. Nothing is validated, so a file with a
+ * broken ImageCache is listed too (synth then reports it).
+ */
+export function imageCacheFiles(files: readonly SourceFile[]): string[] {
+  const holds = (file: SourceFile) => {
+    // Read as parseFile reads it, so a document counts here exactly when synth would read it.
+    const docs = parseAllDocuments(file.text, { version: '1.2', merge: true, uniqueKeys: true });
+    return Array.isArray(docs) && docs.some((doc) => kindOf(doc) === 'imagecache');
+  };
+  return files.filter(holds).map((file) => file.path);
+}
+
 /** The API groups read as ImageCaches; documents of every other group are passed over. */
 const OWN_GROUPS: readonly string[] = Object.values(API_VERSIONS).map(groupOf);
 /** kube-fledged's group before v0.8: refused with the versions we read, never passed over. */
@@ -428,13 +450,14 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Re
 
   const entries = (spec.value.cacheSpec ?? []).map((entry, i) => toEntry(ctx, header, entry, ['spec', 'cacheSpec', i]));
   const settings = toSettings(spec.value);
-  const settingLocations: Partial<Record<keyof PoolSettings, Location>> = {};
+  const settingLocations: Partial<Record<SettingField, Location>> = {};
   const f = spec.value;
   const at = (node: Node | undefined, path: Path): Location | undefined => (node === undefined ? undefined : ctx.locate(node, path));
   assignDefined(settingLocations, 'helperImage', at(spec.fieldNodes.helperImage, ['spec', 'helperImage']));
   assignDefined(settingLocations, 'priorityClassName', at(spec.fieldNodes.priorityClassName, ['spec', 'priorityClassName']));
   assignDefined(settingLocations, 'maxUnavailable', at(f.rollout?.fieldNodes.maxUnavailable, ['spec', 'rollout', 'maxUnavailable']));
   assignDefined(settingLocations, 'gate', at(spec.fieldNodes.gate, ['spec', 'gate']));
+  assignDefined(settingLocations, 'gateTaintKey', at(f.gate?.fieldNodes.taintKey, ['spec', 'gate', 'taintKey']));
   assignDefined(settingLocations, 'refreshSeconds', at(f.refresh?.fieldNodes.interval, ['spec', 'refresh', 'interval']));
   assignDefined(settingLocations, 'lanes', at(spec.fieldNodes.lanes, ['spec', 'lanes']));
 

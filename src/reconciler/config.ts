@@ -3,6 +3,7 @@
  * by src/contract/pools-file.ts. Errors throw with exact messages so a misconfigured pod fails at
  * start, loudly.
  */
+import { isKubernetesNodeTaint, isQualifiedKey } from '../contract/gate-key.js';
 import { DEFAULTS, ENV, LIMITS } from '../contract/names.js';
 
 /** Everything the decision core needs to know about "who am I". */
@@ -44,6 +45,25 @@ function seconds(env: Readonly<Record<string, string | undefined>>, key: string,
   return Number(v);
 }
 
+/**
+ * The gate key, checked again here although synthesis chose it: the sidecar holds the token that
+ * patches nodes, so whatever its environment says, it never removes a taint that Kubernetes itself
+ * sets and lifts (a control-plane or not-ready taint). Which other keys a pool may gate on is
+ * decided at synth time (src/contract/gate-key.ts), where the trusted allowances are known; the
+ * admission policy enforces that list.
+ */
+function gateTaintKey(key: string): string {
+  if (key === '') return key;
+  if (!isQualifiedKey(key))
+    throw new ConfigError(`environment variable ${ENV.gateTaintKey} is not a valid taint key: ${JSON.stringify(key.slice(0, 100))}`);
+  if (isKubernetesNodeTaint(key)) {
+    throw new ConfigError(
+      `environment variable ${ENV.gateTaintKey} names ${JSON.stringify(key)}, a taint Kubernetes itself sets and lifts; refusing to gate on it`,
+    );
+  }
+  return key;
+}
+
 /** Reads the sidecar's configuration from an environment (normally `process.env`). */
 export function configFromEnv(env: Readonly<Record<string, string | undefined>>): ReconcilerConfig {
   const deadlineSeconds = seconds(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, LIMITS.deadlineSeconds.max);
@@ -55,7 +75,7 @@ export function configFromEnv(env: Readonly<Record<string, string | undefined>>)
     poolId: required(env, ENV.pool),
     nodeLabelKey: required(env, ENV.nodeLabelKey),
     nodeAnnotationKey: required(env, ENV.nodeAnnotationKey),
-    gateTaintKey: env[ENV.gateTaintKey] ?? '',
+    gateTaintKey: gateTaintKey(env[ENV.gateTaintKey] ?? ''),
     deadlineSeconds,
     refreshSeconds: seconds(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
     metricsPort: seconds(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),

@@ -125,9 +125,6 @@ export class Controller {
   private readonly backoff: Backoff;
   private readonly refresher: Refresher | undefined;
   private lastDecision: PoolDecision | undefined;
-  /** Reconciles done, for tests and the footprint bench. */
-  reconciles = 0;
-
   constructor(
     private readonly deps: ControllerDeps,
     private readonly config: ReconcilerConfig,
@@ -194,7 +191,6 @@ export class Controller {
   async reconcile(terminating: boolean): Promise<{ waitMs: number; deleted: boolean }> {
     const { nodes, clock, log, metrics } = this.deps;
     const pod = this.pod as KPod;
-    this.reconciles++;
     let node = await nodes.get();
     const now = clock.now();
     const peers = [...this.peers.values()];

@@ -5,12 +5,13 @@
  */
 import { DEFAULTS, NodeState } from '../contract/names.js';
 import { placementSelectsHealthyNode } from '../contract/placement.js';
+import { timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from './config.js';
 import type { KNode } from './kube-types.js';
-import { timeOf } from './observe.js';
 import type { PoolDecision, PoolState } from './pool.js';
-import { EventReason, eventMessage, GateOutcome, type EventIntent } from './reasons.js';
+import { gateEvent, type EventIntent } from '../contract/events.js';
+import { GateOutcome } from './reasons.js';
 
 /**
  * Extra time, past the longest deadline of the pools gating a node, before any sidecar on that
@@ -75,15 +76,7 @@ export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConf
  */
 export function mergeEvents(pool: readonly EventIntent[], gate: GateDecision): EventIntent[] {
   if (!gate.removeTaintKey) return [...pool];
-  const note =
-    gate.outcome === GateOutcome.Forced
-      ? `removed gate taint ${gate.removeTaintKey} at the absolute bound; pools not ready: ${gate.waitingFor.join(', ')}`
-      : `removed gate taint ${gate.removeTaintKey}: every pool selecting the node is warm or partial`;
-  const first = pool[0];
-  if (first) return [{ reason: first.reason, message: eventMessage(`${first.message}; ${note}`) }];
-  return [
-    { reason: gate.outcome === GateOutcome.Forced ? EventReason.GateForcedOpen : EventReason.GateOpened, message: eventMessage(note) },
-  ];
+  return [gateEvent(pool[0], gate.outcome === GateOutcome.Forced ? 'forced' : 'ready', gate.removeTaintKey, gate.waitingFor)];
 }
 
 /**

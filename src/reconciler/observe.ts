@@ -1,10 +1,11 @@
 /**
  * Observation: what the sidecar sees of its pool's images, read from the container statuses of
- * its own pod and of the pool's burst pullers on its node. Pure: the kubelet's words (waiting reasons, imageID, start times) become one
+ * its own pod and of the pool's burst pullers on its node. Pure: the kubelet's words (waiting
+ * reasons, imageID, start times), judged by the contract (src/contract/pod-status.ts), become one
  * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
  */
-import type { KContainerState, KContainerStatus, KPod } from './kube-types.js';
-import { POST_PULL_REASONS, PULL_FAILURE_REASONS } from './reasons.js';
+import { imagePresent, pullFailure, startedAt, type ContainerStatus } from '../contract/pod-status.js';
+import type { KPod } from './kube-types.js';
 
 /** Kubelet messages are cut to this many characters. */
 export const MAX_MESSAGE_CHARS = 200;
@@ -26,17 +27,6 @@ export interface ImageObservation {
   readonly presentSince?: number;
 }
 
-/** An RFC 3339 timestamp as ms since epoch; absent or unreadable is undefined. */
-export function timeOf(ts: string | undefined): number | undefined {
-  if (ts === undefined) return undefined;
-  const t = Date.parse(ts);
-  return Number.isNaN(t) ? undefined : t;
-}
-
-function startedAt(s: KContainerState | undefined): number | undefined {
-  return timeOf(s?.running?.startedAt) ?? timeOf(s?.terminated?.startedAt);
-}
-
 /** `repo@sha256:…` or `sha256:…` → `sha256:…`; anything else is not a digest. */
 export function digestOf(imageID: string | undefined): string | undefined {
   if (!imageID) return undefined;
@@ -50,32 +40,20 @@ function cut(s: string | undefined, n: number): string | undefined {
 }
 
 /**
- * Classifies one image container. Present means the image is on the node: the container runs, or
- * ran (current or last state shows a start), or the runtime reported its imageID, or the kubelet
- * stopped at a step that only comes after a successful pull (crash after pull counts).
+ * Classifies one image container: present when its image is on the node (contract
+ * `imagePresent`), failing when the kubelet reports a pull failure, else pending.
  */
-export function classifyContainer(image: string, st: KContainerStatus | undefined): ImageObservation {
+export function classifyContainer(image: string, st: ContainerStatus | undefined): ImageObservation {
   const name = st?.name ?? '';
   const digest = digestOf(st?.imageID);
-  const since = startedAt(st?.state) ?? startedAt(st?.lastState);
-  // A terminated state counts only with a start: the kubelet also reports containers that never
-  // started as terminated when their pod is deleted (a burst puller removed at the deadline, its
-  // pull still failing: exit 137, "ContainerStatusUnknown", no startedAt), and those images are
-  // not on the node.
-  const ran =
-    st?.state?.running !== undefined ||
-    st?.lastState?.running !== undefined ||
-    timeOf(st?.state?.terminated?.startedAt) !== undefined ||
-    timeOf(st?.lastState?.terminated?.startedAt) !== undefined;
+  const since = startedAt(st);
   const waiting = st?.state?.waiting;
   const base = { container: name, image, ...(digest ? { digest } : {}), ...(since !== undefined ? { presentSince: since } : {}) };
-  if (ran || digest || (st?.imageID ?? '') !== '' || (waiting?.reason && POST_PULL_REASONS.has(waiting.reason))) {
-    return { ...base, phase: 'present' };
-  }
+  if (imagePresent(st)) return { ...base, phase: 'present' };
   const reason = waiting?.reason;
   const message = cut(waiting?.message, MAX_MESSAGE_CHARS);
   const detail = { ...(reason ? { reason } : {}), ...(message ? { message } : {}) };
-  if (reason && PULL_FAILURE_REASONS.has(reason)) return { ...base, phase: 'failing', ...detail };
+  if (pullFailure(st) !== undefined) return { ...base, phase: 'failing', ...detail };
   return { ...base, phase: 'pending', ...detail };
 }
 
@@ -85,7 +63,7 @@ export function classifyContainer(image: string, st: KContainerStatus | undefine
  * but when one of them cannot be pulled nothing else ever starts, so it is reported as failing.
  */
 export function observeImages(pod: KPod, sidecarName: string): { images: ImageObservation[]; blockers: ImageObservation[] } {
-  const statuses = new Map<string, KContainerStatus>();
+  const statuses = new Map<string, ContainerStatus>();
   for (const s of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) statuses.set(s.name, s);
   const images: ImageObservation[] = [];
   const blockers: ImageObservation[] = [];

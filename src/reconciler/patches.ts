@@ -1,6 +1,6 @@
 /**
  * Patch encoding: the decisions of pool.ts and gate.ts as request bodies for the node, each with
- * the patch type that makes concurrent writers safe (style rule 8).
+ * the patch type that makes concurrent writers safe.
  */
 import type { ReconcilerConfig } from './config.js';
 import type { KNode } from './kube-types.js';

@@ -1,10 +1,9 @@
 /**
  * Phase 1 of a reconcile, the pool decision: from observed state (own pod, the pool's pullers on
- * the node, own node,
- * configuration, the time) to our own label, annotation and Event. No I/O, no clock reads, no
+ * the node, own node, configuration, the time) to our own label, annotation and Event. No I/O, no clock reads, no
  * memory between calls: everything that must survive a restart is read back from the node (its
  * labels and our annotation), so a restarted sidecar reaches the same decision as the one that
- * died (style rule 7, "react to state, not to events").
+ * died: it reacts to state, not to events.
  *
  * A reconcile runs in two phases because of a race between sidecars of different pools on one
  * node (see decideGate in gate.ts): phase 1 ({@link decidePool}) decides our own label and
@@ -13,11 +12,12 @@
  */
 import { ANNOTATION_VERSION, parseAnnotation, renderAnnotation, type FailingImage, type PoolAnnotation } from '../contract/annotation.js';
 import { NodeState } from '../contract/names.js';
+import { conditionTrueSince, timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from './config.js';
 import type { KNode, KPod } from './kube-types.js';
-import { mergeObservations, observeImages, timeOf, type ImageObservation } from './observe.js';
-import { EventReason, eventMessage, type EventIntent } from './reasons.js';
+import { mergeObservations, observeImages, type ImageObservation } from './observe.js';
+import { partialEvent, pullFailingEvent, warmEvent, type EventIntent } from '../contract/events.js';
 
 /** Everything observed for one reconcile. */
 export interface Observed {
@@ -60,14 +60,13 @@ export interface PoolDecision {
 
 /** When the node's Ready condition last turned True (ms), if it is True now. */
 export function nodeReadyAt(node: KNode): number | undefined {
-  const c = node.status?.conditions?.find((x) => x.type === 'Ready');
-  return c?.status === 'True' ? timeOf(c.lastTransitionTime) : undefined;
+  return conditionTrueSince(node.status?.conditions, 'Ready');
 }
 
 /**
  * Origin of the deadline and of time-to-warm: the later of node Ready and pod creation. On a new
- * node the DaemonSet creates the pod before the node is Ready, so this is node Ready (what the
- * brief means by "600 s from node Ready"); for a pool that newly selects an old node it is the
+ * node the DaemonSet creates the pod before the node is Ready, so this is node Ready (the
+ * deadline counts from node Ready); for a pool that newly selects an old node it is the
  * pod's creation, so the pool gets its full deadline instead of being partial at once.
  */
 export function warmOrigin(pod: KPod, node: KNode, now: number): number {
@@ -156,12 +155,7 @@ export function decidePool(obs: Observed): PoolDecision {
     ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, warmAt, ttwSeconds: ttw, digests };
     if (!(own?.state === NodeState.Warm && curLabel === NodeState.Warm)) {
       timeToWarmSeconds = ttw;
-      events = [
-        {
-          reason: EventReason.Warm,
-          message: eventMessage(`pool ${config.poolId}: all ${images.length} images present, time to warm ${ttw}s`),
-        },
-      ];
+      events = [warmEvent(config.poolId, images.length, ttw)];
     }
   } else {
     const failing = failures([...blockers, ...images.filter((i) => i.phase === 'failing')], own);
@@ -178,12 +172,7 @@ export function decidePool(obs: Observed): PoolDecision {
       };
       if (!(own?.state === NodeState.Partial && curLabel === NodeState.Partial)) {
         events = [
-          {
-            reason: EventReason.Partial,
-            message: eventMessage(
-              `pool ${config.poolId}: deadline of ${config.deadlineSeconds}s passed with ${images.length - present.length} of ${images.length} images missing: ${describeFailing(missing)}`,
-            ),
-          },
+          partialEvent(config.poolId, config.deadlineSeconds, images.length - present.length, images.length, describeFailing(missing)),
         ];
       }
     } else if (failing.length) {
@@ -193,7 +182,7 @@ export function decidePool(obs: Observed): PoolDecision {
       const key = (a: PoolAnnotation | undefined): string =>
         `${(a?.failing ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001')}\u0002${a?.failingOmitted ?? 0}`;
       if (key(parseAnnotation(renderAnnotation(ann))) !== key(own?.state === 'warming' ? own : undefined)) {
-        events = [{ reason: EventReason.ImagePullFailing, message: eventMessage(`pool ${config.poolId}: ${describeFailing(failing)}`) }];
+        events = [pullFailingEvent(config.poolId, describeFailing(failing))];
       }
     }
   }

@@ -5,7 +5,7 @@
 import type { KNode, KPod } from './kube-types.js';
 import type { EventIntent } from './reasons.js';
 
-/** An apiserver (or registry) answer other than 2xx. Branch on {@link code} (style rule 8). */
+/** An apiserver (or registry) answer other than 2xx. Branch on {@link code}, never on the message text. */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
   constructor(

@@ -1,14 +1,14 @@
 /**
  * What `prewarm status` reports, computed from what the cluster shows: the pull DaemonSets, their
- * pods (holders and the burst pullers of warming nodes), and the per-pool labels and annotations the sidecars write on nodes. Pure: the CLI lists
- * the objects and renders the result.
+ * pods (holders and the burst pullers of warming nodes), and the per-pool labels and annotations
+ * the sidecars write on nodes. Container statuses are judged as the sidecar judges them
+ * (src/contract/pod-status.ts). Pure: the CLI lists the objects and renders the result.
  */
 import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
-import { PULL_FAILURE_REASONS } from '../reconciler/reasons.js';
-import { nodeAnnotationKey, nodeLabelKey } from '../synth/naming.js';
-import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER, NodeState } from '../contract/names.js';
-
-type Opt<T> = T | undefined;
+import { containerStarted, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
+import { LABEL_PULLER, NodeState } from '../contract/names.js';
+import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 
 /** The fields of a DaemonSet that status reads (client-node's V1DaemonSet fits). */
 export interface ObservedDaemonSet {
@@ -18,25 +18,6 @@ export interface ObservedDaemonSet {
     readonly labels?: Opt<Readonly<Record<string, string>>>;
   }>;
   readonly status?: Opt<{ readonly desiredNumberScheduled?: Opt<number>; readonly numberReady?: Opt<number> }>;
-}
-
-/** The fields of a pull pod that status reads (client-node's V1Pod fits). */
-export interface ObservedPod {
-  readonly metadata?: Opt<{ readonly labels?: Opt<Readonly<Record<string, string>>>; readonly namespace?: Opt<string> }>;
-  readonly spec?: Opt<{ readonly nodeName?: Opt<string> }>;
-  readonly status?: Opt<{
-    readonly containerStatuses?: Opt<
-      readonly {
-        readonly name: string;
-        readonly image: string;
-        readonly state?: Opt<{
-          readonly waiting?: Opt<{ readonly reason?: Opt<string>; readonly message?: Opt<string> }>;
-          readonly running?: Opt<object>;
-          readonly terminated?: Opt<object>;
-        }>;
-      }[]
-    >;
-  }>;
 }
 
 /** The fields of a node that status reads (client-node's V1Node fits). */
@@ -102,23 +83,17 @@ export interface StatusReport {
 }
 
 /** Builds the report. Pools, and nodes within a pool, come out sorted by name. */
-export function buildReport(
-  daemonSets: readonly ObservedDaemonSet[],
-  pods: readonly ObservedPod[],
-  nodes: readonly ObservedNode[],
-): StatusReport {
+export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: readonly Pod[], nodes: readonly ObservedNode[]): StatusReport {
   const nodesByName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
   const pools: PoolReport[] = [];
   for (const ds of daemonSets) {
-    const pool = ds.metadata?.labels?.[LABEL_POOL];
+    const pool = isHolder(ds.metadata?.labels) ? poolOf(ds.metadata?.labels) : undefined;
     if (pool === undefined) continue;
     const namespace = ds.metadata?.namespace ?? '';
     const members = pods.filter((p) => p.metadata?.namespace === namespace && p.spec?.nodeName !== undefined);
-    const own = members.filter((p) => p.metadata?.labels?.[LABEL_POOL] === pool);
+    const own = members.filter((p) => isHolder(p.metadata?.labels) && poolOf(p.metadata?.labels) === pool);
     // Burst pullers: pods of the pool that are not its holder; they exist only while a node warms.
-    const pullers = members.filter(
-      (p) => p.metadata?.labels?.[LABEL_PULLER] !== undefined && p.metadata.labels[LABEL_POOL_MEMBER] === pool,
-    );
+    const pullers = members.filter((p) => isPuller(p.metadata?.labels) && poolOf(p.metadata?.labels) === pool);
     const reports = own
       .map((pod) =>
         nodeReport(
@@ -148,7 +123,7 @@ export function buildReport(
   return { pools, allWarm: pools.every((p) => p.warm === p.desired) };
 }
 
-function nodeReport(pool: string, pod: ObservedPod, pullers: readonly ObservedPod[], node: ObservedNode | undefined): NodeReport {
+function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: ObservedNode | undefined): NodeReport {
   const name = pod.spec?.nodeName ?? '';
   const label = node?.metadata?.labels?.[nodeLabelKey(pool)];
   const annotation: PoolAnnotation | undefined = parseAnnotation(node?.metadata?.annotations?.[nodeAnnotationKey(pool)]);
@@ -157,10 +132,11 @@ function nodeReport(pool: string, pod: ObservedPod, pullers: readonly ObservedPo
   // failing in the holder and in a puller is listed once.
   const live = new Map<string, FailingImage>();
   for (const c of [pod, ...pullers].flatMap((p) => p.status?.containerStatuses ?? [])) {
-    const reason = c.state?.waiting?.reason;
-    if (reason === undefined || !PULL_FAILURE_REASONS.has(reason) || live.has(c.image)) continue;
+    const image = c.image ?? '';
+    const reason = pullFailure(c);
+    if (reason === undefined || live.has(image)) continue;
     const message = c.state?.waiting?.message;
-    live.set(c.image, { image: c.image, reason, ...(message === undefined ? {} : { message }) });
+    live.set(image, { image, reason, ...(message === undefined ? {} : { message }) });
   }
   const failing = live.size > 0 ? [...live.values()] : (annotation?.failing ?? []).map((f) => ({ ...f }));
   const lanes = pullers
@@ -169,7 +145,7 @@ function nodeReport(pool: string, pod: ObservedPod, pullers: readonly ObservedPo
       return {
         lane: p.metadata?.labels?.[LABEL_PULLER] ?? '',
         images: statuses.length,
-        started: statuses.filter((c) => (c.state?.running ?? c.state?.terminated) != null).length,
+        started: statuses.filter(containerStarted).length,
       };
     })
     .sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));

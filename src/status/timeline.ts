@@ -10,58 +10,29 @@
  * Times are seconds after the node's last Ready transition. Most Kubernetes timestamps have 1 s
  * resolution; a pull's length comes from the kubelet's own measure in its `Pulled` message.
  */
-import { LABEL_POOL, LABEL_PULLER } from '../contract/names.js';
-import { EventReason } from '../reconciler/reasons.js';
-
-type Opt<T> = T | undefined;
+import {
+  conditionTrueSince,
+  imagePresent,
+  startedAt,
+  timeOf,
+  type Condition,
+  type ObjectMeta,
+  type Opt,
+  type Pod,
+  type Timestamp,
+} from '../contract/pod-status.js';
+import { laneOf, Role, roleOf } from '../contract/roles.js';
+import { EventReason, parseNodeEvent } from '../contract/events.js';
 
 /** The fields of a Node the timeline reads (client-node's V1Node fits). */
 export interface TimelineNode {
-  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Date | string> }>;
-  readonly status?: Opt<{
-    readonly conditions?: Opt<
-      readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]
-    >;
-  }>;
-}
-
-interface ContainerStatus {
-  readonly name: string;
-  readonly image: string;
-  /** Set once the runtime created the container, so its image is on the node. */
-  readonly imageID?: Opt<string>;
-  readonly state?: Opt<{
-    readonly waiting?: Opt<{ readonly reason?: Opt<string> }>;
-    readonly running?: Opt<{ readonly startedAt?: Opt<Date | string> }>;
-    readonly terminated?: Opt<{ readonly startedAt?: Opt<Date | string>; readonly reason?: Opt<string> }>;
-  }>;
-}
-
-/** The fields of a pull pod the timeline reads (client-node's V1Pod fits). */
-export interface TimelinePod {
-  readonly metadata?: Opt<{
-    readonly name?: Opt<string>;
-    readonly namespace?: Opt<string>;
-    readonly labels?: Opt<Readonly<Record<string, string>>>;
-    readonly creationTimestamp?: Opt<Date | string>;
-    readonly deletionTimestamp?: Opt<Date | string>;
-  }>;
-  readonly spec?: Opt<{
-    readonly nodeName?: Opt<string>;
-    readonly containers?: Opt<readonly { readonly name: string; readonly image?: Opt<string> }[]>;
-  }>;
-  readonly status?: Opt<{
-    readonly conditions?: Opt<
-      readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]
-    >;
-    readonly initContainerStatuses?: Opt<readonly ContainerStatus[]>;
-    readonly containerStatuses?: Opt<readonly ContainerStatus[]>;
-  }>;
+  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Timestamp> }>;
+  readonly status?: Opt<{ readonly conditions?: Opt<readonly Condition[]> }>;
 }
 
 /** The fields of a core/v1 Event the timeline reads (client-node's CoreV1Event fits). */
 export interface TimelineEvent {
-  readonly metadata?: Opt<{ readonly creationTimestamp?: Opt<Date | string> }>;
+  readonly metadata?: Opt<{ readonly creationTimestamp?: Opt<Timestamp> }>;
   readonly involvedObject: {
     readonly kind?: Opt<string>;
     readonly name?: Opt<string>;
@@ -70,9 +41,9 @@ export interface TimelineEvent {
   };
   readonly reason?: Opt<string>;
   readonly message?: Opt<string>;
-  readonly eventTime?: Opt<Date | string>;
-  readonly firstTimestamp?: Opt<Date | string>;
-  readonly lastTimestamp?: Opt<Date | string>;
+  readonly eventTime?: Opt<Timestamp>;
+  readonly firstTimestamp?: Opt<Timestamp>;
+  readonly lastTimestamp?: Opt<Timestamp>;
   readonly source?: Opt<{ readonly host?: Opt<string> }>;
   readonly reportingInstance?: Opt<string>;
 }
@@ -124,30 +95,29 @@ export interface Timeline {
   readonly notes: readonly string[];
 }
 
+/** The fields of a DaemonSet the timeline reads (client-node's V1DaemonSet fits). */
+export interface TimelineDaemonSet {
+  readonly metadata?: Opt<Pick<ObjectMeta, 'name' | 'namespace' | 'labels'>>;
+}
+
 /** What {@link buildTimeline} reads. */
 export interface TimelineInput {
   readonly node: TimelineNode;
   /** The pull pods bound to the node (others are ignored). */
-  readonly pods: readonly TimelinePod[];
+  readonly pods: readonly Pod[];
   /** Events of the pull pods' namespaces and of the sidecars (about the Node). */
   readonly events: readonly TimelineEvent[];
-  /** Names of prewarm's DaemonSets as `namespace/name`: how pods that are gone are recognised in Events. */
-  readonly daemonSets: readonly string[];
+  /** prewarm's DaemonSets: how pods that are gone are recognised in Events, and what they were. */
+  readonly daemonSets: readonly TimelineDaemonSet[];
   readonly now: Date;
 }
 
 /** How long the apiserver keeps Events by default (`--event-ttl`). */
 export const EVENT_TTL_SECONDS = 3600;
 
-function ms(t: Opt<Date | string>): number | undefined {
-  if (t === undefined) return undefined;
-  const v = t instanceof Date ? t.getTime() : Date.parse(t);
-  return Number.isNaN(v) ? undefined : v;
-}
-
 /** When an Event happened: its micro-time if set, else its first timestamp, else its creation. */
 function eventMs(e: TimelineEvent): number | undefined {
-  return ms(e.eventTime) ?? ms(e.firstTimestamp) ?? ms(e.metadata?.creationTimestamp);
+  return timeOf(e.eventTime) ?? timeOf(e.firstTimestamp) ?? timeOf(e.metadata?.creationTimestamp);
 }
 
 /** A Go duration as the kubelet prints it (`1.5s`, `850ms`, `1m2.5s`, `1h0m3s`, `12µs`), in seconds. */
@@ -175,14 +145,6 @@ function containerOf(e: TimelineEvent): string | undefined {
   return /^spec\.(?:init)?[cC]ontainers\{(.+)\}$/.exec(e.involvedObject.fieldPath ?? '')?.[1];
 }
 
-function condition(
-  conditions: Opt<readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: Opt<Date | string> }[]>,
-  type: string,
-): number | undefined {
-  const c = conditions?.find((x) => x.type === type);
-  return c?.status === 'True' ? ms(c.lastTransitionTime) : undefined;
-}
-
 interface PodFacts {
   name: string;
   namespace: string;
@@ -196,24 +158,35 @@ interface PodFacts {
   containers: Map<string, string>;
   started: Map<string, number>;
   waiting: Map<string, string>;
-  /** Containers whose image the runtime reported (imageID), so it is on the node. */
+  /** Containers whose image is on the node (contract `imagePresent`). */
   present: Set<string>;
   events: TimelineEvent[];
 }
 
-function podLabel(labels: Opt<Readonly<Record<string, string>>>, name: string, daemonSets: readonly string[]): string {
-  const puller = labels?.[LABEL_PULLER];
-  if (puller !== undefined) return `puller ${puller.slice(puller.lastIndexOf('-') + 1)}`;
-  if (labels?.[LABEL_POOL] !== undefined) return 'holder';
-  // A pod known from its Events only: its DaemonSet's name says what it was.
-  const ds = daemonSets.map((d) => d.slice(d.indexOf('/') + 1)).find((d) => podOf(d, name));
-  const lane = ds === undefined ? undefined : /-puller-([0-9a-f]+)$/.exec(ds)?.[1];
-  return lane !== undefined ? `puller ${lane}` : ds !== undefined ? 'holder' : 'pod';
+/** `holder` or `puller <lane>` by a pool object's labels; undefined for anything else. */
+function roleLabel(labels: Opt<Readonly<Record<string, string>>>): string | undefined {
+  const role = roleOf(labels);
+  return role === Role.Puller ? `puller ${laneOf(labels) ?? ''}` : role === Role.Holder ? 'holder' : undefined;
+}
+
+/** The row label of a pod: by its own labels, or, for a pod known from its Events only, by its DaemonSet's. */
+function podLabel(
+  labels: Opt<Readonly<Record<string, string>>>,
+  namespace: string,
+  name: string,
+  daemonSets: readonly TimelineDaemonSet[],
+): string {
+  return roleLabel(labels) ?? roleLabel(daemonSetOf(namespace, name, daemonSets)?.metadata?.labels) ?? 'pod';
+}
+
+/** The DaemonSet that `pod` in `namespace` is named after: `<ds>-<5 random characters>`. */
+function daemonSetOf(namespace: string, pod: string, daemonSets: readonly TimelineDaemonSet[]): TimelineDaemonSet | undefined {
+  return daemonSets.find((d) => d.metadata?.namespace === namespace && isPodNameOf(d.metadata.name ?? '', pod));
 }
 
 /** Whether `pod` is named as a pod of DaemonSet `ds`: `<ds>-<5 random characters>`. */
-function podOf(ds: string, pod: string): boolean {
-  return pod.length === ds.length + 6 && pod.startsWith(`${ds}-`) && /^[a-z0-9]{5}$/.test(pod.slice(ds.length + 1));
+function isPodNameOf(ds: string, pod: string): boolean {
+  return ds !== '' && pod.length === ds.length + 6 && pod.startsWith(`${ds}-`) && /^[a-z0-9]{5}$/.test(pod.slice(ds.length + 1));
 }
 
 /** Builds one node's timeline. */
@@ -221,84 +194,11 @@ export function buildTimeline(input: TimelineInput): Timeline {
   const node = input.node.metadata?.name ?? '';
   const now = input.now.getTime();
   const notes: string[] = [];
-  const pods = new Map<string, PodFacts>();
-  const key = (ns: string, name: string) => `${ns}/${name}`;
-
-  for (const p of input.pods) {
-    if (p.spec?.nodeName !== node) continue;
-    const name = p.metadata?.name ?? '';
-    const namespace = p.metadata?.namespace ?? '';
-    const statuses = p.status?.containerStatuses ?? [];
-    pods.set(key(namespace, name), {
-      name,
-      namespace,
-      label: podLabel(p.metadata?.labels, name, input.daemonSets),
-      created: ms(p.metadata?.creationTimestamp),
-      scheduled: condition(p.status?.conditions, 'PodScheduled'),
-      sandbox: condition(p.status?.conditions, 'PodReadyToStartContainers'),
-      initialized: condition(p.status?.conditions, 'Initialized'),
-      deleted: ms(p.metadata?.deletionTimestamp),
-      containers: new Map((p.spec?.containers ?? []).map((c) => [c.name, c.image ?? ''])),
-      started: new Map(
-        statuses.flatMap((c) => {
-          const t = ms(c.state?.running?.startedAt ?? c.state?.terminated?.startedAt);
-          return t === undefined ? [] : [[c.name, t] as const];
-        }),
-      ),
-      waiting: new Map(
-        statuses.flatMap((c) => (c.state?.waiting?.reason === undefined ? [] : [[c.name, c.state.waiting.reason] as const])),
-      ),
-      present: new Set(statuses.filter((c) => (c.imageID ?? '') !== '').map((c) => c.name)),
-      events: [],
-    });
-  }
-
-  // Events of pods on this node; pods that are gone are rebuilt from them.
-  const known = new Set(input.daemonSets);
-  const ofOurs = (ns: string, name: string) => [...known].some((d) => d.startsWith(`${ns}/`) && podOf(d.slice(ns.length + 1), name));
-  const nodeEvents: TimelineEvent[] = [];
-  for (const e of input.events) {
-    const o = e.involvedObject;
-    if (o.kind === 'Node' && o.name === node) {
-      nodeEvents.push(e);
-      continue;
-    }
-    if (o.kind !== 'Pod' || o.name === undefined || o.namespace === undefined) continue;
-    let facts = pods.get(key(o.namespace, o.name));
-    const onNode = e.source?.host === node || (e.reason === 'Scheduled' && (e.message ?? '').endsWith(` to ${node}`));
-    if (facts === undefined && onNode && ofOurs(o.namespace, o.name)) {
-      facts = {
-        name: o.name,
-        namespace: o.namespace,
-        label: podLabel(undefined, o.name, input.daemonSets),
-        containers: new Map(),
-        started: new Map(),
-        waiting: new Map(),
-        present: new Set(),
-        events: [],
-      };
-      pods.set(key(o.namespace, o.name), facts);
-    }
-    facts?.events.push(e);
-  }
+  const { pods, nodeEvents } = collect(input, node);
 
   // The origin: the node's last Ready transition.
-  const readyAt = condition(input.node.status?.conditions, 'Ready');
-  const times: number[] = [];
-  for (const f of pods.values()) {
-    for (const t of [f.created, f.scheduled, f.sandbox, f.initialized, f.deleted, ...f.started.values()])
-      if (t !== undefined) times.push(t);
-    for (const e of f.events) {
-      const t = eventMs(e);
-      if (t !== undefined) times.push(t);
-    }
-  }
-  for (const e of nodeEvents) {
-    const t = eventMs(e);
-    if (t !== undefined) times.push(t);
-  }
-  const first = times.length > 0 ? Math.min(...times) : now;
-  const origin = readyAt ?? first;
+  const readyAt = conditionTrueSince(input.node.status?.conditions, 'Ready');
+  const origin = readyAt ?? firstSeen(pods.values(), nodeEvents, now);
   const at = (t: number) => Math.round((t - origin) / 10) / 100;
 
   const rows: TimelineRow[] = [];
@@ -307,110 +207,17 @@ export function buildTimeline(input: TimelineInput): Timeline {
     (a, b) => order(a.label) - order(b.label) || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0),
   );
   for (const f of ordered) {
-    const byReason = (reason: string) => f.events.filter((e) => e.reason === reason);
-    f.scheduled ??= min(byReason('Scheduled').map(eventMs));
-    f.created ??= f.scheduled;
-    // Events of a pod that is gone stand in for its conditions: the first container event is when
-    // its sandbox was up (the kubelet starts pulling only then).
-    const containerEvents = f.events.filter((e) => containerOf(e) !== undefined);
-    f.sandbox ??= min(containerEvents.map(eventMs));
-    const killed = min(byReason('Killing').map(eventMs));
-    f.deleted ??= killed;
-    if (f.events.length === 0 && f.created !== undefined && (now - f.created) / 1000 > EVENT_TTL_SECONDS)
-      notes.push(
-        `no Events left for pod ${f.name}: the apiserver keeps Events ${EVENT_TTL_SECONDS / 3600} h by default, so pulls are shown from container statuses only`,
-      );
-
-    // Image rows, per container, in the kubelet's order (spec order; gone pods: event order).
-    const names = new Set([...f.containers.keys(), ...containerEvents.map((e) => containerOf(e) ?? '')]);
-    const imageRows: TimelineRow[] = [];
-    let lastStarted: number | undefined;
-    for (const c of names) {
-      const evs = containerEvents.filter((e) => containerOf(e) === c && !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? ''));
-      if (evs.length === 0 && !f.containers.has(c)) continue;
-      const pulled = evs.find((e) => e.reason === 'Pulled');
-      const pulling = evs.find((e) => e.reason === 'Pulling');
-      const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
-      const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
-      if (started !== undefined) lastStarted = Math.max(lastStarted ?? started, started);
-      const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;
-      const spans: Span[] = [];
-      let outcome: TimelineRow['outcome'] = 'waiting';
-      let pullSeconds: number | undefined;
-      const pulledAt = pulled === undefined ? undefined : eventMs(pulled);
-      if (pulled !== undefined && pulledAt !== undefined) {
-        pullSeconds = pullSecondsOf(pulled.message ?? '');
-        if (pullSeconds === undefined) {
-          outcome = 'present';
-          spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
-        } else {
-          outcome = 'pulled';
-          // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
-          // Pulled event and is exactly as long as the kubelet says.
-          spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
-        }
-      } else if (failed !== undefined) {
-        outcome = 'failed';
-        const from = eventMs(pulling ?? failed);
-        if (from !== undefined)
-          spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
-      } else if (pulling !== undefined) {
-        const from = eventMs(pulling);
-        // The image is there (the container started, or the runtime reported its imageID) but the
-        // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
-        // a burst of 25, which a pod of a dozen images exceeds. The pull ended by the start.
-        const done = started !== undefined || f.present.has(c);
-        if (done) {
-          outcome = 'pulled';
-          droppedEvents = true;
-        }
-        if (from !== undefined)
-          spans.push({
-            kind: 'pulling',
-            from: at(from),
-            ...(started === undefined ? {} : { to: at(Math.max(from, started)), note: 'end not reported' }),
-          });
-      } else if (started !== undefined || f.present.has(c)) {
-        outcome = 'present';
-        droppedEvents ||= f.events.length > 0;
-      }
-      if (started !== undefined)
-        spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
-      imageRows.push({
-        kind: 'image',
-        pod: f.name,
-        label: image,
-        spans,
-        outcome,
-        ...(pullSeconds === undefined ? {} : { pullSeconds: round(pullSeconds) }),
-      });
-    }
-
-    const podSpans: Span[] = [];
-    const phase = (kind: SpanKind, from: number | undefined, to: number | undefined) => {
-      if (from !== undefined) podSpans.push({ kind, from: at(from), ...(to === undefined ? {} : { to: at(Math.max(from, to)) }) });
-    };
-    phase('pending', f.created, f.scheduled);
-    phase('sandbox', f.scheduled, f.sandbox);
-    phase('init', f.sandbox, f.initialized);
-    const allStarted = f.containers.size > 0 ? f.started.size === f.containers.size : f.deleted !== undefined || lastStarted !== undefined;
-    phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
-    rows.push({ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows);
+    const pod = podRows(f, at, now, notes);
+    rows.push(...pod.rows);
+    droppedEvents ||= pod.droppedEvents;
   }
 
   if (droppedEvents)
     notes.push(
       'some pulls show no Pulled Event: the kubelet sends at most 25 Events per pod in a burst (client-go spam filter), so a pod with many images loses the later ones; their bars end at the container start',
     );
-  const marks: TimelineMark[] = [];
-  if (readyAt !== undefined) marks.push({ at: 0, label: 'Ready' });
-  else notes.push(`node ${node} is not Ready: times are seconds after the first thing seen`);
-  for (const e of nodeEvents) {
-    const t = eventMs(e);
-    if (t === undefined || t < origin - 1000) continue;
-    for (const label of markLabels(e)) marks.push({ at: at(t), label });
-  }
-  marks.sort((a, b) => a.at - b.at);
+  if (readyAt === undefined) notes.push(`node ${node} is not Ready: times are seconds after the first thing seen`);
+  const marks = marksOf(nodeEvents, readyAt !== undefined, origin, at);
   if (pods.size === 0)
     notes.push(
       `no pull pods on ${node} and no Events of any: nothing to show (Events expire after ${EVENT_TTL_SECONDS / 3600} h by default)`,
@@ -429,22 +236,212 @@ export function buildTimeline(input: TimelineInput): Timeline {
   };
 }
 
+/** What a pod still there says of itself. */
+function podFacts(p: Pod, daemonSets: readonly TimelineDaemonSet[]): PodFacts {
+  const name = p.metadata?.name ?? '';
+  const namespace = p.metadata?.namespace ?? '';
+  const statuses = p.status?.containerStatuses ?? [];
+  return {
+    name,
+    namespace,
+    label: podLabel(p.metadata?.labels, namespace, name, daemonSets),
+    created: timeOf(p.metadata?.creationTimestamp),
+    scheduled: conditionTrueSince(p.status?.conditions, 'PodScheduled'),
+    sandbox: conditionTrueSince(p.status?.conditions, 'PodReadyToStartContainers'),
+    initialized: conditionTrueSince(p.status?.conditions, 'Initialized'),
+    deleted: timeOf(p.metadata?.deletionTimestamp),
+    containers: new Map((p.spec?.containers ?? []).map((c) => [c.name, c.image ?? ''])),
+    started: new Map(
+      statuses.flatMap((c) => {
+        const t = startedAt(c);
+        return t === undefined ? [] : [[c.name, t] as const];
+      }),
+    ),
+    waiting: new Map(statuses.flatMap((c) => (c.state?.waiting?.reason === undefined ? [] : [[c.name, c.state.waiting.reason] as const]))),
+    present: new Set(statuses.filter(imagePresent).map((c) => c.name)),
+    events: [],
+  };
+}
+
+/**
+ * The node's pull pods, by `namespace/name`, each with its Events, and the Events about the node.
+ * Pods that are gone are rebuilt from their Events.
+ */
+function collect(input: TimelineInput, node: string): { pods: Map<string, PodFacts>; nodeEvents: TimelineEvent[] } {
+  const pods = new Map<string, PodFacts>();
+  const key = (ns: string, name: string) => `${ns}/${name}`;
+  for (const p of input.pods) {
+    if (p.spec?.nodeName !== node) continue;
+    pods.set(key(p.metadata?.namespace ?? '', p.metadata?.name ?? ''), podFacts(p, input.daemonSets));
+  }
+  const nodeEvents: TimelineEvent[] = [];
+  for (const e of input.events) {
+    const o = e.involvedObject;
+    if (o.kind === 'Node' && o.name === node) {
+      nodeEvents.push(e);
+      continue;
+    }
+    if (o.kind !== 'Pod' || o.name === undefined || o.namespace === undefined) continue;
+    let facts = pods.get(key(o.namespace, o.name));
+    const onNode = e.source?.host === node || (e.reason === 'Scheduled' && (e.message ?? '').endsWith(` to ${node}`));
+    if (facts === undefined && onNode && daemonSetOf(o.namespace, o.name, input.daemonSets) !== undefined) {
+      facts = {
+        name: o.name,
+        namespace: o.namespace,
+        label: podLabel(undefined, o.namespace, o.name, input.daemonSets),
+        containers: new Map(),
+        started: new Map(),
+        waiting: new Map(),
+        present: new Set(),
+        events: [],
+      };
+      pods.set(key(o.namespace, o.name), facts);
+    }
+    facts?.events.push(e);
+  }
+  return { pods, nodeEvents };
+}
+
+/** The earliest thing seen of the pods and the node's Events, else now. */
+function firstSeen(pods: Iterable<PodFacts>, nodeEvents: readonly TimelineEvent[], now: number): number {
+  const times: number[] = [];
+  for (const f of pods) {
+    for (const t of [f.created, f.scheduled, f.sandbox, f.initialized, f.deleted, ...f.started.values()])
+      if (t !== undefined) times.push(t);
+    for (const e of f.events) {
+      const t = eventMs(e);
+      if (t !== undefined) times.push(t);
+    }
+  }
+  for (const e of nodeEvents) {
+    const t = eventMs(e);
+    if (t !== undefined) times.push(t);
+  }
+  return times.length > 0 ? Math.min(...times) : now;
+}
+
+/**
+ * One pod's rows: the pod's phases, then one row per image container in the kubelet's order
+ * (spec order; gone pods: event order). `droppedEvents` tells that the kubelet's spam filter
+ * dropped some of its Events.
+ */
+function podRows(f: PodFacts, at: (t: number) => number, now: number, notes: string[]): { rows: TimelineRow[]; droppedEvents: boolean } {
+  const byReason = (reason: string) => f.events.filter((e) => e.reason === reason);
+  f.scheduled ??= min(byReason('Scheduled').map(eventMs));
+  f.created ??= f.scheduled;
+  // Events of a pod that is gone stand in for its conditions: the first container event is when
+  // its sandbox was up (the kubelet starts pulling only then).
+  const containerEvents = f.events.filter((e) => containerOf(e) !== undefined);
+  f.sandbox ??= min(containerEvents.map(eventMs));
+  const killed = min(byReason('Killing').map(eventMs));
+  f.deleted ??= killed;
+  if (f.events.length === 0 && f.created !== undefined && (now - f.created) / 1000 > EVENT_TTL_SECONDS)
+    notes.push(
+      `no Events left for pod ${f.name}: the apiserver keeps Events ${EVENT_TTL_SECONDS / 3600} h by default, so pulls are shown from container statuses only`,
+    );
+
+  const names = new Set([...f.containers.keys(), ...containerEvents.map((e) => containerOf(e) ?? '')]);
+  const imageRows: TimelineRow[] = [];
+  let lastStarted: number | undefined;
+  let droppedEvents = false;
+  for (const c of names) {
+    const evs = containerEvents.filter((e) => containerOf(e) === c && !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? ''));
+    if (evs.length === 0 && !f.containers.has(c)) continue;
+    const pulled = evs.find((e) => e.reason === 'Pulled');
+    const pulling = evs.find((e) => e.reason === 'Pulling');
+    const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
+    const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
+    if (started !== undefined) lastStarted = Math.max(lastStarted ?? started, started);
+    const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;
+    const spans: Span[] = [];
+    let outcome: TimelineRow['outcome'] = 'waiting';
+    let pullSeconds: number | undefined;
+    const pulledAt = pulled === undefined ? undefined : eventMs(pulled);
+    if (pulled !== undefined && pulledAt !== undefined) {
+      pullSeconds = pullSecondsOf(pulled.message ?? '');
+      if (pullSeconds === undefined) {
+        outcome = 'present';
+        spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
+      } else {
+        outcome = 'pulled';
+        // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
+        // Pulled event and is exactly as long as the kubelet says.
+        spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
+      }
+    } else if (failed !== undefined) {
+      outcome = 'failed';
+      const from = eventMs(pulling ?? failed);
+      if (from !== undefined)
+        spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
+    } else if (pulling !== undefined) {
+      const from = eventMs(pulling);
+      // The image is there (the container started, or the runtime reported its imageID) but the
+      // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
+      // a burst of 25, which a pod of a dozen images exceeds. The pull ended by the start.
+      const done = started !== undefined || f.present.has(c);
+      if (done) {
+        outcome = 'pulled';
+        droppedEvents = true;
+      }
+      if (from !== undefined)
+        spans.push({
+          kind: 'pulling',
+          from: at(from),
+          ...(started === undefined ? {} : { to: at(Math.max(from, started)), note: 'end not reported' }),
+        });
+    } else if (started !== undefined || f.present.has(c)) {
+      outcome = 'present';
+      droppedEvents ||= f.events.length > 0;
+    }
+    if (started !== undefined)
+      spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
+    imageRows.push({
+      kind: 'image',
+      pod: f.name,
+      label: image,
+      spans,
+      outcome,
+      ...(pullSeconds === undefined ? {} : { pullSeconds: round(pullSeconds) }),
+    });
+  }
+
+  const podSpans: Span[] = [];
+  const phase = (kind: SpanKind, from: number | undefined, to: number | undefined) => {
+    if (from !== undefined) podSpans.push({ kind, from: at(from), ...(to === undefined ? {} : { to: at(Math.max(from, to)) }) });
+  };
+  phase('pending', f.created, f.scheduled);
+  phase('sandbox', f.scheduled, f.sandbox);
+  phase('init', f.sandbox, f.initialized);
+  const allStarted = f.containers.size > 0 ? f.started.size === f.containers.size : f.deleted !== undefined || lastStarted !== undefined;
+  phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
+  return { rows: [{ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows], droppedEvents };
+}
+
+/** Ready (when the node is), then the marks of the sidecar's Events about the node, in time order. */
+function marksOf(nodeEvents: readonly TimelineEvent[], ready: boolean, origin: number, at: (t: number) => number): TimelineMark[] {
+  const marks: TimelineMark[] = [];
+  if (ready) marks.push({ at: 0, label: 'Ready' });
+  for (const e of nodeEvents) {
+    const t = eventMs(e);
+    if (t === undefined || t < origin - 1000) continue;
+    for (const label of markLabels(e)) marks.push({ at: at(t), label });
+  }
+  marks.sort((a, b) => a.at - b.at);
+  return marks;
+}
+
 /**
  * The marks of one of the sidecar's Events about the node. A pool's Warm or Partial Event also
- * says when it removed the gate taint in the same write (src/reconciler/gate.ts `mergeEvents`).
+ * says when it removed the gate taint in the same write (contract `gateEvent`).
  */
 function markLabels(e: TimelineEvent): string[] {
-  const message = e.message ?? '';
-  const pool = /^pool ([^\s:]+)/.exec(message)?.[1];
-  const of = pool === undefined ? '' : ` ${pool}`;
-  const gate = /removed gate taint \S+ at the absolute bound/.test(message)
-    ? ['taint removed (forced)']
-    : /removed gate taint /.test(message)
-      ? ['taint removed']
-      : [];
-  if (e.reason === EventReason.Warm) return [`warm${of}`, ...gate];
-  if (e.reason === EventReason.Partial) return [`partial${of}`, ...gate];
-  if (e.reason === EventReason.GateOpened || e.reason === EventReason.GateForcedOpen) return gate;
+  const facts = parseNodeEvent(e.reason, e.message);
+  if (facts === undefined) return [];
+  const of = facts.pool === undefined ? '' : ` ${facts.pool}`;
+  const gate = facts.gate === 'forced' ? ['taint removed (forced)'] : facts.gate === 'ready' ? ['taint removed'] : [];
+  if (facts.reason === EventReason.Warm) return [`warm${of}`, ...gate];
+  if (facts.reason === EventReason.Partial) return [`partial${of}`, ...gate];
+  if (facts.reason === EventReason.GateOpened || facts.reason === EventReason.GateForcedOpen) return gate;
   return [];
 }
 

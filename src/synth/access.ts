@@ -38,6 +38,7 @@ import {
   NODE_ANNOTATION_PREFIX,
   NODE_LABEL_PREFIX,
 } from '../contract/names.js';
+import { isKubernetesNodeTaint, isQualifiedKey } from '../contract/gate-key.js';
 import { CLUSTER_ROLE, SERVICE_ACCOUNT } from './naming.js';
 
 /** Names of the objects {@link ReconcilerAccess} emits; stable, explicit, in one place. */
@@ -93,8 +94,6 @@ const LABELS = {
 };
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-/** A qualified name as taint keys use it: optional DNS-subdomain prefix, `/`, name. */
-const QUALIFIED = /^(([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 const sorted = (xs: readonly string[]): string[] => [...new Set(xs)].sort();
 /** A CEL string literal (single-quoted, escaped). */
@@ -129,7 +128,10 @@ export class ReconcilerAccess extends Construct {
     }
     if (this.taintKeys.length === 0) throw new Error('ReconcilerAccess: gateTaintKeys must not be empty');
     for (const k of this.taintKeys) {
-      if (k.length > 316 || !QUALIFIED.test(k)) throw new Error(`ReconcilerAccess: gate taint key "${k}" is not a valid qualified name`);
+      if (!isQualifiedKey(k)) throw new Error(`ReconcilerAccess: gate taint key "${k}" is not a valid qualified name`);
+      // Which keys a bundle may gate on is checked on the model (synth/checks.ts checkGateKeys);
+      // this construct only refuses the taints no policy may ever let a sidecar remove.
+      if (isKubernetesNodeTaint(k)) throw new Error(`ReconcilerAccess: gate taint key "${k}" is a taint Kubernetes itself sets and lifts`);
     }
     this.node.addValidation({
       validate: () => {

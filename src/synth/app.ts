@@ -6,7 +6,17 @@ import { App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
-import { checkLimits, checkManifestNames, checkOwnedNamespaces, checkPoolNames, settle, type Manifest } from './checks.js';
+import { gateKeyAllowanceError } from '../contract/gate-key.js';
+import {
+  checkGateKeys,
+  checkLimits,
+  checkManifestNames,
+  checkOwnedNamespaces,
+  checkPoolNames,
+  checkPoolSelectors,
+  settle,
+  type Manifest,
+} from './checks.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
 
@@ -38,6 +48,17 @@ export interface SynthOptions {
    */
   readonly podMonitor?: boolean;
   /**
+   * Gate taint keys a spec may choose beyond those under `prewarm.dev/`, which are always allowed:
+   * each an exact key, or a prefix ending in `/` that admits the keys starting with it (e.g.
+   * `startup-taint.cluster-autoscaler.kubernetes.io/`). A gate key is a taint the sidecars remove
+   * from nodes, and a spec is untrusted, so only the caller may widen this (as `--allow-gate-key`).
+   * Never admitted, whatever is allowed: a key the pool's own tolerations tolerate, and Kubernetes'
+   * own node taints (`node.kubernetes.io/`, `node-role.kubernetes.io/`,
+   * `node.cloudprovider.kubernetes.io/`). See src/contract/gate-key.ts.
+   * @default - none: only `prewarm.dev/` keys
+   */
+  readonly allowedGateKeys?: readonly string[];
+  /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
    * (see LIMITS in checks.ts). Errors are thrown instead, as a SpecError.
    * @default - warnings are dropped
@@ -51,12 +72,18 @@ export interface SynthOptions {
  * order, so output is byte-identical for the same bundle.
  *
  * Throws a SpecError, before anything can be written, when the output would be wrong or refused:
- * two pools or two containers sharing a name, an object over the apiserver's size limits.
+ * a gate key the spec may not choose, two pools or two containers sharing a name, an object over
+ * the apiserver's size limits.
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   if (options.podMonitor === true && options.reconciler === undefined)
     throw new Error('podMonitor needs a reconciler: without the sidecar there are no metrics');
-  settle(checkPoolNames(bundle, options.reconciler !== undefined));
+  const allowed = options.allowedGateKeys ?? [];
+  for (const allowance of allowed) {
+    const invalid = gateKeyAllowanceError(allowance);
+    if (invalid !== undefined) throw new Error(`allowedGateKeys: "${allowance}" ${invalid}`);
+  }
+  settle([...checkGateKeys(bundle, allowed), ...checkPoolSelectors(bundle), ...checkPoolNames(bundle, options.reconciler !== undefined)]);
   const owned = options.ownedNamespaces ?? [];
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),

@@ -19,7 +19,8 @@ import {
   POOLS_FILE,
 } from '../contract/names.js';
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
-import { nodeLabelKey, SERVICE_ACCOUNT } from './naming.js';
+import { nodeLabelKey } from '../contract/identity.js';
+import { SERVICE_ACCOUNT } from './naming.js';
 import { pullerLanes } from './lanes.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { NAMESPACE_POD_SECURITY } from './security.js';

@@ -16,14 +16,16 @@
  */
 import { SpecError, type Diagnostic, type Location, type Severity } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
-import { POOLS_CONFIGMAP } from '../contract/names.js';
-import { daemonSetName, imageContainerName, nodeLabelKey, poolId, pullSecretVolumeName } from './naming.js';
+import { gateKeyRefusal } from '../contract/gate-key.js';
+import { LABEL_POOL_MEMBER, POOLS_CONFIGMAP } from '../contract/names.js';
+import { nodeLabelKey } from '../contract/identity.js';
+import { daemonSetName, imageContainerName, pullSecretVolumeName } from './naming.js';
 
 /** A synthesized manifest, as far as these checks read it. */
 export interface Manifest {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string };
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Readonly<Record<string, string>> };
   readonly data?: Readonly<Record<string, string>>;
   readonly binaryData?: Readonly<Record<string, string>>;
   readonly spec?: { readonly template?: { readonly spec?: PodSpecNames } };
@@ -93,7 +95,7 @@ export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
   const out: Diagnostic[] = [];
   const byId = new Map<string, Pool>();
   for (const pool of bundle.pools) {
-    const id = poolId(pool);
+    const id = pool.id;
     const first = claim(byId, id, pool);
     if (first !== undefined) {
       const shared = first.namespace === pool.namespace ? ` and DaemonSet ${pool.namespace}/${daemonSetName(id)}` : '';
@@ -119,6 +121,50 @@ export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
           ),
         );
       }
+    }
+  }
+  return out;
+}
+
+/**
+ * Gate keys against the trust boundary (src/contract/gate-key.ts): a pool gates only on a key under
+ * `prewarm.dev/`, or one that `allowed` (the synth invocation's `--allow-gate-key`) admits, and never
+ * on a taint its own tolerations tolerate or one Kubernetes itself lifts. Checked on the model,
+ * before any construct renders a key into a sidecar's environment, pools.json or the admission
+ * policy.
+ */
+export function checkGateKeys(bundle: Bundle, allowed: readonly string[]): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const pool of bundle.pools) {
+    const key = pool.settings.gate?.taintKey;
+    if (key === undefined) continue;
+    const why = gateKeyRefusal(key, pool.tolerations, allowed);
+    if (why === undefined) continue;
+    const at = pool.settingLocations.gateTaintKey ?? pool.settingLocations.gate ?? poolLocation(pool);
+    const entry = poolLocation(pool);
+    out.push(error(at, `pool ${pool.namespace}/${pool.id} (${where(entry)}): ${why}`));
+  }
+  return out;
+}
+
+/**
+ * Node selectors a pool can never be warm under: its own state label (`prewarm.dev/<id>`) is set
+ * by its sidecar only on nodes where its pods already run, so a pool selecting on it never gets a
+ * pod onto a node that lacks the label, and never turns a node warm.
+ */
+export function checkPoolSelectors(bundle: Bundle): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const pool of bundle.pools) {
+    const own = nodeLabelKey(pool.id);
+    if (!(own in pool.nodeSelector)) continue;
+    for (const origin of pool.origins) {
+      out.push(
+        error(
+          { ...origin.location, path: `${origin.location.path}.nodeSelector` },
+          `the node selector names ${own}, the pool's own state label, which its sidecar sets only on nodes where the pool already runs: ` +
+            `the pool would never get a pod onto a node without it, and never turn a node warm; select on a label the node has when it joins`,
+        ),
+      );
     }
   }
   return out;
@@ -203,9 +249,10 @@ export function checkLimits(manifests: readonly Manifest[], bundle: Bundle): Dia
       ...poolLocation(worst.node),
       severity: LIMITS.memoryPerNodeBytes.severity,
       message:
-        `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} runs the pull pods of ${listed(worst.pools.map((p) => `${p.namespace}/${poolId(p)}`))}, ` +
-        `which request ${size(worst.bytes, false)} of memory there, over ${size(LIMITS.memoryPerNodeBytes.limit, false)}: every image reserves ` +
-        `4 MiB on each node its pools select (fewer images per node, or pools with narrower selectors, reserve less)`,
+        `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} runs the pull pods of ${listed(worst.pools.map((p) => `${p.namespace}/${p.id}`))}, ` +
+        `which request ${size(worst.bytes, false)} of memory there while it warms (holders and burst pullers), over ${size(LIMITS.memoryPerNodeBytes.limit, false)}: ` +
+        `every image reserves 4 MiB on each node its pools select, and 4 MiB more in its puller during the warm-up ` +
+        `(fewer images per node, pools with narrower selectors, or fewer lanes reserve less)`,
     });
   }
   return out;
@@ -254,26 +301,25 @@ export function checkOwnedNamespaces(bundle: Bundle, owned: readonly string[]): 
 /**
  * The node whose pull pods request the most memory, among nodes labelled exactly like one pool's
  * selector: such a node runs every pool whose selector is a subset (an upper bound: taints may
- * keep some pools off it).
+ * keep some pools off it). Counted while the node warms, the peak: each pool's holder and all of
+ * its burst pullers run there then, so an image a puller pulls is requested twice.
  */
 function worstNode(
   manifests: readonly Manifest[],
   pools: ReadonlyMap<string, Pool>,
 ): { node: Pool; pools: Pool[]; bytes: number } | undefined {
+  const byId = new Map([...pools.values()].map((p) => [`${p.namespace}/${p.id}`, p]));
   const requests = new Map<Pool, number>();
   for (const m of manifests) {
-    const pool = poolOf(m, pools);
+    // Holder and pullers alike carry the pool-member label with the pool id.
+    const member = m.metadata.labels?.[LABEL_POOL_MEMBER];
+    const pool = m.kind === 'DaemonSet' && member !== undefined ? byId.get(`${m.metadata.namespace ?? ''}/${member}`) : undefined;
     const pod = m.spec?.template?.spec;
     if (pool === undefined || pod === undefined) continue;
     // The scheduler's effective request: init containers run one at a time, before the rest.
     const init = Math.max(0, ...(pod.initContainers ?? []).map(memoryRequest));
-    requests.set(
-      pool,
-      Math.max(
-        init,
-        (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0),
-      ),
-    );
+    const containers = (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0);
+    requests.set(pool, (requests.get(pool) ?? 0) + Math.max(init, containers));
   }
   const selectors = [...requests.keys()].map((p) => [p, Object.entries(p.nodeSelector)] as const);
   let worst: { node: Pool; pools: Pool[]; bytes: number } | undefined;
@@ -309,7 +355,7 @@ function memoryRequest(c: NamedContainer): number {
 
 /** DaemonSet `namespace/name` → its pool, named as the constructs name them. */
 function poolsByDaemonSet(bundle: Bundle): Map<string, Pool> {
-  return new Map(bundle.pools.map((p) => [`${p.namespace}/${daemonSetName(poolId(p))}`, p]));
+  return new Map(bundle.pools.map((p) => [`${p.namespace}/${daemonSetName(p.id)}`, p]));
 }
 
 /** The pool behind a pull DaemonSet; undefined for every other object. */

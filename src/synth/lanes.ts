@@ -29,7 +29,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ImageRef } from '../imagecache/reference.js';
-import { shortHash } from './naming.js';
+import { shortHash } from '../contract/identity.js';
 
 /** One burst puller: its key (a lane number, or an image hash) and its images, never empty. */
 export interface PullerLane {

@@ -7,8 +7,8 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY, METRICS_PATH } from '../contract/names.js';
+import { COMPONENT, Role } from '../contract/roles.js';
 import { METRICS_PORT_NAME, POD_MONITOR } from './naming.js';
-import { COMPONENT } from './pull-daemonset.js';
 
 /** API version and kind of the emitted object. */
 export const POD_MONITOR_TYPE = { apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor' } as const;
@@ -50,7 +50,7 @@ export class ReconcilerPodMonitor extends Construct {
       spec: {
         // Holders only: they alone run the sidecar. No namespaceSelector: a PodMonitor's own
         // namespace is the default, and the one that holds the pool's pods.
-        selector: { matchLabels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_COMPONENT]: COMPONENT.holder } },
+        selector: { matchLabels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_COMPONENT]: COMPONENT[Role.Holder] } },
         podMetricsEndpoints: [
           {
             port: METRICS_PORT_NAME,

@@ -17,14 +17,14 @@ import {
   LABEL_MANAGED_BY,
   LABEL_NAME,
   LABEL_PART_OF,
-  LABEL_POOL,
   LABEL_POOL_MEMBER,
-  LABEL_PULLER,
   MANAGED_BY,
   NodeState,
   POOLS_MOUNT_PATH,
   SIDECAR_CONTAINER,
 } from '../contract/names.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
+import { COMPONENT, holderSelector, pullerSelector, Role } from '../contract/roles.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {
   daemonSetName,
@@ -32,11 +32,8 @@ import {
   HELPER_VOLUME,
   imageContainerName,
   METRICS_PORT_NAME,
-  nodeAnnotationKey,
-  nodeLabelKey,
   POOLS_VOLUME,
   pullerDaemonSetName,
-  pullerSelectorValue,
   pullSecretVolumeName,
   SERVICE_ACCOUNT,
 } from './naming.js';
@@ -62,9 +59,6 @@ export interface ReconcilerProps {
    */
   readonly metricsPort?: number;
 }
-
-/** `app.kubernetes.io/component` of a holder's pods and of a puller's. */
-export const COMPONENT = { holder: 'image-puller', puller: 'burst-puller' } as const;
 
 /** Grace of a puller's pods: they only sleep, and leave as soon as the node is warm. */
 const PULLER_GRACE_SECONDS = 1;
@@ -109,13 +103,12 @@ export class PullDaemonSet extends Construct {
 
     // Each DaemonSet selects on a label no other DaemonSet's pods carry; the member label is what
     // the sidecar watches, and no DaemonSet selects on it.
-    const selector =
-      puller === undefined ? { [LABEL_POOL]: this.poolId } : { [LABEL_PULLER]: pullerSelectorValue(this.poolId, puller.key) };
+    const selector = puller === undefined ? holderSelector(this.poolId) : pullerSelector(this.poolId, puller.key);
     const labels = {
       [LABEL_MANAGED_BY]: MANAGED_BY,
       [LABEL_NAME]: 'prewarm',
       [LABEL_PART_OF]: 'prewarm',
-      [LABEL_COMPONENT]: puller === undefined ? COMPONENT.holder : COMPONENT.puller,
+      [LABEL_COMPONENT]: COMPONENT[puller === undefined ? Role.Holder : Role.Puller],
       ...selector,
       [LABEL_POOL_MEMBER]: this.poolId,
     };

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { CliError, ExitCode, UsageError } from '../../src/cli/exit-codes.js';
-import { reportFailure } from '../../src/cli/main.js';
+import { reportFailure, withOperands } from '../../src/cli/main.js';
 import { OUTPUT_MARKER } from '../../src/cli/output-marker.js';
 
 const exec = promisify(execFile);
@@ -199,7 +199,7 @@ describe('prewarm CLI', () => {
     [['synth'], 'Not enough non-option arguments'],
     [['synth', 'x', '--stdout', '-o', 'y'], 'mutually exclusive'],
     [['synth', 'x', '--frobnicate'], 'Unknown argument: frobnicate'],
-    [['frobnicate'], 'unknown command "frobnicate"; the commands are synth, validate, migrate, status, pin, doctor'],
+    [['frobnicate'], 'unknown command "frobnicate"; the commands are synth, validate, migrate, status, pin, doctor, specs'],
     [['doctr', '--help'], 'unknown command "doctr"'],
     [['--help', 'doctr'], 'unknown command "doctr"'],
     [['-h', 'doctr', 'x'], 'unknown command "doctr"'],
@@ -268,6 +268,40 @@ describe('prewarm CLI', () => {
     const dir = await specDir({ 'a.yaml': good });
     const r = await cli('synth', dir, '--stdout', '--no-reconciler');
     expect(r.stdout).not.toContain('prewarm-reconciler');
+  });
+
+  it('reads everything after `--` as a path, never as an option', async () => {
+    const dir = await specDir({ 'a.yaml': quiet });
+    const plain = await cli('synth', dir, '--stdout');
+    expect(await cli('synth', '--stdout', '--', dir)).toEqual({ ...plain, ms: expect.any(Number) as number });
+    expect((await cli('validate', '--', dir)).code).toBe(ExitCode.Success);
+    const smuggled = await cli('synth', dir, '--stdout', '--', '--reconciler-image=evil.example/x:1', '-n', 'kube-system');
+    expect(smuggled.code).toBe(ExitCode.InvalidInput);
+    expect(smuggled.stdout).toBe('');
+    expect(smuggled.stderr).toContain('./--reconciler-image=evil.example/x:1: error: cannot read: ENOENT');
+    expect(smuggled.stderr).toContain('./-n: error: cannot read: ENOENT');
+    expect(smuggled.stderr).toContain('kube-system: error: cannot read: ENOENT');
+    // An option left without its value before `--` does not take the first path.
+    const r = await cli('synth', '-o', '--', dir);
+    expect([r.code, r.stderr]).toEqual([ExitCode.Usage, expect.stringContaining('--output "" is empty') as string]);
+  });
+
+  it.each<[string[], string[]]>([
+    [
+      ['synth', 'a'],
+      ['synth', 'a'],
+    ],
+    [
+      ['synth', '-n', 'x', '--', '-a', 'b'],
+      ['synth', './-a', 'b', '-n', 'x'],
+    ],
+    [['--', 'synth'], ['synth']],
+    [
+      ['synth', '--', '--', '-'],
+      ['synth', './--', './-'],
+    ],
+  ])('withOperands(%j) is %j', (argv, expected) => {
+    expect(withOperands(argv)).toEqual(expected);
   });
 
   it.each<[string[], string]>([
@@ -620,5 +654,50 @@ describe('prewarm synth --own-namespace', () => {
     if (stderr !== undefined) expect(r.stderr).toContain(stderr);
     if (expected !== undefined) expect(namespaceLabels(r.stdout)).toEqual(expected);
     else expect(r.stdout).toBe('');
+  });
+});
+
+describe('prewarm specs', () => {
+  const flow = '{apiVersion: prewarm.dev/v1alpha1, kind: ImageCache, metadata: {name: f}, spec: {cacheSpec: [{images: [redis:7]}]}}\n';
+  const merged =
+    '<<: {apiVersion: prewarm.dev/v1alpha1, kind: ImageCache}\nmetadata: {name: m}\nspec: {cacheSpec: [{images: [redis:7]}]}\n';
+  const nested = 'base: &b\n  apiVersion: prewarm.dev/v1alpha1\n  kind: ImageCache\n';
+
+  it('lists the files synth reads as ImageCaches: flow style and merge keys too, broken ones too, nothing else', async () => {
+    const dir = await specDir({
+      'block.yaml': good,
+      'flow.yaml': flow,
+      'merged.yml': merged,
+      'broken.yaml': bad,
+      'second.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n${good}`,
+      'configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n',
+      'nested.yaml': nested,
+      'notes.txt': good,
+      '.hidden.yaml': good,
+    });
+    const r = await cli('specs', dir);
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(r.stdout.split('\n')).toEqual(
+      ['block.yaml', 'broken.yaml', 'flow.yaml', 'merged.yml', 'second.yaml', ''].map((f) => (f === '' ? '' : join(dir, f))),
+    );
+    // What it lists is what synth reads: synth fails on exactly the broken file.
+    expect((await cli('synth', dir, '--stdout')).stderr).toContain(`${join(dir, 'broken.yaml')}:`);
+  });
+
+  it('prints each name escaped on one line', async () => {
+    const dir = await specDir({ 'a\nb\u001b[2J.yaml': good });
+    const r = await cli('specs', '--', dir);
+    expect(r.stdout).toBe(`${join(dir, 'a\\nb\\x1b[2J.yaml')}\n`);
+  });
+
+  it('exits 1 when nothing holds an ImageCache, or a path cannot be read, still listing what it found', async () => {
+    const none = await specDir({ 'configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n' });
+    const r = await cli('specs', none);
+    expect([r.code, r.stdout]).toEqual([ExitCode.InvalidInput, '']);
+    expect(r.stderr).toContain(`prewarm: no ImageCache found in "${none}"`);
+    const some = await specDir({ 'a.yaml': good });
+    const missing = await cli('specs', some, join(some, 'nope'));
+    expect([missing.code, missing.stdout]).toEqual([ExitCode.InvalidInput, `${join(some, 'a.yaml')}\n`]);
+    expect(missing.stderr).toContain('nope: error: cannot read: ENOENT');
   });
 });

@@ -12,6 +12,7 @@ import { synthYaml } from '../../src/synth/app.js';
 import { poolEntryOf } from '../../src/synth/charts.js';
 import { placementOf } from '../../src/contract/placement.js';
 import { parsePoolsFile, renderPoolsFile, type PoolEntry } from '../../src/contract/pools-file.js';
+import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
 /**
  * The synth↔sidecar round trip of pools.json, for every valid spec the repo has: what synthesis
  * writes into each namespace's `prewarm-pools` ConfigMap, the sidecar's parser reads back into
@@ -26,7 +27,7 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
   /** Synthesizes `bundle` with the sidecar and checks the contract on the output. */
   function checkRoundTrip(bundle: Bundle): void {
     const manifests: Manifest[] = parseAllDocuments(
-      synthYaml(bundle, { reconciler: { image: 'registry.example/prewarm-reconciler:1' } }),
+      synthYaml(bundle, { reconciler: { image: 'registry.example/prewarm-reconciler:1' }, allowedGateKeys: ['example.com/'] }),
     ).map((d) => d.toJS());
     const want = bundle.pools.map(poolEntryOf).sort(byId);
     expect(want.length).toBeGreaterThan(0);
@@ -39,11 +40,11 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
 
     // Each pool's sidecar is configured, by its environment, as the pool pools.json describes.
     const all = manifests.filter((m) => m.kind === 'DaemonSet');
-    const daemonSets = all.filter((m) => m.metadata.labels['prewarm.dev/pool'] !== undefined);
+    const daemonSets = all.filter((m) => isHolder(m.metadata.labels));
     expect(daemonSets).toHaveLength(want.length);
     // Burst pullers are placed by the same placement as their pool.
-    for (const puller of all.filter((m) => m.metadata.labels['prewarm.dev/pool'] === undefined)) {
-      const entry = want.find((p) => p.id === puller.metadata.labels['prewarm.dev/pool-member']);
+    for (const puller of all.filter((m) => isPuller(m.metadata.labels))) {
+      const entry = want.find((p) => p.id === poolOf(puller.metadata.labels));
       expect(entry, `puller ${puller.metadata.name} of a pool pools.json lists`).toBeDefined();
       expect(puller.spec.template.spec.tolerations ?? []).toStrictEqual(entry?.placement.tolerations);
     }
@@ -67,7 +68,7 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
         deadlineSeconds: entry?.deadlineSeconds,
         tolerations: entry?.placement.tolerations,
       });
-      expect(env[ENV.pool]).toBe(ds.spec.template.metadata.labels['prewarm.dev/pool']);
+      expect(env[ENV.pool]).toBe(poolOf(ds.spec.template.metadata.labels));
     }
   }
 
@@ -106,7 +107,7 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
       },
     ],
     [
-      'prewarm.dev: every toleration shape, a custom gate key and deadline',
+      'prewarm.dev: every toleration shape, a custom gate key (allowed by the invocation) and deadline',
       {
         'gpu.yaml': prewarm(
           'gpu',
@@ -208,6 +209,13 @@ describe('parsePoolsFile', () => {
       file({ tolerations: [{ operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1.5 }] }),
       'pools.json: pools[0].tolerations[0].tolerationSeconds must be an integer',
     ],
+    // Synthesis never writes a Kubernetes node taint as a gate key; a file that holds one is refused.
+    [
+      file({ gateTaintKey: 'node-role.kubernetes.io/control-plane' }),
+      'pools.json: pools[0].gateTaintKey must be a taint key prewarm may gate on, got "node-role.kubernetes.io/control-plane"',
+    ],
+    [file({ gateTaintKey: 'node.kubernetes.io/not-ready' }), 'pools.json: pools[0].gateTaintKey must be a taint key prewarm may gate on'],
+    [file({ gateTaintKey: 'not a key' }), 'pools.json: pools[0].gateTaintKey must be a taint key prewarm may gate on, got "not a key"'],
   ])('rejects %s', (text, msg) => {
     expect(() => parsePoolsFile(text)).toThrow(msg);
   });

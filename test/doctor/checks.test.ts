@@ -19,11 +19,11 @@ import {
   type DoctorDaemonSet,
   type DoctorInput,
   type DoctorNode,
-  type DoctorPod,
   type Finding,
   type KubeletConfig,
   type Read,
 } from '../../src/doctor/checks.js';
+import type { Pod } from '../../src/contract/pod-status.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../../src/reconciler/gate.js';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');
@@ -67,7 +67,7 @@ function holder(
   return [ds, ...pullers];
 }
 
-function holderPod(id: string, node: string, sidecar: 'running' | 'ErrImagePull' = 'running'): DoctorPod {
+function holderPod(id: string, node: string, sidecar: 'running' | 'ErrImagePull' = 'running'): Pod {
   return {
     metadata: {
       name: `prewarm-${id}-${node}`,
@@ -192,7 +192,7 @@ describe('diagnose', () => {
       ...ds,
       status: { desiredNumberScheduled: 2, updatedNumberScheduled: 1, numberAvailable: 1, observedGeneration: 1 },
     };
-    const pod = (ageS: number, reason?: string): DoctorPod => ({
+    const pod = (ageS: number, reason?: string): Pod => ({
       metadata: { name: `p${ageS}`, namespace: 'prewarm', labels: { [LABEL_POOL]: 'gpu' }, creationTimestamp: new Date(NOW - ageS * 1000) },
       spec: { nodeName: 'n2' },
       status: { phase: 'Pending', containerStatuses: reason ? [{ name: 'img', state: { waiting: { reason } } }] : [] },
@@ -283,7 +283,7 @@ describe('diagnose', () => {
       '10 of 11 pod slots used; room for the 1 burst pullers of a warm-up',
     );
     // A puller already on the node holds its own slot: it is counted as used, not needed again.
-    const puller: DoctorPod = {
+    const puller: Pod = {
       metadata: { name: 'p1', namespace: 'prewarm', labels: { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_PULLER]: 'gpu-1' } },
       spec: { nodeName: 'n1' },
     };

@@ -21,7 +21,7 @@ import { buildProject, prepareImages, synth, yamlObjects } from '../../harness/m
 import { waitFor } from '../../harness/time.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
 import type { DoctorReport, Finding } from '../../src/doctor/checks.js';
-import { nodeLabelKey } from '../../src/synth/naming.js';
+import { nodeLabelKey } from '../../src/contract/identity.js';
 import { applyServerSide, imageCache, kubeconfigPath, specDir } from './helpers.js';
 
 const NS = 'e2e-doctor';

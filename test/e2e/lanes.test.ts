@@ -28,11 +28,12 @@ import { TimelineRecorder } from '../../harness/timeline-recorder.js';
 import { pullersOnNode } from '../../harness/pullers.js';
 import { secs, waitFor } from '../../harness/time.js';
 import { parseAnnotation } from '../../src/contract/annotation.js';
-import { DEFAULT_GATE_TAINT_KEY, LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
 import { buildTimeline } from '../../src/status/timeline.js';
 import { renderTimelineText } from '../../src/status/timeline-render.js';
-import { nodeAnnotationKey } from '../../src/synth/naming.js';
+import { nodeAnnotationKey } from '../../src/contract/identity.js';
 import { applyServerSide, imageCache, specDir } from './helpers.js';
+import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
 
 const NS = 'e2e-lanes';
 const SEL = 'e2e.prewarm.dev/lanes';
@@ -67,12 +68,12 @@ async function poolDaemonSets(kube: Kube, pool: string): Promise<Map<string, { g
   const l = await kube.list(`/apis/apps/v1/namespaces/${NS}/daemonsets`);
   return new Map(
     l.items
-      .filter((d) => d.spec?.template?.metadata?.labels?.[LABEL_POOL_MEMBER] === pool)
+      .filter((d) => poolOf(d.metadata.labels) === pool)
       .map((d) => [
         d.metadata.name,
         {
           generation: (d.metadata as { generation?: number }).generation ?? 0,
-          holder: d.spec?.selector?.matchLabels?.[LABEL_POOL] !== undefined,
+          holder: isHolder(d.spec?.selector?.matchLabels),
         },
       ]),
   );
@@ -82,7 +83,7 @@ describe('lanes on real kubelets', () => {
   let kube: Kube;
   let watch: NodeWatch;
   let pullerDaemonSets = 0;
-  // Pools named in the spec keep their name as id (src/synth/naming.ts poolId).
+  // Pools named in the spec keep their name as id (src/contract/identity.ts poolId).
   const poolId = POOL;
   const failPoolId = FAIL_POOL;
 
@@ -91,7 +92,7 @@ describe('lanes on real kubelets', () => {
     const { yaml } = synth([specs(IMAGES)]);
     const objects = yamlObjects(yaml);
     pullerDaemonSets = objects.filter(
-      (o) => o.kind === 'DaemonSet' && o.metadata.labels?.[LABEL_PULLER] !== undefined && o.metadata.labels[LABEL_POOL_MEMBER] === poolId,
+      (o) => o.kind === 'DaemonSet' && isPuller(o.metadata.labels) && poolOf(o.metadata.labels) === poolId,
     ).length;
     SIZES_MIB.forEach((mib, i) => ensureStandIn(IMAGES[i] as string, { sizeBytes: mib << 20 }));
     ensureStandIn(ADDED, { sizeBytes: 8 << 20 });
@@ -137,7 +138,7 @@ describe('lanes on real kubelets', () => {
     await waitFor(`pullers gone from ${NODE}`, async () => (await pullersOnNode(kube, NS, NODE, poolId)).length === 0, 120_000, 500);
     recorder.stop();
 
-    const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${NS}/daemonsets`)).items.map((d) => `${NS}/${d.metadata.name}`);
+    const daemonSets = (await kube.list(`/apis/apps/v1/namespaces/${NS}/daemonsets`)).items;
     const timeline = buildTimeline(recorder.input(daemonSets));
     console.log(renderTimelineText(timeline, 80));
     // The timeline saw the join as it happened: the holder and every puller, each image pulled once at least.

@@ -19,7 +19,7 @@ import { poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manife
 import { sleep, waitFor } from '../../harness/time.js';
 import { workloadPod } from '../../harness/workloads.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
-import { nodeLabelKey } from '../../src/synth/naming.js';
+import { nodeLabelKey } from '../../src/contract/identity.js';
 import { applyServerSide, imageCache, registryPullSecret, specDir } from './helpers.js';
 
 const NS = 'e2e-kep2535';

@@ -23,6 +23,7 @@ import { secs, sleep, waitFor } from '../../harness/time.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { applyServerSide, imageCache, poolPodOnNode, registryPullSecret, specDir, waitPoolPodRunning, type PodInfo } from './helpers.js';
+import { isHolder } from '../../src/contract/roles.js';
 
 const NODE = 'refresh-node';
 const NS = 'e2e-refresh';
@@ -65,9 +66,7 @@ function trustRegistryCa(objects: KubeObject[]): KubeObject[] {
     data: { 'ca.crt': readFileSync(CA_CRT, 'utf8') },
   };
   // The holders run the sidecar; burst pullers have none.
-  for (const o of objects.filter(
-    (x) => x.kind === 'DaemonSet' && x.metadata.namespace === NS && x.metadata.labels?.['prewarm.dev/pool'] !== undefined,
-  )) {
+  for (const o of objects.filter((x) => x.kind === 'DaemonSet' && x.metadata.namespace === NS && isHolder(x.metadata.labels))) {
     const spec = templateOf(o);
     spec.volumes = [...(spec.volumes ?? []), { name: 'registry-ca', configMap: { name: 'registry-ca' } }];
     const sidecar = spec.containers.find((c) => c.name === SIDECAR);

@@ -5,7 +5,9 @@
  * (ARGOCD_APP_*, KUBE_VERSION, KUBE_API_VERSIONS, ARGOCD_ENV_*, ARGOCD_APP_PARAMETERS), discovery
  * through MatchRepository, then GenerateManifest with the repository tarball and Argo CD's default 60 s deadline.
  * Server and client run as uid 999 with a read-only repository copy, like the repo-server and its
- * sidecar; deploy/argocd/plugin.yaml is used unchanged.
+ * sidecar; deploy/argocd/plugin.yaml is used unchanged. The plugin's configuration (the sidecar's
+ * own PREWARM_PLUGIN_* environment) differs per server: `main` allows a few namespaces and images,
+ * `owning` owns a namespace, `gating` allows a gate key.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
@@ -33,6 +35,7 @@ import { yamlObjects } from '../../harness/manifests.js';
 import { scaleImageCache } from '../../harness/specs.js';
 import { CLI, distDocs, id, run } from './helpers.js';
 import { sleep } from '../../harness/time.js';
+import { DEFAULT_RECONCILER_IMAGE } from '../../src/version.js';
 
 const UID = 999;
 const AS_ARGOCD = ['setpriv', `--reuid=${UID}`, `--regid=${UID}`, '--clear-groups', '--'];
@@ -47,6 +50,8 @@ interface CmpResponse {
   manifests?: string[];
   objects?: string[];
   env?: string[];
+  /** spec.source.plugin after the repository's .argocd-source*.yaml were merged into it. */
+  plugin?: PluginSource;
   error?: string;
   millis: number;
 }
@@ -55,18 +60,44 @@ interface Param {
   string?: string;
   array?: string[];
 }
+/** spec.source.plugin. */
+interface PluginSource {
+  name?: string;
+  env?: { name: string; value: string }[];
+  parameters?: Param[];
+}
 interface Req {
   appPath: string;
   op?: 'match' | 'generate';
-  plugin?: { name?: string; env?: { name: string; value: string }[]; parameters?: Param[] } | null;
+  plugin?: PluginSource | null;
   revision?: string;
   appName?: string;
+  /** Which cmp-server (plugin configuration) to ask. */
+  server?: ServerName;
+}
+
+/** An image the `main` server's configuration allows besides prewarm's own. */
+const OTHER_IMAGE = 'registry.example.invalid/prewarm/reconciler:9.9.9';
+const GATE_KEY = 'startup-taint.cluster-autoscaler.kubernetes.io/prewarm';
+/** The plugin's configuration of each cmp-server: the sidecar container's own environment. */
+const SERVERS = {
+  main: {
+    PREWARM_PLUGIN_NAMESPACES: 'prewarm warm from-env',
+    PREWARM_PLUGIN_RECONCILER_IMAGES: `${DEFAULT_RECONCILER_IMAGE} ${OTHER_IMAGE}`,
+  },
+  owning: { PREWARM_PLUGIN_OWN_NAMESPACES: 'ml' },
+  gating: { PREWARM_PLUGIN_ALLOW_GATE_KEYS: 'startup-taint.cluster-autoscaler.kubernetes.io/' },
+} as const;
+type ServerName = keyof typeof SERVERS;
+interface Server {
+  proc: ChildProcess;
+  sockDir: string;
+  log: string;
 }
 
 let work: string;
 let repo: string;
-let sockDir: string;
-let server: ChildProcess;
+const servers: Partial<Record<ServerName, Server>> = {};
 let serverLog = '';
 let clientTmp: string;
 let pathEnv: string;
@@ -120,11 +151,59 @@ function cmp(req: Req): CmpResponse {
   const r = run([...AS_ARGOCD, join(varFiles, 'cmp-client')], {
     input: JSON.stringify(body),
     cwd: work,
-    env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: sockDir, TMPDIR: clientTmp, HOME: clientTmp },
+    env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: serverOf(req.server ?? 'main').sockDir, TMPDIR: clientTmp, HOME: clientTmp },
     timeoutMs: (ARGO_TIMEOUT_S + 10) * 1000,
   });
   if (r.code !== 0) throw new Error(`cmp-client exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as CmpResponse;
+}
+
+function serverOf(name: ServerName): Server {
+  const s = servers[name];
+  if (s === undefined) throw new Error(`cmp-server ${name} is not running`);
+  return s;
+}
+
+/** The plugin with these parameters (and plugin env), as spec.source.plugin names it. */
+function withParams(parameters: Param[], env: Record<string, string> = {}): PluginSource {
+  return { name: PLUGIN, parameters, env: Object.entries(env).map(([name, value]) => ({ name, value })) };
+}
+
+/** A refused request: an error that says `message`, and no manifests at all. */
+function expectRefused(res: CmpResponse, message: string): void {
+  expect(res.manifests ?? []).toEqual([]);
+  expect(res.error).toContain(message);
+  // Refused by prewarm-argocd itself (exit 2), before prewarm ran.
+  expect(res.error).toContain('`prewarm-argocd generate` failed exit status 2');
+}
+
+/** Starts an argocd-cmp-server as uid 999 with `config` as the plugin's configuration, and waits for its socket. */
+async function startServer(name: ServerName, cfgDir: string, config: Readonly<Record<string, string>>): Promise<Server> {
+  const sockDir = ownedDir(`plugins-${name}`);
+  const sidecarTmp = ownedDir(`tmp-${name}`);
+  const proc = spawn(join(varFiles, 'argocd-cmp-server'), ['--config-dir-path', cfgDir, '--logformat', 'text', '--loglevel', 'info'], {
+    argv0: 'argocd-cmp-server',
+    cwd: sidecarTmp,
+    env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: sockDir, TMPDIR: sidecarTmp, HOME: sidecarTmp, ...config },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    uid: UID,
+    gid: UID,
+  });
+  const server: Server = { proc, sockDir, log: '' };
+  const append = (d: Buffer) => {
+    server.log += d.toString();
+    serverLog += d.toString();
+  };
+  proc.stdout?.on('data', append);
+  proc.stderr?.on('data', append);
+  const sock = join(sockDir, `${PLUGIN}.sock`);
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(sock)) {
+    if (proc.exitCode !== null) throw new Error(`argocd-cmp-server ${name} exited ${proc.exitCode}:\n${server.log}`);
+    if (Date.now() > deadline) throw new Error(`no ${sock} after 30 s:\n${server.log}`);
+    await sleep(50);
+  }
+  return server;
 }
 
 function cliStream(args: string[], cwd: string): string {
@@ -167,6 +246,40 @@ beforeAll(async () => {
   for (let i = 0; i < SCALE; i++) {
     writeFileSync(join(repo, 'scale', `cache-${i}.yaml`), scaleImageCache(i, 'registry.example.invalid'));
   }
+  // ImageCaches a line-based search misses: flow style, and apiVersion and kind from a merge key.
+  mkdirSync(join(repo, 'flow'));
+  writeFileSync(
+    join(repo, 'flow', 'cache.yaml'),
+    '{apiVersion: prewarm.dev/v1alpha1, kind: ImageCache, metadata: {name: flow, namespace: ml}, spec: {cacheSpec: [{images: [redis:7.2]}]}}\n',
+  );
+  mkdirSync(join(repo, 'merge'));
+  writeFileSync(
+    join(repo, 'merge', 'cache.yaml'),
+    '<<: {apiVersion: prewarm.dev/v1alpha1, kind: ImageCache}\nmetadata: {name: merged, namespace: ml}\nspec:\n  cacheSpec:\n    - images: [redis:7.2]\n',
+  );
+  // Overrides the repository itself gives: the repo-server merges them into spec.source.plugin.
+  const overrides: Record<string, [string, string]> = {
+    'override-image': ['.argocd-source.yaml', 'plugin:\n  parameters:\n    - {name: reconciler-image, string: "evil.example/x:1"}\n'],
+    'override-paths': [
+      '.argocd-source-pr.yaml',
+      'plugin:\n  parameters:\n    - name: paths\n      array: ["--own-namespace=ml-serving", "."]\n',
+    ],
+    'override-env': ['.argocd-source.yaml', 'plugin:\n  env:\n    - {name: PREWARM_NAMESPACE, value: kube-system}\n'],
+    'override-own': ['.argocd-source.yaml', 'plugin:\n  env:\n    - {name: PREWARM_OWN_NAMESPACE, value: ml-serving}\n'],
+    'override-ok': [
+      '.argocd-source.yaml',
+      'plugin:\n  parameters:\n    - {name: reconciler, string: "false"}\n    - {name: namespace, string: warm}\n',
+    ],
+  };
+  for (const [dir, [file, text]] of Object.entries(overrides)) {
+    cpSync(join(REPO_DIR, 'examples', 'ml'), join(repo, dir), { recursive: true });
+    writeFileSync(join(repo, dir, file), text);
+  }
+  mkdirSync(join(repo, 'gate'));
+  writeFileSync(
+    join(repo, 'gate', 'cache.yaml'),
+    `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: gated, namespace: prewarm}\nspec:\n  gate: {taintKey: ${GATE_KEY}}\n  cacheSpec:\n    - images: [registry.example.invalid/app:1]\n      nodeSelector: {pool: gpu}\n`,
+  );
   readOnly(repo);
   repoHashBefore = treeHash(repo);
 
@@ -192,35 +305,20 @@ beforeAll(async () => {
   chmodSync(join(varFiles, 'argocd-cmp-server'), 0o555);
   chmodSync(join(varFiles, 'cmp-client'), 0o555);
 
-  sockDir = ownedDir('plugins');
-  const sidecarTmp = ownedDir('tmp');
   clientTmp = ownedDir('client-tmp');
-  server = spawn(join(varFiles, 'argocd-cmp-server'), ['--config-dir-path', cfgDir, '--logformat', 'text', '--loglevel', 'info'], {
-    argv0: 'argocd-cmp-server',
-    cwd: sidecarTmp,
-    env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: sockDir, TMPDIR: sidecarTmp, HOME: sidecarTmp },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    uid: UID,
-    gid: UID,
-  });
-  server.stdout?.on('data', (d: Buffer) => (serverLog += d.toString()));
-  server.stderr?.on('data', (d: Buffer) => (serverLog += d.toString()));
-  const sock = join(sockDir, `${PLUGIN}.sock`);
-  const deadline = Date.now() + 30_000;
-  while (!existsSync(sock)) {
-    if (server.exitCode !== null) throw new Error(`argocd-cmp-server exited ${server.exitCode}:\n${serverLog}`);
-    if (Date.now() > deadline) throw new Error(`no ${sock} after 30 s:\n${serverLog}`);
-    await sleep(50);
+  for (const [name, config] of Object.entries(SERVERS) as [ServerName, Record<string, string>][]) {
+    servers[name] = await startServer(name, cfgDir, config);
   }
 });
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
+  for (const { proc } of Object.values(servers)) {
+    if (proc.exitCode !== null) continue;
     // argocd-cmp-server removes its socket on SIGTERM but keeps serving; the kubelet would
     // SIGKILL it after the grace period.
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    const t = setTimeout(() => server.kill('SIGKILL'), 2_000);
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGTERM');
+    const t = setTimeout(() => proc.kill('SIGKILL'), 2_000);
     await exited;
     clearTimeout(t);
   }
@@ -235,9 +333,10 @@ afterAll(async () => {
 
 describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
   it('runs as uid 999 and serves prewarm-v1 on its socket', () => {
-    const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
+    const { proc, sockDir, log } = serverOf('main');
+    const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
     expect(status).toMatch(/^Uid:\s+999\s+999\s+999\s+999$/m);
-    expect(serverLog).toContain('argocd-cmp-server v3.5.7');
+    expect(log).toContain('argocd-cmp-server v3.5.7');
     expect(statSync(join(sockDir, `${PLUGIN}.sock`)).uid).toBe(UID);
   });
 
@@ -342,6 +441,133 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     expect(escape.error).toContain('must be relative and inside the app path');
   });
 
+  describe('an Application (or its repository) never passes options to synth', () => {
+    const option = 'starts with "-": a path is never an option';
+    it.each<[string, string[]]>([
+      ['the image of the sidecar, =-joined', ['--reconciler-image=evil.example/x:1', '.']],
+      ['the image of the sidecar, as two words', ['.', '--reconciler-image', 'evil.example/x:1']],
+      ['ownership of a namespace', ['--own-namespace=ml-serving', '.']],
+      ['the namespace, short and joined', ['-nkube-system', '.']],
+      ['an output folder', ['-o/tmp/x', '.']],
+      ['the end of options, to smuggle one after it', ['--', '--reconciler-image=evil.example/x:1']],
+      ['the end of options, last', ['.', '--']],
+      ['stdin', ['-']],
+      ['help', ['--help']],
+    ])('paths parameter: %s', (_what, paths) => {
+      const res = cmp({ appPath: 'imagecaches', plugin: withParams([{ name: 'paths', array: paths }]) });
+      expectRefused(res, option);
+    });
+
+    it.each<[string, string]>([
+      ['ownership of an application namespace', '. --own-namespace=ml-serving'],
+      ['the image of the sidecar', '--reconciler-image evil.example/x:1 .'],
+      ['the end of options', '. -- --own-namespace=ml-serving'],
+      ['stdin', '-'],
+    ])('ARGOCD_ENV_PREWARM_PATHS: %s', (_what, value) => {
+      const res = cmp({ appPath: 'imagecaches', plugin: withParams([], { PREWARM_PATHS: value }) });
+      expect(res.env).toContain(`ARGOCD_ENV_PREWARM_PATHS=${value}`);
+      expectRefused(res, option);
+    });
+
+    it('a reconciler image outside the allow-list is refused, as parameter and as env; one inside is used', () => {
+      for (const plugin of [
+        withParams([{ name: 'reconciler-image', string: 'evil.example/x:1' }]),
+        withParams([], { PREWARM_RECONCILER_IMAGE: 'evil.example/x:1' }),
+        withParams([{ name: 'reconciler-image', string: `${DEFAULT_RECONCILER_IMAGE} --own-namespace=ml` }]),
+      ]) {
+        expectRefused(
+          cmp({ appPath: 'imagecaches', plugin }),
+          "is not allowed by the plugin's configuration (PREWARM_PLUGIN_RECONCILER_IMAGES allows",
+        );
+      }
+      const ok = manifestsOf(cmp({ appPath: 'imagecaches', plugin: withParams([{ name: 'reconciler-image', string: OTHER_IMAGE }]) }));
+      expect(JSON.stringify(ok)).toContain(OTHER_IMAGE);
+    });
+
+    it('a namespace outside the allow-list is refused, as parameter and as env', () => {
+      for (const plugin of [
+        withParams([{ name: 'namespace', string: 'kube-system' }]),
+        withParams([], { PREWARM_NAMESPACE: 'kube-system' }),
+        withParams([{ name: 'namespace', string: 'warm --own-namespace=warm' }]),
+      ]) {
+        expectRefused(
+          cmp({ appPath: 'imagecaches', plugin }),
+          "is not allowed by the plugin's configuration (PREWARM_PLUGIN_NAMESPACES allows",
+        );
+      }
+    });
+
+    it('no parameter or env owns a namespace; only the plugin configuration does', () => {
+      expectRefused(
+        cmp({ appPath: 'imagecaches', plugin: withParams([{ name: 'own-namespace', string: 'ml-serving' }]) }),
+        'unknown parameter "own-namespace"',
+      );
+      for (const name of ['PREWARM_OWN_NAMESPACE', 'PREWARM_OWN_NAMESPACES', 'PREWARM_PLUGIN_OWN_NAMESPACES']) {
+        expectRefused(cmp({ appPath: 'imagecaches', plugin: withParams([], { [name]: 'ml-serving' }) }), `unknown plugin env "${name}"`);
+      }
+      // Under the main configuration no namespace is owned: none gets Pod Security labels.
+      const namespaces = manifestsOf(cmp({ appPath: 'imagecaches' })).filter((o) => o['kind'] === 'Namespace');
+      expect(namespaces.map((o) => (o['metadata'] as { labels?: object }).labels ?? {})).toEqual(namespaces.map(() => ({})));
+      // A plugin configured to own `prewarm` renders what `prewarm synth --own-namespace prewarm` does.
+      const owned = manifestsOf(cmp({ appPath: 'imagecaches', server: 'owning' }));
+      expect(owned).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout', '--own-namespace', 'prewarm'], join(repo, 'imagecaches'))));
+      expect(JSON.stringify(owned)).toContain('pod-security.kubernetes.io/enforce');
+    });
+
+    it("the repository's .argocd-source*.yaml reaches the plugin as parameters and env, and is held to the same rules", () => {
+      const image = cmp({ appPath: 'override-image' });
+      expect(image.plugin?.parameters).toContainEqual({ name: 'reconciler-image', string: 'evil.example/x:1' });
+      expectRefused(image, '"evil.example/x:1" is not allowed');
+      // The app-specific file applies to its Application only.
+      const paths = cmp({ appPath: 'override-paths', appName: 'pr' });
+      expect(paths.plugin?.parameters).toContainEqual({ name: 'paths', array: ['--own-namespace=ml-serving', '.'] });
+      expectRefused(paths, '"--own-namespace=ml-serving" starts with "-"');
+      expect(manifestsOf(cmp({ appPath: 'override-paths', appName: 'other' })).length).toBeGreaterThan(0);
+      const env = cmp({ appPath: 'override-env' });
+      expect(env.env).toContain('ARGOCD_ENV_PREWARM_NAMESPACE=kube-system');
+      expectRefused(env, 'namespace "kube-system" is not allowed');
+      expectRefused(cmp({ appPath: 'override-own' }), 'unknown plugin env "PREWARM_OWN_NAMESPACE"');
+      // What the configuration allows, a repository may choose.
+      const ok = cmp({ appPath: 'override-ok' });
+      expect(manifestsOf(ok)).toEqual(
+        yamlObjects(cliStream(['synth', '.', '--stdout', '-n', 'warm', '--no-reconciler'], join(repo, 'override-ok'))),
+      );
+    });
+  });
+
+  it('discovery and generate find a flow-style ImageCache and one whose apiVersion and kind come from a merge key', () => {
+    for (const appPath of ['flow', 'merge']) {
+      expect(cmp({ appPath, op: 'match', plugin: null }), appPath).toMatchObject({ matched: true });
+      const got = manifestsOf(cmp({ appPath }));
+      expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout'], join(repo, appPath))));
+      expect(got.some((o) => o['kind'] === 'DaemonSet')).toBe(true);
+    }
+  });
+
+  // Needs `prewarm synth --allow-gate-key` (and the refusal of other gate keys), which lands separately.
+  it("a gate key beyond prewarm's own comes only from the plugin configuration (--allow-gate-key)", () => {
+    const gated = manifestsOf(cmp({ appPath: 'gate', server: 'gating' }));
+    expect(JSON.stringify(gated)).toContain(GATE_KEY);
+    expect(gated).toEqual(
+      yamlObjects(
+        cliStream(['synth', '.', '--stdout', '--allow-gate-key', 'startup-taint.cluster-autoscaler.kubernetes.io/'], join(repo, 'gate')),
+      ),
+    );
+    // Without that configuration the spec is refused, and no parameter or env can allow it.
+    const refused = cmp({ appPath: 'gate' });
+    expect(refused.manifests ?? []).toEqual([]);
+    expect(refused.error).toContain('failed exit status 1');
+    expect(refused.error).toContain(GATE_KEY);
+    expectRefused(
+      cmp({ appPath: 'gate', plugin: withParams([{ name: 'allow-gate-key', string: GATE_KEY }]) }),
+      'unknown parameter "allow-gate-key"',
+    );
+    expectRefused(
+      cmp({ appPath: 'gate', plugin: withParams([], { PREWARM_ALLOW_GATE_KEYS: GATE_KEY }) }),
+      'unknown plugin env "PREWARM_ALLOW_GATE_KEYS"',
+    );
+  });
+
   it(`renders ${SCALE} ImageCaches well within the deadline`, () => {
     const res = cmp({ appPath: 'scale' });
     const got = manifestsOf(res);
@@ -378,6 +604,93 @@ describe('prewarm-argocd outside the cmp-server', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  /** The argv prewarm-argocd gives prewarm, seen through a PREWARM_BIN that prints it. */
+  function synthArgv(extra: NodeJS.ProcessEnv): { code: number | null; argv?: string[]; stderr: string } {
+    const dir = mkdtempSync(join(tmpdir(), 'prewarm-argv-'));
+    try {
+      const echo = join(dir, 'echo.mjs');
+      writeFileSync(echo, 'process.stdout.write(JSON.stringify(process.argv.slice(2)));\n');
+      const r = run(['node', script, 'generate'], { cwd: dir, env: { ...env(extra), PREWARM_BIN: echo } });
+      return r.code === 0 ? { code: r.code, argv: JSON.parse(r.stdout) as string[], stderr: r.stderr } : { code: r.code, stderr: r.stderr };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('puts every option before `--` and the paths after it; options come only from the plugin configuration', () => {
+    expect(synthArgv({}).argv).toEqual(['synth', '--stdout', '--namespace', 'prewarm', '--', '.']);
+    const configured = synthArgv({
+      PREWARM_PLUGIN_NAMESPACES: 'prewarm warm',
+      PREWARM_PLUGIN_RECONCILER_IMAGES: `${DEFAULT_RECONCILER_IMAGE} ${OTHER_IMAGE}`,
+      PREWARM_PLUGIN_OWN_NAMESPACES: ' prewarm  warm ',
+      PREWARM_PLUGIN_ALLOW_GATE_KEYS: `startup-taint.cluster-autoscaler.kubernetes.io/ ${GATE_KEY}`,
+      ARGOCD_APP_PARAMETERS: JSON.stringify([
+        { name: 'paths', array: ['a', 'b c'] },
+        { name: 'namespace', string: 'warm' },
+        { name: 'reconciler-image', string: OTHER_IMAGE },
+      ]),
+    });
+    expect(configured.argv).toEqual([
+      'synth',
+      '--stdout',
+      '--namespace',
+      'warm',
+      '--reconciler-image',
+      OTHER_IMAGE,
+      '--own-namespace',
+      'prewarm',
+      '--own-namespace',
+      'warm',
+      '--allow-gate-key',
+      'startup-taint.cluster-autoscaler.kubernetes.io/',
+      '--allow-gate-key',
+      GATE_KEY,
+      '--',
+      'a',
+      'b c',
+    ]);
+    // The first allowed image is the default.
+    expect(synthArgv({ PREWARM_PLUGIN_RECONCILER_IMAGES: OTHER_IMAGE }).argv).toContain(OTHER_IMAGE);
+  });
+
+  it.each<[string, NodeJS.ProcessEnv, string]>([
+    [
+      'an image with no allow-list',
+      { ARGOCD_APP_PARAMETERS: JSON.stringify([{ name: 'reconciler-image', string: OTHER_IMAGE }]) },
+      'PREWARM_PLUGIN_RECONCILER_IMAGES allows none besides the default',
+    ],
+    [
+      'a namespace with no allow-list',
+      { ARGOCD_ENV_PREWARM_NAMESPACE: 'ml' },
+      'namespace "ml" is not allowed by the plugin\'s configuration (PREWARM_PLUGIN_NAMESPACES allows "prewarm")',
+    ],
+    [
+      'a configuration value that looks like an option',
+      { PREWARM_PLUGIN_OWN_NAMESPACES: '--force' },
+      'PREWARM_PLUGIN_OWN_NAMESPACES: "--force" starts with "-"',
+    ],
+    [
+      'a parameter given twice',
+      {
+        ARGOCD_APP_PARAMETERS: JSON.stringify([
+          { name: 'namespace', string: 'prewarm' },
+          { name: 'namespace', string: 'x' },
+        ]),
+      },
+      'given more than once',
+    ],
+    [
+      'a path with a terminal escape',
+      { ARGOCD_APP_PARAMETERS: JSON.stringify([{ name: 'paths', array: ['-\u001b[2J'] }]) },
+      'path "-\\u001b[2J" starts with "-"',
+    ],
+  ])('refuses %s with exit 2 before prewarm runs', (_what, extra, message) => {
+    const r = synthArgv(extra);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`prewarm-argocd: ${message}`);
+    expect(r.stderr).not.toContain('\u001b');
   });
 
   it('rejects a malformed ARGOCD_APP_PARAMETERS and an unknown command with exit 2', () => {

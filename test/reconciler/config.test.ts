@@ -7,6 +7,11 @@ import { SIDECAR_ENV } from './fixtures.js';
 const base = SIDECAR_ENV;
 
 describe('configFromEnv', () => {
+  it('accepts the gate keys an invocation may allow', () => {
+    for (const key of ['prewarm.dev/warming', 'startup-taint.cluster-autoscaler.kubernetes.io/prewarm', 'example.com/cold']) {
+      expect(configFromEnv({ ...base, [ENV.gateTaintKey]: key }).gateTaintKey).toBe(key);
+    }
+  });
   it('applies the shared defaults', () => {
     expect(configFromEnv(base)).toEqual({
       nodeName: 'n1',
@@ -69,6 +74,15 @@ describe('configFromEnv', () => {
     [{ [ENV.deadlineSeconds]: '-1' }, 'environment variable PREWARM_DEADLINE_SECONDS must be an integer between 0 and 86400, got "-1"'],
     [{ [ENV.deadlineSeconds]: '0' }, 'environment variable PREWARM_DEADLINE_SECONDS must be positive'],
     [{ [ENV.metricsPort]: '70000' }, 'environment variable PREWARM_METRICS_PORT must be an integer between 0 and 65535, got "70000"'],
+    // Whatever its environment says, the sidecar never gates on (and so never removes) a taint that
+    // Kubernetes itself sets and lifts.
+    [
+      { [ENV.gateTaintKey]: 'node-role.kubernetes.io/control-plane' },
+      'environment variable PREWARM_GATE_TAINT_KEY names "node-role.kubernetes.io/control-plane", a taint Kubernetes itself sets and lifts; refusing to gate on it',
+    ],
+    [{ [ENV.gateTaintKey]: 'node.kubernetes.io/unschedulable' }, 'a taint Kubernetes itself sets and lifts'],
+    [{ [ENV.gateTaintKey]: 'node.cloudprovider.kubernetes.io/uninitialized' }, 'a taint Kubernetes itself sets and lifts'],
+    [{ [ENV.gateTaintKey]: 'a b' }, 'environment variable PREWARM_GATE_TAINT_KEY is not a valid taint key: "a b"'],
   ])('rejects %j', (over, msg) => {
     expect(() => configFromEnv({ ...base, ...over })).toThrow(msg);
   });

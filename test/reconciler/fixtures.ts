@@ -1,6 +1,7 @@
 /** Builders of pods, nodes and pools for the reconciler's unit tests. */
 import type { ReconcilerConfig } from '../../src/reconciler/config.js';
-import type { KContainerStatus, KNode, KPod, KTaint } from '../../src/reconciler/kube-types.js';
+import type { ContainerStatus } from '../../src/contract/pod-status.js';
+import type { KNode, KPod, KTaint } from '../../src/reconciler/kube-types.js';
 import type { Observed } from '../../src/reconciler/pool.js';
 import { placementOf, type NodeSelector, type Toleration } from '../../src/contract/placement.js';
 import type { PoolEntry, PoolsFile } from '../../src/contract/pools-file.js';
@@ -85,26 +86,26 @@ export const digest = (c: string): string => `sha256:${c.repeat(64).slice(0, 64)
 
 /** Container status shorthands. */
 export const st = {
-  running: (name: string, image: string, at = 30, d = 'a'): KContainerStatus => ({
+  running: (name: string, image: string, at = 30, d = 'a'): ContainerStatus => ({
     name,
     image,
     imageID: `${image.split(':')[0]}@${digest(d)}`,
     state: { running: { startedAt: iso(at) } },
   }),
-  creating: (name: string): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
-  waiting: (name: string, reason: string, message = `${reason} happened`): KContainerStatus => ({
+  creating: (name: string): ContainerStatus => ({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
+  waiting: (name: string, reason: string, message = `${reason} happened`): ContainerStatus => ({
     name,
     imageID: '',
     state: { waiting: { reason, message } },
   }),
-  crashed: (name: string, image: string, at = 40): KContainerStatus => ({
+  crashed: (name: string, image: string, at = 40): ContainerStatus => ({
     name,
     image,
     imageID: '',
     state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } },
     lastState: { terminated: { exitCode: 1, startedAt: iso(at), finishedAt: iso(at + 1) } },
   }),
-  terminated: (name: string, at = 50): KContainerStatus => ({
+  terminated: (name: string, at = 50): ContainerStatus => ({
     name,
     imageID: '',
     state: { terminated: { exitCode: 0, startedAt: iso(at) } },
@@ -114,8 +115,8 @@ export const st = {
 /** A pull pod with images i1..iN (containers c1..cN), the sidecar, and the given statuses. */
 export function pod(
   images: string[],
-  statuses: KContainerStatus[],
-  over: { createdAt?: number; deleting?: boolean; initStatuses?: KContainerStatus[] } = {},
+  statuses: ContainerStatus[],
+  over: { createdAt?: number; deleting?: boolean; initStatuses?: ContainerStatus[] } = {},
 ): KPod {
   return {
     metadata: {

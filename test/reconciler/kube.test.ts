@@ -1,12 +1,12 @@
 /**
- * The sidecar's Kubernetes adapters: the pod projection keeps exactly the fields KPod declares, and
+ * The sidecar's Kubernetes adapters: the pod projection keeps exactly the fields the sidecar reads, and
  * over HTTP (the loopback fake apiserver) the ports name only our own pod and node, with the patch
  * types and error codes the controller relies on.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { EVENTS_NAMESPACE, LABEL_POOL_MEMBER } from '../../src/contract/names.js';
 import { KubeHttp } from '../../src/reconciler/adapters/http.js';
-import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource, podOf } from '../../src/reconciler/adapters/kube.js';
+import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource, projectPod } from '../../src/reconciler/adapters/kube.js';
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import type { KPod } from '../../src/reconciler/kube-types.js';
 import type { PodWatchEvent } from '../../src/reconciler/ports.js';
@@ -16,7 +16,7 @@ import { IMAGES, T0, config, gate, node, pod, st } from './fixtures.js';
 
 const running = { running: { startedAt: '2026-12-03T10:00:00Z' } };
 
-describe('podOf', () => {
+describe('projectPod', () => {
   it('keeps what the sidecar reads and drops the rest (managedFields, container specs, conditions)', () => {
     const raw = {
       kind: 'Pod',
@@ -77,7 +77,7 @@ describe('podOf', () => {
         ],
       },
     };
-    expect(podOf(raw)).toStrictEqual({
+    expect(projectPod(raw)).toStrictEqual({
       metadata: {
         name: 'pull-a',
         namespace: 'prewarm',
@@ -115,13 +115,13 @@ describe('podOf', () => {
   });
 
   it('keeps a watch BOOKMARK (metadata only) and a pod without spec or status as they are', () => {
-    expect(podOf({ kind: 'Pod', metadata: { resourceVersion: '7' } })).toStrictEqual({ metadata: { resourceVersion: '7' } });
-    expect(podOf({ metadata: { name: 'p' }, spec: {}, status: {} })).toStrictEqual({ metadata: { name: 'p' }, spec: {}, status: {} });
+    expect(projectPod({ kind: 'Pod', metadata: { resourceVersion: '7' } })).toStrictEqual({ metadata: { resourceVersion: '7' } });
+    expect(projectPod({ metadata: { name: 'p' }, spec: {}, status: {} })).toStrictEqual({ metadata: { name: 'p' }, spec: {}, status: {} });
   });
 
   it('turns what is not an object into an empty pod rather than throwing', () => {
-    expect(podOf(null)).toStrictEqual({ metadata: {} });
-    expect(podOf({ metadata: [], spec: { containers: 'x' } })).toStrictEqual({ metadata: {}, spec: {} });
+    expect(projectPod(null)).toStrictEqual({ metadata: {} });
+    expect(projectPod({ metadata: [], spec: { containers: 'x' } })).toStrictEqual({ metadata: {}, spec: {} });
   });
 });
 

@@ -8,23 +8,24 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_MAX_BYTES, parseAnnotation } from '../../src/contract/annotation.js';
-import type { KContainerStatus, KNode } from '../../src/reconciler/kube-types.js';
+import type { ContainerStatus } from '../../src/contract/pod-status.js';
+import type { KNode } from '../../src/reconciler/kube-types.js';
 import { metadataPatch } from '../../src/reconciler/patches.js';
 import { decidePool, type Observed } from '../../src/reconciler/pool.js';
 import { SIDECAR, T0, config, digest, gate, iso, node, pod, pool, pools } from './fixtures.js';
 
-const statusArb = (name: string): fc.Arbitrary<KContainerStatus> =>
+const statusArb = (name: string): fc.Arbitrary<ContainerStatus> =>
   fc.oneof(
-    fc.constant<KContainerStatus>({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
+    fc.constant<ContainerStatus>({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
     fc
       .integer({ min: 0, max: 2000 })
-      .map((s): KContainerStatus => ({ name, imageID: `r/x@${digest('a')}`, state: { running: { startedAt: iso(s) } } })),
+      .map((s): ContainerStatus => ({ name, imageID: `r/x@${digest('a')}`, state: { running: { startedAt: iso(s) } } })),
     fc
       .constantFrom('ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'RegistryUnavailable')
       .chain((reason) =>
-        fc.string({ maxLength: 300 }).map((message): KContainerStatus => ({ name, imageID: '', state: { waiting: { reason, message } } })),
+        fc.string({ maxLength: 300 }).map((message): ContainerStatus => ({ name, imageID: '', state: { waiting: { reason, message } } })),
       ),
-    fc.integer({ min: 0, max: 2000 }).map((s): KContainerStatus => ({
+    fc.integer({ min: 0, max: 2000 }).map((s): ContainerStatus => ({
       name,
       imageID: '',
       state: { waiting: { reason: 'CrashLoopBackOff' } },

@@ -1,19 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { watch } from '../../src/cli/commands/status.js';
-import {
-  buildReport,
-  renderTable,
-  type ObservedDaemonSet,
-  type ObservedNode,
-  type ObservedPod,
-  type StatusReport,
-} from '../../src/status/report.js';
+import type { Pod } from '../../src/contract/pod-status.js';
+import { buildReport, renderTable, type ObservedDaemonSet, type ObservedNode, type StatusReport } from '../../src/status/report.js';
 
 const ds = (pool: string, desired: number): ObservedDaemonSet => ({
   metadata: { name: `prewarm-${pool}`, namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
   status: { desiredNumberScheduled: desired },
 });
-const pod = (pool: string, node: string, waiting?: { image: string; reason: string; message?: string }): ObservedPod => ({
+const pod = (pool: string, node: string, waiting?: { image: string; reason: string; message?: string }): Pod => ({
   metadata: { namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
   spec: { nodeName: node },
   status: {
@@ -85,7 +79,7 @@ describe('buildReport', () => {
     lane: number,
     nodeName: string,
     states: ('running' | 'pulling' | { reason: string; image: string })[],
-  ): ObservedPod => ({
+  ): Pod => ({
     metadata: { namespace: 'ml', labels: { 'prewarm.dev/puller': `${pool}-${lane}`, 'prewarm.dev/pool-member': pool } },
     spec: { nodeName },
     status: {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { buildTimeline, parseGoDuration, pullSecondsOf, type TimelineEvent, type TimelinePod } from '../../src/status/timeline.js';
+import type { Pod } from '../../src/contract/pod-status.js';
+import { buildTimeline, parseGoDuration, pullSecondsOf, type TimelineEvent } from '../../src/status/timeline.js';
 import { renderTimelineSvg, renderTimelineText } from '../../src/status/timeline-render.js';
-import { LABEL_COMPONENT, LABEL_POOL, LABEL_POOL_MEMBER } from '../../src/contract/names.js';
+import { LABEL_COMPONENT, LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
 
 const T0 = Date.parse('2026-12-03T10:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
@@ -15,7 +16,7 @@ const node = {
   status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: at(0) }] },
 };
 
-function holderPod(): TimelinePod {
+function holderPod(): Pod {
   return {
     metadata: {
       name: `${HOLDER}-abcde`,
@@ -110,7 +111,10 @@ const events: TimelineEvent[] = [
   ),
 ];
 
-const DAEMONSETS = [`${NS}/${HOLDER}`, `${NS}/${PULLER}`];
+const DAEMONSETS = [
+  { metadata: { namespace: NS, name: HOLDER, labels: { [LABEL_POOL]: 'gpu', [LABEL_POOL_MEMBER]: 'gpu' } } },
+  { metadata: { namespace: NS, name: PULLER, labels: { [LABEL_PULLER]: 'gpu-1', [LABEL_POOL_MEMBER]: 'gpu' } } },
+];
 
 describe('buildTimeline', () => {
   const t = buildTimeline({ node, pods: [holderPod()], events, daemonSets: DAEMONSETS, now: new Date(T0 + 60_000) });

@@ -126,6 +126,10 @@ describe('ReconcilerAccess', () => {
     [{ namespaces: ['a'], serviceAccountName: 'No' }, 'ReconcilerAccess: serviceAccountName "No" is not a valid DNS subdomain'],
     [{ namespaces: ['a'], gateTaintKeys: [] }, 'ReconcilerAccess: gateTaintKeys must not be empty'],
     [{ namespaces: ['a'], gateTaintKeys: ['bad key'] }, 'ReconcilerAccess: gate taint key "bad key" is not a valid qualified name'],
+    [
+      { namespaces: ['a'], gateTaintKeys: ['node-role.kubernetes.io/control-plane'] },
+      'ReconcilerAccess: gate taint key "node-role.kubernetes.io/control-plane" is a taint Kubernetes itself sets and lifts',
+    ],
   ])('rejects %j', (props, msg) => {
     expect(() => synth(props)).toThrow(msg);
   });

@@ -10,6 +10,7 @@ import { createApp, synthYaml, type SynthOptions } from '../../src/synth/app.js'
 import { pullerLanes } from '../../src/synth/lanes.js';
 import { NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import { bundleOf } from '../helpers.js';
+import { isHolder, poolOf, Role, roleOf } from '../../src/contract/roles.js';
 
 const reconciler = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
 const specs = [
@@ -50,7 +51,7 @@ describe('synthYaml', () => {
 
   it('emits one holder DaemonSet per pool and only valid names', () => {
     const all = docs(synthYaml(bundleOf(...specs), reconciler));
-    const holders = all.filter((d) => d.kind === 'DaemonSet' && d.metadata.labels['prewarm.dev/pool'] !== undefined);
+    const holders = all.filter((d) => d.kind === 'DaemonSet' && isHolder(d.metadata.labels));
     expect(holders).toHaveLength(2);
     for (const o of all) {
       // RBAC names are path segments and may hold a colon; everything else is a DNS name.
@@ -176,31 +177,31 @@ describe('lanes', () => {
 
   it('adds the pullers lanes asks for (none for one lane, up to 3 by default)', () => {
     const byComponent = (ds: { spec: { template: { metadata: { labels: Record<string, string> } } } }) =>
-      ds.spec.template.metadata.labels['app.kubernetes.io/component'];
+      roleOf(ds.spec.template.metadata.labels);
     const all = daemonSets(reconciler);
-    const members = (pool: string) => all.filter((d) => d.spec.template.metadata.labels['prewarm.dev/pool-member'] === pool);
-    const gpu = members(all.find((d) => d.metadata.name.startsWith('prewarm-gpu-'))?.spec.template.metadata.labels['prewarm.dev/pool']);
+    const members = (pool: string | undefined) => all.filter((d) => poolOf(d.spec.template.metadata.labels) === pool);
+    const gpu = members(poolOf(all.find((d) => d.metadata.name.startsWith('prewarm-gpu-'))?.metadata.labels));
     const nonEmptyPullerLanes = (lanes: number) => pullerLanes(bundleOf(laned[0] ?? '').pools[0]?.images ?? [], lanes).length;
     expect(nonEmptyPullerLanes(3)).toBeGreaterThan(0);
-    expect(gpu.filter((d) => byComponent(d) === 'burst-puller')).toHaveLength(nonEmptyPullerLanes(3));
+    expect(gpu.filter((d) => byComponent(d) === Role.Puller)).toHaveLength(nonEmptyPullerLanes(3));
     // 16 lanes over 5 images: one puller per image.
-    const cpu = members('cpu').filter((d) => byComponent(d) === 'burst-puller');
+    const cpu = members('cpu').filter((d) => byComponent(d) === Role.Puller);
     expect(cpu).toHaveLength(nonEmptyPullerLanes(16));
     expect(cpu.length).toBeLessThanOrEqual(5);
-    expect(members('one').map(byComponent)).toEqual(['image-puller']);
+    expect(members('one').map(byComponent)).toEqual([Role.Holder]);
     // The default is 4 lanes: up to 3 pullers.
-    const byDefault = members('default').filter((d) => byComponent(d) === 'burst-puller');
+    const byDefault = members('default').filter((d) => byComponent(d) === Role.Puller);
     expect(byDefault.length).toBe(pullerLanes(bundleOf(laned[3] ?? '').pools[0]?.images ?? [], 4).length);
     expect(byDefault.length).toBeGreaterThan(0);
     // Every image is held by the holder, and pulled by exactly one puller.
-    for (const pool of [gpu, cpu.concat(members('cpu').filter((d) => byComponent(d) === 'image-puller'))]) {
-      const holder = pool.find((d) => byComponent(d) === 'image-puller');
+    for (const pool of [gpu, cpu.concat(members('cpu').filter((d) => byComponent(d) === Role.Holder))]) {
+      const holder = pool.find((d) => byComponent(d) === Role.Holder);
       const holderImages = holder.spec.template.spec.containers
         .map((c: { image: string }) => c.image)
         .filter((i: string) => !i.includes('reconciler'));
       expect([...holderImages].sort()).toHaveLength(5);
       const pulled = pool
-        .filter((d) => byComponent(d) === 'burst-puller')
+        .filter((d) => byComponent(d) === Role.Puller)
         .flatMap((d) => d.spec.template.spec.containers.map((c: { image: string }) => c.image));
       // Every image is pulled by exactly one puller: the holder has no share of its own.
       expect([...pulled].sort()).toEqual([...holderImages].sort());
@@ -210,7 +211,7 @@ describe('lanes', () => {
   it('emits no pullers without the sidecar, which alone would ever mark a node warm', () => {
     const all = daemonSets({});
     expect(all).toHaveLength(laned.length);
-    for (const ds of all) expect(ds.spec.template.metadata.labels['app.kubernetes.io/component']).toBe('image-puller');
+    for (const ds of all) expect(roleOf(ds.spec.template.metadata.labels)).toBe(Role.Holder);
   });
 
   it('keeps the one-lane output as it was apart from the member label', () => {

@@ -10,7 +10,8 @@ import { parseFiles, type SourceFile } from '../../src/imagecache/parse.js';
 import { parseImageRef } from '../../src/imagecache/reference.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
 import { checkLimits, checkManifestNames, type Manifest } from '../../src/synth/checks.js';
-import { dnsLabel, imageContainerName, poolId, pullSecretVolumeName, shortHash } from '../../src/synth/naming.js';
+import { poolId, shortHash } from '../../src/contract/identity.js';
+import { dnsLabel, imageContainerName, pullSecretVolumeName } from '../../src/synth/naming.js';
 import { poolKey } from '../../src/imagecache/bundle.js';
 
 const sidecar: SynthOptions = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
@@ -247,10 +248,16 @@ describe('checkLimits', () => {
   const id = (p: typeof all) => `${p.namespace}/${poolId(p)}`;
 
   /** A pull DaemonSet of `pool` whose containers request `memory` each (the init container 8Mi). */
-  const ds = (pool: typeof all, ...memory: string[]): Manifest => ({
+  const ds = (pool: typeof all, ...memory: string[]): Manifest => puller(pool, '', ...memory);
+  /** A burst puller of `pool` (its holder when `lane` is empty): named apart, labelled as a member. */
+  const puller = (pool: typeof all, lane: string, ...memory: string[]): Manifest => ({
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
-    metadata: { name: `prewarm-${poolId(pool)}`, namespace: pool.namespace },
+    metadata: {
+      name: `prewarm-${poolId(pool)}${lane === '' ? '' : `-puller-${lane}`}`,
+      namespace: pool.namespace,
+      labels: { 'prewarm.dev/pool-member': poolId(pool) },
+    },
     spec: {
       template: {
         spec: {
@@ -322,7 +329,7 @@ describe('checkLimits', () => {
       manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi', '1Mi'), ds(db, '4Mi')],
       expected: [
         new RegExp(
-          `^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there, over 1 GiB: every image reserves 4 MiB`,
+          `^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\), over 1 GiB: every image reserves 4 MiB`,
         ),
       ],
     },
@@ -332,6 +339,20 @@ describe('checkLimits', () => {
       expected: [new RegExp(`^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory`)],
     },
     { case: 'pools whose selectors exclude each other never add up', manifests: [ds(web, '700Mi'), ds(db, '700Mi')], expected: [] },
+    {
+      case: "a warming node runs the holder and every burst puller: the pullers' requests count",
+      manifests: [ds(all, '512Mi'), puller(all, '1', '256Mi'), puller(all, '2', '257Mi')],
+      expected: [
+        new RegExp(
+          `^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\)`,
+        ),
+      ],
+    },
+    {
+      case: 'the same requests without the pullers stay under the limit',
+      manifests: [ds(all, '512Mi')],
+      expected: [],
+    },
     {
       case: 'the init container counts when it requests more than the containers',
       manifests: [
@@ -348,9 +369,9 @@ describe('checkLimits', () => {
     expected.forEach((pattern, i) => expect(got[i]).toMatch(pattern));
   });
 
-  it('the CLI warns on stderr and still writes the output: 260 images in one pool request over 1 GiB per node', async () => {
+  it('the CLI warns on stderr and still writes the output: 200 images in one pool request 1,648 MiB on a warming node', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-limits-'));
-    const images = Array.from({ length: 260 }, (_, i) => `registry.example.com/team/app-${i}:v1`).join(', ');
+    const images = Array.from({ length: 200 }, (_, i) => `registry.example.com/team/app-${i}:v1`).join(', ');
     await writeFile(join(dir, 'big.yaml'), cache('', 'big', 'ml', `  cacheSpec:\n  - images: [${images}]\n`).text);
     let stderr = '';
     const code = await run(['synth', join(dir, 'big.yaml'), '-o', join(dir, 'out')], {
@@ -358,11 +379,117 @@ describe('checkLimits', () => {
       stderr: (t) => (stderr += t),
     });
     expect(code, stderr).toBe(0);
-    // 260 containers of 4 MiB and the sidecar's 48 MiB.
+    // The holder: 200 containers of 4 MiB and the sidecar's 48 MiB (848 MiB, under the limit);
+    // the default 4 lanes' 3 pullers: the same 200 images again (800 MiB).
     expect(stderr).toContain(
       `${join(dir, 'big.yaml')}:6:5: warning: document 1: spec.cacheSpec[0]: every node runs the pull pods of ml/all-`,
     );
-    expect(stderr).toContain('which request 1.06 GiB of memory there, over 1 GiB');
+    expect(stderr).toContain(
+      `which request ${(1648 / 1024).toFixed(2)} GiB of memory there while it warms (holders and burst pullers), over 1 GiB`,
+    );
     expect(await readdir(join(dir, 'out'))).toContain('prewarm-ns-ml.k8s.yaml');
+  });
+});
+
+describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allows others', () => {
+  const gated = (taintKey: string, tolerations = '[]') =>
+    cache(
+      'specs/gate.yaml',
+      'gate',
+      'ml',
+      `  cacheSpec:\n  - pool: gpu\n    images: [redis:7]\n    tolerations: ${tolerations}\n  gate:\n    deadline: 5m\n    taintKey: ${taintKey}\n`,
+    );
+
+  it('refuses a control-plane key at spec.gate.taintKey, naming the pool and why no flag allows it', () => {
+    const lines = refusal([gated('node-role.kubernetes.io/control-plane')]);
+    expect(lines).toEqual([
+      'specs/gate.yaml:11:15: error: document 1: spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): gate taint key ' +
+        '"node-role.kubernetes.io/control-plane" is a taint that Kubernetes itself sets and lifts; prewarm never removes it, whatever --allow-gate-key says',
+    ]);
+  });
+
+  it('refuses a reserved key without an allowance, and names the flag that allows it', () => {
+    const ca = 'startup-taint.cluster-autoscaler.kubernetes.io/prewarm';
+    expect(refusal([gated(ca)])).toEqual([
+      `specs/gate.yaml:11:15: error: document 1: spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): gate taint key "${ca}" ` +
+        'is under kubernetes.io, reserved for Kubernetes: the sidecar removes this taint from nodes, so only the synth invocation may allow it ' +
+        `(--allow-gate-key ${ca}, or a prefix such as --allow-gate-key startup-taint.cluster-autoscaler.kubernetes.io/)`,
+    ]);
+    const yaml = synthYaml(bundleOf([gated(ca)]), { ...sidecar, allowedGateKeys: ['startup-taint.cluster-autoscaler.kubernetes.io/'] });
+    expect(yaml).toContain(`value: ${ca}`);
+    expect(yaml).toContain(`the prewarm reconciler may only remove the gating taints ${ca}`);
+  });
+
+  it("refuses a key the pool's own tolerations tolerate, even when allowed", () => {
+    const lines = refusal([gated('nvidia.com/gpu', '[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]')], {
+      ...sidecar,
+      allowedGateKeys: ['nvidia.com/gpu'],
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(
+      'spec.gate.taintKey: pool ml/gpu (specs/gate.yaml:6:5 spec.cacheSpec[0]): the pool tolerates nvidia.com/gpu:NoSchedule',
+    );
+  });
+
+  it('refuses each pool on its own, pointing at its own ImageCache', () => {
+    const other = cache(
+      'specs/other.yaml',
+      'other',
+      'ml',
+      '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: web}\n  gate: {taintKey: nvidia.com/gpu}\n',
+    );
+    expect(refusal([gated('prewarm.dev/warming'), other])).toEqual([
+      expect.stringContaining('specs/other.yaml:8:20: error: document 1: spec.gate.taintKey: pool ml/web-'),
+    ]);
+  });
+
+  it('an allowed key reaches the sidecar, pools.json and the policy; kube-fledged input keeps its default gate', () => {
+    const fledged: SourceFile = {
+      path: 'kf.yaml',
+      text: 'apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: kf, namespace: kf}\nspec:\n  cacheSpec: [{images: [nginx:1]}]\n',
+    };
+    const yaml = synthYaml(bundleOf([gated('example.com/cold'), fledged]), { ...sidecar, allowedGateKeys: ['example.com/'] });
+    expect(yaml).toContain("o.key in ['example.com/cold', 'prewarm.dev/warming']");
+  });
+
+  it('the library refuses an allowance that is no key or prefix, or that names a Kubernetes node taint', () => {
+    const bundle = bundleOf([gated('prewarm.dev/warming')]);
+    expect(() => synthYaml(bundle, { ...sidecar, allowedGateKeys: ['node.kubernetes.io/'] })).toThrow(
+      'allowedGateKeys: "node.kubernetes.io/" names taints that Kubernetes itself sets and lifts',
+    );
+    expect(() => synthYaml(bundle, { ...sidecar, allowedGateKeys: ['not a key'] })).toThrow(
+      'allowedGateKeys: "not a key" is neither a taint key',
+    );
+  });
+
+  it('the CLI: synth and validate refuse alike (exit 1), --allow-gate-key allows (exit 0), a bad allowance is a usage error (exit 2)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-gate-'));
+    await writeFile(join(dir, 'gate.yaml'), gated('startup-taint.cluster-autoscaler.kubernetes.io/prewarm').text);
+    const runs = async (...args: string[]) => {
+      const stderr: string[] = [];
+      const code = await run(args, { stdout: () => undefined, stderr: (s) => stderr.push(s) });
+      return { code, stderr: stderr.join('') };
+    };
+    for (const command of ['synth', 'validate']) {
+      const extra = command === 'synth' ? ['--stdout'] : [];
+      const refused = await runs(command, dir, ...extra);
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toContain('reserved for Kubernetes');
+      const allowed = await runs(
+        command,
+        dir,
+        ...extra,
+        '--allow-gate-key',
+        'startup-taint.cluster-autoscaler.kubernetes.io/',
+        '--allow-gate-key',
+        'x.example/',
+      );
+      expect(allowed.code, allowed.stderr).toBe(0);
+      const usage = await runs(command, dir, ...extra, '--allow-gate-key', 'node-role.kubernetes.io/control-plane');
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toContain(
+        '--allow-gate-key "node-role.kubernetes.io/control-plane" names taints that Kubernetes itself sets and lifts',
+      );
+    }
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkDns1123Label, checkQualifiedName } from '../../src/imagecache/k8s-validation.js';
 import { parseImageRef, type ImageRef } from '../../src/imagecache/reference.js';
-import { daemonSetName, dnsLabel, imageContainerName, nodeLabelKey, poolId } from '../../src/synth/naming.js';
+import { nodeLabelKey, poolId } from '../../src/contract/identity.js';
+import { daemonSetName, dnsLabel, imageContainerName } from '../../src/synth/naming.js';
 
 function ref(text: string): ImageRef {
   const r = parseImageRef(text);

@@ -1,6 +1,6 @@
 import { Chart, Testing } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
-import { LABEL_PULLER, METRICS_PATH, SIDECAR_CONTAINER } from '../../src/contract/names.js';
+import { METRICS_PATH, SIDECAR_CONTAINER } from '../../src/contract/names.js';
 import { run } from '../../src/cli/main.js';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { synthYaml } from '../../src/synth/app.js';
@@ -8,6 +8,7 @@ import { METRICS_PORT_NAME, POD_MONITOR } from '../../src/synth/naming.js';
 import { POD_MONITOR_TYPE, ReconcilerPodMonitor } from '../../src/synth/pod-monitor.js';
 import { yamlObjects } from '../../harness/manifests.js';
 import { bundleOf } from '../helpers.js';
+import { isHolder } from '../../src/contract/roles.js';
 
 const reconciler = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
 const spec =
@@ -55,9 +56,7 @@ describe('synth with podMonitor', () => {
     const selected = daemonSets.filter((d) =>
       Object.entries(selector).every(([k, v]) => (d.spec as Template).template.metadata.labels[k] === v),
     );
-    expect(selected.map((d) => d.metadata.name)).toEqual(
-      daemonSets.filter((d) => d.metadata.labels?.[LABEL_PULLER] === undefined).map((d) => d.metadata.name),
-    );
+    expect(selected.map((d) => d.metadata.name)).toEqual(daemonSets.filter((d) => isHolder(d.metadata.labels)).map((d) => d.metadata.name));
     expect(daemonSets.length).toBeGreaterThan(selected.length);
     for (const d of selected) {
       const sidecar = (d.spec as Template).template.spec.containers.find((c) => c.name === SIDECAR_CONTAINER);

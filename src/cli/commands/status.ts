@@ -120,7 +120,7 @@ async function readTimeline(node: string, context: string | undefined, namespace
       node: n,
       pods: pods.items,
       events,
-      daemonSets: daemonSets.items.map((d) => `${d.metadata?.namespace ?? ''}/${d.metadata?.name ?? ''}`),
+      daemonSets: daemonSets.items,
       now: new Date(),
     });
   } catch (err) {

@@ -1,17 +1,22 @@
-/** `prewarm validate`: check specs without writing anything. */
+/**
+ * `prewarm validate`: check specs without writing anything. It runs the whole synthesis with the
+ * same options synth takes and throws the output away, so it refuses exactly what synth refuses.
+ */
 import type { Argv } from 'yargs';
 import type { Io } from '../io.js';
 import { loadSpecs, type SpecArgs } from '../specs.js';
 import { specOptions } from './common.js';
+import { synthOptions, synthWithoutWriting, toSynthOptions, type SynthOptionArgs } from './synth-options.js';
 
 /** Registers the command. */
 export function validateCommand(io: Io) {
   return {
     command: 'validate <paths..>',
-    describe: 'Check ImageCache specs; exit 1 with every problem when any is invalid',
-    builder: (y: Argv) => specOptions(y),
-    handler: async (args: SpecArgs) => {
+    describe: 'Check ImageCache specs as synth would, with the same options; exit 1 with every problem when any is invalid',
+    builder: (y: Argv) => synthOptions(specOptions(y)),
+    handler: async (args: SpecArgs & SynthOptionArgs) => {
       const { bundle, imageCaches } = await loadSpecs(args, io);
+      synthWithoutWriting(bundle, toSynthOptions(args, io), io);
       const images = bundle.pools.reduce((n, p) => n + p.images.length, 0);
       io.stderr(`ok: ${imageCaches} ImageCaches, ${bundle.pools.length} pools, ${images} images\n`);
     },

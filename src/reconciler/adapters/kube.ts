@@ -3,7 +3,8 @@
  * watch of our pool's pods, narrowed to our node and our namespace.
  */
 import fs from 'node:fs';
-import { EVENTS_NAMESPACE, LABEL_POOL_MEMBER, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
+import { EVENTS_NAMESPACE, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
+import { poolMembersQuery } from '../../contract/roles.js';
 import type { ReconcilerConfig } from '../config.js';
 import type { KNode, KPod } from '../kube-types.js';
 import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource } from '../ports.js';
@@ -53,11 +54,11 @@ const CONTAINER = ['name', 'image', 'imagePullPolicy', 'restartPolicy'] as const
 const CONTAINER_STATUS = ['name', 'image', 'imageID', 'containerID', 'restartCount', 'started', 'state', 'lastState'] as const;
 
 /**
- * The pod as {@link KPod} declares it, and nothing else. A pull pod with hundreds of containers
- * arrives with its whole spec and managedFields on every watch event (hundreds of KiB); keeping
- * only what the sidecar reads keeps the retained object small.
+ * The pod as a {@link KPod} with only the fields the sidecar reads. A pull pod with hundreds of
+ * containers arrives with its whole spec and managedFields on every watch event (hundreds of
+ * KiB); keeping only what the sidecar reads keeps the retained object small.
  */
-export function podOf(raw: unknown): KPod {
+export function projectPod(raw: unknown): KPod {
   const p = obj(raw) ?? {};
   const spec = obj(p['spec']);
   const status = obj(p['status']);
@@ -89,7 +90,7 @@ export class KubePodSource implements PodSource {
     private readonly name: string,
   ) {}
   async get(): Promise<KPod> {
-    return podOf(await this.http.json<unknown>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods/${enc(this.name)}`));
+    return projectPod(await this.http.json<unknown>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods/${enc(this.name)}`));
   }
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
     const q = new URLSearchParams({
@@ -101,7 +102,7 @@ export class KubePodSource implements PodSource {
     });
     return this.http.watch(
       `/api/v1/namespaces/${enc(this.namespace)}/pods?${q.toString()}`,
-      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }),
+      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: projectPod(o.object) }),
       signal,
     );
   }
@@ -120,7 +121,7 @@ export class KubePoolPodSource implements PoolPodSource {
   ) {}
   private query(extra: Record<string, string>): URLSearchParams {
     return new URLSearchParams({
-      labelSelector: `${LABEL_POOL_MEMBER}=${this.pool}`,
+      labelSelector: poolMembersQuery(this.pool),
       fieldSelector: `spec.nodeName=${this.node}`,
       ...extra,
     });
@@ -130,13 +131,13 @@ export class KubePoolPodSource implements PoolPodSource {
       'GET',
       `/api/v1/namespaces/${enc(this.namespace)}/pods?${this.query({}).toString()}`,
     );
-    return { pods: (raw.items ?? []).map(podOf), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
+    return { pods: (raw.items ?? []).map(projectPod), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
   }
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
     const q = this.query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' }).toString();
     return this.http.watch(
       `/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`,
-      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: podOf(o.object) }),
+      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: projectPod(o.object) }),
       signal,
     );
   }

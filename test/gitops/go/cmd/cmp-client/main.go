@@ -1,6 +1,7 @@
 // Command cmp-client drives an argocd-cmp-server over its unix socket exactly as
 // argocd-repo-server does for an Application whose source uses a config management plugin:
-// it builds the plugin environment (ARGOCD_APP_*, KUBE_VERSION, KUBE_API_VERSIONS, ARGOCD_ENV_*,
+// it merges the app path's .argocd-source.yaml and .argocd-source-<app>.yaml into the plugin source,
+// builds the plugin environment (ARGOCD_APP_*, KUBE_VERSION, KUBE_API_VERSIONS, ARGOCD_ENV_*,
 // ARGOCD_APP_PARAMETERS and PARAM_*) with Argo CD's own types, finds the plugin with Argo CD's
 // discovery (CheckPluginConfiguration, then MatchRepository with the repository tarball), and
 // streams the repository to GenerateManifest. Every manifest that comes back is parsed the way
@@ -22,6 +23,8 @@ import (
 	"github.com/argoproj/argo-cd/gitops-engine/pkg/utils/kube"
 	grpc_retry "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/retry"
 	"google.golang.org/protobuf/types/known/emptypb"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"sigs.k8s.io/yaml"
 
 	"github.com/argoproj/argo-cd/v3/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -36,7 +39,8 @@ type request struct {
 	AppPath  string `json:"appPath"`
 	// Op is "match" (discovery only) or "generate".
 	Op string `json:"op"`
-	// Plugin is spec.source.plugin (name, env, parameters), or null for auto-discovery.
+	// Plugin is spec.source.plugin (name, env, parameters), or null for auto-discovery. When it is
+	// given, the app path's override files are merged into it first, as the repo-server does.
 	Plugin *v1alpha1.ApplicationSourcePlugin `json:"plugin"`
 	// App fields the repo-server puts into the environment.
 	AppName     string   `json:"appName"`
@@ -57,8 +61,10 @@ type response struct {
 	// Objects are the "apiVersion/kind/namespace/name" of every object, after kube.SplitYAML.
 	Objects []string `json:"objects,omitempty"`
 	Env     []string `json:"env,omitempty"`
-	Error   string   `json:"error,omitempty"`
-	Millis  int64    `json:"millis"`
+	// Plugin is the plugin source after the override files were merged into it.
+	Plugin *v1alpha1.ApplicationSourcePlugin `json:"plugin,omitempty"`
+	Error  string                            `json:"error,omitempty"`
+	Millis int64                             `json:"millis"`
 }
 
 func shorten(s string, n int) string {
@@ -66,6 +72,53 @@ func shorten(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// mergeOverrides mirrors reposerver/repository.mergeSourceParameters (Argo CD v3.5.7, unexported;
+// called by GetAppSourceType before a plugin runs): .argocd-source.yaml, then
+// .argocd-source-<appName>.yaml, each a JSON merge patch of the whole spec.source, of which only
+// chart, path, repoURL and targetRevision are kept from the Application. So the repository sets
+// plugin.name, plugin.env and plugin.parameters as freely as the Application does.
+func mergeOverrides(source *v1alpha1.ApplicationSource, appPath, appName string) error {
+	files := []string{filepath.Join(appPath, ".argocd-source.yaml")}
+	if appName != "" {
+		files = append(files, filepath.Join(appPath, fmt.Sprintf(".argocd-source-%s.yaml", appName)))
+	}
+	merged := *source.DeepCopy()
+	for _, name := range files {
+		info, err := os.Stat(name)
+		switch {
+		case os.IsNotExist(err):
+			continue
+		case info != nil && info.IsDir():
+			continue
+		case err != nil:
+			return err
+		}
+		data, err := json.Marshal(merged)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		patch, err := os.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if patch, err = yaml.YAMLToJSON(patch); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if data, err = jsonpatch.MergePatch(data, patch); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err = json.Unmarshal(data, &merged); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	merged.Chart = source.Chart
+	merged.Path = source.Path
+	merged.RepoURL = source.RepoURL
+	merged.TargetRevision = source.TargetRevision
+	*source = merged
+	return nil
 }
 
 // environ mirrors reposerver/repository.newEnv + getPluginEnvs (Argo CD v3.5.7).
@@ -117,11 +170,19 @@ func run(q *request) (*response, error) {
 		return nil, err
 	}
 	appPath := filepath.Join(repoPath, q.AppPath)
+	if q.Plugin != nil {
+		source := &v1alpha1.ApplicationSource{RepoURL: q.RepoURL, Path: q.AppPath, TargetRevision: q.TargetRev, Plugin: q.Plugin}
+		if err := mergeOverrides(source, appPath, q.AppName); err != nil {
+			return nil, fmt.Errorf("error getting app source type: error while parsing source parameters: %w", err)
+		}
+		q.Plugin = source.Plugin
+	}
 	env, err := environ(q)
 	if err != nil {
 		return nil, err
 	}
 	res.Env = env
+	res.Plugin = q.Plugin
 	pluginName := ""
 	if q.Plugin != nil {
 		pluginName = q.Plugin.Name

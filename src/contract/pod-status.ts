@@ -1,0 +1,167 @@
+/**
+ * A pod as the kubelet reports it, and what its container statuses mean for the images of a pool:
+ * whether a container started, whether its image is on the node, whether its pull failed. The
+ * sidecar decides warm or partial from these judgements, and `prewarm status`, the timeline and
+ * `prewarm doctor` show them, so all of them read a status alike.
+ *
+ * The types fit both the sidecar's raw JSON (timestamps as RFC 3339 text) and client-node's models
+ * (timestamps as Date, absent fields as `undefined`), which the CLI reads.
+ */
+
+/** A field that may be absent; client-node's models spell absence as `undefined`. */
+export type Opt<T> = T | undefined;
+
+/** A Kubernetes timestamp: RFC 3339 text on the wire, a Date in client-node's models. */
+export type Timestamp = Date | string;
+
+/** A timestamp as ms since the epoch; absent or unreadable is undefined. */
+export function timeOf(t: Opt<Timestamp>): number | undefined {
+  if (t === undefined) return undefined;
+  const v = t instanceof Date ? t.getTime() : Date.parse(t);
+  return Number.isNaN(v) ? undefined : v;
+}
+
+/** metadata common to the objects we read. */
+export interface ObjectMeta {
+  readonly name?: Opt<string>;
+  readonly namespace?: Opt<string>;
+  readonly uid?: Opt<string>;
+  readonly resourceVersion?: Opt<string>;
+  readonly creationTimestamp?: Opt<Timestamp>;
+  readonly deletionTimestamp?: Opt<Timestamp>;
+  readonly labels?: Opt<Readonly<Record<string, string>>>;
+  readonly annotations?: Opt<Readonly<Record<string, string>>>;
+}
+
+/** core/v1 ContainerState. */
+export interface ContainerState {
+  readonly running?: Opt<{ readonly startedAt?: Opt<Timestamp> }>;
+  readonly terminated?: Opt<{
+    readonly exitCode?: Opt<number>;
+    readonly reason?: Opt<string>;
+    readonly message?: Opt<string>;
+    readonly startedAt?: Opt<Timestamp>;
+    readonly finishedAt?: Opt<Timestamp>;
+  }>;
+  readonly waiting?: Opt<{ readonly reason?: Opt<string>; readonly message?: Opt<string> }>;
+}
+
+/** core/v1 ContainerStatus. */
+export interface ContainerStatus {
+  readonly name: string;
+  readonly image?: Opt<string>;
+  /** Set once the runtime created the container, so its image is on the node. */
+  readonly imageID?: Opt<string>;
+  readonly containerID?: Opt<string>;
+  readonly restartCount?: Opt<number>;
+  readonly started?: Opt<boolean>;
+  readonly ready?: Opt<boolean>;
+  readonly state?: Opt<ContainerState>;
+  readonly lastState?: Opt<ContainerState>;
+}
+
+/** core/v1 Container (only what we read). */
+export interface Container {
+  readonly name: string;
+  readonly image?: Opt<string>;
+  readonly imagePullPolicy?: Opt<string>;
+  readonly restartPolicy?: Opt<string>;
+}
+
+/** core/v1 PodCondition and NodeCondition (only what we read). */
+export interface Condition {
+  readonly type: string;
+  readonly status: string;
+  readonly lastTransitionTime?: Opt<Timestamp>;
+}
+
+/** core/v1 Pod (only what the sidecar, status, the timeline and doctor read). */
+export interface Pod {
+  readonly metadata?: Opt<ObjectMeta>;
+  readonly spec?: Opt<{
+    readonly nodeName?: Opt<string>;
+    readonly containers?: Opt<readonly Container[]>;
+    readonly initContainers?: Opt<readonly Container[]>;
+  }>;
+  readonly status?: Opt<{
+    readonly phase?: Opt<string>;
+    readonly startTime?: Opt<Timestamp>;
+    readonly conditions?: Opt<readonly Condition[]>;
+    readonly containerStatuses?: Opt<readonly ContainerStatus[]>;
+    readonly initContainerStatuses?: Opt<readonly ContainerStatus[]>;
+  }>;
+}
+
+/** When a condition of `type` last turned True, if it is True now (ms since the epoch). */
+export function conditionTrueSince(conditions: Opt<readonly Condition[]>, type: string): number | undefined {
+  const c = conditions?.find((x) => x.type === type);
+  return c?.status === 'True' ? timeOf(c.lastTransitionTime) : undefined;
+}
+
+/**
+ * Waiting reasons the kubelet reports when pulling an image failed (kubelet `images/types.go`).
+ * Anything else that is waiting is either still pulling or already past the pull.
+ */
+export const PULL_FAILURE_REASONS: ReadonlySet<string> = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'RegistryUnavailable',
+  'SignatureValidationFailed',
+  'ImageInspectError',
+]);
+
+/**
+ * Waiting reasons the kubelet only reaches after `EnsureImageExists` succeeded (kuberuntime
+ * `startContainer`: step 1 pulls, step 2 generates the config and creates the container), so the
+ * image is on the node even though the container does not run.
+ */
+export const POST_PULL_REASONS: ReadonlySet<string> = new Set([
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+  'PreStartHookError',
+  'PostStartHookError',
+  'CrashLoopBackOff',
+]);
+
+function stateStartedAt(s: Opt<ContainerState>): number | undefined {
+  return timeOf(s?.running?.startedAt) ?? timeOf(s?.terminated?.startedAt);
+}
+
+/** When the container last started, as far as its current or last state still tells (ms). */
+export function startedAt(st: Opt<ContainerStatus>): number | undefined {
+  return stateStartedAt(st?.state) ?? stateStartedAt(st?.lastState);
+}
+
+/**
+ * Whether the container runs or ran, by its current or last state. A terminated state counts only
+ * with a start: the kubelet also reports containers that never started as terminated when their
+ * pod is deleted (a burst puller removed at the deadline, its pull still failing: exit 137,
+ * "ContainerStatusUnknown", no startedAt), and those images are not on the node.
+ */
+export function containerStarted(st: Opt<ContainerStatus>): boolean {
+  return (
+    st?.state?.running !== undefined ||
+    st?.lastState?.running !== undefined ||
+    timeOf(st?.state?.terminated?.startedAt) !== undefined ||
+    timeOf(st?.lastState?.terminated?.startedAt) !== undefined
+  );
+}
+
+/**
+ * Whether the container's image is on the node: the container started ({@link containerStarted}),
+ * or the runtime reported its imageID, or the kubelet stopped at a step that only comes after a
+ * successful pull (a crash after the pull counts).
+ */
+export function imagePresent(st: Opt<ContainerStatus>): boolean {
+  const reason = st?.state?.waiting?.reason;
+  return containerStarted(st) || (st?.imageID ?? '') !== '' || (reason !== undefined && POST_PULL_REASONS.has(reason));
+}
+
+/** The kubelet's pull failure of the container (its waiting reason), unless its image is present. */
+export function pullFailure(st: Opt<ContainerStatus>): string | undefined {
+  const reason = st?.state?.waiting?.reason;
+  return reason !== undefined && PULL_FAILURE_REASONS.has(reason) && !imagePresent(st) ? reason : undefined;
+}
