@@ -1,8 +1,10 @@
 /**
  * Footprint of the real sidecar process: builds it (tsc -p src/reconciler/tsconfig.json), runs
  * `node <flags> lib/src/reconciler/main.js` against the loopback fake apiserver, drives it to warm
- * the way a kubelet does (one pod update per container start, each carrying the whole pod with its
- * managedFields), lets it idle, and prints:
+ * the way kubelets and the DaemonSet controller do with lanes (the burst pullers' pods created,
+ * one pod update per container start in each of them, each carrying the whole pod with its
+ * managedFields; then the holder's own starts, and the pullers deleted once the node is warm),
+ * lets it idle, and prints:
  *   sidecar-rss-mib: N          (steady VmRSS: median of the idle window's second half; budget 48)
  *   sidecar-rss-anon-mib: N     (steady RssAnon: the part that is not the node binary's mapped text)
  *   sidecar-rss-peak-mib: N     (max VmRSS over the idle window: the heap right after the warm-up
@@ -11,7 +13,7 @@
  *   api-reads-warm-transition / api-writes-warm-transition: N
  * Exits non-zero when the budget is exceeded or the sidecar misbehaves.
  *
- * Usage: tsx bench/footprint.ts [--idle-seconds 30] [--images 20] [--no-build]
+ * Usage: tsx bench/footprint.ts [--idle-seconds 30] [--images 20] [--pullers 3] [--no-build]
  * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env.
  * Everything listens on 127.0.0.1.
  */
@@ -25,7 +27,8 @@ import { freePort } from '../harness/cluster/loopback.js';
 import { FakeApiserver } from '../harness/fake-apiserver.js';
 import { sleep, waitFor } from '../harness/time.js';
 import { median } from './support/stats.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV } from '../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, ENV, LABEL_POOL_MEMBER } from '../src/contract/names.js';
+import type { KPod } from '../src/reconciler/kube-types.js';
 
 /** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
 export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : reconcilerNodeFlags();
@@ -37,6 +40,8 @@ const numberArg = (name: string, dflt: number): number => (args.includes(name) ?
 const idleSeconds = numberArg('--idle-seconds', 30);
 /** Containers in the pull pod: one per cached image. */
 const imageCount = numberArg('--images', 20);
+/** Burst pullers beside the holder, the images dealt out among them (0: the holder pulls alone). */
+const pullerCount = args.includes('--pullers') ? Math.max(0, Number(args[args.indexOf('--pullers') + 1]) || 0) : 3;
 
 function status(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -59,9 +64,9 @@ function steady(samples: readonly number[]): number {
 }
 
 /** managedFields of the size a real pull pod carries: the DaemonSet controller's entry per container, the kubelet's status. */
-function managedFields(containers: number): unknown[] {
+function managedFields(containers: readonly number[]): unknown[] {
   const spec: Record<string, unknown> = {};
-  for (let i = 0; i < containers; i++) {
+  for (const i of containers) {
     spec[`k:{"name":"c${i}"}`] = {
       '.': {},
       'f:command': {},
@@ -107,26 +112,54 @@ async function main(): Promise<number> {
   const now = Date.now();
   const images = Array.from({ length: imageCount }, (_, i) => `registry.local/team/image-${i}:v1`);
   const created = new Date(now - 60_000).toISOString();
-  const api = await new FakeApiserver(
-    {
-      metadata: { name: 'pull-bench', namespace: 'prewarm', uid: 'pod-uid', creationTimestamp: created },
-      spec: { nodeName: 'bench-node', containers: images.map((image, i) => ({ name: `c${i}`, image, imagePullPolicy: 'Always' })) },
-      status: {
-        phase: 'Pending',
-        containerStatuses: images.map((image, i) => ({
-          name: `c${i}`,
-          image,
-          imageID: '',
-          state: { waiting: { reason: 'ContainerCreating' } },
-        })),
+  const labels = { [LABEL_POOL_MEMBER]: 'bench' };
+  /** A pool pod whose containers `indexes` have started `started` of them, in order, as the kubelet reports it. */
+  const poolPod = (name: string, indexes: readonly number[], started: number): KPod =>
+    ({
+      metadata: {
+        name,
+        namespace: 'prewarm',
+        uid: `uid-${name}`,
+        creationTimestamp: created,
+        labels,
+        ...(started > 0 ? { managedFields: managedFields(indexes) } : {}),
       },
-    },
-    {
-      metadata: { name: 'bench-node', uid: 'node-uid', creationTimestamp: created },
-      spec: { taints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' }] },
-      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: created }] },
-    },
-  ).start();
+      spec: {
+        nodeName: 'bench-node',
+        containers: indexes.map((i) => ({ name: `c${i}`, image: images[i], imagePullPolicy: 'Always' })),
+      },
+      status: {
+        phase: started === indexes.length ? 'Running' : 'Pending',
+        containerStatuses: indexes.map((i, n) => (n < started ? running(i) : waiting(i))),
+      },
+    }) as unknown as KPod;
+  const running = (i: number): Record<string, unknown> => ({
+    name: `c${i}`,
+    image: images[i],
+    imageID: `${(images[i] as string).split(':')[0]}@sha256:${String(i % 10).repeat(64)}`,
+    ready: true,
+    started: true,
+    restartCount: 0,
+    state: { running: { startedAt: new Date(now - 1000).toISOString() } },
+  });
+  const waiting = (i: number): Record<string, unknown> => ({
+    name: `c${i}`,
+    image: images[i],
+    imageID: '',
+    ready: false,
+    started: false,
+    restartCount: 0,
+    state: { waiting: { reason: 'ContainerCreating' } },
+  });
+  const all = images.map((_, i) => i);
+  const api = await new FakeApiserver(poolPod('pull-bench', all, 0), {
+    metadata: { name: 'bench-node', uid: 'node-uid', creationTimestamp: created },
+    spec: { taints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' }] },
+    status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: created }] },
+  }).start();
+  // The pullers' lanes: image i on puller i mod P, so every image is some puller's.
+  const lanes = Array.from({ length: pullerCount }, (_, p) => all.filter((i) => i % pullerCount === p)).filter((l) => l.length > 0);
+  for (const [p, lane] of lanes.entries()) api.setPod(poolPod(`puller-bench-${p}`, lane, 0));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-bench-'));
   const poolsPath = path.join(tmp, 'pools.json');
   fs.writeFileSync(
@@ -170,42 +203,36 @@ async function main(): Promise<number> {
   const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
   const pid = child.pid as number;
   try {
-    await waitFor('the pod watch', () => api.requests.some((r) => r.path.includes('watch=true')), 10_000, 20);
+    await waitFor('the pod watches', () => api.requests.filter((r) => r.path.includes('watch=true')).length >= 2, 10_000, 20);
     const before = api.requests.length;
-    // As the kubelet does: one status update per container start (it starts a pod's containers in
-    // order), each event carrying the whole pod with managedFields, until every image runs.
-    const running = (i: number): Record<string, unknown> => ({
-      name: `c${i}`,
-      image: images[i],
-      imageID: `${(images[i] as string).split(':')[0]}@sha256:${String(i % 10).repeat(64)}`,
-      ready: true,
-      started: true,
-      restartCount: 0,
-      state: { running: { startedAt: new Date(now - 1000).toISOString() } },
-    });
-    const waiting = (i: number): Record<string, unknown> => ({
-      name: `c${i}`,
-      image: images[i],
-      imageID: '',
-      ready: false,
-      started: false,
-      restartCount: 0,
-      state: { waiting: { reason: 'ContainerCreating' } },
-    });
-    for (let n = 1; n <= images.length; n++) {
-      api.setPod({
-        ...api.pod,
-        metadata: { ...api.pod.metadata, managedFields: managedFields(images.length) },
-        status: {
-          phase: n === images.length ? 'Running' : 'Pending',
-          containerStatuses: images.map((_, i) => (i < n ? running(i) : waiting(i))),
-        },
-      } as unknown as typeof api.pod);
+    // As the kubelets do: one status update per container start (a kubelet starts a pod's containers
+    // in order, the pods side by side), each event carrying the whole pod with managedFields. With
+    // pullers the node is warm once they have started everything; without, once the holder has.
+    const pullers = lanes.length > 0 ? lanes : [];
+    const longest = Math.max(0, ...pullers.map((l) => l.length));
+    for (let n = 1; n <= longest; n++) {
+      for (const [p, lane] of pullers.entries()) if (n <= lane.length) api.setPod(poolPod(`puller-bench-${p}`, lane, n));
       if (n % 10 === 0) await sleep(5);
+    }
+    if (pullers.length === 0) {
+      for (let n = 1; n <= all.length; n++) {
+        api.setPod(poolPod('pull-bench', all, n));
+        if (n % 10 === 0) await sleep(5);
+      }
     }
     await waitFor('the Warm event', () => api.events.length === 1, 10_000, 20);
     await sleep(300);
     const transition = api.requests.slice(before);
+    // Once the node is warm the DaemonSet controller removes the pullers, while the holder goes on
+    // starting its own containers (the images are present, so without pulls).
+    for (const [p, lane] of pullers.entries()) api.setPod(poolPod(`puller-bench-${p}`, lane, lane.length), 'DELETED');
+    if (pullers.length > 0) {
+      for (let n = 1; n <= all.length; n++) {
+        api.setPod(poolPod('pull-bench', all, n));
+        if (n % 10 === 0) await sleep(5);
+      }
+    }
+    await sleep(300);
     const reads = transition.filter((r) => r.method === 'GET').length;
     const writes = transition.filter((r) => r.method !== 'GET').length;
     if (api.node.metadata.labels?.['prewarm.dev/bench'] !== 'warm' || (api.node.spec?.taints ?? []).length !== 0)
@@ -240,6 +267,7 @@ async function main(): Promise<number> {
         `sigterm-exit-code: ${code}`,
         `sigterm-cleaned-label: ${cleaned}`,
         `images: ${imageCount}`,
+        `pullers: ${lanes.length}`,
         `node-flags: ${SIDECAR_NODE_FLAGS.join(' ')}`,
         '',
       ].join('\n'),

@@ -1,9 +1,17 @@
 /**
- * A tiny in-memory apiserver on 127.0.0.1 serving exactly the sidecar's calls: GET/watch of one
- * pod, GET/PATCH (strategic merge for metadata maps, JSON patch with test/remove) of one node,
- * POST of Events. It records every request so tests and the footprint bench can count API cost.
- * Used by unit tests of the adapters and by bench/footprint.ts; the real apiserver is exercised by
- * test/integration/reconciler.
+ * A tiny in-memory apiserver on 127.0.0.1 serving the sidecar's calls the way the real one does:
+ * GET of a pod, list and watch of pods narrowed by label selector (equality terms) and field
+ * selector (`metadata.name`, `metadata.namespace`, `spec.nodeName`), GET/PATCH (strategic merge for
+ * metadata maps, JSON patch with test/remove) of one node, and POST of Events. It records every
+ * request so tests and the footprint bench can count API cost. Used by unit tests of the adapters
+ * and by bench/footprint.ts; the real apiserver is exercised by test/integration/reconciler.
+ *
+ * resourceVersion follows the apiserver: one counter across objects; a list returns the current
+ * version; a watch from version N replays every change after N still in its window and then
+ * streams, a watch from "0" or without a version starts with an ADDED per matching pod, and a
+ * version older than the window is answered with a 410 Expired ERROR event. A pod that stops
+ * matching a watch's selectors arrives there as DELETED, one that starts matching as ADDED.
+ * BOOKMARK events go only to watches that allowed them.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,22 +28,81 @@ export interface Recorded {
 }
 
 type Obj = Record<string, unknown>;
+type WatchType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** One change of a pod, as the watch cache keeps it. */
+interface Change {
+  readonly rv: number;
+  readonly type: WatchType;
+  readonly pod: KPod;
+  /** The pod before this change (undefined for ADDED), to tell a watch that it stopped matching. */
+  readonly before: KPod | undefined;
+}
+
+/** A pod predicate from a list or watch query; undefined when the query is one the fake refuses. */
+type Selects = (pod: KPod) => boolean;
+
+interface Watcher {
+  readonly res: http.ServerResponse;
+  readonly selects: Selects;
+  readonly bookmarks: boolean;
+}
+
+/** How many pod changes a watch can be resumed across, like the watch cache's window. */
+const HISTORY = 1000;
+
+const key = (pod: KPod): string => `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+
+/**
+ * The predicate of `labelSelector` and `fieldSelector` in namespace `namespace`, or an error
+ * message for selectors the real apiserver would refuse for pods (unknown fields) or that the
+ * fake does not implement (set-based label terms).
+ */
+function selector(namespace: string, q: URLSearchParams): Selects | string {
+  const terms: ((p: KPod) => boolean)[] = [(p) => p.metadata.namespace === namespace];
+  for (const term of (q.get('labelSelector') ?? '').split(',').filter(Boolean)) {
+    const m = /^([^!=]+)(==|=|!=)(.*)$/.exec(term);
+    if (!m) return `unsupported label selector term "${term}"`;
+    const [, k = '', op, v = ''] = m;
+    terms.push(op === '!=' ? (p) => p.metadata.labels?.[k] !== v : (p) => p.metadata.labels?.[k] === v);
+  }
+  for (const term of (q.get('fieldSelector') ?? '').split(',').filter(Boolean)) {
+    const m = /^([^!=]+)(==|=|!=)(.*)$/.exec(term);
+    if (!m) return `unsupported field selector term "${term}"`;
+    const [, field = '', op, v = ''] = m;
+    const read: ((p: KPod) => string | undefined) | undefined = {
+      'metadata.name': (p: KPod) => p.metadata.name,
+      'metadata.namespace': (p: KPod) => p.metadata.namespace,
+      'spec.nodeName': (p: KPod) => p.spec?.nodeName ?? '',
+    }[field];
+    if (read === undefined) return `field label not supported: ${field}`;
+    terms.push(op === '!=' ? (p) => read(p) !== v : (p) => read(p) === v);
+  }
+  return (p) => terms.every((t) => t(p));
+}
 
 /** The fake; `start()` listens on an ephemeral loopback port. */
 export class FakeApiserver {
-  pod: KPod;
   node: KNode;
   readonly requests: Recorded[] = [];
   readonly events: Obj[] = [];
   /** The next N requests fail with 503 (apiserver outage). */
   failNext = 0;
   private rv = 100;
-  private watchers = new Set<http.ServerResponse>();
+  /** Pods by namespace/name. */
+  private readonly store = new Map<string, KPod>();
+  /** The pod given to the constructor: {@link pod} and the default of {@link setPod}. */
+  private readonly primary: string;
+  private readonly history: Change[] = [];
+  /** The newest version no longer in {@link history}: a watch from before it gets 410. */
+  private compacted = this.rv;
+  private readonly watchers = new Set<Watcher>();
   private onWatch: (() => void)[] = [];
   private server: http.Server | undefined;
 
   constructor(pod: KPod, node: KNode) {
-    this.pod = this.bump(pod);
+    this.primary = key(pod);
+    this.setPod(pod);
     this.node = this.bump(node);
   }
 
@@ -46,6 +113,18 @@ export class FakeApiserver {
   get url(): string {
     const a = this.server?.address() as AddressInfo;
     return `http://127.0.0.1:${a.port}`;
+  }
+
+  /** The pod given to the constructor, as it is now. */
+  get pod(): KPod {
+    const p = this.store.get(this.primary);
+    if (p === undefined) throw new Error(`pod ${this.primary} was deleted`);
+    return p;
+  }
+
+  /** Every pod held, in order of creation. */
+  pods(): KPod[] {
+    return [...this.store.values()];
   }
 
   /** Writes counted per kind. */
@@ -60,16 +139,38 @@ export class FakeApiserver {
   }
 
   async stop(): Promise<void> {
-    for (const w of this.watchers) w.destroy();
+    for (const w of this.watchers) w.res.destroy();
     this.server?.closeAllConnections();
     await new Promise<void>((r) => this.server?.close(() => r()));
   }
 
-  /** Replaces the pod (as the kubelet would) and notifies watchers. */
+  /**
+   * Creates, replaces (as the kubelet would) or deletes a pod, found by its namespace and name, and
+   * notifies the watches it matches, before or after. `type` only matters for DELETED: a pod not
+   * held yet is ADDED, one held is MODIFIED.
+   */
   setPod(pod: KPod, type: 'MODIFIED' | 'DELETED' = 'MODIFIED'): void {
-    this.pod = this.bump(pod);
-    const line = `${JSON.stringify({ type, object: this.pod })}\n`;
-    for (const w of this.watchers) w.write(line);
+    const k = key(pod);
+    const before = this.store.get(k);
+    if (type === 'DELETED' && before === undefined) throw new Error(`pod ${k} does not exist`);
+    const now = this.bump(pod);
+    if (type === 'DELETED') this.store.delete(k);
+    else this.store.set(k, now);
+    const change: Change = {
+      rv: this.rv,
+      type: type === 'DELETED' ? 'DELETED' : before === undefined ? 'ADDED' : 'MODIFIED',
+      pod: now,
+      before,
+    };
+    this.history.push(change);
+    if (this.history.length > HISTORY) this.compacted = this.history.shift()?.rv ?? this.compacted;
+    for (const w of this.watchers) this.deliver(w, change);
+  }
+
+  /** Sends a BOOKMARK at the current resourceVersion to every watch that allowed bookmarks. */
+  bookmark(): void {
+    const line = `${JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(this.rv) } } })}\n`;
+    for (const w of this.watchers) if (w.bookmarks) w.res.write(line);
   }
 
   /** Resolves once a watch is open (at once if one is), so a test never sends before it listens. */
@@ -78,15 +179,25 @@ export class FakeApiserver {
     return new Promise((resolve) => this.onWatch.push(resolve));
   }
 
-  /** Ends every open watch with a 410 Expired ERROR event, as after etcd compaction. */
+  /** Ends every open watch with a 410 Expired ERROR event, and forgets the history, as after etcd compaction. */
   expireWatches(): void {
+    this.history.length = 0;
+    this.compacted = this.rv;
     const line = `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`;
-    for (const w of this.watchers) w.end(line);
+    for (const w of this.watchers) w.res.end(line);
   }
 
   /** Replaces the node (another writer). */
   setNode(node: KNode): void {
     this.node = this.bump(node);
+  }
+
+  /** Writes `change` to a watch as that watch sees it: filtered by its selectors, before and after. */
+  private deliver(w: Watcher, change: Change): void {
+    const was = change.before !== undefined && w.selects(change.before);
+    const is = change.type !== 'DELETED' && w.selects(change.pod);
+    const type: WatchType | undefined = is ? (was ? change.type : 'ADDED') : was ? 'DELETED' : undefined;
+    if (type !== undefined) w.res.write(`${JSON.stringify({ type, object: change.pod })}\n`);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -104,30 +215,28 @@ export class FakeApiserver {
     const send = (code: number, o: unknown): void => {
       res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(o));
     };
+    const status = (code: number, reason: string, message: string): void =>
+      send(code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message });
     if (this.failNext > 0) {
       this.failNext--;
-      return send(503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'outage' });
+      return status(503, 'ServiceUnavailable', 'outage');
     }
-    const podPath = `/api/v1/namespaces/${this.pod.metadata.namespace}/pods`;
+    const pods = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+))?$/.exec(url.pathname);
     const nodePath = `/api/v1/nodes/${this.node.metadata.name}`;
-    if (req.method === 'GET' && url.pathname === `${podPath}/${this.pod.metadata.name}`) return send(200, this.pod);
-    if (req.method === 'GET' && url.pathname === podPath && url.searchParams.get('watch') === null) {
-      // The one list the sidecar may make: its pool's pods on its node.
-      const selects =
-        url.searchParams.get('labelSelector')?.startsWith('prewarm.dev/pool-member=') &&
-        url.searchParams.get('fieldSelector') === `spec.nodeName=${this.node.metadata.name}`;
-      if (!selects) return send(400, { code: 400, message: 'a list must select the pool members on this node' });
-      return send(200, { kind: 'PodList', metadata: { resourceVersion: '9' }, items: [this.pod] });
+    if (req.method === 'GET' && pods?.[2] !== undefined) {
+      const pod = this.store.get(`${pods[1]}/${decodeURIComponent(pods[2])}`);
+      return pod === undefined ? status(404, 'NotFound', `pods "${pods[2]}" not found`) : send(200, pod);
     }
-    if (req.method === 'GET' && url.pathname === podPath && url.searchParams.get('watch') === 'true') {
-      if (url.searchParams.get('fieldSelector') !== `metadata.name=${this.pod.metadata.name}`)
-        return send(400, { code: 400, message: 'watch must select one pod' });
-      res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-      res.flushHeaders();
-      this.watchers.add(res);
-      res.on('close', () => this.watchers.delete(res));
-      for (const w of this.onWatch.splice(0)) w();
-      return;
+    if (req.method === 'GET' && pods !== null) {
+      const selects = selector(decodeURIComponent(pods[1] ?? ''), url.searchParams);
+      if (typeof selects === 'string') return status(400, 'BadRequest', selects);
+      if (url.searchParams.get('watch') === 'true') return this.watch(res, selects, url.searchParams);
+      return send(200, {
+        kind: 'PodList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(this.rv) },
+        items: this.pods().filter(selects),
+      });
     }
     if (req.method === 'GET' && url.pathname === nodePath) return send(200, this.node);
     if (req.method === 'PATCH' && url.pathname === nodePath) {
@@ -145,12 +254,41 @@ export class FakeApiserver {
         }
         return send(200, this.node);
       }
-      return send(415, { code: 415, message: `unsupported ${ct}` });
+      return status(415, 'UnsupportedMediaType', `unsupported ${ct}`);
     }
     if (req.method === 'POST' && url.pathname === '/api/v1/namespaces/default/events') {
       this.events.push(body as Obj);
       return send(201, body);
     }
-    return send(404, { code: 404, reason: 'NotFound', message: `${req.method} ${url.pathname}` });
+    return status(404, 'NotFound', `${req.method} ${url.pathname}`);
+  }
+
+  /** Opens a watch: the replay its resourceVersion asks for, then every change as it happens. */
+  private watch(res: http.ServerResponse, selects: Selects, q: URLSearchParams): void {
+    const from = q.get('resourceVersion') ?? '';
+    const w: Watcher = { res, selects, bookmarks: q.get('allowWatchBookmarks') === 'true' };
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    res.flushHeaders();
+    if (from === '' || from === '0') {
+      for (const pod of this.pods().filter(selects)) res.write(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
+    } else {
+      const n = Number(from);
+      if (!Number.isInteger(n) || n < this.compacted) {
+        res.end(
+          `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: `too old resource version: ${from} (${this.compacted})` } })}\n`,
+        );
+        return;
+      }
+      for (const change of this.history) if (change.rv > n) this.deliver(w, change);
+    }
+    this.watchers.add(w);
+    res.on('close', () => this.watchers.delete(w));
+    const timeout = Number(q.get('timeoutSeconds') ?? '0');
+    if (timeout > 0) {
+      const t = setTimeout(() => res.end(), timeout * 1000);
+      t.unref();
+      res.on('close', () => clearTimeout(t));
+    }
+    for (const cb of this.onWatch.splice(0)) cb();
   }
 }

@@ -2,7 +2,7 @@
  * The sidecar's entry point: reads the environment set by synthesis, wires the adapters to the
  * controller, serves /metrics, and on SIGTERM removes our label and annotation before exiting.
  *
- * Run as `node --max-old-space-size=24 lib/reconciler/main.js`. Besides the contract variables
+ * Run with the node flags of the Dockerfile's ENTRYPOINT. Besides the contract variables
  * (ENV in src/contract/names.ts) a few development overrides exist, never set by synthesis:
  * - PREWARM_KUBE_SERVER / PREWARM_KUBE_TOKEN_FILE / PREWARM_KUBE_CA_FILE: an apiserver other than
  *   the in-cluster one (bench, local runs);

@@ -138,7 +138,13 @@ export function decidePool(obs: Observed): PoolDecision {
   }
 
   const present = images.filter((i) => i.phase === 'present');
+  // Warm is sticky for one pod, like partial: once the pullers that showed the images are removed,
+  // the holder may still report them waiting until its own containers start (they can, the
+  // images are on the node and its running containers keep them from garbage collection).
+  // What it records stays as written until the holder shows every image again.
   const allPresent = present.length === images.length;
+  if (!allPresent && own?.state === NodeState.Warm && curLabel === NodeState.Warm)
+    return { state: NodeState.Warm, events: [], images, deadlineAt };
   const pastDeadline = now >= deadlineAt || own?.state === NodeState.Partial || own?.state === NodeState.Warm;
   const state: PoolState = allPresent ? NodeState.Warm : pastDeadline ? NodeState.Partial : 'warming';
 

@@ -4,10 +4,11 @@
  * types and error codes the controller relies on.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { EVENTS_NAMESPACE } from '../../src/contract/names.js';
+import { EVENTS_NAMESPACE, LABEL_POOL_MEMBER } from '../../src/contract/names.js';
 import { KubeHttp } from '../../src/reconciler/adapters/http.js';
 import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource, projectPod } from '../../src/reconciler/adapters/kube.js';
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
+import type { KPod } from '../../src/reconciler/kube-types.js';
 import type { PodWatchEvent } from '../../src/reconciler/ports.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
 import { FakeApiserver } from '../../harness/fake-apiserver.js';
@@ -187,10 +188,11 @@ describe('the apiserver adapters over HTTP', () => {
     const got: PodWatchEvent[] = [];
     let delivered: () => void = () => {};
     const stop = new AbortController();
-    const watch = pods.watch('7', (e) => (got.push(e), delivered()), stop.signal);
+    const rv = (await pods.get()).metadata.resourceVersion ?? '';
+    const watch = pods.watch(rv, (e) => (got.push(e), delivered()), stop.signal);
     await api.watching();
     expect(api.requests.at(-1)?.path).toBe(
-      '/api/v1/namespaces/prewarm/pods?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=290',
+      `/api/v1/namespaces/prewarm/pods?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz&resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=290`,
     );
     const arrived = new Promise<void>((resolve) => (delivered = resolve));
     api.setPod(pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]));
@@ -202,19 +204,38 @@ describe('the apiserver adapters over HTTP', () => {
 
   it('lists and watches the pool members on our node only, in our namespace, by label and spec.nodeName', async () => {
     const { api, poolPods } = await serve();
+    const member = (name: string, nodeName: string, namespace = 'prewarm'): KPod => {
+      const p = pod(IMAGES, [st.creating('c1'), st.creating('c2')]);
+      return {
+        ...p,
+        metadata: { ...p.metadata, name, namespace, labels: { [LABEL_POOL_MEMBER]: 'gpu' } },
+        spec: { ...p.spec, nodeName },
+      };
+    };
+    api.setPod(member('pull-a-xyz', 'node-a'));
+    api.setPod(member('puller-1', 'node-a'));
+    api.setPod(member('puller-elsewhere', 'node-b'));
+    api.setPod(member('puller-other-ns', 'node-a', 'team'));
     const listed = await poolPods.list();
-    expect(listed.resourceVersion).toBe('9');
-    expect(listed.pods.map((p) => p.metadata.name)).toEqual(['pull-a-xyz']);
+    expect(listed.pods.map((p) => p.metadata.name)).toEqual(['pull-a-xyz', 'puller-1']);
     expect(api.requests.at(-1)?.path).toBe(
       '/api/v1/namespaces/prewarm/pods?labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a',
     );
+    const got: string[] = [];
+    let delivered: () => void = () => {};
     const stop = new AbortController();
-    const watch = poolPods.watch('9', () => {}, stop.signal).catch(() => {});
-    await new Promise((r) => setTimeout(r, 50));
-    stop.abort();
-    await watch;
+    const watch = poolPods.watch(listed.resourceVersion, (e) => (got.push(`${e.type} ${e.pod.metadata.name}`), delivered()), stop.signal);
+    await api.watching();
     expect(api.requests.at(-1)?.path).toBe(
-      '/api/v1/namespaces/prewarm/pods?labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a&watch=true&resourceVersion=9&allowWatchBookmarks=true&timeoutSeconds=290',
+      `/api/v1/namespaces/prewarm/pods?labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a&watch=true&resourceVersion=${listed.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=290`,
     );
+    const twoArrived = new Promise<void>((resolve) => (delivered = () => got.length === 2 && resolve()));
+    api.setPod(member('puller-elsewhere', 'node-b'));
+    api.setPod(member('puller-1', 'node-a'), 'DELETED');
+    api.setPod(member('puller-2', 'node-a'));
+    await twoArrived;
+    expect(got).toEqual(['DELETED puller-1', 'ADDED puller-2']);
+    stop.abort();
+    await expect(watch).rejects.toMatchObject({ name: 'ApiError' });
   });
 });

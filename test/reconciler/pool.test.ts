@@ -50,6 +50,26 @@ describe('decidePool', () => {
     expect(again.timeToWarmSeconds).toBeUndefined();
   });
 
+  it('stays warm, writing nothing, when the pullers that showed the images are gone and the holder still waits', () => {
+    const first = decidePool(obs({ pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 70, 'b')]) }));
+    const n = node({
+      taints: [],
+      labels: { 'prewarm.dev/gpu': 'warm' },
+      annotations: { 'status.prewarm.dev/gpu': first.annotation as string },
+    });
+    const later = decidePool(obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.creating('c2')]), now: at(5000) }));
+    expect(later).toMatchObject({ state: 'warm', events: [] });
+    expect(later.label).toBeUndefined();
+    expect(later.annotation).toBeUndefined();
+    // Not from another pod's warm annotation: that one is stale.
+    const other = node({
+      taints: [],
+      labels: { 'prewarm.dev/gpu': 'warm' },
+      annotations: { 'status.prewarm.dev/gpu': ownAnn({ pod: 'pull-a-old', state: 'warm', warmAt: iso(20), ttwSeconds: 10 }) },
+    });
+    expect(decidePool(obs({ node: other, pod: pod(IMAGES, [st.creating('c1'), st.creating('c2')]) })).state).toBe('warming');
+  });
+
   it('reports pull failures while warming, once per failing set', () => {
     const p = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.waiting('c2', 'ErrImagePull', 'manifest unknown')]);
     const d = decidePool(obs({ pod: p }));
