@@ -102,11 +102,23 @@ export function pinCommand(io: Io) {
       const digests = new Map<string, string>();
       const failures = new Map<string, string>();
       // Sequential on purpose: a handful of HEAD requests, and registries rate-limit bursts.
+      // A registry that did not answer (transport error or the request deadline) is not asked
+      // again in this run: the command ends within one --request-timeout per registry, not per image.
+      const unreachable = new Map<string, string>();
       for (const ref of wanted) {
+        const host = registryHost(registryRef(ref).domain);
+        const earlier = unreachable.get(host);
+        if (earlier !== undefined) {
+          failures.set(ref, `not tried: ${earlier}`);
+          continue;
+        }
         try {
           digests.set(ref, await registry.digest(ref));
         } catch (err) {
-          failures.set(ref, explain(ref, err, credentials));
+          const why = explain(ref, err, credentials);
+          failures.set(ref, why);
+          if (err instanceof ApiError && err.code === 0)
+            unreachable.set(host, `${host} did not answer the request for ${ref} earlier in this run`);
         }
       }
       if (failures.size > 0) {

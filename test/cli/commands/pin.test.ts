@@ -154,6 +154,26 @@ describe('prewarm pin against registries that misbehave', () => {
   );
 });
 
+describe('prewarm pin, bounded per registry', () => {
+  it('asks a registry that did not answer no more in this run: five images end within about one --request-timeout', async () => {
+    const server = await startHostileServer({ kind: 'silent' });
+    try {
+      const images = ['a:1', 'b:1', 'c:1', 'd:1', 'e:1'].map((i) => `${server.host}/team/${i}`);
+      const spec = await specWith(...images);
+      const r = await pin(spec.dir, server.host, '--request-timeout', '2s');
+      expect(r.code, r.stderr).toBe(ExitCode.Unresolved);
+      // One deadline (2 s), not five in a row (10 s).
+      expect(r.ms).toBeLessThan(6_000);
+      expect(server.requests).toBe(1);
+      for (const image of images) expect(r.stderr).toContain(`cannot pin ${image}: `);
+      expect(r.stderr).toContain(`not tried: ${server.host} did not answer the request for ${images[0] ?? ''} earlier in this run`);
+      expect(await readFile(spec.file, 'utf8')).toBe(spec.text);
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+});
+
 describe('prewarm pin and validate agree on capitals', () => {
   it('pins a reference whose registry host has capitals (host names are case-insensitive), as validate accepts it', async () => {
     const D512 = `sha512:${'f'.repeat(128)}`;
