@@ -19,6 +19,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
+          // A bound on a hang, not a speed target: property tests and the 150,000-diagnostic cases
+          // take several seconds on a loaded 2-core machine, past vitest's 5 s default.
+          testTimeout: 30_000,
           exclude: ['test/e2e/**', 'test/integration/**', 'test/gitops/**', 'test/chaos/**', 'test/fuzz/**'],
         },
       },
