@@ -4,7 +4,7 @@
  * each. Prints per lane count the widest spread of one split (max - min images per puller) and
  * the pullers changed by adding one image (removing it reads the same pair of splits backwards):
  * mean, median, 90th percentile and maximum, over all N and at the q steps (N+1 a multiple of
- * L-1, where floor(N / (L-1)) grows). Pure computation, no cluster.
+ * L, where floor(N / L) grows). Pure computation, no cluster.
  *
  * Usage: tsx bench/lanes.ts   (SETS=100 for more sets per size)
  */
@@ -40,7 +40,7 @@ const sets = Number(process.env.SETS ?? 30);
 
 console.log('lanes pullers | spread-max | changed: mean p50 p90 max | at q steps: mean max');
 for (let lanes = 2; lanes <= 8; lanes++) {
-  const p = lanes - 1;
+  const p = lanes;
   const all: number[] = [];
   const steps: number[] = [];
   let spread = 0;

@@ -1,10 +1,12 @@
 /**
  * Lanes: how a pool's images are split across the pods that pull them in parallel while a node
- * warms. The holder (the pool's DaemonSet) keeps every image and runs the sidecar; with
- * `lanes: L > 1`, L-1 burst pullers (never more than the pool has images) pull the images beside
- * it. `lanes` counts the pool's pods on a warming node, the holder included: the pod slots and IPs
- * a warm-up costs. The kubelet pulls one pod's images one after another, so the pullers pull about
- * L-1 images at a time (where the kubelet pulls in parallel at all: `serializeImagePulls: false`).
+ * warms. The holder (the pool's DaemonSet) keeps every image and runs the sidecar. `lanes` is how
+ * many pods pull the images at once: with `lanes: 1` the holder pulls them itself, with `lanes: L
+ * > 1` L burst pullers do (never more than the pool has images) and the holder pulls none, so a
+ * warming node runs L+1 pods of the pool. The kubelet pulls one pod's images one after another, so
+ * the pullers pull about L images at a time (where the kubelet pulls in parallel at all:
+ * `serializeImagePulls: false`). One puller would pull the holder's own sequence, no faster, so
+ * there is no setting with one.
  *
  * Every image is assigned to a puller; the holder has no share of its own. Measured on real
  * kubelets (docs/benchmarks.md): the kubelet publishes a pod's container statuses only after it
@@ -12,7 +14,7 @@
  * as present only once the holder has started all of its containers, after its sidecar's own pull.
  *
  * A lane finishes when its last image has started, so the slowest lane sets the warm-up. Bytes are
- * unknown at synth, so the split evens out image counts: with N images over P = L-1 numbered
+ * unknown at synth, so the split evens out image counts: with N images over P = L numbered
  * lanes, q = floor(N/P), exactly N mod P lanes pull q+1 images and the others q (max - min <= 1;
  * a pool of fewer than P images gets one puller per image).
  *
@@ -34,7 +36,7 @@ import type { ImageRef } from '../imagecache/reference.js';
 
 /** One burst puller: its lane number and its images, never empty. */
 export interface PullerLane {
-  /** `1`..`L-1`: the lane's number, the stable part of its DaemonSet's name. */
+  /** `1`..`L`: the lane's number, the stable part of its DaemonSet's name. */
   readonly key: string;
   readonly images: readonly ImageRef[];
 }
@@ -47,7 +49,7 @@ function hash48(text: string): number {
 /** The pool's burst pullers for `lanes` lanes (none for one lane), sorted by lane number. */
 export function pullerLanes(images: readonly ImageRef[], lanes: number): PullerLane[] {
   if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`lanes must be a positive integer, got ${lanes}`);
-  const count = lanes - 1;
+  const count = lanes === 1 ? 0 : lanes;
   if (count === 0 || images.length === 0) return [];
   const q = Math.floor(images.length / count);
   const r = images.length % count;
