@@ -13,7 +13,7 @@
  *   api-reads-warm-transition / api-writes-warm-transition: N
  * Exits non-zero when the budget is exceeded or the sidecar misbehaves.
  *
- * Usage: tsx bench/footprint.ts [--idle-seconds 30] [--images 20] [--pullers 3] [--no-build]
+ * Usage: tsx bench/footprint.ts [--idle-seconds 30] [--images 20] [--pullers 4] [--no-build]
  * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env.
  * Everything listens on 127.0.0.1.
  */
@@ -29,6 +29,7 @@ import { sleep, waitFor } from '../harness/time.js';
 import { median } from './support/stats.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV, LABEL_POOL_MEMBER } from '../src/contract/names.js';
 import type { KPod } from '../src/reconciler/kube-types.js';
+import { LANES_SETTING } from '../src/imagecache/parse.js';
 
 /** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
 export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : reconcilerNodeFlags();
@@ -40,8 +41,8 @@ const numberArg = (name: string, dflt: number): number => (args.includes(name) ?
 const idleSeconds = numberArg('--idle-seconds', 30);
 /** Containers in the pull pod: one per cached image. */
 const imageCount = numberArg('--images', 20);
-/** Burst pullers beside the holder, the images dealt out among them (0: the holder pulls alone). */
-const pullerCount = args.includes('--pullers') ? Math.max(0, Number(args[args.indexOf('--pullers') + 1]) || 0) : 3;
+/** Burst pullers beside the holder, the images dealt out among them (0: the holder pulls alone); default: the default lanes' pullers. */
+const pullerCount = args.includes('--pullers') ? Math.max(0, Number(args[args.indexOf('--pullers') + 1]) || 0) : LANES_SETTING.default;
 
 function status(pid: number): Record<string, number> {
   const out: Record<string, number> = {};

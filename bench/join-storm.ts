@@ -52,7 +52,7 @@ const args = await yargs(hideBin(process.argv))
   .option('lanes', {
     type: 'number',
     default: 1,
-    describe: 'spec.lanes of the pool: 1 is the holder alone, L adds up to L-1 burst pullers per node',
+    describe: 'spec.lanes of the pool: 1 is the holder alone, L > 1 adds up to L burst pullers per node',
   })
   .option('keep-cluster', { type: 'boolean', default: false, describe: 'leave a cluster this run started up' })
   .option('controller-manager-arg', {

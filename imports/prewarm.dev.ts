@@ -148,7 +148,7 @@ export interface ImageCacheSpec {
   readonly refresh?: ImageCacheSpecRefresh;
 
   /**
-   * Pods that pull this pool's images in parallel while a node warms, from 1 to 16; each lane beyond the first is a puller pod that exists only during warm-up and costs a pod slot and IP. Pulls overlap only where the kubelet has serializeImagePulls false. 1 means no pullers. kube-fledged ImageCaches take the lanes of the prewarm.dev ImageCaches that share their pool. Defaults to 4.
+   * Pods that pull this pool's images in parallel while a node warms, from 1 to 16. 1 means no pullers, the pool's one pod pulls every image itself; L from 2 up means L puller pods (at most one per image, the images split evenly by count) beside the pool's pod, each existing only during warm-up and costing a pod slot and IP. Pulls overlap only where the kubelet has serializeImagePulls false. kube-fledged ImageCaches take the lanes of the prewarm.dev ImageCaches that share their pool. Defaults to 4.
    *
    * @default 4.
    * @schema ImageCacheSpec#lanes

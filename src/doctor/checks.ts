@@ -173,7 +173,7 @@ const KUBELET_DEFAULTS = { serializeImagePulls: true, imageGCHighThresholdPercen
 interface PoolView {
   readonly id: string;
   readonly namespace: string;
-  /** 1 + its burst puller DaemonSets. */
+  /** Its burst puller DaemonSets, or 1 (the holder alone) when it has none: pods pulling at once. */
   readonly lanes: number;
   /** Empty: the pool does not gate (or runs no sidecar). */
   readonly gateTaintKey: string;
@@ -202,7 +202,7 @@ function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
     pools.push({
       id,
       namespace,
-      lanes: 1 + pullers,
+      lanes: Math.max(1, pullers),
       gateTaintKey: env(ENV.gateTaintKey) ?? '',
       deadlineSeconds: Number(env(ENV.deadlineSeconds) ?? DEFAULTS.deadlineSeconds) || DEFAULTS.deadlineSeconds,
       sidecar: sidecar !== undefined,
@@ -620,7 +620,7 @@ function checkPodSlots(
   const used = onNode.length;
   // Pullers are created while a node warms; those already here hold their slot.
   const present = onNode.filter((p) => managed(p.metadata?.labels) && isPuller(p.metadata?.labels)).length;
-  const pullers = here.reduce((n, p) => n + p.lanes - 1, 0);
+  const pullers = here.reduce((n, p) => n + (p.lanes > 1 ? p.lanes : 0), 0);
   const need = Math.max(0, pullers - present);
   const free = maxPods - used;
   const counts = `${used} of ${maxPods} pod slots used`;

@@ -40,8 +40,9 @@ export interface PoolSettings {
   /** Seconds between digest checks of moved tags; 0 disables refresh. */
   readonly refreshSeconds: number;
   /**
-   * Pods that pull the pool's images in parallel while a node warms: the holder plus `lanes - 1`
-   * burst pullers (src/synth/lanes.ts). 1 is one pod per pool, with no pullers.
+   * Pods that pull the pool's images in parallel while a node warms: 1 is the holder alone, with
+   * no pullers; L > 1 is L burst pullers beside the holder, which then pulls none
+   * (src/synth/lanes.ts).
    */
   readonly lanes: number;
 }

@@ -99,9 +99,7 @@ export class NamespaceChart extends Chart {
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),
       });
       this.daemonSets.set(ds.poolId, ds);
-      // Construct ids by position: two images whose short hashes collide must reach checks.ts, which
-      // refuses them by name, instead of failing here on a duplicate id.
-      lanes.forEach((puller, i) => new PullDaemonSet(this, `pool-${pool.key}-puller-${i}`, { pool, puller }));
+      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.key}-puller-${puller.key}`, { pool, puller });
     }
   }
 

@@ -1,67 +1,76 @@
 /**
  * Lanes: how a pool's images are split across the pods that pull them in parallel while a node
- * warms. The holder (the pool's DaemonSet) keeps every image and runs the sidecar; with
- * `lanes: L > 1`, up to L-1 burst pullers pull the images beside it. The kubelet pulls one pod's
- * images one after another, so the pullers pull about L-1 images at a time (where the kubelet
- * pulls in parallel at all: `serializeImagePulls: false`).
+ * warms. The holder (the pool's DaemonSet) keeps every image and runs the sidecar. `lanes` is how
+ * many pods pull the images at once: with `lanes: 1` the holder pulls them itself, with `lanes: L
+ * > 1` L burst pullers do (never more than the pool has images) and the holder pulls none, so a
+ * warming node runs L+1 pods of the pool. The kubelet pulls one pod's images one after another, so
+ * the pullers pull about L images at a time (where the kubelet pulls in parallel at all:
+ * `serializeImagePulls: false`). One puller would pull the holder's own sequence, no faster, so
+ * there is no setting with one.
  *
  * Every image is assigned to a puller; the holder has no share of its own. Measured on real
  * kubelets (docs/benchmarks.md): the kubelet publishes a pod's container statuses only after it
  * has started every container of the pod (one SyncPod), so an image only the holder pulled is seen
  * as present only once the holder has started all of its containers, after its sidecar's own pull.
- * That put the holder's whole sequence on the critical path (3 lanes: warm at 18.3 s, while the
- * pullers' statuses were out at 7.6 s and 13.5 s).
  *
- * A lane finishes when its last image has started, so the slowest lane sets the warm-up, and the
- * split must be even as well as stable:
+ * A lane finishes when its last image has started, so the slowest lane sets the warm-up. Bytes are
+ * unknown at synth, so the split evens out image counts: with N images over P = L numbered
+ * lanes, q = floor(N/P), exactly N mod P lanes pull q+1 images and the others q (max - min <= 1;
+ * a pool of fewer than P images gets one puller per image).
  *
- *  - **A pool of at most L-1 images gets one puller per image**, keyed by a hash of the image
- *    (`puller-<hash>`): perfectly even, and adding or removing an image adds or removes exactly
- *    that image's puller.
- *  - **A larger pool is split over L-1 numbered lanes by rendezvous (highest-random-weight)
- *    hashing**: each image goes to the lane with the highest hash of (image, lane). Adding or
- *    removing one image moves no other image, so it changes at most one puller.
+ * Which image goes where: images are placed in a fixed order (by a hash of the image), each on the
+ * lane it ranks highest (rendezvous hashing: the highest hash of (image, lane)) among the lanes that
+ * still have room for it, where a lane has room below q images, or at q while fewer than N mod P
+ * lanes hold q+1. Without the room rule this is plain rendezvous, which moves no other image when
+ * one is added but was measured far too uneven (5 images over 3 lanes: 4, 1 and none). With it,
+ * adding or removing one image usually changes one or two pullers, but can cascade: an image that
+ * finds its lane full goes to its next choice, which may push a later one on. No split that is a
+ * pure function of the image set was found that keeps both max - min <= 1 and a constant bound;
+ * the evenness is exact and the cascade is measured (test/synth/lanes.test.ts, the README).
  *
- * Only the step across the threshold (a pool growing from L-1 to L images, or shrinking back)
- * re-cuts the pullers at once. Rendezvous alone was measured too uneven for small pools: 5
- * images over 5 puller lanes filled only 3 of them, one with 3 images. Re-cutting pullers costs no
- * pod on a warm node, since pullers run only on warming nodes. Pure and deterministic.
+ * Lane numbers are stable identities: a lane whose images do not change keeps its name and its
+ * pod template, so only changed lanes roll. Pure and deterministic.
  */
 import { createHash } from 'node:crypto';
 import type { ImageRef } from '../imagecache/reference.js';
-import { shortHash } from '../contract/identity.js';
 
-/** One burst puller: its key (a lane number, or an image hash) and its images, never empty. */
+/** One burst puller: its lane number and its images, never empty. */
 export interface PullerLane {
-  /** `1`..`L-1` for a rendezvous lane, or the 8-hex hash of the one image it pulls. */
+  /** `1`..`L`: the lane's number, the stable part of its DaemonSet's name. */
   readonly key: string;
   readonly images: readonly ImageRef[];
 }
 
-/** The weight of `image` on `lane`: the first 48 bits of SHA-256, exact in a double. */
-function weight(image: string, lane: number): number {
-  return createHash('sha256').update(`${image}\u0000${lane}`).digest().readUIntBE(0, 6);
+/** The first 48 bits of SHA-256 of `text`: exact in a double. */
+function hash48(text: string): number {
+  return createHash('sha256').update(text).digest().readUIntBE(0, 6);
 }
 
-/** The pool's burst pullers for `lanes` lanes (none for one lane), sorted by key. */
+/** The pool's burst pullers for `lanes` lanes (none for one lane), sorted by lane number. */
 export function pullerLanes(images: readonly ImageRef[], lanes: number): PullerLane[] {
   if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`lanes must be a positive integer, got ${lanes}`);
-  if (lanes === 1) return [];
-  if (images.length <= lanes - 1)
-    return images.map((image) => ({ key: shortHash(image.canonical), images: [image] })).sort((a, b) => (a.key < b.key ? -1 : 1));
-  const out: ImageRef[][] = Array.from({ length: lanes }, () => []);
-  for (const image of images) {
-    let best = 1;
-    let bestWeight = -1;
-    for (let lane = 1; lane < lanes; lane++) {
-      const w = weight(image.canonical, lane);
-      // Ties (2^-48) go to the lower lane, so the result never depends on iteration details.
-      if (w > bestWeight) {
-        best = lane;
-        bestWeight = w;
-      }
-    }
-    out[best]?.push(image);
+  const count = lanes === 1 ? 0 : lanes;
+  if (count === 0 || images.length === 0) return [];
+  const q = Math.floor(images.length / count);
+  const r = images.length % count;
+  // Ties of 2^-48 are broken by the canonical reference, so the order never depends on the input's.
+  const order = images
+    .map((image) => ({ image, rank: hash48(image.canonical) }))
+    .sort((a, b) => a.rank - b.rank || (a.image.canonical < b.image.canonical ? -1 : 1));
+  const out: ImageRef[][] = Array.from({ length: count }, () => []);
+  let full = 0; // lanes holding q+1 images
+  for (const { image } of order) {
+    const choices = out
+      .map((_, lane) => ({ lane, weight: hash48(`${image.canonical}\u0000${lane + 1}`) }))
+      .sort((a, b) => b.weight - a.weight || a.lane - b.lane);
+    // Some lane always has room: fewer than N images are placed, and the rooms add up to N.
+    const pick = choices.find(({ lane }) => {
+      const held = out[lane]?.length ?? 0;
+      return held < q || (held === q && full < r);
+    });
+    if (pick === undefined) throw new Error('unreachable: no lane has room');
+    if ((out[pick.lane]?.length ?? 0) === q) full++;
+    out[pick.lane]?.push(image);
   }
-  return out.flatMap((l, lane) => (l.length === 0 ? [] : [{ key: String(lane), images: l }]));
+  return out.flatMap((l, lane) => (l.length === 0 ? [] : [{ key: String(lane + 1), images: l }]));
 }

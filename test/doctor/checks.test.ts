@@ -55,7 +55,7 @@ function holder(
     },
     status: rolledOut,
   };
-  const pullers = Array.from({ length: (opts.lanes ?? 1) - 1 }, (_, i) => ({
+  const pullers = Array.from({ length: (opts.lanes ?? 1) > 1 ? (opts.lanes ?? 1) : 0 }, (_, i) => ({
     metadata: {
       name: `prewarm-${id}-puller-${i + 1}`,
       namespace: 'prewarm',
@@ -272,16 +272,16 @@ describe('diagnose', () => {
     );
     const f = find(tight.findings, Check.podSlots, 'node n1')[0];
     expect(f?.level).toBe('warning');
-    expect(f?.message).toContain('10 of 11 pod slots used: the burst pullers need 3 more');
+    expect(f?.message).toContain('10 of 11 pod slots used: the burst pullers need 4 more');
     const roomy = diagnose(
       input({
         daemonSets: ok(holder('gpu', { lanes: 2 })),
-        pods: ok([holderPod('gpu', 'n1'), ...many]),
+        pods: ok([holderPod('gpu', 'n1'), ...many.slice(1)]),
         kubeletConfigs: new Map([['n1', kc]]),
       }),
     );
     expect(find(roomy.findings, Check.podSlots, 'node n1')[0]?.message).toBe(
-      '10 of 11 pod slots used; room for the 1 burst pullers of a warm-up',
+      '9 of 11 pod slots used; room for the 2 burst pullers of a warm-up',
     );
     // A puller already on the node holds its own slot: it is counted as used, not needed again.
     const puller: Pod = {
@@ -292,13 +292,13 @@ describe('diagnose', () => {
     const warming = diagnose(
       input({
         daemonSets: ok(holder('gpu', { lanes: 2 })),
-        pods: ok([holderPod('gpu', 'n1'), puller, ...full, ...full.slice(0, 1)]),
+        pods: ok([holderPod('gpu', 'n1'), puller, ...full]),
         kubeletConfigs: new Map([['n1', kc]]),
       }),
     );
     expect(find(warming.findings, Check.podSlots, 'node n1')[0]).toMatchObject({
       level: 'ok',
-      message: '11 of 11 pod slots used; room for the 1 burst pullers of a warm-up',
+      message: '10 of 11 pod slots used; room for the 2 burst pullers of a warm-up',
     });
   });
 

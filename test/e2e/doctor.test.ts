@@ -148,7 +148,7 @@ describe('prewarm doctor on real kubelets', () => {
     for (const node of [SERIAL, PARALLEL]) {
       expect(one(rep, `node ${node}`, 'reconciler-image').level).toBe('ok');
       expect(one(rep, `node ${node}`, 'pod-slots').message).toMatch(
-        /^\d+ of 110 pod slots used; room for the 1 burst pullers of a warm-up$/,
+        /^\d+ of 110 pod slots used; room for the 2 burst pullers of a warm-up$/,
       );
       expect(one(rep, `node ${node}`, 'image-gc').message).toMatch(/^image GC from 85% down to 80% of the image disk/);
     }
