@@ -11,7 +11,8 @@ import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../reconciler/gate.js';
 import { ACCESS_NAMES } from '../synth/access.js';
 import { table } from '../status/report.js';
-import { excerpt, plural } from '../imagecache/errors.js';
+import { plural } from '../imagecache/errors.js';
+import { excerpt } from '../text/quote.js';
 
 type Opt<T> = T | undefined;
 type Labels = Opt<Readonly<Record<string, string>>>;

@@ -8,7 +8,7 @@
 # compiled sidecar (lib/src/{reconciler,contract,registry} and the image reference parser, from
 # `tsc -p src/reconciler`), a package.json marking it ESM, /etc/passwd with the numeric non-root
 # user 65532, and /tmp.
-# The sidecar has no runtime npm dependencies (see adapters/http.ts), so no node_modules.
+# The sidecar has no runtime npm dependencies (see src/http/client.ts), so no node_modules.
 # The architecture is the host's; for multi-arch images use the Dockerfile with buildx.
 #
 # Push the layout with: skopeo copy oci:OUT_DIR:TAG docker://REGISTRY/prewarm-reconciler:TAG

@@ -15,7 +15,6 @@ import type { Metrics } from './metrics.js';
 import { metadataPatch, taintRemovalPatch } from './patches.js';
 import { decidePool, type PoolDecision } from './pool.js';
 import {
-  ApiError,
   type Clock,
   type EventSink,
   type Logger,
@@ -26,6 +25,7 @@ import {
   type Registry,
   type Restarter,
 } from './ports.js';
+import { ApiError } from '../http/api-error.js';
 import type { EventIntent } from './reasons.js';
 import { Refresher } from './refresh.js';
 import type { PoolsFile } from '../contract/pools-file.js';

@@ -16,7 +16,7 @@
  */
 import { PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
 import { Controller } from './controller.js';
-import { KubeHttp, USER_AGENT } from './adapters/http.js';
+import { KubeHttp, USER_AGENT } from '../http/client.js';
 import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
 import { jsonLogger } from './adapters/log.js';
 import { ProcRestarter } from './adapters/proc.js';

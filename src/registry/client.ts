@@ -5,12 +5,13 @@
  * (distribution `token` spec), with credentials from a {@link Keyring}.
  *
  * The sidecar imports this file, so it stays on node built-ins and the sidecar's own HTTP client
- * (reconciler/adapters/http.ts explains the memory budget behind that).
+ * (src/http/client.ts explains the memory budget behind that).
  */
 import { createHash } from 'node:crypto';
-import { ApiError, type Registry } from '../reconciler/ports.js';
-import { request, type HttpResponse } from '../reconciler/adapters/http.js';
-import { quote } from '../imagecache/errors.js';
+import { type Registry } from '../reconciler/ports.js';
+import { ApiError } from '../http/api-error.js';
+import { request, type HttpResponse } from '../http/client.js';
+import { quote } from '../text/quote.js';
 import { checkDigest, parseImageRef, type ImageRef } from '../imagecache/reference.js';
 import { DOCKER_HUB, DOCKER_HUB_API, type Credential, type Keyring } from './keyring.js';
 

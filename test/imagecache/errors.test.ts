@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  excerpt,
-  formatDiagnostic,
-  formatDiagnostics,
-  quote,
-  SpecError,
-  type Diagnostic,
-  type Severity,
-} from '../../src/imagecache/errors.js';
+import { formatDiagnostic, formatDiagnostics, SpecError, type Diagnostic, type Severity } from '../../src/imagecache/errors.js';
+import { excerpt, quote } from '../../src/text/quote.js';
 
 const at = (severity: Severity, line: number): Diagnostic => ({
   severity,
