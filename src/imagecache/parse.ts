@@ -40,7 +40,7 @@ import {
   type Reader,
   type Shape,
 } from './read.js';
-import { parseImageRef, type ImageRef } from './reference.js';
+import { parseImageRef, type ImageRef } from '../oci/reference.js';
 import { parseYamlDocuments, resolveAlias, YamlLimitError } from './yaml.js';
 
 /** One input file: its name for messages, and its text. */

@@ -38,8 +38,7 @@ done
 # The compiled sidecar, without declaration files.
 mkdir -p "$rootfs/app/lib/src"
 cp -r "$repo/lib/src/reconciler" "$rootfs/app/lib/src/"
-mkdir -p "$rootfs/app/lib/src/imagecache" && cp "$repo/lib/src/imagecache/reference.js" "$rootfs/app/lib/src/imagecache/"
-cp -r "$repo/lib/src/contract" "$repo/lib/src/registry" "$rootfs/app/lib/src/"
+cp -r "$repo/lib/src/contract" "$repo/lib/src/oci" "$repo/lib/src/http" "$repo/lib/src/text" "$rootfs/app/lib/src/"
 find "$rootfs/app" -name '*.d.ts' -delete
 rm -f "$rootfs/app/lib/src/reconciler/build-image.sh"
 printf '{"type":"module"}\n' >"$rootfs/app/package.json"

@@ -28,7 +28,7 @@
  * pod on a warm node, since pullers run only on warming nodes. Pure and deterministic.
  */
 import { createHash } from 'node:crypto';
-import type { ImageRef } from '../imagecache/reference.js';
+import type { ImageRef } from '../oci/reference.js';
 import { shortHash } from '../contract/identity.js';
 
 /** One burst puller: its key (a lane number, or an image hash) and its images, never empty. */

@@ -8,7 +8,7 @@ import { Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import type { Pool } from '../imagecache/model.js';
-import type { ImageRef } from '../imagecache/reference.js';
+import type { ImageRef } from '../oci/reference.js';
 import type { PullerLane } from './lanes.js';
 import {
   DEFAULTS,
