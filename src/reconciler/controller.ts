@@ -8,7 +8,7 @@
  * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
  */
-import type { ReconcilerConfig } from './config.js';
+import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import { decideGate, mergeEvents, nextCheckAt } from './gate.js';
 import type { KNode, KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
