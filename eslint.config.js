@@ -29,7 +29,7 @@ export default defineConfig(
       parserOptions: {
         // Each file gets the program of its nearest tsconfig.json, as in the editor. The JS files
         // that no tsconfig includes are linted with type information from the default project.
-        projectService: { allowDefaultProject: ['eslint.config.js', 'deploy/argocd/*.mjs'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', 'deploy/argocd/*.mjs', 'src/reconciler/image-files.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

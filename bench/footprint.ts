@@ -27,7 +27,9 @@ import { freePort } from '../harness/cluster/loopback.js';
 import { FakeApiserver } from '../harness/fake-apiserver.js';
 import { sleep, waitFor } from '../harness/time.js';
 import { median } from './support/stats.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV, LABEL_POOL_MEMBER } from '../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_POOL_MEMBER } from '../src/contract/names.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../src/contract/identity.js';
+import { renderSidecarEnv, resolveSidecarEnv } from '../src/contract/sidecar-env.js';
 import type { KPod } from '../src/reconciler/kube-types.js';
 import { LANES_SETTING } from '../src/imagecache/parse.js';
 
@@ -187,15 +189,18 @@ async function main(): Promise<number> {
         : {}),
       PREWARM_KUBE_SERVER: api.url,
       PREWARM_POOLS_PATH: poolsPath,
-      [ENV.nodeName]: 'bench-node',
-      [ENV.podName]: 'pull-bench',
-      [ENV.podNamespace]: 'prewarm',
-      [ENV.pool]: 'bench',
-      [ENV.nodeLabelKey]: 'prewarm.dev/bench',
-      [ENV.nodeAnnotationKey]: 'status.prewarm.dev/bench',
-      [ENV.gateTaintKey]: DEFAULT_GATE_TAINT_KEY,
-      [ENV.metricsPort]: String(metricsPort),
-      [ENV.podIP]: '127.0.0.1',
+      ...resolveSidecarEnv(
+        renderSidecarEnv({
+          poolId: 'bench',
+          nodeLabelKey: nodeLabelKey('bench'),
+          nodeAnnotationKey: nodeAnnotationKey('bench'),
+          gateTaintKey: DEFAULT_GATE_TAINT_KEY,
+          deadlineSeconds: DEFAULTS.deadlineSeconds,
+          refreshSeconds: DEFAULTS.refreshSeconds,
+          metricsPort,
+        }),
+        { 'spec.nodeName': 'bench-node', 'metadata.name': 'pull-bench', 'metadata.namespace': 'prewarm', 'status.podIP': '127.0.0.1' },
+      ),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

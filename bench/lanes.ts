@@ -8,7 +8,7 @@
  *
  * Usage: tsx bench/lanes.ts   (SETS=100 for more sets per size)
  */
-import { parseImageRef } from '../src/imagecache/reference.js';
+import { parseImageRef } from '../src/oci/reference.js';
 import { pullerLanes, type PullerLane } from '../src/synth/lanes.js';
 
 const ref = (name: string) => {

@@ -22,7 +22,7 @@ import {
   manyAliasesToBigAnchor,
   mergeChain,
 } from '../harness/hostile-specs.js';
-import { MAX_SPEC_FILE_BYTES } from '../src/imagecache/load.js';
+import { MAX_SPEC_FILE_BYTES } from '../src/index.js';
 
 /** Each case: the files it writes (text per file). */
 const CASES: Record<string, () => string[]> = {

@@ -16,7 +16,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KNode, KPod } from '../src/reconciler/kube-types.js';
-import { ApiError, type JsonPatchOp } from '../src/reconciler/ports.js';
+import { type JsonPatchOp } from '../src/reconciler/ports.js';
+import { ApiError } from '../src/http/api-error.js';
 import { mergeNodeMetadata, patchNodeTaints } from './node-patch.js';
 
 /** One recorded request. */

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { ApiError } from '../src/reconciler/ports.js';
+import { ApiError } from '../src/http/api-error.js';
 import { apiserverUrl } from './cluster/config.js';
 import { adminCert, CA_CRT } from './cluster/pki.js';
 import { sleep } from './time.js';

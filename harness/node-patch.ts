@@ -4,7 +4,8 @@
  * annotations, and a JSON patch of test-guarded taint removals.
  */
 import type { KNode } from '../src/reconciler/kube-types.js';
-import { ApiError, type JsonPatchOp } from '../src/reconciler/ports.js';
+import { type JsonPatchOp } from '../src/reconciler/ports.js';
+import { ApiError } from '../src/http/api-error.js';
 
 type Obj = Record<string, unknown>;
 

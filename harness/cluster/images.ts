@@ -28,6 +28,7 @@ import { BIN, BUSYBOX_STATIC, IMAGES, NET, REGISTRY, REPO_DIR, STATE_DIR } from 
 import { CA_CRT } from './pki.js';
 import { ensureMirrorHost, registryTagDigest } from './registry.js';
 import { nsWrap, run, runAsync } from './sh.js';
+import { copySidecarImageFiles, SIDECAR_MAIN, sidecarImageFiles } from '../../src/reconciler/image-files.mjs';
 
 const BUILD_DIR = join(STATE_DIR, 'image-build');
 
@@ -404,19 +405,21 @@ export function reconcilerNodeFlags(): string[] {
 }
 
 /**
- * The prewarm reconciler sidecar image, built from the compiled sources that ship (lib/src, made
- * by `npm run build`) plus this machine's node binary and the shared libraries it links (ldd).
- * Rebuilt only when lib/src or node changes. Entry: node /app/lib/src/reconciler/main.js.
+ * The prewarm reconciler sidecar image: the compiled files the shipped image holds (the import
+ * graph of lib/src/reconciler/main.js, made by `npm run build`, as src/reconciler/image-files.mjs
+ * lists it for the Dockerfile and build-image.sh too) plus this machine's node binary and the
+ * shared libraries it links (ldd). Rebuilt only when those files or node change. Entry:
+ * node /app/lib/src/reconciler/main.js.
  */
 export function ensureReconcilerImage(ref: string, repoDir: string, opts: EnsureOptions = {}): void {
-  const libSrc = join(repoDir, 'lib', 'src');
-  const main = join(libSrc, 'reconciler', 'main.js');
+  const lib = join(repoDir, 'lib');
+  const main = join(lib, SIDECAR_MAIN);
   if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` before building the reconciler image`);
   const entrypoint = ['/usr/local/bin/node', ...reconcilerNodeFlags(), '/app/lib/src/reconciler/main.js'];
   const hash = createHash('sha256');
   hash.update(process.execPath + process.version + entrypoint.join(' '));
-  const files = run(['find', libSrc, '-type', 'f', '-name', '*.js']).stdout.split('\n').filter(Boolean).sort();
-  for (const f of files) hash.update(f).update(readFileSync(f));
+  const files = sidecarImageFiles(lib);
+  for (const f of files) hash.update(f).update(readFileSync(join(lib, f)));
   const digest = hash.digest('hex').slice(0, 16);
   mkdirSync(BUILD_DIR, { recursive: true });
   const stamp = join(BUILD_DIR, `reconciler-${ref.replace(/[^a-zA-Z0-9_.-]/g, '_')}.hash`);
@@ -433,8 +436,7 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
       cpSync(realpathSync(p), join(root, p));
     }
   }
-  mkdirSync(join(root, 'app/lib'), { recursive: true });
-  cpSync(libSrc, join(root, 'app/lib/src'), { recursive: true, filter: (s) => !s.endsWith('.d.ts') });
+  copySidecarImageFiles(lib, join(root, 'app/lib'));
   writeFileSync(join(root, 'app/package.json'), JSON.stringify({ type: 'module' }) + '\n');
   mkdirSync(join(root, 'tmp'), { recursive: true });
   const src = buildOciImage(`reconciler-${ref}`, [{ src: root, dest: '/' }], {

@@ -3,7 +3,7 @@
  * never printed whole. A Kubernetes Status gives its `message`, escaped and cut like every value a
  * message quotes; any other answer (an HTML page, a proxy's error, 300 KB of text) is only named.
  */
-import { excerpt } from '../imagecache/errors.js';
+import { excerpt } from '../text/quote.js';
 
 /** The longest Status message shown: room for a whole RBAC refusal, never a flood. */
 const MAX_STATUS_CHARS = 300;

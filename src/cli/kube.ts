@@ -8,7 +8,7 @@
  * the content. Each file, and each certificate, key and token file it names for the context in
  * use, is read as spec files are: a regular file (a FIFO never blocks), of bounded size.
  *
- * Its requests go through the sidecar's own HTTP exchange (reconciler/adapters/http.ts), not
+ * Its requests go through the sidecar's own HTTP exchange (src/http/client.ts), not
  * client-node's fetch: that one bounds each request as a whole (connect to last byte) and caps the
  * body, where fetch would wait on an apiserver that accepts and never answers, or drips.
  */
@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { isMap, parseDocument, type YAMLError } from 'yaml';
 import { readNamedFile } from '../imagecache/load.js';
-import { request } from '../reconciler/adapters/http.js';
+import { request } from '../http/client.js';
 import { CliError, ExitCode } from './exit-codes.js';
 
 /**

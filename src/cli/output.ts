@@ -19,7 +19,7 @@ import { constants } from 'node:os';
 import { basename, dirname, join, parse, relative, resolve, sep } from 'node:path';
 import { asIoError, CliError, ExitCode } from './exit-codes.js';
 import { inspectOutput, writeOutputMarker } from './output-marker.js';
-import { excerpt } from '../imagecache/errors.js';
+import { excerpt } from '../text/quote.js';
 
 /** The longest file name a refusal shows; longer ones are cut and marked. */
 const MAX_NAME_CHARS = 200;

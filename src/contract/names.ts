@@ -143,7 +143,7 @@ export const DEFAULTS = {
 
 /**
  * Ranges of the durations synthesis hands the sidecar, in seconds. The sidecar refuses to start
- * outside them (src/reconciler/config.ts), and a sidecar that never starts never lifts the gate,
+ * outside them (src/contract/sidecar-env.ts), and a sidecar that never starts never lifts the gate,
  * so the spec rejects the same values up front (src/imagecache/parse.ts).
  */
 export const LIMITS = {

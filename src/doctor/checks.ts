@@ -5,13 +5,15 @@
  * (each read may be refused, which is reported and never stops the other checks) and renders the
  * findings.
  */
-import { DEFAULTS, ENV, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
+import { DEFAULTS, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
+import { parseSidecarGate, type SidecarGate } from '../contract/sidecar-env.js';
 import { PULL_FAILURE_REASONS, timeOf, type Pod } from '../contract/pod-status.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../reconciler/gate.js';
 import { ACCESS_NAMES } from '../synth/access.js';
 import { table } from '../status/report.js';
-import { excerpt, plural } from '../imagecache/errors.js';
+import { plural } from '../imagecache/errors.js';
+import { excerpt } from '../text/quote.js';
 
 type Opt<T> = T | undefined;
 type Labels = Opt<Readonly<Record<string, string>>>;
@@ -185,6 +187,15 @@ interface PoolView {
 const byName = <T extends { readonly name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 const managed = (labels: Labels): boolean => labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
 
+/** The gate a sidecar's template environment states; one the sidecar would refuse to start with counts as no gate. */
+function sidecarGate(env: readonly { readonly name: string; readonly value?: Opt<string> }[]): SidecarGate {
+  try {
+    return parseSidecarGate(Object.fromEntries(env.map((e) => [e.name, e.value ?? undefined])));
+  } catch {
+    return { gateTaintKey: '', deadlineSeconds: DEFAULTS.deadlineSeconds };
+  }
+}
+
 /** The pools of the prewarm DaemonSets: one per holder. */
 function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
   const pools: PoolView[] = [];
@@ -195,7 +206,7 @@ function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
     const namespace = ds.metadata?.namespace ?? '';
     const podSpec = ds.spec?.template?.spec;
     const sidecar = podSpec?.containers?.find((c) => c.name === SIDECAR_CONTAINER);
-    const env = (name: string): string | undefined => sidecar?.env?.find((e) => e.name === name)?.value ?? undefined;
+    const gate = sidecarGate(sidecar?.env ?? []);
     const pullers = daemonSets.filter(
       (d) => d.metadata?.namespace === namespace && isPuller(d.metadata.labels) && poolOf(d.metadata.labels) === id,
     ).length;
@@ -203,8 +214,7 @@ function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
       id,
       namespace,
       lanes: Math.max(1, pullers),
-      gateTaintKey: env(ENV.gateTaintKey) ?? '',
-      deadlineSeconds: Number(env(ENV.deadlineSeconds) ?? DEFAULTS.deadlineSeconds) || DEFAULTS.deadlineSeconds,
+      ...gate,
       sidecar: sidecar !== undefined,
       pullSecrets: [...new Set((podSpec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])))].sort(),
     });

@@ -16,7 +16,7 @@ import {
   type PoolSettings,
   type Toleration,
 } from './model.js';
-import type { ImageRef } from './reference.js';
+import type { ImageRef } from '../oci/reference.js';
 
 /** Result of grouping: the bundle, plus conflicts found while merging. */
 export interface BundleResult {

@@ -3,7 +3,7 @@
  * and controller flags. Whole seconds only: sub-second precision means nothing for image pulls.
  */
 
-import { quote } from './errors.js';
+import { quote } from '../text/quote.js';
 
 const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600 };
 const DURATION = /^(?:\d+[hms])+$/;

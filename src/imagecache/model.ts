@@ -4,7 +4,7 @@
  */
 import type { Placement, Toleration } from '../contract/placement.js';
 import type { Location } from './errors.js';
-import type { ImageRef } from './reference.js';
+import type { ImageRef } from '../oci/reference.js';
 
 /** The two ImageCache dialects we read. */
 export const API_VERSIONS = {

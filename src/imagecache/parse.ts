@@ -9,7 +9,8 @@ import { TOLERATE_ALL } from '../contract/placement.js';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, Pair, YAMLMap, type Document, type Node } from 'yaml';
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_MANAGED_BY, LIMITS, MANAGED_BY } from '../contract/names.js';
 import { formatDuration, outsideRange, parseDuration } from './duration.js';
-import { excerpt, MAX_QUOTED_CHARS, NOTHING_SKIPPED, quote, type Diagnostic, type Location, type Skipped } from './errors.js';
+import { NOTHING_SKIPPED, type Diagnostic, type Location, type Skipped } from './errors.js';
+import { excerpt, MAX_QUOTED_CHARS, quote } from '../text/quote.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import {
   API_VERSIONS,
@@ -39,7 +40,7 @@ import {
   type Reader,
   type Shape,
 } from './read.js';
-import { parseImageRef, type ImageRef } from './reference.js';
+import { parseImageRef, type ImageRef } from '../oci/reference.js';
 import { parseYamlDocuments, resolveAlias, YamlLimitError } from './yaml.js';
 
 /** One input file: its name for messages, and its text. */

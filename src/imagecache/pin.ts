@@ -9,7 +9,7 @@ import { applyEdits, scalarSpan } from './edit.js';
 import type { Location } from './errors.js';
 import { API_VERSIONS } from './model.js';
 import { DocContext, isMergeKey, type Path } from './read.js';
-import { parseImageRef } from './reference.js';
+import { parseImageRef } from '../oci/reference.js';
 
 /** One image reference found in a file. */
 export interface ImageSite {

@@ -4,7 +4,8 @@
  * us tell an unquoted number from a string.
  */
 import { isAlias, isMap, isNode, isScalar, isSeq, type Document, type LineCounter, type Node, type YAMLMap } from 'yaml';
-import { excerpt, quote, type Diagnostic, type Location, type Severity } from './errors.js';
+import { type Diagnostic, type Location, type Severity } from './errors.js';
+import { excerpt, quote } from '../text/quote.js';
 import { resolveAlias } from './yaml.js';
 
 /** A field path, rendered like `spec.cacheSpec[0].nodeSelector["kubernetes.io/arch"]`. */

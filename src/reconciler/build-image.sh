@@ -5,10 +5,10 @@
 #
 # The image holds what src/reconciler/Dockerfile's runtime stage holds, built from this machine
 # instead of a base image: the host's node binary and the shared libraries it links (ldd), the
-# compiled sidecar (lib/src/{reconciler,contract,registry} and the image reference parser, from
-# `tsc -p src/reconciler`), a package.json marking it ESM, /etc/passwd with the numeric non-root
+# compiled sidecar (the files of lib/src that src/reconciler/image-files.mjs finds in its import
+# graph, from `tsc -p src/reconciler`), a package.json marking it ESM, /etc/passwd with the numeric non-root
 # user 65532, and /tmp.
-# The sidecar has no runtime npm dependencies (see adapters/http.ts), so no node_modules.
+# The sidecar has no runtime npm dependencies (see src/http/client.ts), so no node_modules.
 # The architecture is the host's; for multi-arch images use the Dockerfile with buildx.
 #
 # Push the layout with: skopeo copy oci:OUT_DIR:TAG docker://REGISTRY/prewarm-reconciler:TAG
@@ -35,13 +35,8 @@ ldd "$node" | grep -o '/[^ )]*' | sort -u | while read -r lib; do
   done
 done
 
-# The compiled sidecar, without declaration files.
-mkdir -p "$rootfs/app/lib/src"
-cp -r "$repo/lib/src/reconciler" "$rootfs/app/lib/src/"
-mkdir -p "$rootfs/app/lib/src/imagecache" && cp "$repo/lib/src/imagecache/reference.js" "$rootfs/app/lib/src/imagecache/"
-cp -r "$repo/lib/src/contract" "$repo/lib/src/registry" "$rootfs/app/lib/src/"
-find "$rootfs/app" -name '*.d.ts' -delete
-rm -f "$rootfs/app/lib/src/reconciler/build-image.sh"
+# The compiled sidecar: the files its import graph reaches, the list the Dockerfile copies too.
+node "$repo/src/reconciler/image-files.mjs" "$repo/lib" "$rootfs/app/lib" >/dev/null
 printf '{"type":"module"}\n' >"$rootfs/app/package.json"
 
 mkdir -p "$rootfs/etc" "$rootfs/tmp"

@@ -8,14 +8,13 @@
  * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
  */
-import type { ReconcilerConfig } from './config.js';
+import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import { decideGate, mergeEvents, nextCheckAt } from './gate.js';
 import type { KNode, KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
 import { metadataPatch, taintRemovalPatch } from './patches.js';
 import { decidePool, type PoolDecision } from './pool.js';
 import {
-  ApiError,
   type Clock,
   type EventSink,
   type Logger,
@@ -26,6 +25,7 @@ import {
   type Registry,
   type Restarter,
 } from './ports.js';
+import { ApiError } from '../http/api-error.js';
 import type { EventIntent } from './reasons.js';
 import { Refresher } from './refresh.js';
 import type { PoolsFile } from '../contract/pools-file.js';

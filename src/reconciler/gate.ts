@@ -7,7 +7,7 @@ import { DEFAULTS, NodeState } from '../contract/names.js';
 import { placementSelectsHealthyNode } from '../contract/placement.js';
 import { timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
-import type { ReconcilerConfig } from './config.js';
+import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode } from './kube-types.js';
 import type { PoolDecision, PoolState } from './pool.js';
 import { gateEvent, type EventIntent } from '../contract/events.js';

@@ -16,12 +16,12 @@
  */
 import { PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
 import { Controller } from './controller.js';
-import { KubeHttp, USER_AGENT } from './adapters/http.js';
+import { KubeHttp, USER_AGENT } from '../http/client.js';
 import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
 import { jsonLogger } from './adapters/log.js';
 import { ProcRestarter } from './adapters/proc.js';
-import { OciRegistry } from '../registry/client.js';
-import { loadKeyring } from '../registry/keyring.js';
+import { OciRegistry } from '../oci/client.js';
+import { loadKeyring } from '../oci/keyring.js';
 import { serveMetrics, systemClock } from './adapters/system.js';
 import { Metrics } from './metrics.js';
 import { EXIT_BAD_CONFIG, loadStartup, oneLine, reportStartupFailure, StartupError, TERMINATION_LOG } from './startup.js';

@@ -2,7 +2,7 @@
  * Patch encoding: the decisions of pool.ts and gate.ts as request bodies for the node, each with
  * the patch type that makes concurrent writers safe.
  */
-import type { ReconcilerConfig } from './config.js';
+import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode } from './kube-types.js';
 import type { PoolDecision } from './pool.js';
 

@@ -14,7 +14,7 @@ import { ANNOTATION_VERSION, parseAnnotation, renderAnnotation, type FailingImag
 import { NodeState } from '../contract/names.js';
 import { conditionTrueSince, timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
-import type { ReconcilerConfig } from './config.js';
+import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode, KPod } from './kube-types.js';
 import { mergeObservations, observeImages, type ImageObservation } from './observe.js';
 import { partialEvent, pullFailingEvent, warmEvent, type EventIntent } from '../contract/events.js';

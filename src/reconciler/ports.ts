@@ -5,20 +5,6 @@
 import type { KNode, KPod } from './kube-types.js';
 import type { EventIntent } from './reasons.js';
 
-/** An apiserver (or registry) answer other than 2xx. Branch on {@link code}, never on the message text. */
-export class ApiError extends Error {
-  override readonly name = 'ApiError';
-  constructor(
-    /** HTTP status; 0 for transport errors (connection refused, timeout). */
-    readonly code: number,
-    message: string,
-    /** `Status.reason` from the apiserver, e.g. `Conflict`, `Expired`. */
-    readonly reason?: string,
-  ) {
-    super(message);
-  }
-}
-
 /** One event of the watch on our own pod. */
 export interface PodWatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';

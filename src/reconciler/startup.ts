@@ -9,8 +9,8 @@
 import fs from 'node:fs';
 import { POOLS_FILE, POOLS_MOUNT_PATH } from '../contract/names.js';
 import { parsePoolsFile, PoolsFileError, type PoolsFile } from '../contract/pools-file.js';
-import { ConfigError, configFromEnv, type ReconcilerConfig } from './config.js';
-import type { Endpoint } from './adapters/http.js';
+import { ConfigError, configFromEnv, type ReconcilerConfig } from '../contract/sidecar-env.js';
+import type { Endpoint } from '../http/client.js';
 import { inClusterEndpoint } from './adapters/kube.js';
 
 /** Where the kubelet mounts the container's termination message file. */

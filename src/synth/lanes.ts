@@ -32,7 +32,7 @@
  * pod template, so only changed lanes roll. Pure and deterministic.
  */
 import { createHash } from 'node:crypto';
-import type { ImageRef } from '../imagecache/reference.js';
+import type { ImageRef } from '../oci/reference.js';
 
 /** One burst puller: its lane number and its images, never empty. */
 export interface PullerLane {

@@ -3,7 +3,7 @@
  * src/contract/identity.ts, the image reference) and never from construct paths, so renaming or reordering specs
  * never renames an object, and a DaemonSet's immutable selector never changes under it.
  */
-import type { ImageRef } from '../imagecache/reference.js';
+import type { ImageRef } from '../oci/reference.js';
 import { GROUP } from '../contract/names.js';
 import { HASH_LENGTH, shortHash, slug } from '../contract/identity.js';
 

@@ -8,7 +8,7 @@ import { Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import type { Pool } from '../imagecache/model.js';
-import type { ImageRef } from '../imagecache/reference.js';
+import type { ImageRef } from '../oci/reference.js';
 import type { PullerLane } from './lanes.js';
 import {
   DEFAULTS,
@@ -25,6 +25,7 @@ import {
 } from '../contract/names.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { COMPONENT, holderSelector, pullerSelector, Role } from '../contract/roles.js';
+import { renderSidecarEnv } from '../contract/sidecar-env.js';
 import { patchPullDaemonSet } from './escape-hatches.js';
 import {
   daemonSetName,
@@ -212,21 +213,29 @@ export class PullDaemonSet extends Construct {
       resources: SIDECAR_RESOURCES,
       ports: [{ number: metricsPort, name: METRICS_PORT_NAME }],
       volumeMounts: [{ path: POOLS_MOUNT_PATH, volume: pools, readOnly: true }, ...secretMounts],
-      envVariables: {
-        [ENV.nodeName]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.NODE_NAME),
-        [ENV.podName]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAME),
-        [ENV.podNamespace]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAMESPACE),
-        [ENV.podIP]: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_IP),
-        [ENV.pool]: kplus.EnvValue.fromValue(this.poolId),
-        [ENV.nodeLabelKey]: kplus.EnvValue.fromValue(nodeLabelKey(this.poolId)),
-        [ENV.nodeAnnotationKey]: kplus.EnvValue.fromValue(nodeAnnotationKey(this.poolId)),
-        [ENV.gateTaintKey]: kplus.EnvValue.fromValue(gate?.taintKey ?? ''),
-        [ENV.deadlineSeconds]: kplus.EnvValue.fromValue(String(gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds)),
-        [ENV.refreshSeconds]: kplus.EnvValue.fromValue(String(pool.settings.refreshSeconds)),
-        [ENV.metricsPort]: kplus.EnvValue.fromValue(String(metricsPort)),
-      },
+      envVariables: Object.fromEntries(
+        renderSidecarEnv({
+          poolId: this.poolId,
+          nodeLabelKey: nodeLabelKey(this.poolId),
+          nodeAnnotationKey: nodeAnnotationKey(this.poolId),
+          gateTaintKey: gate?.taintKey ?? '',
+          deadlineSeconds: gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds,
+          refreshSeconds: pool.settings.refreshSeconds,
+          metricsPort,
+        }).map((v) => [v.name, 'value' in v ? kplus.EnvValue.fromValue(v.value) : kplus.EnvValue.fromFieldRef(envFieldPath(v.fieldPath))]),
+      ),
     });
   }
+}
+
+/** cdk8s-plus's downward API fields by their path. */
+const ENV_FIELD_PATHS = new Map<string, kplus.EnvFieldPaths>(Object.values(kplus.EnvFieldPaths).map((p) => [p, p]));
+
+/** The cdk8s-plus member for a downward API field path the contract names. */
+function envFieldPath(path: string): kplus.EnvFieldPaths {
+  const member = ENV_FIELD_PATHS.get(path);
+  if (member === undefined) throw new Error(`cdk8s-plus has no downward API field ${path}`);
+  return member;
 }
 
 /**

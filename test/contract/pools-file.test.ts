@@ -7,7 +7,7 @@ import { buildBundle } from '../../src/imagecache/bundle.js';
 import { loadBundle } from '../../src/imagecache/load.js';
 import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
-import { configFromEnv } from '../../src/reconciler/config.js';
+import { configFromEnv } from '../../src/contract/sidecar-env.js';
 import { synthYaml } from '../../src/synth/app.js';
 import { poolEntryOf } from '../../src/synth/charts.js';
 import { placementOf } from '../../src/contract/placement.js';

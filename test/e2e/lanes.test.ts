@@ -35,7 +35,7 @@ import { renderTimelineText } from '../../src/status/timeline-render.js';
 import { nodeAnnotationKey } from '../../src/contract/identity.js';
 import { applyServerSide, imageCache, specDir } from './helpers.js';
 import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
-import { parseImageRef, type ImageRef } from '../../src/imagecache/reference.js';
+import { parseImageRef, type ImageRef } from '../../src/oci/reference.js';
 import { pullerLanes } from '../../src/synth/lanes.js';
 import { pullerDaemonSetName } from '../../src/synth/naming.js';
 

@@ -1,11 +1,12 @@
 /** Builders of pods, nodes and pools for the reconciler's unit tests. */
-import type { ReconcilerConfig } from '../../src/reconciler/config.js';
+import { renderSidecarEnv, resolveSidecarEnv, type ReconcilerConfig } from '../../src/contract/sidecar-env.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../../src/contract/identity.js';
 import type { ContainerStatus } from '../../src/contract/pod-status.js';
 import type { KNode, KPod, KTaint } from '../../src/reconciler/kube-types.js';
 import type { Observed } from '../../src/reconciler/pool.js';
 import { placementOf, type NodeSelector, type Toleration } from '../../src/contract/placement.js';
 import type { PoolEntry, PoolsFile } from '../../src/contract/pools-file.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV } from '../../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../../src/contract/names.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
 export const iso = (sec: number): string => new Date(T0 + sec * 1000).toISOString();
@@ -155,12 +156,23 @@ export function observed(over: Partial<Observed> = {}): Observed {
   };
 }
 
-/** The sidecar's required environment, as synthesis sets it (downward API values filled in). */
-export const SIDECAR_ENV: Readonly<Record<string, string>> = {
-  [ENV.nodeName]: 'n1',
-  [ENV.podName]: 'p1',
-  [ENV.podNamespace]: 'ns',
-  [ENV.pool]: 'gpu',
-  [ENV.nodeLabelKey]: 'prewarm.dev/gpu',
-  [ENV.nodeAnnotationKey]: 'status.prewarm.dev/gpu',
+/** The downward API fields of the sidecar's pod in these tests. */
+export const SIDECAR_FIELDS: Readonly<Record<string, string>> = {
+  'spec.nodeName': 'n1',
+  'metadata.name': 'p1',
+  'metadata.namespace': 'ns',
 };
+
+/** The sidecar's environment as synthesis renders it for pool `gpu` without a gate, downward API values filled in. */
+export const SIDECAR_ENV: Readonly<Record<string, string>> = resolveSidecarEnv(
+  renderSidecarEnv({
+    poolId: 'gpu',
+    nodeLabelKey: nodeLabelKey('gpu'),
+    nodeAnnotationKey: nodeAnnotationKey('gpu'),
+    gateTaintKey: '',
+    deadlineSeconds: DEFAULTS.deadlineSeconds,
+    refreshSeconds: DEFAULTS.refreshSeconds,
+    metricsPort: DEFAULTS.metricsPort,
+  }),
+  SIDECAR_FIELDS,
+);

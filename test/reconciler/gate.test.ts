@@ -4,7 +4,8 @@ import { ABSOLUTE_GRACE_SECONDS, decideGate, mergeEvents, nextCheckAt } from '..
 import type { KNode } from '../../src/reconciler/kube-types.js';
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
-import { ApiError, type JsonPatchOp } from '../../src/reconciler/ports.js';
+import { type JsonPatchOp } from '../../src/reconciler/ports.js';
+import { ApiError } from '../../src/http/api-error.js';
 import { EventReason, GateOutcome } from '../../src/reconciler/reasons.js';
 import { mergeNodeMetadata, patchNodeTaints } from '../../harness/node-patch.js';
 import { IMAGES, at, config, gate, node, observed as obs, pod, pool, pools, st } from './fixtures.js';

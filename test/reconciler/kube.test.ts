@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { EVENTS_NAMESPACE, LABEL_POOL_MEMBER } from '../../src/contract/names.js';
-import { KubeHttp } from '../../src/reconciler/adapters/http.js';
+import { KubeHttp } from '../../src/http/client.js';
 import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource, projectPod } from '../../src/reconciler/adapters/kube.js';
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import type { KPod } from '../../src/reconciler/kube-types.js';

@@ -8,7 +8,7 @@ import { buildBundle } from '../../src/imagecache/bundle.js';
 import { formatDiagnostic, SpecError } from '../../src/imagecache/errors.js';
 import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles, type SourceFile } from '../../src/imagecache/parse.js';
-import { parseImageRef } from '../../src/imagecache/reference.js';
+import { parseImageRef } from '../../src/oci/reference.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
 import { checkLimits, checkManifestNames, type Manifest } from '../../src/synth/checks.js';
 import { poolId, shortHash } from '../../src/contract/identity.js';

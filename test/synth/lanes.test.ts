@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseImageRef } from '../../src/imagecache/reference.js';
+import { parseImageRef } from '../../src/oci/reference.js';
 import { pullerLanes, type PullerLane } from '../../src/synth/lanes.js';
 
 const ref = (name: string) => {

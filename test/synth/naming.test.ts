@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkDns1123Label, checkQualifiedName } from '../../src/imagecache/k8s-validation.js';
-import { parseImageRef, type ImageRef } from '../../src/imagecache/reference.js';
+import { parseImageRef, type ImageRef } from '../../src/oci/reference.js';
 import { nodeLabelKey, poolId } from '../../src/contract/identity.js';
 import { daemonSetName, dnsLabel, imageContainerName } from '../../src/synth/naming.js';
 

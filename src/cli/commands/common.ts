@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { checkDns1123Label } from '../../imagecache/k8s-validation.js';
 import { DURATION_FORM, isDurationForm, outsideRange, parseDuration, type DurationRange } from '../../imagecache/duration.js';
 import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
-import { parseImageRef } from '../../imagecache/reference.js';
+import { parseImageRef } from '../../oci/reference.js';
 import { UsageError } from '../exit-codes.js';
 
 /** Why an option value is wrong, or undefined when it is fine. */

@@ -1,8 +1,8 @@
 /** `prewarm pin`: resolve tags to digests against the registries and rewrite the spec files in place. */
 import type { Argv } from 'yargs';
-import { OciRegistry, registryHost, registryRef } from '../../registry/client.js';
-import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../registry/docker-config.js';
-import { ApiError } from '../../reconciler/ports.js';
+import { OciRegistry, registryHost, registryRef } from '../../oci/client.js';
+import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../oci/docker-config.js';
+import { ApiError } from '../../http/api-error.js';
 import { formatDiagnostics, plural, type Diagnostic } from '../../imagecache/errors.js';
 import { readSources } from '../../imagecache/load.js';
 import { parseFiles } from '../../imagecache/parse.js';

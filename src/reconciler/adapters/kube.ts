@@ -5,11 +5,11 @@
 import fs from 'node:fs';
 import { EVENTS_NAMESPACE, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
 import { poolMembersQuery } from '../../contract/roles.js';
-import type { ReconcilerConfig } from '../config.js';
+import type { ReconcilerConfig } from '../../contract/sidecar-env.js';
 import type { KNode, KPod } from '../kube-types.js';
 import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource } from '../ports.js';
 import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../reasons.js';
-import type { Endpoint, KubeHttp } from './http.js';
+import type { Endpoint, KubeHttp } from '../../http/client.js';
 
 /**
  * The in-cluster endpoint: `KUBERNETES_SERVICE_HOST/PORT`, the mounted CA and the projected token,

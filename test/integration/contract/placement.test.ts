@@ -21,7 +21,7 @@ import { placementSelectsNode, type Taint } from '../../../src/contract/placemen
 import { parsePoolsFile, type PoolEntry } from '../../../src/contract/pools-file.js';
 import { buildBundle } from '../../../src/imagecache/bundle.js';
 import { parseFiles } from '../../../src/imagecache/parse.js';
-import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
+import { KubeHttp } from '../../../src/http/client.js';
 import { synthYaml } from '../../../src/synth/app.js';
 import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER, POOLS_FILE } from '../../../src/contract/names.js';
 import { startLoopbackControlPlane, type LoopbackControlPlane } from '../../../harness/cluster/loopback.js';

@@ -4,8 +4,8 @@
  * gate taint there, and nothing else — not on node B, not other keys, not Secrets, no lists.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
-import { ApiError } from '../../../src/reconciler/ports.js';
+import { KubeHttp } from '../../../src/http/client.js';
+import { ApiError } from '../../../src/http/api-error.js';
 import type { KNode } from '../../../src/reconciler/kube-types.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
 import { adminEndpoint, apply, applyAccess, INT_NAMESPACES, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';

@@ -9,13 +9,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeHttp } from '../../../src/reconciler/adapters/http.js';
+import { KubeHttp } from '../../../src/http/client.js';
 import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
 import { parseAnnotation } from '../../../src/contract/annotation.js';
-import { ApiError } from '../../../src/reconciler/ports.js';
+import { ApiError } from '../../../src/http/api-error.js';
 import { placementOf } from '../../../src/contract/placement.js';
 import { renderPoolsFile, type PoolsFile } from '../../../src/contract/pools-file.js';
-import { DEFAULT_GATE_TAINT_KEY, ENV } from '../../../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../../../src/contract/identity.js';
+import { renderSidecarEnv, resolveSidecarEnv } from '../../../src/contract/sidecar-env.js';
 import { adminEndpoint, apply, applyAccess, INT_NAMESPACES, makeNode, makePod, podToken, setContainerStatuses } from './cluster.js';
 import { waitFor } from '../../../harness/time.js';
 
@@ -91,15 +93,18 @@ async function startSidecar(pod: KPod, pool: string, node: string, deadlineSecon
       PREWARM_KUBE_CA_FILE: caFile,
       PREWARM_KUBE_TOKEN_FILE: tokenFile,
       PREWARM_POOLS_PATH: path.join(tmp, 'pools.json'),
-      [ENV.nodeName]: node,
-      [ENV.podName]: pod.metadata.name as string,
-      [ENV.podNamespace]: NS,
-      [ENV.pool]: pool,
-      [ENV.nodeLabelKey]: `prewarm.dev/${pool}`,
-      [ENV.nodeAnnotationKey]: `status.prewarm.dev/${pool}`,
-      [ENV.gateTaintKey]: DEFAULT_GATE_TAINT_KEY,
-      [ENV.deadlineSeconds]: String(deadlineSeconds),
-      [ENV.metricsPort]: '0',
+      ...resolveSidecarEnv(
+        renderSidecarEnv({
+          poolId: pool,
+          nodeLabelKey: nodeLabelKey(pool),
+          nodeAnnotationKey: nodeAnnotationKey(pool),
+          gateTaintKey: DEFAULT_GATE_TAINT_KEY,
+          deadlineSeconds,
+          refreshSeconds: 0,
+          metricsPort: 0,
+        }),
+        { 'spec.nodeName': node, 'metadata.name': pod.metadata.name as string, 'metadata.namespace': NS },
+      ),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -5,17 +5,17 @@
  * (distribution `token` spec), with credentials from a {@link Keyring}.
  *
  * The sidecar imports this file, so it stays on node built-ins and the sidecar's own HTTP client
- * (reconciler/adapters/http.ts explains the memory budget behind that).
+ * (src/http/client.ts explains the memory budget behind that).
  */
 import { createHash } from 'node:crypto';
-import { ApiError, type Registry } from '../reconciler/ports.js';
-import { request, type HttpResponse } from '../reconciler/adapters/http.js';
-import { quote } from '../imagecache/errors.js';
-import { checkDigest, parseImageRef, type ImageRef } from '../imagecache/reference.js';
+import { ApiError } from '../http/api-error.js';
+import { request, type HttpResponse } from '../http/client.js';
+import { quote } from '../text/quote.js';
+import { checkDigest, parseImageRef, type ImageRef } from './reference.js';
 import { DOCKER_HUB, DOCKER_HUB_API, type Credential, type Keyring } from './keyring.js';
 
 /**
- * Parses a reference to resolve, by the one parser synthesis uses (src/imagecache/reference.ts),
+ * Parses a reference to resolve, by the one parser synthesis uses (src/oci/reference.ts),
  * so the registry is asked exactly for the names synth emitted. Throws on an invalid reference.
  */
 export function registryRef(image: string): ImageRef {
@@ -123,7 +123,7 @@ const basic = (c: Credential): string => `Basic ${Buffer.from(`${c.username}:${c
  * single HEAD (a registry behind htpasswd otherwise answers each bare HEAD with a 401 first).
  * Failures reject with an {@link ApiError} carrying the HTTP status (0 for transport errors).
  */
-export class OciRegistry implements Registry {
+export class OciRegistry {
   private readonly tokens = new Map<string, { token: string; until: number }>();
   private readonly basicScopes = new Set<string>();
   constructor(private readonly o: OciRegistryOptions) {}

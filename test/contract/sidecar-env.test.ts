@@ -1,10 +1,94 @@
 import { describe, expect, it } from 'vitest';
-import { configFromEnv } from '../../src/reconciler/config.js';
+import {
+  configFromEnv,
+  parseSidecarGate,
+  renderSidecarEnv,
+  resolveSidecarEnv,
+  type SidecarSettings,
+} from '../../src/contract/sidecar-env.js';
+import { nodeAnnotationKey, nodeLabelKey } from '../../src/contract/identity.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 import { ENV, LIMITS } from '../../src/contract/names.js';
-import { SIDECAR_ENV } from './fixtures.js';
+import { SIDECAR_ENV } from '../reconciler/fixtures.js';
 
 const base = SIDECAR_ENV;
+/** The variables with a shared default; without them only what the sidecar requires is left. */
+const OPTIONAL: readonly string[] = [ENV.gateTaintKey, ENV.deadlineSeconds, ENV.refreshSeconds, ENV.metricsPort];
+const required = Object.fromEntries(Object.entries(SIDECAR_ENV).filter(([k]) => !OPTIONAL.includes(k)));
+
+const SETTINGS: readonly SidecarSettings[] = [
+  {
+    poolId: 'gpu-a1b2c3',
+    nodeLabelKey: nodeLabelKey('gpu-a1b2c3'),
+    nodeAnnotationKey: nodeAnnotationKey('gpu-a1b2c3'),
+    gateTaintKey: 'prewarm.dev/warming',
+    deadlineSeconds: 900,
+    refreshSeconds: 21_600,
+    metricsPort: 9464,
+  },
+  {
+    poolId: 'web',
+    nodeLabelKey: nodeLabelKey('web'),
+    nodeAnnotationKey: nodeAnnotationKey('web'),
+    gateTaintKey: '',
+    deadlineSeconds: LIMITS.deadlineSeconds.min,
+    refreshSeconds: 0,
+    metricsPort: 0,
+  },
+  {
+    poolId: 'x',
+    nodeLabelKey: nodeLabelKey('x'),
+    nodeAnnotationKey: nodeAnnotationKey('x'),
+    gateTaintKey: 'startup-taint.cluster-autoscaler.kubernetes.io/prewarm',
+    deadlineSeconds: LIMITS.deadlineSeconds.max,
+    refreshSeconds: LIMITS.refreshSeconds.max,
+    metricsPort: 65_535,
+  },
+];
+
+describe('renderSidecarEnv and configFromEnv', () => {
+  it.each(SETTINGS)('round-trip: the sidecar reads back what synthesis rendered for $poolId', (s) => {
+    const fields = { 'spec.nodeName': 'n1', 'metadata.name': 'p1', 'metadata.namespace': 'ns', 'status.podIP': '10.0.0.5' };
+    expect(configFromEnv(resolveSidecarEnv(renderSidecarEnv(s), fields))).toStrictEqual({
+      ...s,
+      nodeName: 'n1',
+      podName: 'p1',
+      podNamespace: 'ns',
+      metricsHost: '10.0.0.5',
+    });
+    expect(parseSidecarGate(resolveSidecarEnv(renderSidecarEnv(s), {}))).toStrictEqual({
+      gateTaintKey: s.gateTaintKey,
+      deadlineSeconds: s.deadlineSeconds,
+    });
+  });
+  it('renders every variable once: the downward API fields first, then each setting as a literal', () => {
+    const vars = renderSidecarEnv(SETTINGS[0] as SidecarSettings);
+    expect(vars.map((v) => v.name)).toEqual([
+      ENV.nodeName,
+      ENV.podName,
+      ENV.podNamespace,
+      ENV.podIP,
+      ENV.pool,
+      ENV.nodeLabelKey,
+      ENV.nodeAnnotationKey,
+      ENV.gateTaintKey,
+      ENV.deadlineSeconds,
+      ENV.refreshSeconds,
+      ENV.metricsPort,
+    ]);
+    expect(vars.filter((v) => 'fieldPath' in v)).toEqual([
+      { name: ENV.nodeName, fieldPath: 'spec.nodeName' },
+      { name: ENV.podName, fieldPath: 'metadata.name' },
+      { name: ENV.podNamespace, fieldPath: 'metadata.namespace' },
+      { name: ENV.podIP, fieldPath: 'status.podIP' },
+    ]);
+  });
+  it('leaves a downward API field the kubelet has not filled unset, so /metrics binds to loopback', () => {
+    const env = resolveSidecarEnv(renderSidecarEnv(SETTINGS[0] as SidecarSettings), { 'spec.nodeName': 'n1' });
+    expect(Object.keys(env)).not.toContain(ENV.podIP);
+    expect(() => configFromEnv(env)).toThrow('environment variable PREWARM_POD_NAME is required');
+  });
+});
 
 describe('configFromEnv', () => {
   it('accepts the gate keys an invocation may allow', () => {
@@ -13,7 +97,7 @@ describe('configFromEnv', () => {
     }
   });
   it('applies the shared defaults', () => {
-    expect(configFromEnv(base)).toEqual({
+    expect(configFromEnv(required)).toEqual({
       nodeName: 'n1',
       podName: 'p1',
       podNamespace: 'ns',

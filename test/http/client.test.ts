@@ -5,9 +5,9 @@
  * bounds with a wide margin, not timings.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeHttp, request } from '../../../src/reconciler/adapters/http.js';
-import { ApiError } from '../../../src/reconciler/ports.js';
-import { startHostileServer, type HostileBehaviour, type HostileServer } from '../../../harness/hostile-server.js';
+import { KubeHttp, request } from '../../src/http/client.js';
+import { ApiError } from '../../src/http/api-error.js';
+import { startHostileServer, type HostileBehaviour, type HostileServer } from '../../harness/hostile-server.js';
 
 let server: HostileServer | undefined;
 afterEach(async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseImageRef } from '../../src/imagecache/reference.js';
+import { parseImageRef } from '../../src/oci/reference.js';
 
 const SHA = 'a'.repeat(64);
 

@@ -1,5 +1,7 @@
 /**
- * A thin JSON client over node:http/node:https, shared by the apiserver and registry adapters.
+ * A thin JSON client over node:http/node:https, shared by the sidecar's apiserver and registry
+ * adapters and by the CLI. A leaf below the OCI client, the sidecar and the CLI: it imports only
+ * node built-ins, {@link ApiError} and the quoting of untrusted text.
  *
  * Why not @kubernetes/client-node at run time: importing it costs 50–70 MiB of RSS in Node 20
  * (node-fetch, openid-client, ws, js-yaml, the generated models; measured with
@@ -9,8 +11,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { excerpt } from '../../imagecache/errors.js';
-import { ApiError } from '../ports.js';
+import { excerpt } from '../text/quote.js';
+import { ApiError } from './api-error.js';
 
 /** The sidecar's User-Agent towards the apiserver and registries, so their logs name it. */
 export const USER_AGENT = 'prewarm-reconciler';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Keyring, loadKeyring } from '../../src/registry/keyring.js';
+import { Keyring, loadKeyring } from '../../src/oci/keyring.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 

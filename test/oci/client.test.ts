@@ -5,9 +5,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OciRegistry, parseChallenge, registryHost, registryRef } from '../../src/registry/client.js';
-import { Keyring } from '../../src/registry/keyring.js';
-import { ApiError } from '../../src/reconciler/ports.js';
+import { OciRegistry, parseChallenge, registryHost, registryRef } from '../../src/oci/client.js';
+import { Keyring } from '../../src/oci/keyring.js';
+import { ApiError } from '../../src/http/api-error.js';
 
 const D1 = `sha256:${'1'.repeat(64)}`;
 const D2 = `sha256:${'2'.repeat(64)}`;

@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DockerConfigError, jsonSyntaxError, loadRegistryCredentials } from '../../src/registry/docker-config.js';
+import { DockerConfigError, jsonSyntaxError, loadRegistryCredentials } from '../../src/oci/docker-config.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 

@@ -1,0 +1,149 @@
+/**
+ * The sidecar's environment, the one render/parse pair: synthesis renders it into the pull pod
+ * ({@link renderSidecarEnv}), the sidecar parses it at start ({@link configFromEnv}), and doctor
+ * reads the gate back from a DaemonSet template ({@link parseSidecarGate}). Errors throw with exact
+ * messages so a misconfigured pod fails at start, loudly.
+ *
+ * The gate key and deadline travel twice, here and in pools.json, on purpose. The environment is
+ * part of the pod template: a change rolls the DaemonSet, so each pod runs with the settings it was
+ * created with, and its own pool's gate never changes under it. pools.json is one ConfigMap for the
+ * namespace, which the kubelet refreshes in place some time after it changes; the sidecar reads it
+ * only for the other pools that gate the same node. test/contract/pools-file.test.ts checks that
+ * synthesis writes both alike.
+ */
+import { isKubernetesNodeTaint, isQualifiedKey } from './gate-key.js';
+import { DEFAULTS, ENV, LIMITS } from './names.js';
+
+/** What synthesis writes into the sidecar's environment as literal values: its pool and the pool's settings. */
+export interface SidecarSettings extends SidecarGate {
+  readonly poolId: string;
+  readonly nodeLabelKey: string;
+  readonly nodeAnnotationKey: string;
+  /** 0 disables the tag refresh. */
+  readonly refreshSeconds: number;
+  /** 0 disables `/metrics`. */
+  readonly metricsPort: number;
+}
+
+/** The pool's gate as its sidecar's environment states it. */
+export interface SidecarGate {
+  /** Empty: this pool does not gate. */
+  readonly gateTaintKey: string;
+  readonly deadlineSeconds: number;
+}
+
+/** Everything the decision core needs to know about "who am I": the settings and what the downward API fills in. */
+export interface ReconcilerConfig extends SidecarSettings {
+  readonly nodeName: string;
+  readonly podName: string;
+  readonly podNamespace: string;
+  /** Address `/metrics` binds to; loopback unless the pod IP is given. */
+  readonly metricsHost: string;
+}
+
+/** The environment as a process sees it. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** One variable of the sidecar container: a literal value, or a downward API field the kubelet fills in. */
+export type SidecarEnvVar = { readonly name: string; readonly value: string } | { readonly name: string; readonly fieldPath: string };
+
+/** The downward API fields the sidecar reads, in the order the pod spec lists them. */
+const FIELD_REFS: readonly { readonly name: string; readonly fieldPath: string }[] = [
+  { name: ENV.nodeName, fieldPath: 'spec.nodeName' },
+  { name: ENV.podName, fieldPath: 'metadata.name' },
+  { name: ENV.podNamespace, fieldPath: 'metadata.namespace' },
+  { name: ENV.podIP, fieldPath: 'status.podIP' },
+];
+
+/** The sidecar container's environment, in the order the pod spec lists it: the downward API fields, then the settings. */
+export function renderSidecarEnv(s: SidecarSettings): readonly SidecarEnvVar[] {
+  return [
+    ...FIELD_REFS,
+    { name: ENV.pool, value: s.poolId },
+    { name: ENV.nodeLabelKey, value: s.nodeLabelKey },
+    { name: ENV.nodeAnnotationKey, value: s.nodeAnnotationKey },
+    { name: ENV.gateTaintKey, value: s.gateTaintKey },
+    { name: ENV.deadlineSeconds, value: String(s.deadlineSeconds) },
+    { name: ENV.refreshSeconds, value: String(s.refreshSeconds) },
+    { name: ENV.metricsPort, value: String(s.metricsPort) },
+  ];
+}
+
+/**
+ * What the process would see: the rendered variables with each downward API field taken from
+ * `fields` (by field path, e.g. `spec.nodeName`); a field missing there stays unset, as the kubelet
+ * leaves `status.podIP` unset before the pod has an address. For tests and benchmarks that run the
+ * sidecar outside a pod.
+ */
+export function resolveSidecarEnv(vars: readonly SidecarEnvVar[], fields: Readonly<Record<string, string>>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const v of vars) {
+    const value = 'value' in v ? v.value : fields[v.fieldPath];
+    if (value !== undefined) env[v.name] = value;
+  }
+  return env;
+}
+
+/** Thrown for invalid sidecar configuration; `main` reports it and exits non-zero. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+function required(env: Env, key: string): string {
+  const v = env[key];
+  if (v === undefined || v === '') throw new ConfigError(`environment variable ${key} is required`);
+  return v;
+}
+
+function seconds(env: Env, key: string, dflt: number, max: number): number {
+  const v = env[key];
+  if (v === undefined || v === '') return dflt;
+  if (!/^\d+$/.test(v) || Number(v) > max) {
+    throw new ConfigError(`environment variable ${key} must be an integer between 0 and ${max}, got "${v}"`);
+  }
+  return Number(v);
+}
+
+/**
+ * The gate key, checked again here although synthesis chose it: the sidecar holds the token that
+ * patches nodes, so whatever its environment says, it never removes a taint that Kubernetes itself
+ * sets and lifts (a control-plane or not-ready taint). Which other keys a pool may gate on is
+ * decided at synth time (src/contract/gate-key.ts), where the trusted allowances are known; the
+ * admission policy enforces that list.
+ */
+function gateTaintKey(key: string): string {
+  if (key === '') return key;
+  if (!isQualifiedKey(key))
+    throw new ConfigError(`environment variable ${ENV.gateTaintKey} is not a valid taint key: ${JSON.stringify(key.slice(0, 100))}`);
+  if (isKubernetesNodeTaint(key)) {
+    throw new ConfigError(
+      `environment variable ${ENV.gateTaintKey} names ${JSON.stringify(key)}, a taint Kubernetes itself sets and lifts; refusing to gate on it`,
+    );
+  }
+  return key;
+}
+
+/** Reads the gate from a sidecar environment; doctor reads it so from a DaemonSet template. */
+export function parseSidecarGate(env: Env): SidecarGate {
+  const deadlineSeconds = seconds(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, LIMITS.deadlineSeconds.max);
+  if (deadlineSeconds === 0) throw new ConfigError(`environment variable ${ENV.deadlineSeconds} must be positive`);
+  return { gateTaintKey: gateTaintKey(env[ENV.gateTaintKey] ?? ''), deadlineSeconds };
+}
+
+/** Reads the sidecar's configuration from an environment (normally `process.env`). */
+export function configFromEnv(env: Env): ReconcilerConfig {
+  const gate = parseSidecarGate(env);
+  return {
+    nodeName: required(env, ENV.nodeName),
+    podName: required(env, ENV.podName),
+    podNamespace: required(env, ENV.podNamespace),
+    poolId: required(env, ENV.pool),
+    nodeLabelKey: required(env, ENV.nodeLabelKey),
+    nodeAnnotationKey: required(env, ENV.nodeAnnotationKey),
+    ...gate,
+    refreshSeconds: seconds(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
+    metricsPort: seconds(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),
+    // eslint-disable-next-line @typescript-eslint/prefer-nullish-coalescing -- an empty value falls back too
+    metricsHost: env[ENV.podIP] || '127.0.0.1',
+  };
+}
