@@ -12,6 +12,8 @@ import { ABSOLUTE_GRACE_SECONDS } from '../reconciler/gate.js';
 import { ACCESS_NAMES } from '../synth/access.js';
 import { table } from '../status/report.js';
 import { excerpt, plural } from '../imagecache/errors.js';
+import { compareStrings } from '../contract/order.js';
+import { parseQuantity } from '../contract/quantity.js';
 
 type Opt<T> = T | undefined;
 type Labels = Opt<Readonly<Record<string, string>>>;
@@ -182,7 +184,7 @@ interface PoolView {
   readonly pullSecrets: readonly string[];
 }
 
-const byName = <T extends { readonly name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byName = <T extends { readonly name: string }>(a: T, b: T): number => compareStrings(a.name, b.name);
 const managed = (labels: Labels): boolean => labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
 
 /** The pools of the prewarm DaemonSets: one per holder. */
@@ -209,7 +211,7 @@ function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
       pullSecrets: [...new Set((podSpec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])))].sort(),
     });
   }
-  return pools.sort((a, b) => (`${a.namespace}/${a.id}` < `${b.namespace}/${b.id}` ? -1 : 1));
+  return pools.sort((a, b) => compareStrings(`${a.namespace}/${a.id}`, `${b.namespace}/${b.id}`));
 }
 
 /** `namespace/name` of every pull secret the prewarm DaemonSets name: what the CLI reads for {@link DoctorInput.secrets}. */
@@ -281,8 +283,7 @@ export function diagnose(input: DoctorInput): DoctorReport {
     const ka = order[a.scope.split(' ')[0] ?? ''] ?? 9;
     const kb = order[b.scope.split(' ')[0] ?? ''] ?? 9;
     if (ka !== kb) return ka - kb;
-    if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
-    return a.check < b.check ? -1 : a.check > b.check ? 1 : 0;
+    return compareStrings(a.scope, b.scope) || compareStrings(a.check, b.check);
   });
   return {
     findings,
@@ -564,31 +565,13 @@ function checkImagePulls(kc: KubeletConfig, here: readonly PoolView[], finding: 
   }
 }
 
-/** Bytes of a Kubernetes quantity such as `100Gi` or `107374182400`; undefined when unreadable. */
-export function quantityBytes(q: string | undefined): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$/.exec(q ?? '');
-  if (!m) return undefined;
-  const unit: Record<string, number> = {
-    Ki: 2 ** 10,
-    Mi: 2 ** 20,
-    Gi: 2 ** 30,
-    Ti: 2 ** 40,
-    Pi: 2 ** 50,
-    k: 1e3,
-    M: 1e6,
-    G: 1e9,
-    T: 1e12,
-    P: 1e15,
-  };
-  return Number(m[1]) * (m[2] === undefined ? 1 : (unit[m[2]] ?? 1));
-}
-
 const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
 
 function checkImageGc(kc: KubeletConfig, node: DoctorNode, finding: NodeFinding): void {
   const high = kc.imageGCHighThresholdPercent ?? KUBELET_DEFAULTS.imageGCHighThresholdPercent;
   const low = kc.imageGCLowThresholdPercent ?? KUBELET_DEFAULTS.imageGCLowThresholdPercent;
-  const disk = quantityBytes(node.status?.capacity?.['ephemeral-storage']);
+  const capacity = node.status?.capacity?.['ephemeral-storage'];
+  const disk = capacity === undefined ? undefined : parseQuantity(capacity);
   // The kubelet lists at most nodeStatusMaxImages (50 by default) images: a lower bound.
   const images = (node.status?.images ?? []).reduce((n, i) => n + (i.sizeBytes ?? 0), 0);
   const thresholds = `image GC from ${high}% down to ${low}% of the image disk`;

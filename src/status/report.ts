@@ -9,6 +9,7 @@ import { containerStarted, pullFailure, type Opt, type Pod } from '../contract/p
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { LABEL_PULLER, NodeState } from '../contract/names.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
+import { compareStrings } from '../contract/order.js';
 
 /** The fields of a DaemonSet that status reads (client-node's V1DaemonSet fits). */
 export interface ObservedDaemonSet {
@@ -103,7 +104,7 @@ export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: read
           nodesByName.get(pod.spec?.nodeName ?? ''),
         ),
       )
-      .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+      .sort((a, b) => compareStrings(a.node, b.node));
     const count = (s: NodePoolState) => reports.filter((r) => r.state === s).length;
     const desired = ds.status?.desiredNumberScheduled ?? reports.length;
     // Nodes the DaemonSet wants but has no pod on yet are cold too.
@@ -119,7 +120,7 @@ export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: read
       nodes: reports,
     });
   }
-  pools.sort((a, b) => (a.namespace + '/' + a.pool < b.namespace + '/' + b.pool ? -1 : 1));
+  pools.sort((a, b) => compareStrings(`${a.namespace}/${a.pool}`, `${b.namespace}/${b.pool}`));
   return { pools, allWarm: pools.every((p) => p.warm === p.desired) };
 }
 
@@ -148,14 +149,14 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
         started: statuses.filter(containerStarted).length,
       };
     })
-    .sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));
+    .sort((a, b) => compareStrings(a.lane, b.lane));
   return {
     node: name,
     state,
     images: annotation?.images ?? pod.status?.containerStatuses?.length ?? 0,
     ...(annotation?.present === undefined ? {} : { present: annotation.present }),
     ...(annotation?.ttwSeconds === undefined ? {} : { timeToWarmSeconds: annotation.ttwSeconds }),
-    failing: [...failing].sort((a, b) => (a.image < b.image ? -1 : 1)),
+    failing: [...failing].sort((a, b) => compareStrings(a.image, b.image)),
     ...(lanes.length === 0 ? {} : { lanes }),
   };
 }

@@ -13,7 +13,6 @@ import {
   diagnose,
   minorOf,
   pullSecretsOf,
-  quantityBytes,
   renderDoctorTable,
   STUCK_AFTER_SECONDS,
   summary,
@@ -311,13 +310,6 @@ describe('diagnose', () => {
     expect(find(full.findings, Check.imageGc)[0]?.message).toContain('images take at least 6.0 GiB of 10.0 GiB');
     const fine = diagnose(input({ nodes: ok([node('n1', { disk: '10Gi', imageBytes: 4 * 2 ** 30 })]), kubeletConfigs: kc }));
     expect(find(fine.findings, Check.imageGc)[0]?.level).toBe('ok');
-  });
-
-  it('reads quantities', () => {
-    expect(quantityBytes('100Gi')).toBe(100 * 2 ** 30);
-    expect(quantityBytes('5G')).toBe(5e9);
-    expect(quantityBytes('12345')).toBe(12345);
-    expect(quantityBytes('lots')).toBeUndefined();
   });
 
   it('a gating taint past created + longest deadline + the absolute grace is an error; before it, information', () => {
