@@ -22,7 +22,7 @@ type Labels = Opt<Readonly<Record<string, string>>>;
  * One read from the cluster: the object, or why there is none. `denied` (401/403) is the user's
  * missing permission, reported as such; `missing` is a 404; `failed` is anything else.
  */
-export type Read<T> =
+export type ClusterRead<T> =
   | { readonly kind: 'ok'; readonly value: T }
   | { readonly kind: 'missing' }
   | { readonly kind: 'denied'; readonly message: string }
@@ -93,18 +93,18 @@ export interface KubeletConfig {
 export interface DoctorInput {
   /** Milliseconds since the epoch, when the cluster was read. */
   readonly now: number;
-  readonly version: Read<ObservedVersion>;
-  readonly policy: Read<unknown>;
-  readonly policyBinding: Read<unknown>;
+  readonly version: ClusterRead<ObservedVersion>;
+  readonly policy: ClusterRead<unknown>;
+  readonly policyBinding: ClusterRead<unknown>;
   /** DaemonSets labelled `app.kubernetes.io/managed-by: prewarm`, holders and pullers. */
-  readonly daemonSets: Read<readonly DoctorDaemonSet[]>;
+  readonly daemonSets: ClusterRead<readonly DoctorDaemonSet[]>;
   /** Every pod that is neither Succeeded nor Failed, in every namespace. */
-  readonly pods: Read<readonly Pod[]>;
-  readonly nodes: Read<readonly DoctorNode[]>;
+  readonly pods: ClusterRead<readonly Pod[]>;
+  readonly nodes: ClusterRead<readonly DoctorNode[]>;
   /** By `namespace/name`, for each name {@link pullSecretsOf} returns. */
-  readonly secrets: ReadonlyMap<string, Read<unknown>>;
+  readonly secrets: ReadonlyMap<string, ClusterRead<unknown>>;
   /** By node name. */
-  readonly kubeletConfigs: ReadonlyMap<string, Read<KubeletConfig>>;
+  readonly kubeletConfigs: ReadonlyMap<string, ClusterRead<KubeletConfig>>;
 }
 
 /**
@@ -220,7 +220,7 @@ export function pullSecretsOf(daemonSets: readonly DoctorDaemonSet[]): string[] 
 }
 
 /** The one-line reason a read gave nothing, for a finding of level `unknown`. */
-function unread(what: string, r: Exclude<Read<unknown>, { kind: 'ok' }>): string {
+function unread(what: string, r: Exclude<ClusterRead<unknown>, { kind: 'ok' }>): string {
   if (r.kind === 'missing') return `${what} not found; skipped`;
   return r.kind === 'denied' ? `not allowed to read ${what} (${r.message}); skipped` : `could not read ${what}: ${r.message}; skipped`;
 }
@@ -237,7 +237,7 @@ const KUBELET_FIX =
  * The advice for a read that gave nothing, matching why: the missing permission (`grant`) for a
  * refusal, `failure` when the apiserver or kubelet failed, none for a 404.
  */
-function fixFor(r: Exclude<Read<unknown>, { kind: 'ok' }>, grant: string, failure: string = APISERVER_FIX): string | undefined {
+function fixFor(r: Exclude<ClusterRead<unknown>, { kind: 'ok' }>, grant: string, failure: string = APISERVER_FIX): string | undefined {
   if (r.kind === 'missing') return undefined;
   return r.kind === 'denied' ? grant : failure;
 }
@@ -299,7 +299,7 @@ export function minorOf(v: ObservedVersion): number | undefined {
   return v.major === '1' && m ? Number(m[1]) : undefined;
 }
 
-function checkVersion(version: Read<ObservedVersion>, cluster: (c: Check, l: Level, m: string, f?: string) => void): void {
+function checkVersion(version: ClusterRead<ObservedVersion>, cluster: (c: Check, l: Level, m: string, f?: string) => void): void {
   if (version.kind !== 'ok') {
     cluster(Check.apiserverVersion, 'unknown', unread('/version', version), fixFor(version, 'grant get on the /version non-resource URL'));
     return;
@@ -385,7 +385,12 @@ function podTrouble(pod: Pod): { reason: string; stuck: boolean } | undefined {
   return { reason: unscheduled === true ? 'unschedulable' : (pod.status?.phase ?? 'not ready'), stuck: false };
 }
 
-function checkRollouts(daemonSets: readonly DoctorDaemonSet[], pods: Read<readonly Pod[]>, now: number, add: (f: Finding) => void): void {
+function checkRollouts(
+  daemonSets: readonly DoctorDaemonSet[],
+  pods: ClusterRead<readonly Pod[]>,
+  now: number,
+  add: (f: Finding) => void,
+): void {
   for (const ds of daemonSets) {
     if (!managed(ds.metadata?.labels)) continue;
     const scope = `daemonset ${ds.metadata?.namespace ?? ''}/${ds.metadata?.name ?? ''}`;

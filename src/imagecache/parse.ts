@@ -574,10 +574,6 @@ function defaultHelperImage(): ImageRef {
   return parsed.ref;
 }
 
-/** The built-in helper image, exported for docs and tests. */
-export const HELPER_IMAGE_DEFAULT = DEFAULT_HELPER_IMAGE;
-/** The built-in rollout maxUnavailable. */
-export const MAX_UNAVAILABLE_DEFAULT = DEFAULT_MAX_UNAVAILABLE;
 /** The lane count a pool gets when no ImageCache sets `spec.lanes`, and the range it may take. */
 export const LANES_SETTING = LANES;
 

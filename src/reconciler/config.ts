@@ -36,7 +36,8 @@ function required(env: Readonly<Record<string, string | undefined>>, key: string
   return v;
 }
 
-function seconds(env: Readonly<Record<string, string | undefined>>, key: string, dflt: number, max: number): number {
+/** An integer from 0 to `max` (seconds, or a port), or `dflt` when unset. */
+function wholeNumber(env: Readonly<Record<string, string | undefined>>, key: string, dflt: number, max: number): number {
   const v = env[key];
   if (v === undefined || v === '') return dflt;
   if (!/^\d+$/.test(v) || Number(v) > max) {
@@ -66,7 +67,7 @@ function gateTaintKey(key: string): string {
 
 /** Reads the sidecar's configuration from an environment (normally `process.env`). */
 export function configFromEnv(env: Readonly<Record<string, string | undefined>>): ReconcilerConfig {
-  const deadlineSeconds = seconds(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, LIMITS.deadlineSeconds.max);
+  const deadlineSeconds = wholeNumber(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, LIMITS.deadlineSeconds.max);
   if (deadlineSeconds === 0) throw new ConfigError(`environment variable ${ENV.deadlineSeconds} must be positive`);
   return {
     nodeName: required(env, ENV.nodeName),
@@ -77,8 +78,8 @@ export function configFromEnv(env: Readonly<Record<string, string | undefined>>)
     nodeAnnotationKey: required(env, ENV.nodeAnnotationKey),
     gateTaintKey: gateTaintKey(env[ENV.gateTaintKey] ?? ''),
     deadlineSeconds,
-    refreshSeconds: seconds(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
-    metricsPort: seconds(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),
+    refreshSeconds: wholeNumber(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
+    metricsPort: wholeNumber(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),
     // eslint-disable-next-line @typescript-eslint/prefer-nullish-coalescing -- an empty value falls back too
     metricsHost: env[ENV.podIP] || '127.0.0.1',
   };

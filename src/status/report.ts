@@ -33,8 +33,8 @@ export interface ObservedNode {
 /** A node's state for one pool. */
 export type NodePoolState = NodeState | 'cold';
 
-/** One image that is not on a node yet, with the kubelet's reason. */
-export interface FailingImage {
+/** One image that is not on a node yet, with the kubelet's reason (the node annotation's own list is `FailingImage`). */
+export interface WaitingImage {
   readonly image: string;
   readonly reason: string;
   readonly message?: string;
@@ -58,7 +58,7 @@ export interface NodeReport {
   readonly present?: number;
   readonly timeToWarmSeconds?: number;
   /** Failing images of the holder and of every puller on the node, one per image. */
-  readonly failing: readonly FailingImage[];
+  readonly failing: readonly WaitingImage[];
   /** The pool's burst pullers on the node, sorted by lane; absent when there are none. */
   readonly lanes?: readonly LaneReport[];
 }
@@ -131,7 +131,7 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
   const state: NodePoolState = label === NodeState.Warm ? NodeState.Warm : label === NodeState.Partial ? NodeState.Partial : 'cold';
   // The pods' own statuses are fresher than the annotation for images still failing now; an image
   // failing in the holder and in a puller is listed once.
-  const live = new Map<string, FailingImage>();
+  const live = new Map<string, WaitingImage>();
   for (const c of [pod, ...pullers].flatMap((p) => p.status?.containerStatuses ?? [])) {
     const image = c.image ?? '';
     const reason = pullFailure(c);
