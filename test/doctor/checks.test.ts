@@ -8,21 +8,10 @@ import {
   LABEL_PULLER,
   SIDECAR_CONTAINER,
 } from '../../src/contract/names.js';
-import {
-  Check,
-  diagnose,
-  minorOf,
-  pullSecretsOf,
-  renderDoctorTable,
-  STUCK_AFTER_SECONDS,
-  summary,
-  type DoctorDaemonSet,
-  type DoctorInput,
-  type DoctorNode,
-  type Finding,
-  type KubeletConfig,
-  type ClusterRead,
-} from '../../src/doctor/checks.js';
+import { minorOf, pullSecretsOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
+import { diagnose } from '../../src/doctor/diagnose.js';
+import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, KubeletConfig } from '../../src/doctor/input.js';
+import { Check, renderDoctorTable, summary, type Finding } from '../../src/doctor/report.js';
 import type { Pod } from '../../src/contract/pod-status.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../../src/reconciler/gate.js';
 

@@ -20,7 +20,7 @@ import { run, type RunResult } from '../../harness/cluster/sh.js';
 import { buildProject, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { waitFor } from '../../harness/time.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
-import type { DoctorReport, Finding } from '../../src/doctor/checks.js';
+import type { DoctorReport, Finding } from '../../src/doctor/report.js';
 import { nodeLabelKey } from '../../src/contract/identity.js';
 import { applyServerSide, imageCache, kubeconfigPath, specDir } from './helpers.js';
 

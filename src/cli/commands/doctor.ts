@@ -1,6 +1,6 @@
 /**
  * `prewarm doctor`: checks what prewarm depends on, per cluster and per node, with the user's
- * kubeconfig. The checks are pure (src/doctor/checks.ts); this file only reads the cluster, one
+ * kubeconfig. The checks are pure (src/doctor/diagnose.ts); this file only reads the cluster, one
  * read per object kind, and every read that is refused or fails becomes a finding of its own
  * instead of ending the run.
  *
@@ -9,16 +9,10 @@
  * cannot be reached, or answers no read).
  */
 import type { Argv } from 'yargs';
-import {
-  diagnose,
-  pullSecretsOf,
-  renderDoctorTable,
-  type DoctorFormat,
-  type DoctorInput,
-  type DoctorReport,
-  type KubeletConfig,
-  type ClusterRead,
-} from '../../doctor/checks.js';
+import { pullSecretsOf } from '../../doctor/checks.js';
+import { diagnose } from '../../doctor/diagnose.js';
+import type { ClusterRead, DoctorInput, KubeletConfig } from '../../doctor/input.js';
+import { renderDoctorTable, type DoctorFormat, type DoctorReport } from '../../doctor/report.js';
 import { plural } from '../../imagecache/errors.js';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { ACCESS_NAMES } from '../../synth/access.js';
