@@ -42,7 +42,9 @@ export interface PoolView {
   readonly pullSecrets: readonly string[];
 }
 
+/** Orders objects by name, in code-point order. */
 export const byName = <T extends { readonly name: string }>(a: T, b: T): number => compareStrings(a.name, b.name);
+/** Whether labels say prewarm manages the object. */
 export const managed = (labels: Labels): boolean => labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
 
 /** The pools of the prewarm DaemonSets: one per holder. */
@@ -83,6 +85,7 @@ export function minorOf(v: ObservedVersion): number | undefined {
   return v.major === '1' && m ? Number(m[1]) : undefined;
 }
 
+/** The apiserver is new enough for the synthesized output. */
 export function checkVersion(version: ClusterRead<ObservedVersion>, cluster: (c: Check, l: Level, m: string, f?: string) => void): void {
   if (version.kind !== 'ok') {
     cluster(Check.apiserverVersion, 'unknown', unread('/version', version), fixFor(version, 'grant get on the /version non-resource URL'));
@@ -103,6 +106,7 @@ export function checkVersion(version: ClusterRead<ObservedVersion>, cluster: (c:
   }
 }
 
+/** The sidecar's admission policy and its binding are in place when a pool runs the sidecar. */
 export function checkPolicy(
   input: DoctorInput,
   pools: readonly PoolView[],
@@ -129,6 +133,7 @@ export function checkPolicy(
   }
 }
 
+/** Every pull secret a pool names exists in its namespace. */
 export function checkSecrets(input: DoctorInput, pools: readonly PoolView[], add: (f: Finding) => void): void {
   for (const pool of pools) {
     for (const name of pool.pullSecrets) {
@@ -173,6 +178,7 @@ function podTrouble(pod: Pod): { reason: string; stuck: boolean } | undefined {
   return { reason: unscheduled === true ? 'unschedulable' : (pod.status?.phase ?? 'not ready'), stuck: false };
 }
 
+/** Each prewarm DaemonSet's rollout: complete, progressing, or stuck on pods that will not become ready. */
 export function checkRollouts(
   daemonSets: readonly DoctorDaemonSet[],
   pods: ClusterRead<readonly Pod[]>,
