@@ -40,6 +40,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: true,
       outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'own still warming → wait for the absolute bound',
@@ -59,6 +60,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: false,
       waiting: ['base'],
+      forceAt: at(600 + ABSOLUTE_GRACE_SECONDS),
     },
     {
       name: 'other pool partial → open',
@@ -68,6 +70,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: true,
       outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'other pool does not select the node (selector) → ignored',
@@ -76,6 +79,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'a passing not-ready:NoSchedule keeps no pool from gating (it gets its pod once the node is Ready) → wait',
@@ -85,6 +90,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: false,
       waiting: ['base'],
+      forceAt: at(600 + ABSOLUTE_GRACE_SECONDS),
     },
     {
       name: 'other pool does not tolerate a taint on the node → ignored',
@@ -93,6 +99,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'other pool gates another key → ignored',
@@ -101,6 +109,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'non-gating pool → ignored',
@@ -109,6 +119,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'a pool whose pod never starts: forced open at the absolute bound',
@@ -128,6 +140,7 @@ describe('decideGate', () => {
       now: at(1200),
       remove: false,
       forceAt: at(1800 + ABSOLUTE_GRACE_SECONDS),
+      waiting: ['base'],
     },
     {
       name: 'the absolute bound counts from node creation even if Ready moved',
@@ -143,9 +156,12 @@ describe('decideGate', () => {
   it.each(cases)('$name', (tc) => {
     const g = decideGate(tc.node, tc.pools, c, tc.own, tc.now);
     expect(g.removeTaintKey).toBe(tc.remove ? DEFAULT_GATE_TAINT_KEY : undefined);
-    if (tc.outcome) expect(g.outcome).toBe(tc.outcome);
-    if (tc.waiting) expect(g.waitingFor).toEqual(tc.waiting);
-    if (tc.forceAt !== undefined) expect(g.forceAt).toBe(tc.forceAt);
+    // Every field of the decision is compared: a case that leaves one out expects it absent.
+    expect({ outcome: g.outcome, waitingFor: g.waitingFor, forceAt: g.forceAt }).toEqual({
+      outcome: tc.outcome,
+      waitingFor: tc.waiting,
+      forceAt: tc.forceAt,
+    });
   });
 
   it('does nothing when the pool does not gate or the taint is gone', () => {
