@@ -91,13 +91,13 @@ export class NamespaceChart extends Chart {
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.
       const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes);
-      new PullDaemonSet(this, `pool-${pool.key}`, {
+      new PullDaemonSet(this, `pool-${pool.id}`, {
         pool,
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),
       });
       // Construct ids by position: two images whose short hashes collide must reach output-checks.ts, which
       // refuses them by name, instead of failing here on a duplicate id.
-      lanes.forEach((puller, i) => new PullDaemonSet(this, `pool-${pool.key}-puller-${i}`, { pool, puller }));
+      lanes.forEach((puller, i) => new PullDaemonSet(this, `pool-${pool.id}-puller-${i}`, { pool, puller }));
     }
   }
 }
