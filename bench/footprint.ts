@@ -31,7 +31,7 @@ import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_POOL_MEMBER } from '../src/cont
 import { nodeAnnotationKey, nodeLabelKey } from '../src/contract/identity.js';
 import { renderSidecarEnv, resolveSidecarEnv } from '../src/contract/sidecar-env.js';
 import type { KPod } from '../src/reconciler/kube-types.js';
-import { LANES_SETTING } from '../src/imagecache/parse.js';
+import { LANES_SETTING } from '../src/imagecache/defaults.js';
 
 /** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
 export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : reconcilerNodeFlags();

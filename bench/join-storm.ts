@@ -1,5 +1,5 @@
 /**
- * `npm run bench:join-storm` (issue #6): 1,000 kwok nodes join within 10 s; how long until every
+ * `npm run bench:join-storm`: 1,000 kwok nodes join within 10 s; how long until every
  * node has its pull pod scheduled and Running, what that costs the apiserver per node, and what
  * kube-fledged (bench/kubefledged/model.ts) creates for the same nodes and images.
  *

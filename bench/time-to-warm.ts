@@ -69,7 +69,7 @@ import { TimelineRecorder } from '../harness/timeline-recorder.js';
 import { pullersOnNode } from '../harness/pullers.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
 import { LABEL_PULLER } from '../src/contract/names.js';
-import { LANES_SETTING } from '../src/imagecache/parse.js';
+import { LANES_SETTING } from '../src/imagecache/defaults.js';
 import { buildTimeline } from '../src/status/timeline.js';
 import { renderTimelineSvg } from '../src/status/timeline-render.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';

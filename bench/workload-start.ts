@@ -27,7 +27,7 @@ import { ensureStandIn } from '../harness/cluster/images.js';
 import { registryProfile, setRegistryProfile } from '../harness/cluster/registry.js';
 import { describeProfile, LOOPBACK, parseRegistryProfile, PROFILE_NAMES, type ProfileName } from '../harness/cluster/registry-profile.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../src/contract/names.js';
-import { LANES_SETTING } from '../src/imagecache/parse.js';
+import { LANES_SETTING } from '../src/imagecache/defaults.js';
 import { addNode, kubectl } from '../harness/cluster/cluster.js';
 import { Kube } from '../harness/kube.js';
 import { applyAll, poolsOf, prepareImages, synthObjects } from '../harness/manifests.js';

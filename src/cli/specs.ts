@@ -1,5 +1,6 @@
 /** Loading specs for a command: diagnostics to stderr, and the right exit code on failure. */
-import { formatDiagnostics, formatSkipped, plural, SpecError, type Skipped } from '../imagecache/errors.js';
+import { formatDiagnostics, formatSkipped, SpecError, type Skipped } from '../imagecache/errors.js';
+import { plural } from '../text/plural.js';
 import { loadBundle, type LoadResult } from '../imagecache/load.js';
 import { CliError, ExitCode } from './exit-codes.js';
 import type { Io } from './io.js';

@@ -5,6 +5,7 @@
  * parse live here together, so every reader reads what the writer wrote.
  */
 import type { NodeState } from './names.js';
+import { compareStrings } from './order.js';
 
 /** Version of the annotation's JSON schema. */
 export const ANNOTATION_VERSION = 1;
@@ -80,7 +81,7 @@ export function renderAnnotation(a: PoolAnnotation): string {
     failingOmitted += failing.length - MAX_FAILING_LISTED;
     failing = failing.slice(0, MAX_FAILING_LISTED);
   }
-  let digests = Object.entries(a.digests ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+  let digests = Object.entries(a.digests ?? {}).sort(([x], [y]) => compareStrings(x, y));
   let digestsOmitted = a.digestsOmitted ?? 0;
   const render = (): string =>
     JSON.stringify({

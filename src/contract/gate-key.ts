@@ -36,6 +36,14 @@ export const KUBERNETES_NODE_TAINT_DOMAINS: readonly string[] = [
   'node.cloudprovider.kubernetes.io',
 ];
 
+/**
+ * Extra time, past the longest deadline of the pools gating a node, before any sidecar on that
+ * node removes the taint regardless of the other pools (doctor reports a taint past it). It is counted from the node's
+ * creationTimestamp (immutable), not from Ready (which moves when the node flaps), and has to
+ * cover the boot-to-Ready time that the per-pool deadlines (counted from Ready) do not.
+ */
+export const ABSOLUTE_GRACE_SECONDS = 600;
+
 /** The effect of the gating taint prewarm documents (`prewarm.dev/warming:NoSchedule`). */
 export const GATE_TAINT_EFFECT = 'NoSchedule';
 

@@ -11,8 +11,9 @@
  * - the predicate is the DaemonSet controller's (`pkg/controller/daemon`, `predicates` and
  *   `AddOrUpdateDaemonPodTolerations` in Kubernetes v1.36), which decides where daemon pods run.
  *
- * Pure and dependency-free: the spec model, the constructs, the sidecar and the CLI import it.
+ * Pure, with no dependency outside the contract: the spec model, the constructs, the sidecar and the CLI import it.
  */
+import { compareStrings } from './order.js';
 
 /** A taint effect. */
 export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
@@ -116,7 +117,7 @@ export function tolerationKey(t: Toleration): string {
 export function sortTolerations(tolerations: readonly Toleration[]): Toleration[] {
   const unique = new Map<string, Toleration>();
   for (const t of tolerations) unique.set(tolerationKey(t), t);
-  return [...unique.keys()].sort(compare).map((k) => unique.get(k) as Toleration);
+  return [...unique.keys()].sort(compareStrings).map((k) => unique.get(k) as Toleration);
 }
 
 /** One `matchExpressions` requirement of a node selector term. */
@@ -205,10 +206,5 @@ export function placementSelectsHealthyNode(p: Placement, node: PlacementNode): 
 }
 
 function sortRecord(record: NodeSelector): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compare(a, b)));
-}
-
-/** Code-point order, independent of the locale. */
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compareStrings(a, b)));
 }

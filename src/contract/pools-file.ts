@@ -5,6 +5,7 @@
  */
 import { isKubernetesNodeTaint, isQualifiedKey } from './gate-key.js';
 import { withGateToleration, type Placement, type TaintEffect, type Toleration } from './placement.js';
+import { compareStrings } from './order.js';
 
 /** One pool as the sidecar sees it. */
 export interface PoolEntry {
@@ -42,7 +43,7 @@ export class PoolsFileError extends Error {
  */
 export function renderPoolsFile(pools: readonly PoolEntry[]): string {
   const entries = [...pools]
-    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .sort((a, b) => compareStrings(a.id, b.id))
     .map((p) => ({
       id: p.id,
       namespace: p.namespace,

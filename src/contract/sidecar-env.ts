@@ -95,7 +95,8 @@ function required(env: Env, key: string): string {
   return v;
 }
 
-function seconds(env: Env, key: string, dflt: number, max: number): number {
+/** An integer from 0 to `max` (seconds, or a port), or `dflt` when unset. */
+function wholeNumber(env: Env, key: string, dflt: number, max: number): number {
   const v = env[key];
   if (v === undefined || v === '') return dflt;
   if (!/^\d+$/.test(v) || Number(v) > max) {
@@ -125,7 +126,7 @@ function gateTaintKey(key: string): string {
 
 /** Reads the gate from a sidecar environment; doctor reads it so from a DaemonSet template. */
 export function parseSidecarGate(env: Env): SidecarGate {
-  const deadlineSeconds = seconds(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, LIMITS.deadlineSeconds.max);
+  const deadlineSeconds = wholeNumber(env, ENV.deadlineSeconds, DEFAULTS.deadlineSeconds, LIMITS.deadlineSeconds.max);
   if (deadlineSeconds === 0) throw new ConfigError(`environment variable ${ENV.deadlineSeconds} must be positive`);
   return { gateTaintKey: gateTaintKey(env[ENV.gateTaintKey] ?? ''), deadlineSeconds };
 }
@@ -141,8 +142,8 @@ export function configFromEnv(env: Env): ReconcilerConfig {
     nodeLabelKey: required(env, ENV.nodeLabelKey),
     nodeAnnotationKey: required(env, ENV.nodeAnnotationKey),
     ...gate,
-    refreshSeconds: seconds(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
-    metricsPort: seconds(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),
+    refreshSeconds: wholeNumber(env, ENV.refreshSeconds, DEFAULTS.refreshSeconds, LIMITS.refreshSeconds.max),
+    metricsPort: wholeNumber(env, ENV.metricsPort, DEFAULTS.metricsPort, 65_535),
     // eslint-disable-next-line @typescript-eslint/prefer-nullish-coalescing -- an empty value falls back too
     metricsHost: env[ENV.podIP] || '127.0.0.1',
   };

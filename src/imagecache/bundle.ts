@@ -17,6 +17,7 @@ import {
   type Toleration,
 } from './model.js';
 import type { ImageRef } from '../oci/reference.js';
+import { compareStrings } from '../contract/order.js';
 
 /** Result of grouping: the bundle, plus conflicts found while merging. */
 export interface BundleResult {
@@ -44,7 +45,7 @@ interface Accumulator {
 export function buildBundle(caches: readonly ImageCache[]): BundleResult {
   const diagnostics: Diagnostic[] = [];
   const pools = new Map<string, Accumulator>();
-  const sorted = [...caches].sort((a, b) => compare(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
+  const sorted = [...caches].sort((a, b) => compareStrings(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
   for (const cache of sorted) {
     for (const entry of cache.entries) {
       const key = poolKey(cache.namespace, entry);
@@ -84,7 +85,7 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
   checkNamesUnique([...pools.values()], diagnostics);
 
   const out: Pool[] = [...pools.values()]
-    .sort((a, b) => compare(a.namespace, b.namespace) || compare(a.key, b.key))
+    .sort((a, b) => compareStrings(a.namespace, b.namespace) || compareStrings(a.key, b.key))
     .map((p) => {
       const identity = { ...(p.name === undefined ? {} : { name: p.name.value }), key: p.key, nodeSelector: sortRecord(p.nodeSelector) };
       return Object.freeze({
@@ -93,15 +94,15 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
         ...identity,
         tolerations: p.tolerations,
         placement: placementOf(p.nodeSelector, p.tolerations, p.settings.value.gate?.taintKey),
-        images: [...p.images.keys()].sort(compare).map((k) => p.images.get(k) as ImageRef),
-        imagePullSecrets: [...p.secrets].sort(compare),
+        images: [...p.images.keys()].sort(compareStrings).map((k) => p.images.get(k) as ImageRef),
+        imagePullSecrets: [...p.secrets].sort(compareStrings),
         settings: p.settings.value,
         settingLocations: p.settings.from.settingLocations,
-        sources: [...p.sources].sort(compare),
+        sources: [...p.sources].sort(compareStrings),
         origins: p.origins,
       });
     });
-  const namespaces = [...new Set(out.map((p) => p.namespace))].sort(compare);
+  const namespaces = [...new Set(out.map((p) => p.namespace))].sort(compareStrings);
   return { bundle: Object.freeze({ pools: out, namespaces }), diagnostics };
 }
 
@@ -111,7 +112,7 @@ export function poolKey(namespace: string, entry: Pick<CacheEntry, 'nodeSelector
 }
 
 function sortRecord(record: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compare(a, b)));
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compareStrings(a, b)));
 }
 
 /**
@@ -202,8 +203,4 @@ function checkNamesUnique(pools: readonly Accumulator[], diagnostics: Diagnostic
         (at === undefined ? '' : ` (${at.file}:${at.line}:${at.column})`),
     });
   }
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

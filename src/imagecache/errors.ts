@@ -2,8 +2,11 @@
  * Spec diagnostics. Every problem found in user input is a {@link Diagnostic} that names the file,
  * the document within it, the position and the field path, so a user can jump straight to it.
  */
+import { compareStrings } from '../contract/order.js';
 
 import { excerpt } from '../text/quote.js';
+
+import { plural } from '../text/plural.js';
 
 /** Where in the input a diagnostic points. */
 export interface Location {
@@ -91,25 +94,16 @@ export function formatDiagnostics(diagnostics: readonly Diagnostic[], limit: num
   return lines;
 }
 
-/** `1 error`, `2 errors`. */
-export function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
-}
-
 /** Orders diagnostics by file, then position, so output never depends on discovery order. */
 export function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
   return (
-    cmp(a.file, b.file) ||
+    compareStrings(a.file, b.file) ||
     a.document - b.document ||
     a.line - b.line ||
     a.column - b.column ||
-    cmp(a.path, b.path) ||
-    cmp(a.message, b.message)
+    compareStrings(a.path, b.path) ||
+    compareStrings(a.message, b.message)
   );
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Thrown when the input has at least one error; carries every diagnostic found, sorted. */

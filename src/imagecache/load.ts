@@ -14,6 +14,7 @@ import { buildBundle } from './bundle.js';
 import { SpecError, type Diagnostic, type Skipped } from './errors.js';
 import type { Bundle } from './model.js';
 import { parseFiles, type ParseOptions, type SourceFile } from './parse.js';
+import { compareStrings } from '../contract/order.js';
 
 const YAML_FILE = /\.ya?ml$/i;
 
@@ -127,7 +128,7 @@ async function readTree(
     const shown = names.reduce((best, path) => (rank(path, real) < rank(best, real) ? path : best));
     out.push({ path: shown, text: read });
   }
-  return { files: out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), helmTemplates };
+  return { files: out.sort((a, b) => compareStrings(a.path, b.path)), helmTemplates };
 }
 
 /**

@@ -16,6 +16,7 @@ import { applyEdits, lineEnding, scalarSpan, type TextEdit } from '../imagecache
 import type { Diagnostic } from '../imagecache/errors.js';
 import { API_VERSIONS } from '../imagecache/model.js';
 import { parseFiles } from '../imagecache/parse.js';
+import { compareStrings } from '../contract/order.js';
 
 /** Annotations that only mean something to kube-fledged or kubectl; never carried over. */
 const DROPPED_ANNOTATION = /^(kubefledged\.io\/|kubectl\.kubernetes\.io\/last-applied-configuration$)/;
@@ -358,7 +359,5 @@ export function migrateObjects(objects: readonly FledgedObject[]): string {
 }
 
 function compare(a: string | undefined, b: string | undefined): number {
-  const x = a ?? '';
-  const y = b ?? '';
-  return x < y ? -1 : x > y ? 1 : 0;
+  return compareStrings(a ?? '', b ?? '');
 }

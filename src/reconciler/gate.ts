@@ -4,6 +4,7 @@
  * reports it and the time the controller must look again. Pure, like phase 1 (pool.ts).
  */
 import { DEFAULTS, NodeState } from '../contract/names.js';
+import { ABSOLUTE_GRACE_SECONDS } from '../contract/gate-key.js';
 import { placementSelectsHealthyNode } from '../contract/placement.js';
 import { timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
@@ -12,14 +13,6 @@ import type { KNode } from './kube-types.js';
 import type { PoolDecision, PoolState } from './pool.js';
 import { gateEvent, type EventIntent } from '../contract/events.js';
 import { GateOutcome } from './reasons.js';
-
-/**
- * Extra time, past the longest deadline of the pools gating a node, before any sidecar on that
- * node removes the taint regardless of the other pools. It is counted from the node's
- * creationTimestamp (immutable), not from Ready (which moves when the node flaps), and has to
- * cover the boot-to-Ready time that the per-pool deadlines (counted from Ready) do not.
- */
-export const ABSOLUTE_GRACE_SECONDS = 600;
 
 /** Phase 2 output: what to do with the gating taint. */
 export interface GateDecision {

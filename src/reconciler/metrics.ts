@@ -4,6 +4,7 @@
  * a fixed label-name list. Label values come from bounded sets (pool id, reason, outcome).
  */
 import { Metric, TIME_TO_WARM_BUCKETS } from './reasons.js';
+import { compareStrings } from '../contract/order.js';
 
 type Labels = Readonly<Record<string, string>>;
 
@@ -26,7 +27,7 @@ function fmtNum(n: number): string {
   return String(n);
 }
 
-const key = (l: Labels): string => JSON.stringify(Object.entries(l).sort(([a], [b]) => (a < b ? -1 : 1)));
+const key = (l: Labels): string => JSON.stringify(Object.entries(l).sort(([a], [b]) => compareStrings(a, b)));
 
 /** A counter or gauge family. */
 class Scalar {

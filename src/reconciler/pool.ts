@@ -18,6 +18,7 @@ import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode, KPod } from './kube-types.js';
 import { mergeObservations, observeImages, type ImageObservation } from './observe.js';
 import { partialEvent, pullFailingEvent, warmEvent, type EventIntent } from '../contract/events.js';
+import { compareStrings } from '../contract/order.js';
 
 /** Everything observed for one reconcile. */
 export interface Observed {
@@ -89,7 +90,7 @@ function failures(list: readonly ImageObservation[], prev: PoolAnnotation | unde
       const message = o.reason === 'ImagePullBackOff' ? (prevMsg.get(`${o.image}\u0000${reason}`) ?? o.message) : o.message;
       return { image: o.image, reason, ...(message ? { message } : {}) };
     })
-    .sort((a, b) => (a.image < b.image ? -1 : a.image > b.image ? 1 : 0));
+    .sort((a, b) => compareStrings(a.image, b.image));
 }
 
 function describeFailing(list: readonly FailingImage[]): string {

@@ -9,6 +9,7 @@ import { containerStarted, pullFailure, type Opt, type Pod } from '../contract/p
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { LABEL_PULLER, NodeState } from '../contract/names.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
+import { compareStrings } from '../contract/order.js';
 
 /** The fields of a DaemonSet that status reads (client-node's V1DaemonSet fits). */
 export interface ObservedDaemonSet {
@@ -32,8 +33,8 @@ export interface ObservedNode {
 /** A node's state for one pool. */
 export type NodePoolState = NodeState | 'cold';
 
-/** One image that is not on a node yet, with the kubelet's reason. */
-export interface FailingImage {
+/** One image that is not on a node yet, with the kubelet's reason (the node annotation's own list is `FailingImage`). */
+export interface WaitingImage {
   readonly image: string;
   readonly reason: string;
   readonly message?: string;
@@ -57,7 +58,7 @@ export interface NodeReport {
   readonly present?: number;
   readonly timeToWarmSeconds?: number;
   /** Failing images of the holder and of every puller on the node, one per image. */
-  readonly failing: readonly FailingImage[];
+  readonly failing: readonly WaitingImage[];
   /** The pool's burst pullers on the node, sorted by lane; absent when there are none. */
   readonly lanes?: readonly LaneReport[];
 }
@@ -103,7 +104,7 @@ export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: read
           nodesByName.get(pod.spec?.nodeName ?? ''),
         ),
       )
-      .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+      .sort((a, b) => compareStrings(a.node, b.node));
     const count = (s: NodePoolState) => reports.filter((r) => r.state === s).length;
     const desired = ds.status?.desiredNumberScheduled ?? reports.length;
     // Nodes the DaemonSet wants but has no pod on yet are cold too.
@@ -119,7 +120,7 @@ export function buildReport(daemonSets: readonly ObservedDaemonSet[], pods: read
       nodes: reports,
     });
   }
-  pools.sort((a, b) => (a.namespace + '/' + a.pool < b.namespace + '/' + b.pool ? -1 : 1));
+  pools.sort((a, b) => compareStrings(`${a.namespace}/${a.pool}`, `${b.namespace}/${b.pool}`));
   return { pools, allWarm: pools.every((p) => p.warm === p.desired) };
 }
 
@@ -130,7 +131,7 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
   const state: NodePoolState = label === NodeState.Warm ? NodeState.Warm : label === NodeState.Partial ? NodeState.Partial : 'cold';
   // The pods' own statuses are fresher than the annotation for images still failing now; an image
   // failing in the holder and in a puller is listed once.
-  const live = new Map<string, FailingImage>();
+  const live = new Map<string, WaitingImage>();
   for (const c of [pod, ...pullers].flatMap((p) => p.status?.containerStatuses ?? [])) {
     const image = c.image ?? '';
     const reason = pullFailure(c);
@@ -148,14 +149,14 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
         started: statuses.filter(containerStarted).length,
       };
     })
-    .sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));
+    .sort((a, b) => compareStrings(a.lane, b.lane));
   return {
     node: name,
     state,
     images: annotation?.images ?? pod.status?.containerStatuses?.length ?? 0,
     ...(annotation?.present === undefined ? {} : { present: annotation.present }),
     ...(annotation?.ttwSeconds === undefined ? {} : { timeToWarmSeconds: annotation.ttwSeconds }),
-    failing: [...failing].sort((a, b) => (a.image < b.image ? -1 : 1)),
+    failing: [...failing].sort((a, b) => compareStrings(a.image, b.image)),
     ...(lanes.length === 0 ? {} : { lanes }),
   };
 }

@@ -23,6 +23,7 @@ import {
 } from '../contract/pod-status.js';
 import { laneOf, Role, roleOf } from '../contract/roles.js';
 import { EventReason, parseNodeEvent } from '../contract/events.js';
+import { compareStrings } from '../contract/order.js';
 
 /** The fields of a Node the timeline reads (client-node's V1Node fits). */
 export interface TimelineNode {
@@ -203,9 +204,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
 
   const rows: TimelineRow[] = [];
   let droppedEvents = false;
-  const ordered = [...pods.values()].sort(
-    (a, b) => order(a.label) - order(b.label) || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0),
-  );
+  const ordered = [...pods.values()].sort((a, b) => order(a.label) - order(b.label) || compareStrings(a.label, b.label));
   for (const f of ordered) {
     const pod = podRows(f, at, now, notes);
     rows.push(...pod.rows);

@@ -265,14 +265,4 @@ export class ReconcilerAccess extends Construct {
       spec: { policyName: ACCESS_NAMES.policy, validationActions: ['Deny'] },
     });
   }
-
-  /** Namespaces covered, sorted (a copy). */
-  get coveredNamespaces(): string[] {
-    return [...this.namespaces];
-  }
-
-  /** Gating taint keys the sidecars may remove, sorted (a copy). */
-  get gateTaintKeys(): string[] {
-    return [...this.taintKeys];
-  }
 }

@@ -2,21 +2,17 @@
  * A bundle → a cdk8s App of charts. Pure except for `App.synth()`, which the caller points at a
  * directory of its choosing (the CLI uses a temporary one and moves it into place).
  */
-import { App, YamlOutputType, type Chart } from 'cdk8s';
+import { ApiObject, App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
-import {
-  checkGateKeys,
-  checkLimits,
-  checkManifestNames,
-  checkOwnedNamespaces,
-  checkPoolNames,
-  checkPoolSelectors,
-  settle,
-  type Manifest,
-} from './checks.js';
+import { checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
+import { settle } from './diagnostics.js';
+import { checkNodeMemory } from './memory.js';
+import { checkObjectNames, checkSharedObjects, type Manifest } from './output-checks.js';
+import { PullDaemonSet } from './pull-daemonset.js';
+import { addCheck, diagnosticsOf } from './validation.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
 
@@ -60,7 +56,7 @@ export interface SynthOptions {
   readonly allowedGateKeys?: readonly string[];
   /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
-   * (see LIMITS in checks.ts). Errors are thrown instead, as a SpecError.
+   * (see OUTPUT_LIMITS in limits.ts). Errors are thrown instead, as a SpecError.
    * @default - warnings are dropped
    */
   readonly onWarning?: (warning: Diagnostic) => void;
@@ -99,11 +95,39 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
       }),
     );
   }
-  const manifests = charts.flatMap((c) => c.toJson() as Manifest[]);
+  // What no single construct knows, checked over the whole output by the cluster chart; each
+  // pull DaemonSet checks itself. cdk8s runs these again at every synth.
+  const [cluster] = charts;
+  if (cluster !== undefined) addCheck(cluster, () => checkOutput(charts, bundle, owned));
   settle(
-    [...checkManifestNames(manifests, bundle), ...checkLimits(manifests, bundle), ...checkOwnedNamespaces(bundle, owned)],
+    charts.flatMap((c) => diagnosticsOf(c)),
     options.onWarning,
   );
+}
+
+/**
+ * Checks of the whole output of `charts`: object names unique across it, the objects no pool made
+ * (the pools ConfigMap of each namespace alike, once), the memory a warming node's pull pods
+ * request, counting every holder and puller, and owned namespaces left without an ImageCache.
+ */
+function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[]): Diagnostic[] {
+  const constructs = charts.flatMap((c) => c.node.findAll());
+  const daemonSets = constructs.filter((c): c is PullDaemonSet => c instanceof PullDaemonSet);
+  const pooled = new Set<unknown>(daemonSets.map((ds) => ApiObject.of(ds.workload)));
+  const objects = constructs.filter((c): c is ApiObject => ApiObject.isApiObject(c));
+  // A pull DaemonSet renders (and checks) itself; its identity is all that is read of it here.
+  const shared = objects.filter((o) => !pooled.has(o)).map((o) => o.toJson() as Manifest);
+  const names = objects.map((o) => ({
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    metadata: { name: o.name, namespace: o.metadata.namespace },
+  }));
+  return [
+    ...checkObjectNames(names),
+    ...checkSharedObjects(shared, bundle.pools.length),
+    ...checkNodeMemory(daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() }))),
+    ...checkOwnedNamespaces(bundle, owned),
+  ];
 }
 
 /**

@@ -78,9 +78,6 @@ export interface NamespaceChartProps {
 
 /** A namespace's objects: the Namespace, the pull DaemonSets, and what the sidecars need. */
 export class NamespaceChart extends Chart {
-  /** The pull DaemonSets, by pool id. */
-  private readonly daemonSets = new Map<string, PullDaemonSet>();
-
   constructor(scope: Construct, id: string, props: NamespaceChartProps) {
     super(scope, id, { namespace: props.namespace, disableResourceNameHashes: true });
     if (props.reconciler !== undefined) {
@@ -94,18 +91,12 @@ export class NamespaceChart extends Chart {
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.
       const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes);
-      const ds = new PullDaemonSet(this, `pool-${pool.key}`, {
+      new PullDaemonSet(this, `pool-${pool.id}`, {
         pool,
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),
       });
-      this.daemonSets.set(ds.poolId, ds);
-      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.key}-puller-${puller.key}`, { pool, puller });
+      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.id}-puller-${puller.key}`, { pool, puller });
     }
-  }
-
-  /** Pool ids of this chart, sorted. */
-  get poolIds(): string[] {
-    return [...this.daemonSets.keys()].sort();
   }
 }
 

@@ -4,7 +4,7 @@
  * image GC never removes an image a running container uses). New nodes get the images through
  * plain DaemonSet scheduling, the moment they match.
  */
-import { Duration, Size } from 'cdk8s';
+import { ApiObject, Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import type { Pool } from '../imagecache/model.js';
@@ -38,6 +38,9 @@ import {
   pullSecretVolumeName,
   SERVICE_ACCOUNT,
 } from './naming.js';
+import { podMemoryRequest } from './memory.js';
+import { checkPoolObject, type Manifest } from './output-checks.js';
+import { addCheck } from './validation.js';
 import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
 import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../contract/names.js';
 
@@ -89,6 +92,8 @@ export interface PullDaemonSetProps {
 export class PullDaemonSet extends Construct {
   /** The pool id ({@link Pool.id}): the DaemonSet's selector value and the node label's name part. */
   readonly poolId: string;
+  /** The pool whose images it pulls. */
+  readonly pool: Pool;
   /** The underlying cdk8s-plus workload. */
   readonly workload: kplus.DaemonSet;
 
@@ -99,7 +104,8 @@ export class PullDaemonSet extends Construct {
     const reconciler = puller === undefined ? props.reconciler : undefined;
     const images = puller?.images ?? pool.images;
     if (images.length === 0)
-      throw new Error(`pool ${pool.namespace}/${pool.key} has no images${puller === undefined ? '' : ` in lane ${puller.key}`}`);
+      throw new Error(`pool ${pool.namespace}/${pool.id} has no images${puller === undefined ? '' : ` in lane ${puller.key}`}`);
+    this.pool = pool;
     this.poolId = pool.id;
 
     // Each DaemonSet selects on a label no other DaemonSet's pods carry; the member label is what
@@ -178,6 +184,23 @@ export class PullDaemonSet extends Construct {
       maxUnavailable: pool.settings.maxUnavailable,
       ...(reconciler === undefined ? {} : { sidecar: SIDECAR_CONTAINER }),
     });
+
+    // What it knows, checked on the object as rendered (escape hatches included): its size and the
+    // names of its containers and volumes, pointing at the pool's entry.
+    addCheck(this, () => checkPoolObject(this.manifest(), pool));
+  }
+
+  /**
+   * Memory its pod requests of a node, in bytes, as the scheduler counts it; a warming node holds
+   * this for the holder and for each burst puller.
+   */
+  memoryRequest(): number {
+    return podMemoryRequest(this.manifest().spec?.template?.spec ?? {});
+  }
+
+  /** The DaemonSet as it renders. */
+  private manifest(): Manifest {
+    return ApiObject.of(this.workload).toJson() as Manifest;
   }
 
   private addReconciler(pool: Pool, reconciler: ReconcilerProps): void {

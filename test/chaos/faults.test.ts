@@ -1,5 +1,5 @@
 /**
- * Chaos tier (issue 15): faults on the real harness cluster while a node warms, one shared cluster,
+ * Chaos tier: faults on the real harness cluster while a node warms, one shared cluster,
  * one fresh node per case. Every case ends with the same five invariants (see {@link invariants}):
  * no gating taint past its deadline; labels and annotations that agree with the pods; no puller
  * pod left on a warm or partial node; no sidecar in a crash loop; at most one Event per transition.

@@ -1,5 +1,5 @@
 /**
- * The CLI on untrusted spec folders (issue 13): what it reads, what it refuses, and what it says.
+ * The CLI on untrusted spec folders: what it reads, what it refuses, and what it says.
  * Driven through `run`, like a user at a shell or a CI step.
  */
 import { execFileSync } from 'node:child_process';

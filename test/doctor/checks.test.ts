@@ -8,29 +8,17 @@ import {
   LABEL_PULLER,
   SIDECAR_CONTAINER,
 } from '../../src/contract/names.js';
-import {
-  Check,
-  diagnose,
-  minorOf,
-  pullSecretsOf,
-  quantityBytes,
-  renderDoctorTable,
-  STUCK_AFTER_SECONDS,
-  summary,
-  type DoctorDaemonSet,
-  type DoctorInput,
-  type DoctorNode,
-  type Finding,
-  type KubeletConfig,
-  type Read,
-} from '../../src/doctor/checks.js';
+import { minorOf, pullSecretsOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
+import { diagnose } from '../../src/doctor/diagnose.js';
+import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, KubeletConfig } from '../../src/doctor/input.js';
+import { Check, renderDoctorTable, summary, type Finding } from '../../src/doctor/report.js';
 import type { Pod } from '../../src/contract/pod-status.js';
-import { ABSOLUTE_GRACE_SECONDS } from '../../src/reconciler/gate.js';
+import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');
 const GATE = 'prewarm.dev/warming';
-const ok = <T>(value: T): Read<T> => ({ kind: 'ok', value });
-const denied: Read<never> = { kind: 'denied', message: '403: forbidden' };
+const ok = <T>(value: T): ClusterRead<T> => ({ kind: 'ok', value });
+const denied: ClusterRead<never> = { kind: 'denied', message: '403: forbidden' };
 
 function holder(
   id: string,
@@ -175,7 +163,7 @@ describe('diagnose', () => {
     const r = diagnose(
       input({
         daemonSets: ok(ds),
-        secrets: new Map<string, Read<unknown>>([
+        secrets: new Map<string, ClusterRead<unknown>>([
           ['prewarm/ngc', { kind: 'missing' }],
           ['prewarm/quay', denied],
         ]),
@@ -313,13 +301,6 @@ describe('diagnose', () => {
     expect(find(fine.findings, Check.imageGc)[0]?.level).toBe('ok');
   });
 
-  it('reads quantities', () => {
-    expect(quantityBytes('100Gi')).toBe(100 * 2 ** 30);
-    expect(quantityBytes('5G')).toBe(5e9);
-    expect(quantityBytes('12345')).toBe(12345);
-    expect(quantityBytes('lots')).toBeUndefined();
-  });
-
   it('a gating taint past created + longest deadline + the absolute grace is an error; before it, information', () => {
     const bound = 120 + ABSOLUTE_GRACE_SECONDS;
     const at = (createdAgoS: number) =>
@@ -369,7 +350,7 @@ describe('diagnose', () => {
 });
 
 describe('checks that could not run', () => {
-  const failed: Read<never> = { kind: 'failed', message: 'HTTP 500: etcdserver: request timed out' };
+  const failed: ClusterRead<never> = { kind: 'failed', message: 'HTTP 500: etcdserver: request timed out' };
 
   it('are counted as such, never as a pass, and the advice matches the failure: RBAC for 403, the apiserver for 5xx', () => {
     const r = diagnose(input({ version: failed, daemonSets: failed, pods: denied, nodes: failed }));
@@ -388,7 +369,7 @@ describe('checks that could not run', () => {
   });
 
   it("a node whose /configz failed gets its own row with the kubelet's advice; the other nodes are checked", () => {
-    const kc = new Map<string, Read<KubeletConfig>>([
+    const kc = new Map<string, ClusterRead<KubeletConfig>>([
       ['n1', ok<KubeletConfig>({ serializeImagePulls: false, registerWithTaints: [{ key: GATE }] })],
       ['n2', { kind: 'failed', message: 'the answer is not JSON' }],
     ]);
@@ -403,7 +384,7 @@ describe('checks that could not run', () => {
   });
 
   it('the table escapes what the cluster sent and ends with what could not run', () => {
-    const hostile: Read<never> = { kind: 'failed', message: 'HTTP 500: \u001b[2J\u202e' };
+    const hostile: ClusterRead<never> = { kind: 'failed', message: 'HTTP 500: \u001b[2J\u202e' };
     const nodes = ok([node('n1\u001b]0;x\u0007')]);
     const text = renderDoctorTable(diagnose(input({ nodes, kubeletConfigs: new Map([['n1\u001b]0;x\u0007', hostile]]) })), true);
     expect(text).toContain('node n1\\x1b]0;x\\x07');

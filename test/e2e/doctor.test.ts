@@ -1,5 +1,5 @@
 /**
- * E2E (issue 16): `prewarm doctor` on real kubelets. Two nodes join one pool with `lanes: 2`:
+ * E2E: `prewarm doctor` on real kubelets. Two nodes join one pool with `lanes: 2`:
  * doc-serial's kubelet pulls one image at a time (`serializeImagePulls: true`) and registers with
  * the gating taint; doc-parallel's pulls in parallel (`maxParallelImagePulls` 5) and registers
  * without it. The pool names a pull secret that does not exist. Once both nodes are warm, the
@@ -20,7 +20,7 @@ import { run, type RunResult } from '../../harness/cluster/sh.js';
 import { buildProject, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { waitFor } from '../../harness/time.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
-import type { DoctorReport, Finding } from '../../src/doctor/checks.js';
+import type { DoctorReport, Finding } from '../../src/doctor/report.js';
 import { nodeLabelKey } from '../../src/contract/identity.js';
 import { applyServerSide, imageCache, kubeconfigPath, specDir } from './helpers.js';
 

@@ -1,5 +1,5 @@
 /**
- * E2E (issue #3, 1 and 2; issue 13): the synth output of examples/ (as dist/ is made: prewarm owns
+ * E2E: the synth output of examples/ (as dist/ is made: prewarm owns
  * namespace `prewarm`) applied unchanged with server-side apply into namespaces labelled Pod
  * Security restricted (warn + enforce): by prewarm where it owns the namespace, by the namespace's
  * own owner elsewhere, and those labels survive the apply. No warning, every pod Running; then a

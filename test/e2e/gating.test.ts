@@ -1,5 +1,5 @@
 /**
- * E2E (issue #4): the sidecar reconciler on real kubelets. Two real nodes join with the gating
+ * E2E: the sidecar reconciler on real kubelets. Two real nodes join with the gating
  * taint already on them, put there by the kubelet at registration (`registerWithTaints`, the
  * config-file form of `--register-with-taints`):
  *

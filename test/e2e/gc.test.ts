@@ -1,5 +1,5 @@
 /**
- * E2E (issue #3, 5): kubelet image GC runs (deliberately low thresholds on this node) and the
+ * E2E: kubelet image GC runs (deliberately low thresholds on this node) and the
  * pool's cached images survive while the pull pod runs, while a non-cached control image (pulled
  * on the node, used by nothing) is removed.
  *

@@ -1,5 +1,5 @@
 /**
- * E2E (issue #3, 4, 6, 7): a scratch image (no shell) is cached; a private image behind basic
+ * E2E: a scratch image (no shell) is cached; a private image behind basic
  * auth is pulled through imagePullSecrets; a nonexistent image leaves the pool's other images
  * cached and the failure visible in the pod status.
  */

@@ -1,5 +1,5 @@
 /**
- * E2E (issue #3, 3): a node gaining a pool's label gets that pool's images; losing it loses the
+ * E2E: a node gaining a pool's label gets that pool's images; losing it loses the
  * pool's pod, and the pool's images are unpinned (no running container uses them any more).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

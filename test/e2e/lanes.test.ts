@@ -1,5 +1,5 @@
 /**
- * E2E (issue 14): burst pullers on real kubelets (the harness's kubelets pull in parallel:
+ * E2E: burst pullers on real kubelets (the harness's kubelets pull in parallel:
  * `serializeImagePulls: false`).
  *
  * 1. A node joins, tainted, a pool of 5 images of the time-to-warm bench's sizes (8..48 MiB,

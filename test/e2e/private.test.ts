@@ -1,5 +1,5 @@
 /**
- * E2E (issue 15): private images and KEP-2535 (`KubeletEnsureSecretPulledImages`, beta and on by
+ * E2E: private images and KEP-2535 (`KubeletEnsureSecretPulledImages`, beta and on by
  * default in the harness's Kubernetes 1.36, default policy `NeverVerifyPreloadedImages`). A pool
  * warms a node with a private image from the harness's TLS registry (basic auth) through its pull
  * secret; then, on that warm node, counted in the registry's access log:

@@ -22,7 +22,7 @@ export const e2eProject = {
 };
 
 /**
- * The chaos tier (issue 15): faults injected into the same harness cluster, one cluster shared by
+ * The chaos tier: faults injected into the same harness cluster, one cluster shared by
  * every case, cases one after another (a fault of the control plane is cluster-wide).
  */
 export const chaosProject = {

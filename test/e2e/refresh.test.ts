@@ -1,5 +1,5 @@
 /**
- * E2E (issue #4, item 6): the sidecar's moved-tag refresh on a real kubelet and containerd.
+ * E2E: the sidecar's moved-tag refresh on a real kubelet and containerd.
  *
  * One pool with `spec.refresh.interval` of a few seconds caches two tagged images from the harness's
  * TLS registry (basic auth, credentials from the pool's pull secret; the registry's private CA

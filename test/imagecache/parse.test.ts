@@ -490,7 +490,7 @@ describe("prewarm's own output", () => {
   });
 });
 
-describe('parseFiles: smaller items of issue 13', () => {
+describe('parseFiles: smaller items', () => {
   const read = (text: string) => {
     const r = parseFiles([{ path: 'in.yaml', text }]);
     return { errors: r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), caches: r.caches };

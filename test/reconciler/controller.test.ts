@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backoff, CLEANUP_BUDGET_MS, Controller, type ControllerOptions } from '../../src/reconciler/controller.js';
-import { ABSOLUTE_GRACE_SECONDS } from '../../src/reconciler/gate.js';
+import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import { type Logger, type Registry, type Restarter } from '../../src/reconciler/ports.js';
 import { ApiError } from '../../src/http/api-error.js';

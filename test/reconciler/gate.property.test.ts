@@ -1,7 +1,8 @@
 /** Invariant of the gate over random pool reports and times (fast-check): it never stays shut past the absolute bound. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ABSOLUTE_GRACE_SECONDS, decideGate } from '../../src/reconciler/gate.js';
+import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
+import { decideGate } from '../../src/reconciler/gate.js';
 import { T0, config, gate, node, pool, pools } from './fixtures.js';
 
 describe('gate properties', () => {

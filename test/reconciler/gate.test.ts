@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
-import { ABSOLUTE_GRACE_SECONDS, decideGate, mergeEvents, nextCheckAt } from '../../src/reconciler/gate.js';
+import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
+import { decideGate, mergeEvents, nextCheckAt } from '../../src/reconciler/gate.js';
 import type { KNode } from '../../src/reconciler/kube-types.js';
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
@@ -41,6 +42,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: true,
       outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'own still warming → wait for the absolute bound',
@@ -60,6 +62,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: false,
       waiting: ['base'],
+      forceAt: at(600 + ABSOLUTE_GRACE_SECONDS),
     },
     {
       name: 'other pool partial → open',
@@ -69,6 +72,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: true,
       outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'other pool does not select the node (selector) → ignored',
@@ -77,6 +81,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'a passing not-ready:NoSchedule keeps no pool from gating (it gets its pod once the node is Ready) → wait',
@@ -86,6 +92,7 @@ describe('decideGate', () => {
       now: at(60),
       remove: false,
       waiting: ['base'],
+      forceAt: at(600 + ABSOLUTE_GRACE_SECONDS),
     },
     {
       name: 'other pool does not tolerate a taint on the node → ignored',
@@ -94,6 +101,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'other pool gates another key → ignored',
@@ -102,6 +111,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'non-gating pool → ignored',
@@ -110,6 +121,8 @@ describe('decideGate', () => {
       own: 'warm',
       now: at(60),
       remove: true,
+      outcome: GateOutcome.Ready,
+      waiting: [],
     },
     {
       name: 'a pool whose pod never starts: forced open at the absolute bound',
@@ -129,6 +142,7 @@ describe('decideGate', () => {
       now: at(1200),
       remove: false,
       forceAt: at(1800 + ABSOLUTE_GRACE_SECONDS),
+      waiting: ['base'],
     },
     {
       name: 'the absolute bound counts from node creation even if Ready moved',
@@ -144,9 +158,12 @@ describe('decideGate', () => {
   it.each(cases)('$name', (tc) => {
     const g = decideGate(tc.node, tc.pools, c, tc.own, tc.now);
     expect(g.removeTaintKey).toBe(tc.remove ? DEFAULT_GATE_TAINT_KEY : undefined);
-    if (tc.outcome) expect(g.outcome).toBe(tc.outcome);
-    if (tc.waiting) expect(g.waitingFor).toEqual(tc.waiting);
-    if (tc.forceAt !== undefined) expect(g.forceAt).toBe(tc.forceAt);
+    // Every field of the decision is compared: a case that leaves one out expects it absent.
+    expect({ outcome: g.outcome, waitingFor: g.waitingFor, forceAt: g.forceAt }).toEqual({
+      outcome: tc.outcome,
+      waitingFor: tc.waiting,
+      forceAt: tc.forceAt,
+    });
   });
 
   it('does nothing when the pool does not gate or the taint is gone', () => {

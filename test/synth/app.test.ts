@@ -1,3 +1,4 @@
+import { ApiObject, JsonPatch } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { poolEntryOf } from '../../src/synth/charts.js';
@@ -8,6 +9,7 @@ import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
 import { createApp, synthYaml, type SynthOptions } from '../../src/synth/app.js';
 import { pullerLanes } from '../../src/synth/lanes.js';
+import { PullDaemonSet } from '../../src/synth/pull-daemonset.js';
 import { NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import { bundleOf } from '../helpers.js';
 import { isHolder, poolOf, Role, roleOf } from '../../src/contract/roles.js';
@@ -235,5 +237,20 @@ describe('lanes', () => {
         expect(selects, `${a.metadata.name} selects the pods of ${b.metadata.name}`).toBe(a === b);
       }
     }
+  });
+});
+
+describe('checks registered with node.addValidation', () => {
+  it("run again at cdk8s's own synth: a container added after the charts were checked is refused there, at its pool's entry", () => {
+    const app = createApp(bundleOf(...specs), reconciler);
+    const holder = app.node.findAll().find((c) => c instanceof PullDaemonSet);
+    if (!(holder instanceof PullDaemonSet)) throw new Error('no pull DaemonSet');
+    const [first] = ApiObject.of(holder.workload).toJson().spec.template.spec.containers;
+    ApiObject.of(holder.workload).addJsonPatch(JsonPatch.add('/spec/template/spec/containers/-', first));
+    expect(() => app.synthYaml()).toThrow(
+      new RegExp(
+        `Validation failed with the following errors:\\n.*: error: .*DaemonSet ml/prewarm-${holder.poolId} has two containers named "${first.name}"`,
+      ),
+    );
   });
 });

@@ -176,7 +176,7 @@ describe('PullDaemonSet', () => {
 
   it('refuses a pool without images', () => {
     const empty: Pool = { ...defaults, images: [] };
-    expect(() => synth(empty)).toThrow(`pool ml/${defaults.key} has no images`);
+    expect(() => synth(empty)).toThrow(`pool ml/${defaults.id} has no images`);
   });
 });
 

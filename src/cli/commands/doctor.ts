@@ -1,6 +1,6 @@
 /**
  * `prewarm doctor`: checks what prewarm depends on, per cluster and per node, with the user's
- * kubeconfig. The checks are pure (src/doctor/checks.ts); this file only reads the cluster, one
+ * kubeconfig. The checks are pure (src/doctor/diagnose.ts); this file only reads the cluster, one
  * read per object kind, and every read that is refused or fails becomes a finding of its own
  * instead of ending the run.
  *
@@ -9,17 +9,11 @@
  * cannot be reached, or answers no read).
  */
 import type { Argv } from 'yargs';
-import {
-  diagnose,
-  pullSecretsOf,
-  renderDoctorTable,
-  type DoctorFormat,
-  type DoctorInput,
-  type DoctorReport,
-  type KubeletConfig,
-  type Read,
-} from '../../doctor/checks.js';
-import { plural } from '../../imagecache/errors.js';
+import { pullSecretsOf } from '../../doctor/checks.js';
+import { diagnose } from '../../doctor/diagnose.js';
+import type { ClusterRead, DoctorInput, KubeletConfig } from '../../doctor/input.js';
+import { renderDoctorTable, type DoctorFormat, type DoctorReport } from '../../doctor/report.js';
+import { plural } from '../../text/plural.js';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
 import { ACCESS_NAMES } from '../../synth/access.js';
 import { apiFailure } from '../api-failure.js';
@@ -92,12 +86,12 @@ export function renderDoctor(report: DoctorReport, format: DoctorFormat): string
 }
 
 /**
- * A failed call as a {@link Read}: 404 is `missing`, 401/403 `denied` (the user's permission),
+ * A failed call as a {@link ClusterRead}: 404 is `missing`, 401/403 `denied` (the user's permission),
  * anything else `failed`, with one escaped and bounded line (see api-failure.ts). A call that got
  * no usable answer (a cut or malformed body, a reset connection) fails too: it is that read's
  * finding, never the whole run's.
  */
-export function readFailure(err: unknown): Exclude<Read<never>, { kind: 'ok' }> {
+export function readFailure(err: unknown): Exclude<ClusterRead<never>, { kind: 'ok' }> {
   const failure = apiFailure(err);
   if (failure.code === 404) return { kind: 'missing' };
   if (failure.code === 401 || failure.code === 403) return { kind: 'denied', message: failure.message };
@@ -105,7 +99,7 @@ export function readFailure(err: unknown): Exclude<Read<never>, { kind: 'ok' }> 
 }
 
 /** Runs `call` and wraps its answer or its failure. */
-export async function attempt<T>(call: () => Promise<T>): Promise<Read<T>> {
+export async function attempt<T>(call: () => Promise<T>): Promise<ClusterRead<T>> {
   try {
     return { kind: 'ok', value: await call() };
   } catch (err) {
@@ -117,7 +111,7 @@ export async function attempt<T>(call: () => Promise<T>): Promise<Read<T>> {
  * The first read, which tells a cluster that answers from one that cannot be reached: without an
  * HTTP answer there (refused, DNS, TLS) nothing else is tried, and the run ends with exit 70.
  */
-export async function firstRead<T>(call: () => Promise<T>): Promise<Read<T>> {
+export async function firstRead<T>(call: () => Promise<T>): Promise<ClusterRead<T>> {
   try {
     return { kind: 'ok', value: await call() };
   } catch (err) {
@@ -128,7 +122,7 @@ export async function firstRead<T>(call: () => Promise<T>): Promise<Read<T>> {
 }
 
 /** `kubeletconfig` of a `/configz` answer (client-node hands it over parsed, or as text). */
-export function kubeletConfigOf(answer: Read<unknown>): Read<KubeletConfig> {
+export function kubeletConfigOf(answer: ClusterRead<unknown>): ClusterRead<KubeletConfig> {
   if (answer.kind !== 'ok') return answer;
   let parsed: unknown = answer.value;
   try {
@@ -185,7 +179,7 @@ async function clusterSource(context: string | undefined, requestTimeoutMs: numb
       attempt(async () => (await core.listPodForAllNamespaces({ fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed' })).items),
       attempt(async () => (await core.listNode()).items),
     ]);
-    const secrets = new Map<string, Read<unknown>>();
+    const secrets = new Map<string, ClusterRead<unknown>>();
     for (const key of daemonSets.kind === 'ok' ? pullSecretsOf(daemonSets.value) : []) {
       const [namespace, name] = key.split('/') as [string, string];
       // Existence only: the Secret's data is never looked at, printed or kept.
@@ -210,7 +204,7 @@ async function clusterSource(context: string | undefined, requestTimeoutMs: numb
       pods,
       nodes,
       secrets,
-      kubeletConfigs: new Map(names.map((n, i) => [n, configs[i] as Read<KubeletConfig>])),
+      kubeletConfigs: new Map(names.map((n, i) => [n, configs[i] as ClusterRead<KubeletConfig>])),
     };
   }
 }

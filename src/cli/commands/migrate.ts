@@ -2,7 +2,8 @@
 import type { Argv } from 'yargs';
 import { InPlaceError, migrateObjects, migrateText, readClusterObjects, type MigratedText } from '../../migrate/fledged.js';
 import { buildBundle } from '../../imagecache/bundle.js';
-import { formatDiagnostics, plural } from '../../imagecache/errors.js';
+import { formatDiagnostics } from '../../imagecache/errors.js';
+import { plural } from '../../text/plural.js';
 import { readSources } from '../../imagecache/load.js';
 import type { Diagnostic } from '../../imagecache/errors.js';
 import { parseFiles, type SourceFile } from '../../imagecache/parse.js';

@@ -1,6 +1,7 @@
 /** `prewarm specs`: the spec files that hold an ImageCache, as synth reads them. */
 import type { Argv } from 'yargs';
-import { formatDiagnostics, plural, type Diagnostic } from '../../imagecache/errors.js';
+import { formatDiagnostics, type Diagnostic } from '../../imagecache/errors.js';
+import { plural } from '../../text/plural.js';
 import { excerpt, quote } from '../../text/quote.js';
 import { readSources } from '../../imagecache/load.js';
 import { imageCacheFiles } from '../../imagecache/parse.js';

@@ -1,0 +1,98 @@
+/**
+ * What `prewarm doctor` reads from the cluster, as far as its checks look: each read's outcome, and
+ * the fields of the objects read (client-node's types fit them).
+ */
+
+import type { Opt, Pod } from '../contract/pod-status.js';
+
+/** Labels of an object, when it has any. */
+export type Labels = Opt<Readonly<Record<string, string>>>;
+
+/**
+ * One read from the cluster: the object, or why there is none. `denied` (401/403) is the user's
+ * missing permission, reported as such; `missing` is a 404; `failed` is anything else.
+ */
+export type ClusterRead<T> =
+  | { readonly kind: 'ok'; readonly value: T }
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'denied'; readonly message: string }
+  | { readonly kind: 'failed'; readonly message: string };
+
+/** The apiserver's `/version`. */
+export interface ObservedVersion {
+  readonly major: string;
+  /** As the apiserver says it: `36`, or `30+` on some managed clusters. */
+  readonly minor: string;
+  readonly gitVersion: string;
+}
+
+/** The fields of a container (template) that doctor reads. */
+interface ObservedContainer {
+  readonly name: string;
+  readonly image?: Opt<string>;
+  readonly env?: Opt<readonly { readonly name: string; readonly value?: Opt<string> }[]>;
+}
+
+/** The fields of a DaemonSet that doctor reads (client-node's V1DaemonSet fits). */
+export interface DoctorDaemonSet {
+  readonly metadata?: Opt<{
+    readonly name?: Opt<string>;
+    readonly namespace?: Opt<string>;
+    readonly labels?: Labels;
+    readonly generation?: Opt<number>;
+  }>;
+  readonly spec?: Opt<{
+    readonly selector?: Opt<{ readonly matchLabels?: Labels }>;
+    readonly template?: Opt<{
+      readonly spec?: Opt<{
+        readonly containers?: Opt<readonly ObservedContainer[]>;
+        readonly imagePullSecrets?: Opt<readonly { readonly name?: Opt<string> }[]>;
+      }>;
+    }>;
+  }>;
+  readonly status?: Opt<{
+    readonly desiredNumberScheduled?: Opt<number>;
+    readonly updatedNumberScheduled?: Opt<number>;
+    readonly numberAvailable?: Opt<number>;
+    readonly observedGeneration?: Opt<number>;
+  }>;
+}
+
+/** The fields of a node that doctor reads (client-node's V1Node fits). */
+export interface DoctorNode {
+  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Date | string> }>;
+  readonly spec?: Opt<{ readonly taints?: Opt<readonly { readonly key: string; readonly effect?: Opt<string> }[]> }>;
+  readonly status?: Opt<{
+    readonly capacity?: Opt<Readonly<Record<string, string>>>;
+    readonly allocatable?: Opt<Readonly<Record<string, string>>>;
+    readonly images?: Opt<readonly { readonly sizeBytes?: Opt<number> }[]>;
+  }>;
+}
+
+/** The KubeletConfiguration fields doctor reads, as `/configz` returns them (`kubeletconfig`). */
+export interface KubeletConfig {
+  readonly serializeImagePulls?: boolean;
+  readonly maxParallelImagePulls?: number;
+  readonly imageGCHighThresholdPercent?: number;
+  readonly imageGCLowThresholdPercent?: number;
+  readonly maxPods?: number;
+  readonly registerWithTaints?: readonly { readonly key: string; readonly effect?: string }[];
+}
+
+/** Everything doctor looked at. Secrets and kubelet configs are read for what the rest names. */
+export interface DoctorInput {
+  /** Milliseconds since the epoch, when the cluster was read. */
+  readonly now: number;
+  readonly version: ClusterRead<ObservedVersion>;
+  readonly policy: ClusterRead<unknown>;
+  readonly policyBinding: ClusterRead<unknown>;
+  /** DaemonSets labelled `app.kubernetes.io/managed-by: prewarm`, holders and pullers. */
+  readonly daemonSets: ClusterRead<readonly DoctorDaemonSet[]>;
+  /** Every pod that is neither Succeeded nor Failed, in every namespace. */
+  readonly pods: ClusterRead<readonly Pod[]>;
+  readonly nodes: ClusterRead<readonly DoctorNode[]>;
+  /** By `namespace/name`, for each name {@link pullSecretsOf} returns. */
+  readonly secrets: ReadonlyMap<string, ClusterRead<unknown>>;
+  /** By node name. */
+  readonly kubeletConfigs: ReadonlyMap<string, ClusterRead<KubeletConfig>>;
+}

@@ -1,0 +1,89 @@
+/**
+ * The memory model of pull pods: what a pod requests of a node, and the node whose pools request
+ * the most. The kubelet reserves a pod's request on its node whether or not the pod uses it, so a
+ * node that many pools select can run out of allocatable memory for its workloads.
+ */
+import type { Diagnostic } from '../imagecache/errors.js';
+import type { Pool } from '../imagecache/model.js';
+import { parseQuantity } from '../contract/quantity.js';
+import { listed, poolLocation, poolName } from './diagnostics.js';
+import { OUTPUT_LIMITS, size } from './limits.js';
+
+/** A container as far as its memory request is read. */
+export interface RequestingContainer {
+  readonly name: string;
+  readonly resources?: { readonly requests?: Readonly<Record<string, string>> };
+}
+
+/** A pod spec as far as its memory request is read. */
+export interface RequestingPod {
+  readonly initContainers?: readonly RequestingContainer[];
+  readonly containers?: readonly RequestingContainer[];
+}
+
+/** One pull DaemonSet of a pool (its holder or a burst puller) and what its pod requests. */
+export interface PoolMember {
+  readonly pool: Pool;
+  /** Memory its pod requests, in bytes: {@link podMemoryRequest}. */
+  readonly bytes: number;
+}
+
+/**
+ * A pod's memory request as the scheduler counts it: init containers run one at a time before the
+ * rest, so the larger of the largest init container and the sum of the containers.
+ */
+export function podMemoryRequest(pod: RequestingPod): number {
+  const init = Math.max(0, ...(pod.initContainers ?? []).map(memoryRequest));
+  const containers = (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0);
+  return Math.max(init, containers);
+}
+
+/** A container's memory request in bytes; 0 without one. */
+function memoryRequest(c: RequestingContainer): number {
+  const q = c.resources?.requests?.['memory'];
+  if (q === undefined) return 0;
+  const bytes = parseQuantity(q);
+  if (bytes === undefined) throw new Error(`unexpected memory quantity "${q}" on container ${c.name}`);
+  return bytes;
+}
+
+/**
+ * The memory the pull pods request on the node that gets the most, warned about over
+ * {@link OUTPUT_LIMITS}.memoryPerNodeBytes. Counted while the node warms, the peak: each pool's
+ * holder and all of its burst pullers run there then, so an image a puller pulls is requested
+ * twice.
+ */
+export function checkNodeMemory(members: readonly PoolMember[]): Diagnostic[] {
+  const worst = worstNode(members);
+  if (worst === undefined || worst.bytes <= OUTPUT_LIMITS.memoryPerNodeBytes.limit) return [];
+  const labels = Object.entries(worst.node.nodeSelector).map(([k, v]) => `${k}=${v}`);
+  return [
+    {
+      ...poolLocation(worst.node),
+      severity: OUTPUT_LIMITS.memoryPerNodeBytes.severity,
+      message:
+        `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} runs the pull pods of ${listed(worst.pools.map(poolName))}, ` +
+        `which request ${size(worst.bytes, false)} of memory there while it warms (holders and burst pullers), over ${size(OUTPUT_LIMITS.memoryPerNodeBytes.limit, false)}: ` +
+        `every image reserves 4 MiB on each node its pools select, and 4 MiB more in its puller during the warm-up ` +
+        `(fewer images per node, pools with narrower selectors, or fewer lanes reserve less)`,
+    },
+  ];
+}
+
+/**
+ * The node whose pull pods request the most memory, among nodes labelled exactly like one pool's
+ * selector: such a node runs every pool whose selector is a subset (an upper bound: taints may
+ * keep some pools off it).
+ */
+function worstNode(members: readonly PoolMember[]): { node: Pool; pools: Pool[]; bytes: number } | undefined {
+  const requests = new Map<Pool, number>();
+  for (const { pool, bytes } of members) requests.set(pool, (requests.get(pool) ?? 0) + bytes);
+  const selectors = [...requests.keys()].map((p) => [p, Object.entries(p.nodeSelector)] as const);
+  let worst: { node: Pool; pools: Pool[]; bytes: number } | undefined;
+  for (const node of requests.keys()) {
+    const on = selectors.filter(([, sel]) => sel.every(([k, v]) => node.nodeSelector[k] === v)).map(([p]) => p);
+    const bytes = on.reduce((n, p) => n + (requests.get(p) ?? 0), 0);
+    if (worst === undefined || bytes > worst.bytes) worst = { node, pools: on, bytes };
+  }
+  return worst;
+}
