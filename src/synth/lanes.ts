@@ -33,6 +33,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ImageRef } from '../oci/reference.js';
+import { compareStrings } from '../contract/order.js';
 
 /** One burst puller: its lane number and its images, never empty. */
 export interface PullerLane {
@@ -56,7 +57,7 @@ export function pullerLanes(images: readonly ImageRef[], lanes: number): PullerL
   // Ties of 2^-48 are broken by the canonical reference, so the order never depends on the input's.
   const order = images
     .map((image) => ({ image, rank: hash48(image.canonical) }))
-    .sort((a, b) => a.rank - b.rank || (a.image.canonical < b.image.canonical ? -1 : 1));
+    .sort((a, b) => a.rank - b.rank || compareStrings(a.image.canonical, b.image.canonical));
   const out: ImageRef[][] = Array.from({ length: count }, () => []);
   let full = 0; // lanes holding q+1 images
   for (const { image } of order) {
