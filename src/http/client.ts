@@ -140,7 +140,7 @@ function requestOnce(o: RequestOptions): Promise<HttpResponse> {
 }
 
 /** Longest excerpt of a server's error text in a message: servers are untrusted, and logs are read in terminals. */
-const MAX_ERROR_TEXT = 200;
+const MAX_ERROR_TEXT = 500;
 
 /** A Kubernetes `Status` body turned into an ApiError, its message escaped and bounded. */
 function statusError(method: string, path: string, r: HttpResponse): ApiError {
