@@ -17,12 +17,23 @@ import {
   deepBlockNesting,
   deepFlowNesting,
   doublingMerges,
+  imageCacheWith,
   largestSpec,
   manyAliases,
   manyAliasesToBigAnchor,
   mergeChain,
 } from '../harness/hostile-specs.js';
 import { MAX_SPEC_FILE_BYTES } from '../src/index.js';
+
+/** A cacheSpec of `count` pools, each its own selector, of `images` images each. */
+function pools(count: number, images: number): string {
+  const out = ['  cacheSpec:\n'];
+  for (let p = 0; p < count; p++) {
+    out.push(`  - pool: p${p}\n    nodeSelector: {pool: p${p}}\n    images:\n`);
+    for (let i = 0; i < images; i++) out.push(`    - r.example/a-${i}:1\n`);
+  }
+  return out.join('');
+}
 
 /** Each case: the files it writes (text per file). */
 const CASES: Record<string, () => string[]> = {
@@ -40,8 +51,15 @@ const CASES: Record<string, () => string[]> = {
   'block-4MiB': () => [largestSpec('block', MAX_SPEC_FILE_BYTES)],
   'entries-4MiB': () => [largestSpec('entries', MAX_SPEC_FILE_BYTES)],
   'map-4MiB': () => [largestSpec('map', MAX_SPEC_FILE_BYTES)],
-  // Many files, each within the per-document limits, together past the run's budget.
+  // Many files, each within the per-document limits, together past the run's node budget.
   'run-12-files-of-1.2MB-block': () => Array.from({ length: 12 }, () => largestSpec('block', 1_200_000)),
+  // The run-wide byte budget (16 MiB): four of the worst shape fill it; thirty are cut at it.
+  'run-4-files-of-4MiB-entries': () => Array.from({ length: 4 }, () => largestSpec('entries', MAX_SPEC_FILE_BYTES - 100)),
+  'run-30-files-of-4MiB-block': () => Array.from({ length: 30 }, () => largestSpec('block', MAX_SPEC_FILE_BYTES - 100)),
+  // The image budgets: 10,000 images over 5 pools is the largest run accepted; 25,000 is refused
+  // before anything is built.
+  'images-10000-in-5-pools': () => [imageCacheWith(pools(5, 2_000))],
+  'images-25000-in-10-pools': () => [imageCacheWith(pools(10, 2_500))],
 };
 
 interface Sample {

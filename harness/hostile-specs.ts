@@ -89,6 +89,10 @@ export function largestSpec(shape: SpecShape, bytes: number): string {
     parts.push('  - images: [');
     length += 14;
   }
+  if (shape === 'block') {
+    parts.push('  - images:\n');
+    length += 12;
+  }
   for (let i = 0; ; i++) {
     const item =
       shape === 'flow'
@@ -98,8 +102,7 @@ export function largestSpec(shape: SpecShape, bytes: number): string {
           : shape === 'entries'
             ? `  - images: [r.example/a-${i}:1]\n`
             : `      k${i}.example/k: v\n`;
-    if (length + item.length + (shape === 'block' ? 0 : 0) > bytes) break;
-    if (shape === 'block' && i === 0) parts.push('  - images:\n');
+    if (length + item.length > bytes) break;
     parts.push(item);
     length += item.length;
   }

@@ -4,12 +4,13 @@
  * scalar, so comments, quoting, key order and every other byte of the file stay as they were, and
  * Renovate or Dependabot can keep updating the lines afterwards.
  */
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Alias, type Node, type Scalar } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, type Alias, type Node, type Scalar } from 'yaml';
 import { applyEdits, scalarSpan } from './edit.js';
 import type { Location } from './errors.js';
 import { API_VERSIONS } from './model.js';
 import { DocContext, isMergeKey, type Path } from './read.js';
 import { parseImageRef } from '../oci/reference.js';
+import { parseYamlDocuments, resolveAlias } from './yaml.js';
 
 /** One image reference found in a file. */
 export interface ImageSite {
@@ -47,10 +48,12 @@ interface Reached {
  */
 export function findImages(text: string, file = ''): ImageSite[] {
   const lines = new LineCounter();
-  // Merge keys on, as the loader parses: pin must see every image the loader sees.
-  const docs = parseAllDocuments(text, { version: '1.2', merge: true, keepSourceTokens: true, lineCounter: lines });
+  // Parsed as the loader parses (merge keys on, aliases resolved from one table per document): pin
+  // must see every image the loader sees, in time linear in the file as the loader reads it.
+  const docs = [...parseYamlDocuments(text, lines)];
   const sites: ImageSite[] = [];
-  (Array.isArray(docs) ? docs : []).forEach((doc, i) => {
+  docs.forEach((doc, i) => {
+    const firstSite = sites.length;
     const apiVersion = doc.get('apiVersion');
     if (doc.get('kind') !== 'ImageCache' || !(Object.values(API_VERSIONS) as unknown[]).includes(apiVersion)) return;
     const ctx = new DocContext(file, i + 1, doc, lines, []);
@@ -60,7 +63,7 @@ export function findImages(text: string, file = ''): ImageSite[] {
       let first = via;
       for (let hops = 0; isAlias(current) && hops <= 64; hops++) {
         first ??= current;
-        current = current.resolve(doc);
+        current = resolveAlias(doc, current);
       }
       return first === undefined ? { node: current } : { node: current, via: first, merge };
     };
@@ -103,7 +106,7 @@ export function findImages(text: string, file = ''): ImageSite[] {
     const helper = member(spec, 'helperImage');
     if (helper !== undefined) visit(helper, ['spec', 'helperImage']);
     // An alias of a value that is itself an image field is pinned with it; any other cannot be.
-    const direct = new Set(sites.map((s) => s.start));
+    const direct = new Set(sites.slice(firstSite).map((s) => s.start));
     for (const { node, via, merge, path } of aliased) {
       const span = scalarSpan(text, node);
       if (span === undefined || direct.has(span.start) || via.range === undefined || via.range === null) continue;

@@ -58,9 +58,26 @@ export function manifestDigest(registry: string, r: Pick<HttpResponse, 'headers'
   const claimed = sent === undefined ? undefined : checkedDigest(registry, sent);
   const algorithm = claimed?.slice(0, claimed.indexOf(':')) ?? 'sha256';
   const actual = `${algorithm}:${createHash(algorithm).update(r.body).digest('hex')}`;
+  // Without a header, the digest is ours: only the hash of a manifest may be pinned, never that of
+  // a truncated or foreign answer, which no node could pull by.
+  if (claimed === undefined && !isManifest(r.body))
+    throw new ApiError(
+      200,
+      `${registry} sent no Docker-Content-Digest and an answer that is not a manifest (a JSON object with schemaVersion); not trusted`,
+    );
   if (claimed !== undefined && claimed !== actual)
     throw new ApiError(200, `${registry} sent Docker-Content-Digest ${claimed}, but the manifest it sent hashes to ${actual}; not trusted`);
   return actual;
+}
+
+/** Whether `body` reads as an image manifest or index: a JSON object with a numeric schemaVersion. */
+function isManifest(body: string | Buffer): boolean {
+  try {
+    const parsed: unknown = JSON.parse(body.toString());
+    return typeof parsed === 'object' && parsed !== null && typeof (parsed as { schemaVersion?: unknown }).schemaVersion === 'number';
+  } catch {
+    return false;
+  }
 }
 
 /** The host the registry API is served on. */

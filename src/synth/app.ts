@@ -6,6 +6,7 @@ import { ApiObject, App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
+import { checkBundleSize } from './budget.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
 import { checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
 import { settle } from './diagnostics.js';
@@ -69,7 +70,7 @@ export interface SynthOptions {
  *
  * Throws a SpecError, before anything can be written, when the output would be wrong or refused:
  * a gate key the spec may not choose, two pools or two containers sharing a name, an object over
- * the apiserver's size limits.
+ * the apiserver's size limits, a bundle too large to build in memory (src/synth/budget.ts).
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   if (options.podMonitor === true && options.reconciler === undefined)
@@ -79,7 +80,12 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     const invalid = gateKeyAllowanceError(allowance);
     if (invalid !== undefined) throw new Error(`allowedGateKeys: "${allowance}" ${invalid}`);
   }
-  settle([...checkGateKeys(bundle, allowed), ...checkPoolSelectors(bundle), ...checkPoolNames(bundle, options.reconciler !== undefined)]);
+  settle([
+    ...checkBundleSize(bundle),
+    ...checkGateKeys(bundle, allowed),
+    ...checkPoolSelectors(bundle),
+    ...checkPoolNames(bundle, options.reconciler !== undefined),
+  ]);
   const owned = options.ownedNamespaces ?? [];
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),

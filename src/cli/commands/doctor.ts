@@ -71,7 +71,7 @@ export function doctorCommand(
 export function outcomeOf(report: DoctorReport): CliError | undefined {
   const unchecked = plural(report.unchecked, 'check');
   if (report.findings.length > 0 && report.unchecked === report.findings.length)
-    return new CliError(`doctor could not run any check (${unchecked}): see why in each finding`, ExitCode.Internal);
+    return new CliError(`cannot run any doctor check (${unchecked}): see why in each finding`, ExitCode.Internal);
   if (report.errors > 0) {
     const also = report.unchecked > 0 ? `; ${unchecked} could not run` : '';
     return new CliError(`doctor found ${plural(report.errors, 'error')}${also}`, ExitCode.NotReady);

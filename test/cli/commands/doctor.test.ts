@@ -109,7 +109,7 @@ describe('doctor against loopback apiservers', () => {
     servers.push(server);
     const r = await withKubeconfig(server.url, () => cli('doctor'));
     expect(r.code, r.stderr).toBe(ExitCode.Internal);
-    expect(r.stderr).toBe('prewarm: doctor could not run any check (5 checks): see why in each finding\n');
+    expect(r.stderr).toBe('prewarm: cannot run any doctor check (5 checks): see why in each finding\n');
     expect(r.stdout).toContain('\n0 errors, 0 warnings, 5 checks could not run\n');
     expect(r.stdout).not.toContain('0 errors, 0 warnings\n');
     expect(r.stdout).toMatch(/^unknown\s+cluster\s+apiserver-version\s+could not read \/version: HTTP 500: \\x1b\[2J/m);

@@ -132,6 +132,21 @@ describe('prewarm pin against registries that misbehave', () => {
     expect(bare.after).toContain(`@sha256:${createHash('sha256').update(body).digest('hex')}`);
   });
 
+  it.each<[string, HostileBehaviour]>([
+    ['truncated JSON', { kind: 'truncated-json', keep: 40 }],
+    ['JSON without schemaVersion', { kind: 'digest', values: [], body: '{"kind":"List"}', headless: true }],
+    ['a JSON list', { kind: 'digest', values: [], body: '[{"schemaVersion":2}]', headless: true }],
+    ['an HTML page', { kind: 'digest', values: [], body: '<html>login</html>', headless: true }],
+  ])('refuses to hash an answer that is not a manifest when no header was sent (%s): exit 4, nothing written', async (_, behaviour) => {
+    const r = await pinAgainst(behaviour);
+    expect(r.code, r.stderr).toBe(ExitCode.Unresolved);
+    expect(r.stderr).toContain(
+      `cannot pin ${r.host}/team/app:v1: ${r.host} sent no Docker-Content-Digest and an answer that is not a manifest (a JSON object with schemaVersion); not trusted`,
+    );
+    expect(r.stdout).toBe('');
+    expect(r.after).toBe(r.text);
+  });
+
   it.each<HostileBehaviour>([
     { kind: 'silent' },
     { kind: 'drip-head', everyMs: 100 },
