@@ -144,7 +144,7 @@ export const DEFAULTS = {
 /**
  * Ranges of the durations synthesis hands the sidecar, in seconds. The sidecar refuses to start
  * outside them (src/contract/sidecar-env.ts), and a sidecar that never starts never lifts the gate,
- * so the spec rejects the same values up front (src/imagecache/parse.ts).
+ * so the spec rejects the same values up front (`durationIn` in src/imagecache/fields.ts).
  */
 export const LIMITS = {
   /** The gate deadline: at least a second (0 would have no meaning but "never gate"), at most a day. */

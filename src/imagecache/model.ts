@@ -102,7 +102,7 @@ export interface PoolOrigin {
 export interface Pool {
   /**
    * The pool's identity as objects name it, computed once when the bundle is built
-   * (src/synth/naming.ts `poolId`): the DaemonSet's selector value, the node label's name part and
+   * (src/contract/identity.ts `poolId`): the DaemonSet's selector value, the node label's name part and
    * the id the sidecars know the pool by in pools.json.
    */
   readonly id: string;

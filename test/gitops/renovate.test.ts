@@ -1,5 +1,5 @@
 /**
- * deploy/renovate/renovate.json5 and deploy/dependabot.yml against the real spec files: the bot
+ * deploy/renovate/renovate.json5 and deploy/renovate/dependabot.yml against the real spec files: the bot
  * sees exactly the images prewarm reads (no more, no less), each as one plain line, and a rewrite of
  * that line (a tag bump, or `tag@sha256:digest` from pinDigests) still validates and synthesizes.
  * The regex managers are applied the way Renovate's `recursive` and `any` strategies do: every

@@ -376,7 +376,7 @@ describe('parseFiles: hostile values are quoted as short, escaped excerpts', () 
   });
 
   it('bounds and escapes the parts of a reference that the image parser quotes', () => {
-    // reference.ts ships alone in the sidecar's image, so its own quotes are bounded by parse.ts.
+    // reference.ts ships alone in the sidecar's image, so its own quotes are bounded by fields.ts.
     const [line] = diagnose(fledged(`  cacheSpec:\n  - images: ["redis:\\e${'Z'.repeat(100_000)}"]\n`));
     expect(line).toMatch(/invalid image reference "redis:\\x1bZ{53}…" \(100007 chars\): tag "\\x1bZ+… \(\d+ chars\)$/);
     // eslint-disable-next-line no-control-regex -- the test looks for raw control characters
