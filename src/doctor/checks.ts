@@ -36,6 +36,8 @@ export interface PoolView {
   readonly namespace: string;
   /** Its burst puller DaemonSets, or 1 (the holder alone) when it has none: pods pulling at once. */
   readonly lanes: number;
+  /** Its burst puller DaemonSets (one per lane that has images: a one-image pool has one). */
+  readonly pullers: number;
   /** Empty: the pool does not gate (or runs no sidecar). */
   readonly gateTaintKey: string;
   readonly deadlineSeconds: number;
@@ -75,6 +77,7 @@ export function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
       id,
       namespace,
       lanes: Math.max(1, pullers),
+      pullers,
       ...gate,
       sidecar: sidecar !== undefined,
       pullSecrets: [...new Set((podSpec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])))].sort(),

@@ -197,7 +197,7 @@ function checkPodSlots(
   const used = onNode.length;
   // Pullers are created while a node warms; those already here hold their slot.
   const present = onNode.filter((p) => managed(p.metadata?.labels) && isPuller(p.metadata?.labels)).length;
-  const pullers = here.reduce((n, p) => n + (p.lanes > 1 ? p.lanes : 0), 0);
+  const pullers = here.reduce((n, p) => n + p.pullers, 0);
   const need = Math.max(0, pullers - present);
   const free = maxPods - used;
   const counts = `${used} of ${maxPods} pod slots used`;

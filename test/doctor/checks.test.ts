@@ -22,7 +22,7 @@ const denied: ClusterRead<never> = { kind: 'denied', message: '403: forbidden' }
 
 function holder(
   id: string,
-  opts: { lanes?: number; gate?: string; deadline?: number; secrets?: string[]; sidecar?: boolean } = {},
+  opts: { lanes?: number; pullers?: number; gate?: string; deadline?: number; secrets?: string[]; sidecar?: boolean } = {},
 ): DoctorDaemonSet[] {
   const labels = { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_POOL]: id, [LABEL_POOL_MEMBER]: id };
   const env = [
@@ -43,7 +43,8 @@ function holder(
     },
     status: rolledOut,
   };
-  const pullers = Array.from({ length: (opts.lanes ?? 1) > 1 ? (opts.lanes ?? 1) : 0 }, (_, i) => ({
+  // A pool of fewer images than lanes has one puller per image: `pullers` says how many there are.
+  const pullers = Array.from({ length: opts.pullers ?? ((opts.lanes ?? 1) > 1 ? (opts.lanes ?? 1) : 0) }, (_, i) => ({
     metadata: {
       name: `prewarm-${id}-puller-${i + 1}`,
       namespace: 'prewarm',
@@ -288,6 +289,18 @@ describe('diagnose', () => {
       level: 'ok',
       message: '10 of 11 pod slots used; room for the 2 burst pullers of a warm-up',
     });
+  });
+
+  it('pod slots: a one-image pool with lanes > 1 has one puller, and its slot is counted', () => {
+    const kc = ok<KubeletConfig>({ serializeImagePulls: false, maxPods: 2, registerWithTaints: [{ key: GATE }] });
+    const r = diagnose(
+      input({
+        daemonSets: ok(holder('gpu', { lanes: 4, pullers: 1 })),
+        pods: ok([holderPod('gpu', 'n1'), { metadata: { name: 'w', namespace: 'app' }, spec: { nodeName: 'n1' } }]),
+        kubeletConfigs: new Map([['n1', kc]]),
+      }),
+    );
+    expect(find(r.findings, Check.podSlots, 'node n1')[0]?.message).toContain('2 of 2 pod slots used: the burst pullers need 1 more');
   });
 
   it('image GC: a warning when images already pass the high threshold of the disk', () => {
