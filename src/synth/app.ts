@@ -4,7 +4,7 @@
  */
 import { ApiObject, App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
-import type { Bundle } from '../imagecache/model.js';
+import type { Bundle, Pool } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
@@ -119,7 +119,8 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
 function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[]): Diagnostic[] {
   const constructs = charts.flatMap((c) => c.node.findAll());
   const daemonSets = constructs.filter((c): c is PullDaemonSet => c instanceof PullDaemonSet);
-  const pooled = new Set<unknown>(daemonSets.map((ds) => ApiObject.of(ds.workload)));
+  const poolOf = new Map<unknown, Pool>(daemonSets.map((ds) => [ApiObject.of(ds.workload), ds.pool]));
+  const pooled = new Set<unknown>(poolOf.keys());
   const objects = constructs.filter((c): c is ApiObject => ApiObject.isApiObject(c));
   // A pull DaemonSet renders (and checks) itself; its identity is all that is read of it here.
   const shared = objects.filter((o) => !pooled.has(o)).map((o) => o.toJson() as Manifest);
@@ -127,6 +128,7 @@ function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly s
     apiVersion: o.apiVersion,
     kind: o.kind,
     metadata: { name: o.name, namespace: o.metadata.namespace },
+    pool: poolOf.get(o),
   }));
   return [
     ...checkObjectNames(names),

@@ -95,7 +95,9 @@ export class NamespaceChart extends Chart {
         pool,
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),
       });
-      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.id}-puller-${puller.key}`, { pool, puller });
+      // A '.' cannot occur in a pool id (a DNS label), so no pool's construct id can equal a puller's:
+      // a pool named x-puller-1 beside pool x reaches the duplicate-name check instead.
+      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.id}.puller-${puller.key}`, { pool, puller });
     }
   }
 }

@@ -36,6 +36,8 @@ export interface ObjectName {
   readonly apiVersion: string;
   readonly kind: string;
   readonly metadata: { readonly name: string; readonly namespace?: string | undefined };
+  /** The pool whose pull DaemonSet (holder or puller) this is, if any: findings point at its spec entry. */
+  readonly pool?: Pool | undefined;
 }
 
 /** The parts of a pod spec whose names must be unique within the pod, and their requests. */
@@ -105,7 +107,7 @@ export function checkObjectNames(manifests: readonly ObjectName[]): Diagnostic[]
     if (objects.has(key))
       out.push(
         error(
-          objectLocation(`${m.kind} ${qualifiedName(m)}`),
+          m.pool === undefined ? objectLocation(`${m.kind} ${qualifiedName(m)}`) : poolLocation(m.pool),
           `${m.kind} ${qualifiedName(m)} is emitted twice; the second would replace the first`,
         ),
       );
