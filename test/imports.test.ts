@@ -49,8 +49,6 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
 const LAYER_EXCEPTIONS: Readonly<Record<string, string>> = {
   // File-system access stays in one loader, so the docker config is read by it.
   'src/oci/docker-config.ts -> src/imagecache/load.ts': 'reads the docker config through the one bounded file reader',
-  // Doctor checks the grants synth renders by their names; they belong in the contract next.
-  'src/doctor/checks.ts -> src/synth/access.ts': 'the names of the RBAC objects synth renders, which doctor checks are there',
 };
 
 /** What harness/ and bench/ may import from src/: the public entry points, the contract and the HTTP leaf. */

@@ -6,7 +6,7 @@ import { DEFAULTS, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../co
 import { parseSidecarGate, type SidecarGate } from '../contract/sidecar-env.js';
 import { PULL_FAILURE_REASONS, timeOf, type Pod } from '../contract/pod-status.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
-import { ACCESS_NAMES } from '../synth/access.js';
+import { ACCESS_NAMES } from '../contract/access-names.js';
 import { compareStrings } from '../contract/order.js';
 import type { ClusterRead, DoctorDaemonSet, DoctorInput, Labels, ObservedVersion } from './input.js';
 import { fixFor, optionalFix, unread } from './reads.js';

@@ -29,7 +29,6 @@ import { Construct } from 'constructs';
 import {
   DEFAULT_GATE_TAINT_KEY,
   EVENTS_NAMESPACE,
-  GROUP,
   LABEL_COMPONENT,
   LABEL_MANAGED_BY,
   LABEL_NAME,
@@ -39,23 +38,7 @@ import {
   NODE_LABEL_PREFIX,
 } from '../contract/names.js';
 import { isKubernetesNodeTaint, isQualifiedKey } from '../contract/gate-key.js';
-import { CLUSTER_ROLE, SERVICE_ACCOUNT } from './naming.js';
-
-/** Names of the objects {@link ReconcilerAccess} emits; stable, explicit, in one place. */
-export const ACCESS_NAMES = {
-  /** ClusterRole + ClusterRoleBinding for nodes. */
-  nodesRole: CLUSTER_ROLE,
-  /** ClusterRole bound per pool namespace (RoleBinding) for the sidecar's own pod. */
-  podsRole: `${CLUSTER_ROLE}-pods`,
-  /** RoleBinding in each pool namespace. */
-  roleBinding: SERVICE_ACCOUNT,
-  /** ClusterRole for Events, bound only in {@link EVENTS_NAMESPACE}. */
-  eventsRole: `${CLUSTER_ROLE}-events`,
-  /** RoleBinding in {@link EVENTS_NAMESPACE}. */
-  eventsBinding: `${SERVICE_ACCOUNT}-events`,
-  /** ValidatingAdmissionPolicy and its binding (DNS subdomain names). */
-  policy: `reconciler.${GROUP}`,
-} as const;
+import { ACCESS_NAMES, SERVICE_ACCOUNT } from '../contract/access-names.js';
 
 /** Extra key the apiserver puts into pod-bound ServiceAccount tokens' user info. */
 export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';

@@ -20,7 +20,7 @@ import {
 } from '../contract/names.js';
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey } from '../contract/identity.js';
-import { SERVICE_ACCOUNT } from './naming.js';
+import { SERVICE_ACCOUNT } from '../contract/access-names.js';
 import { pullerLanes } from './lanes.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { NAMESPACE_POD_SECURITY } from './security.js';

@@ -4,7 +4,6 @@
  * never renames an object, and a DaemonSet's immutable selector never changes under it.
  */
 import type { ImageRef } from '../oci/reference.js';
-import { GROUP } from '../contract/names.js';
 import { HASH_LENGTH, shortHash, slug } from '../contract/identity.js';
 
 /** Longest object name that is also a valid DNS label. */
@@ -62,10 +61,6 @@ export const POOLS_VOLUME = 'prewarm-pools';
 export const METRICS_PORT_NAME = 'metrics';
 /** The PodMonitor of a namespace's sidecars (`synth --pod-monitor`). */
 export const POD_MONITOR = `${NAME_PREFIX}-reconciler`;
-/** ServiceAccount of the pull pods (and so of the sidecar). */
-export const SERVICE_ACCOUNT = `${NAME_PREFIX}-reconciler`;
-/** Cluster-scoped RBAC and admission objects. */
-export const CLUSTER_ROLE = `${GROUP}:reconciler`;
 
 /** cdk8s chart id (and so output file name) of a namespace's objects. */
 export function namespaceChartId(namespace: string): string {

@@ -36,8 +36,8 @@ import {
   POOLS_VOLUME,
   pullerDaemonSetName,
   pullSecretVolumeName,
-  SERVICE_ACCOUNT,
 } from './naming.js';
+import { SERVICE_ACCOUNT } from '../contract/access-names.js';
 import { podMemoryRequest } from './memory.js';
 import { checkPoolObject, type Manifest } from './output-checks.js';
 import { addCheck } from './validation.js';

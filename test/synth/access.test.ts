@@ -1,6 +1,7 @@
 import { App, Chart, Testing } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
-import { ACCESS_NAMES, ReconcilerAccess, type ReconcilerAccessProps } from '../../src/synth/access.js';
+import { ReconcilerAccess, type ReconcilerAccessProps } from '../../src/synth/access.js';
+import { ACCESS_NAMES } from '../../src/contract/access-names.js';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
 

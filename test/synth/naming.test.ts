@@ -48,3 +48,12 @@ describe('naming', () => {
     expect(imageContainerName(ref(`redis@sha256:${'a'.repeat(64)}`))).toMatch(/^redis-digest-[0-9a-f]{8}$/);
   });
 });
+
+describe('the access names in the contract', () => {
+  it('follow the naming prefix of every other object synth emits', async () => {
+    const { SERVICE_ACCOUNT, ACCESS_NAMES } = await import('../../src/contract/access-names.js');
+    const { NAME_PREFIX } = await import('../../src/synth/naming.js');
+    expect(SERVICE_ACCOUNT).toBe(`${NAME_PREFIX}-reconciler`);
+    expect(ACCESS_NAMES.roleBinding).toBe(SERVICE_ACCOUNT);
+  });
+});

@@ -15,7 +15,7 @@ import type { ClusterRead, DoctorInput, KubeletConfig } from '../../doctor/input
 import { renderDoctorTable, type DoctorFormat, type DoctorReport } from '../../doctor/report.js';
 import { plural } from '../../text/plural.js';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
-import { ACCESS_NAMES } from '../../synth/access.js';
+import { ACCESS_NAMES } from '../../contract/access-names.js';
 import { apiFailure } from '../api-failure.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';

@@ -1,0 +1,26 @@
+/**
+ * Names of the RBAC and admission objects that grant the sidecar its access: synth renders them
+ * (synth/access.ts) and doctor checks they are there, so they live in the contract.
+ */
+import { GROUP } from './names.js';
+
+/** ServiceAccount of the pull pods (and so of the sidecar). */
+export const SERVICE_ACCOUNT = 'prewarm-reconciler';
+/** Cluster-scoped RBAC and admission objects. */
+export const CLUSTER_ROLE = `${GROUP}:reconciler`;
+
+/** Names of the objects the sidecar's access is made of; stable, explicit, in one place. */
+export const ACCESS_NAMES = {
+  /** ClusterRole + ClusterRoleBinding for nodes. */
+  nodesRole: CLUSTER_ROLE,
+  /** ClusterRole bound per pool namespace (RoleBinding) for the sidecar's own pod. */
+  podsRole: `${CLUSTER_ROLE}-pods`,
+  /** RoleBinding in each pool namespace. */
+  roleBinding: SERVICE_ACCOUNT,
+  /** ClusterRole for Events, bound only in the Events namespace. */
+  eventsRole: `${CLUSTER_ROLE}-events`,
+  /** RoleBinding in the Events namespace. */
+  eventsBinding: `${SERVICE_ACCOUNT}-events`,
+  /** ValidatingAdmissionPolicy and its binding (DNS subdomain names). */
+  policy: `reconciler.${GROUP}`,
+} as const;
