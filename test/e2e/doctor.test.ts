@@ -154,10 +154,14 @@ describe('prewarm doctor on real kubelets', () => {
     }
     // The gate was lifted on the serial node: no gate-taint finding is left for it.
     expect(rep.findings.filter((f) => f.check === 'gate-taint' && f.scope === `node ${SERIAL}`)).toEqual([]);
-    // The holder and its puller DaemonSet (no pods once the nodes are warm) are both rolled out.
+    // The holder and its two puller DaemonSets (lanes: 2; no pods once the nodes are warm) are all rolled out.
     expect(
       rep.findings.filter((f) => f.check === 'rollout' && f.scope.startsWith(`daemonset ${NS}/`)).map((f) => `${f.scope} ${f.level}`),
-    ).toEqual([`daemonset ${NS}/prewarm-${POOL} ok`, `daemonset ${NS}/prewarm-${POOL}-puller-1 ok`]);
+    ).toEqual([
+      `daemonset ${NS}/prewarm-${POOL} ok`,
+      `daemonset ${NS}/prewarm-${POOL}-puller-1 ok`,
+      `daemonset ${NS}/prewarm-${POOL}-puller-2 ok`,
+    ]);
 
     // The table says the same, with the fixes.
     const table = doctor(kubeconfigPath(), []);
