@@ -9,30 +9,14 @@
  * Usage: tsx bench/lanes.ts   (SETS=100 for more sets per size)
  */
 import { parseImageRef } from '../src/oci/reference.js';
-import { pullerLanes, type PullerLane } from '../src/synth/lanes.js';
+import { pullerLanes } from '../src/synth/lanes.js';
+import { pullersChanged } from '../harness/lanes.js';
 
 const ref = (name: string) => {
   const r = parseImageRef(`registry.example/team/${name}:v1`);
   if (!r.ok) throw new Error(r.error);
   return r.ref;
 };
-
-/** Pullers whose images differ between two splits, counting a puller that appears or goes. */
-function changed(before: readonly PullerLane[], after: readonly PullerLane[]): number {
-  const text = (lanes: readonly PullerLane[]) =>
-    new Map(
-      lanes.map((l) => [
-        l.key,
-        l.images
-          .map((r) => r.canonical)
-          .sort()
-          .join(','),
-      ]),
-    );
-  const a = text(before);
-  const b = text(after);
-  return [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).length;
-}
 
 const quantile = (xs: readonly number[], p: number) => [...xs].sort((x, y) => x - y)[Math.floor(p * (xs.length - 1))] ?? 0;
 const mean = (xs: readonly number[]) => (xs.reduce((x, y) => x + y, 0) / xs.length).toFixed(2);
@@ -51,7 +35,7 @@ for (let lanes = 2; lanes <= 8; lanes++) {
       const after = pullerLanes([...images, ref(`s${s}-n${n}-x`)], lanes);
       const sizes = before.map((l) => l.images.length);
       spread = Math.max(spread, Math.max(...sizes) - Math.min(...sizes));
-      const c = changed(before, after);
+      const c = pullersChanged(before, after);
       all.push(c);
       if ((n + 1) % p === 0) steps.push(c);
     }

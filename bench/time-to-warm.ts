@@ -84,6 +84,7 @@ import {
 } from './support/cluster.js';
 import { applyFloor, floorRunningAt } from './support/floor.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
+import { list } from './support/args.js';
 
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
@@ -106,12 +107,6 @@ const args = yargs(hideBin(process.argv))
   .option('result', { type: 'string', describe: 'results file name (default: time-to-warm-<profiles>-<kubelets>-<sets>)' })
   .strict()
   .parseSync();
-
-function list<T extends string>(flag: string, value: string, known: readonly T[]): T[] {
-  const out = value.split(',').map((x) => x.trim());
-  for (const x of out) if (!known.includes(x as T)) throw new Error(`--${flag}: unknown ${x}; known: ${known.join(', ')}`);
-  return out as T[];
-}
 
 interface ImageSet {
   readonly name: string;

@@ -37,6 +37,7 @@ import { workloadPod } from '../harness/workloads.js';
 import { specDir } from '../harness/specs.js';
 import { ensureCluster, freshNodeName, KUBELET_KINDS, leave, releaseCluster, type KubeletKind } from './support/cluster.js';
 import { log, median, saveResults } from './support/stats.js';
+import { list } from './support/args.js';
 
 const SHAPES = ['one', 'burst'] as const;
 type Shape = (typeof SHAPES)[number];
@@ -55,11 +56,6 @@ const args = yargs(hideBin(process.argv))
   .strict()
   .parseSync();
 
-function list<T extends string>(flag: string, value: string, known: readonly T[]): T[] {
-  const out = value.split(',').map((x) => x.trim());
-  for (const x of out) if (!known.includes(x as T)) throw new Error(`--${flag}: unknown ${x}; known: ${known.join(', ')}`);
-  return out as T[];
-}
 const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const shapes = list<Shape>('shapes', args.shapes, SHAPES);

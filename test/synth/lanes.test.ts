@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseImageRef } from '../../src/oci/reference.js';
 import { pullerLanes, type PullerLane } from '../../src/synth/lanes.js';
+import { pullersChanged } from '../../harness/lanes.js';
 
 const ref = (name: string) => {
   const r = parseImageRef(`registry.example/team/${name}:v1`);
@@ -10,23 +11,6 @@ const ref = (name: string) => {
 };
 const images = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ref(`image-${from + i}`));
 const sizes = (lanes: readonly PullerLane[]) => lanes.map((l) => l.images.length);
-
-/** Pullers whose images differ between two splits, counting a puller that appears or goes. */
-function changed(before: readonly PullerLane[], after: readonly PullerLane[]): number {
-  const text = (lanes: readonly PullerLane[]) =>
-    new Map(
-      lanes.map((l) => [
-        l.key,
-        l.images
-          .map((r) => r.canonical)
-          .sort()
-          .join(','),
-      ]),
-    );
-  const a = text(before);
-  const b = text(after);
-  return [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).length;
-}
 
 /** Random pools: distinct image names, so any set fast-check draws is a valid pool. */
 const pool = (max: number) =>
@@ -82,7 +66,7 @@ describe('pullerLanes', () => {
           const before = pullerLanes(all, lanes);
           const after = pullerLanes([...all, ref('added')], lanes);
           // Removing the image reads the same pair of splits the other way round.
-          const got = changed(before, after);
+          const got = pullersChanged(before, after);
           expect(got).toBeGreaterThanOrEqual(1);
           expect(got).toBeLessThanOrEqual(Math.min(lanes, n + 1));
         },
@@ -99,7 +83,7 @@ describe('pullerLanes', () => {
       for (let n = 1; n <= 40; n++) {
         for (let s = 0; s < 5; s++) {
           const all = Array.from({ length: n }, (_, i) => ref(`s${s}-n${n}-i${i}`));
-          seen.push(changed(pullerLanes(all, lanes), pullerLanes([...all, ref(`s${s}-n${n}-x`)], lanes)));
+          seen.push(pullersChanged(pullerLanes(all, lanes), pullerLanes([...all, ref(`s${s}-n${n}-x`)], lanes)));
         }
       }
       const mean = seen.reduce((a, b) => a + b, 0) / seen.length;
