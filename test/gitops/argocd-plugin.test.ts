@@ -13,11 +13,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
+  closeSync,
   copyFileSync,
   cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readFileSync,
   readdirSync,
   rmSync,
@@ -92,13 +94,23 @@ type ServerName = keyof typeof SERVERS;
 interface Server {
   proc: ChildProcess;
   sockDir: string;
-  log: string;
+  /** The server's stdout and stderr go to this file, not to a pipe (see startServer). */
+  logFile: string;
 }
 
 let work: string;
 let repo: string;
 const servers: Partial<Record<ServerName, Server>> = {};
-let serverLog = '';
+/** Every cmp-server's log so far. */
+function serverLog(): string {
+  return Object.values(servers)
+    .map((server) => readLog(server))
+    .join('');
+}
+
+function readLog(server: Server): string {
+  return existsSync(server.logFile) ? readFileSync(server.logFile, 'utf8') : '';
+}
 let clientTmp: string;
 let pathEnv: string;
 let varFiles: string;
@@ -172,7 +184,7 @@ function withParams(parameters: Param[], env: Record<string, string> = {}): Plug
 /** A refused request: an error that says `message`, and no manifests at all. */
 function expectRefused(res: CmpResponse, message: string): void {
   expect(res.manifests ?? []).toEqual([]);
-  expect(res.error, serverLog.slice(-3000)).toContain(message);
+  expect(res.error, serverLog().slice(-3000)).toContain(message);
   // Refused by prewarm-argocd itself (exit 2), before prewarm ran.
   expect(res.error).toContain('`prewarm-argocd generate` failed exit status 2');
 }
@@ -181,26 +193,25 @@ function expectRefused(res: CmpResponse, message: string): void {
 async function startServer(name: ServerName, cfgDir: string, config: Readonly<Record<string, string>>): Promise<Server> {
   const sockDir = ownedDir(`plugins-${name}`);
   const sidecarTmp = ownedDir(`tmp-${name}`);
+  // The log goes to a file: cmp() waits for cmp-client synchronously, so nothing would drain a
+  // pipe meanwhile, and a server whose pipe is full blocks on its next log line and never answers.
+  const logFile = join(work, `cmp-server-${name}.log`);
+  const fd = openSync(logFile, 'a');
   const proc = spawn(join(varFiles, 'argocd-cmp-server'), ['--config-dir-path', cfgDir, '--logformat', 'text', '--loglevel', 'info'], {
     argv0: 'argocd-cmp-server',
     cwd: sidecarTmp,
     env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: sockDir, TMPDIR: sidecarTmp, HOME: sidecarTmp, ...config },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', fd, fd],
     uid: UID,
     gid: UID,
   });
-  const server: Server = { proc, sockDir, log: '' };
-  const append = (d: Buffer) => {
-    server.log += d.toString();
-    serverLog += d.toString();
-  };
-  proc.stdout?.on('data', append);
-  proc.stderr?.on('data', append);
+  closeSync(fd);
+  const server: Server = { proc, sockDir, logFile };
   const sock = join(sockDir, `${PLUGIN}.sock`);
   const deadline = Date.now() + 30_000;
   while (!existsSync(sock)) {
-    if (proc.exitCode !== null) throw new Error(`argocd-cmp-server ${name} exited ${proc.exitCode}:\n${server.log}`);
-    if (Date.now() > deadline) throw new Error(`no ${sock} after 30 s:\n${server.log}`);
+    if (proc.exitCode !== null) throw new Error(`argocd-cmp-server ${name} exited ${proc.exitCode}:\n${readLog(server)}`);
+    if (Date.now() > deadline) throw new Error(`no ${sock} after 30 s:\n${readLog(server)}`);
     await sleep(50);
   }
   return server;
@@ -213,7 +224,7 @@ function cliStream(args: string[], cwd: string): string {
 }
 
 function manifestsOf(res: CmpResponse): KubeObject[] {
-  expect(res.error, serverLog.slice(-4000)).toBeUndefined();
+  expect(res.error, serverLog().slice(-4000)).toBeUndefined();
   return (res.manifests ?? []).flatMap((m) => yamlObjects(m));
 }
 
@@ -333,10 +344,11 @@ afterAll(async () => {
 
 describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
   it('runs as uid 999 and serves prewarm-v1 on its socket', () => {
-    const { proc, sockDir, log } = serverOf('main');
+    const server = serverOf('main');
+    const { proc, sockDir } = server;
     const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
     expect(status).toMatch(/^Uid:\s+999\s+999\s+999\s+999$/m);
-    expect(log).toContain('argocd-cmp-server v3.5.7');
+    expect(readLog(server)).toContain('argocd-cmp-server v3.5.7');
     expect(statSync(join(sockDir, `${PLUGIN}.sock`)).uid).toBe(UID);
   });
 
