@@ -87,7 +87,7 @@ const SERVERS = {
     PREWARM_PLUGIN_NAMESPACES: 'prewarm warm from-env',
     PREWARM_PLUGIN_RECONCILER_IMAGES: `${DEFAULT_RECONCILER_IMAGE} ${OTHER_IMAGE}`,
   },
-  owning: { PREWARM_PLUGIN_OWN_NAMESPACES: 'ml' },
+  owning: { PREWARM_PLUGIN_OWN_NAMESPACES: 'prewarm' },
   gating: { PREWARM_PLUGIN_ALLOW_GATE_KEYS: 'startup-taint.cluster-autoscaler.kubernetes.io/' },
 } as const;
 type ServerName = keyof typeof SERVERS;

@@ -50,6 +50,7 @@ describe('kubectl prewarm', () => {
     expect(JSON.parse(r.stdout)).toEqual({ pools: [], allWarm: true });
     const bad = kubectl(['prewarm', 'status', '--context', 'no-such-context']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('prewarm: kubeconfig has no context "no-such-context"');
+    // The message names the kubeconfig file it read (KUBECONFIG), then what it lacks.
+    expect(bad.stderr).toMatch(/^prewarm: kubeconfig \/\S+: no context "no-such-context"$/m);
   });
 });
