@@ -34,8 +34,6 @@ const STUCK_REASONS: ReadonlySet<string> = new Set([
 export interface PoolView {
   readonly id: string;
   readonly namespace: string;
-  /** Its burst puller DaemonSets, or 1 (the holder alone) when it has none: pods pulling at once. */
-  readonly lanes: number;
   /** Its burst puller DaemonSets (one per lane that has images: a one-image pool has one). */
   readonly pullers: number;
   /** Empty: the pool does not gate (or runs no sidecar). */
@@ -44,6 +42,9 @@ export interface PoolView {
   readonly sidecar: boolean;
   readonly pullSecrets: readonly string[];
 }
+
+/** Pods pulling a pool's images at once while a node warms: its pullers, or the holder alone. */
+export const lanesOf = (pool: PoolView): number => Math.max(1, pool.pullers);
 
 /** Orders objects by name, in code-point order. */
 export const byName = <T extends { readonly name: string }>(a: T, b: T): number => compareStrings(a.name, b.name);
@@ -76,7 +77,6 @@ export function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
     pools.push({
       id,
       namespace,
-      lanes: Math.max(1, pullers),
       pullers,
       ...gate,
       sidecar: sidecar !== undefined,

@@ -9,7 +9,7 @@ import { PULL_FAILURE_REASONS, timeOf, type Pod } from '../contract/pod-status.j
 import { parseQuantity } from '../contract/quantity.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../contract/gate-key.js';
-import { byName, managed, type PoolView } from './checks.js';
+import { byName, lanesOf, managed, type PoolView } from './checks.js';
 import type { DoctorInput, DoctorNode, KubeletConfig } from './input.js';
 import { fixFor, KUBELET_FIX, optionalFix, unread } from './reads.js';
 import { Check, type Finding, type Level } from './report.js';
@@ -133,8 +133,8 @@ function pullMode(kc: KubeletConfig): string {
 function checkImagePulls(kc: KubeletConfig, here: readonly PoolView[], finding: NodeFinding): void {
   const serial = kc.serializeImagePulls ?? KUBELET_DEFAULTS.serializeImagePulls;
   const max = kc.maxParallelImagePulls;
-  const widest = [...here].sort((a, b) => b.lanes - a.lanes)[0];
-  const lanes = widest?.lanes ?? 1;
+  const widest = [...here].sort((a, b) => lanesOf(b) - lanesOf(a))[0];
+  const lanes = widest === undefined ? 1 : lanesOf(widest);
   const mode = pullMode(kc);
   if (lanes > 1 && serial) {
     finding(

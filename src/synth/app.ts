@@ -120,10 +120,9 @@ function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly s
   const constructs = charts.flatMap((c) => c.node.findAll());
   const daemonSets = constructs.filter((c): c is PullDaemonSet => c instanceof PullDaemonSet);
   const poolOf = new Map<unknown, Pool>(daemonSets.map((ds) => [ApiObject.of(ds.workload), ds.pool]));
-  const pooled = new Set<unknown>(poolOf.keys());
   const objects = constructs.filter((c): c is ApiObject => ApiObject.isApiObject(c));
   // A pull DaemonSet renders (and checks) itself; its identity is all that is read of it here.
-  const shared = objects.filter((o) => !pooled.has(o)).map((o) => o.toJson() as Manifest);
+  const shared = objects.filter((o) => !poolOf.has(o)).map((o) => o.toJson() as Manifest);
   const names = objects.map((o) => ({
     apiVersion: o.apiVersion,
     kind: o.kind,
