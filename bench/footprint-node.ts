@@ -152,7 +152,10 @@ async function waitNamespaceGone(kube: Kube, ns: string): Promise<void> {
 
 interface PodLite {
   metadata: { uid: string; labels?: Record<string, string> };
-  status?: { containerStatuses?: { name: string; state?: { running?: unknown } }[] };
+  status?: {
+    initContainerStatuses?: { name: string; state?: { running?: unknown } }[];
+    containerStatuses?: { name: string; state?: { running?: unknown } }[];
+  };
 }
 
 /** One pull pod (prewarm, or the che shape without the sidecar) of `n` images on a fresh node. */
@@ -192,7 +195,11 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
       pod = (await kube.list<PodLite>(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `spec.nodeName=${node}` })).items.find((p) =>
         isHolder(p.metadata.labels),
       );
-      const cs = pod?.status?.containerStatuses ?? [];
+      // The image containers, and the sidecar (a native sidecar: an init container) for prewarm.
+      const cs = [
+        ...(pod?.status?.initContainerStatuses ?? []).filter((c) => c.name === SIDECAR_CONTAINER),
+        ...(pod?.status?.containerStatuses ?? []),
+      ];
       if (cs.length === n + (config === 'prewarm' ? 1 : 0) && cs.every((c) => c.state?.running)) break;
       await sleep(1000);
     }

@@ -20,6 +20,7 @@ import {
 import { run } from './cluster/sh.js';
 import type { Kube, KubeObject } from './kube.js';
 import { isHolder, poolOf } from '../src/contract/roles.js';
+import { SIDECAR_CONTAINER } from '../src/contract/names.js';
 
 /** The objects of a multi-document YAML stream (empty documents dropped); a YAML error throws. */
 export function yamlObjects(text: string): KubeObject[] {
@@ -68,6 +69,7 @@ export function synth(paths: string[], args: readonly string[] = []): { yaml: st
 interface ContainerLike {
   name: string;
   image: string;
+  restartPolicy?: string;
 }
 /** The parts of a pod spec the tests read. */
 export interface PodSpecLike {
@@ -101,9 +103,11 @@ export function poolsOf(objects: KubeObject[]): PoolImages[] {
     .map((o) => {
       const s = podSpecOf(o);
       if (!s) throw new Error(`DaemonSet ${o.metadata.name} has no pod template`);
-      const images = s.containers.filter((c) => c.name !== 'prewarm-reconciler').map((c) => c.image);
-      const sidecar = s.containers.filter((c) => c.name === 'prewarm-reconciler').map((c) => c.image);
-      const helper = (s.initContainers ?? []).map((c) => c.image);
+      // The sidecar is a native sidecar: the first init container, ahead of the helper.
+      const all = [...(s.initContainers ?? []), ...s.containers];
+      const images = s.containers.filter((c) => c.name !== SIDECAR_CONTAINER).map((c) => c.image);
+      const sidecar = all.filter((c) => c.name === SIDECAR_CONTAINER).map((c) => c.image);
+      const helper = (s.initContainers ?? []).filter((c) => c.name !== SIDECAR_CONTAINER).map((c) => c.image);
       return {
         namespace: o.metadata.namespace ?? 'default',
         daemonSet: o.metadata.name,

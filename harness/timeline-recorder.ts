@@ -123,12 +123,19 @@ export class TimelineRecorder {
 /** Records the first time each condition turned True, each container started, deletion began. */
 function stamp(seen: Seen, now: number): void {
   const status = seen.obj.status as
-    { conditions?: { type: string; status: string }[]; containerStatuses?: { name: string; state?: { running?: object } }[] } | undefined;
+    | {
+        conditions?: { type: string; status: string }[];
+        initContainerStatuses?: { name: string; state?: { running?: object } }[];
+        containerStatuses?: { name: string; state?: { running?: object } }[];
+      }
+    | undefined;
   const mark = (k: string) => {
     if (!seen.first.has(k)) seen.first.set(k, now);
   };
   for (const c of status?.conditions ?? []) if (c.status === 'True') mark(`condition/${c.type}`);
-  for (const c of status?.containerStatuses ?? []) if (c.state?.running !== undefined) mark(`started/${c.name}`);
+  // Init containers too: the sidecar is a native sidecar.
+  for (const c of [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])])
+    if (c.state?.running !== undefined) mark(`started/${c.name}`);
   if (seen.obj.metadata.deletionTimestamp !== undefined) mark('deleted');
   mark('created');
 }
@@ -142,6 +149,7 @@ function sharpen(seen: Seen): KubeObject {
   const status = o.status as
     | {
         conditions?: { type: string; status: string; lastTransitionTime?: string }[];
+        initContainerStatuses?: { name: string; state?: { running?: { startedAt?: string } } }[];
         containerStatuses?: { name: string; state?: { running?: { startedAt?: string } } }[];
       }
     | undefined;
@@ -149,7 +157,7 @@ function sharpen(seen: Seen): KubeObject {
     const t = seen.first.get(`condition/${c.type}`);
     if (t !== undefined && c.status === 'True' && sameSecond(c.lastTransitionTime, t)) c.lastTransitionTime = iso(t);
   }
-  for (const c of status?.containerStatuses ?? []) {
+  for (const c of [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])]) {
     const t = seen.first.get(`started/${c.name}`);
     if (t !== undefined && c.state?.running !== undefined && sameSecond(c.state.running.startedAt, t)) c.state.running.startedAt = iso(t);
   }

@@ -165,3 +165,23 @@ export function pullFailure(st: Opt<ContainerStatus>): string | undefined {
   const reason = st?.state?.waiting?.reason;
   return reason !== undefined && PULL_FAILURE_REASONS.has(reason) && !imagePresent(st) ? reason : undefined;
 }
+
+/**
+ * Every container status of the pod: its init containers' (the native sidecar's and the helper's),
+ * then its containers'. A container's name is unique across both lists.
+ */
+export function allStatuses(pod: Opt<Pod>): readonly ContainerStatus[] {
+  return [...(pod?.status?.initContainerStatuses ?? []), ...(pod?.status?.containerStatuses ?? [])];
+}
+
+/** The status of the pod's container `name`, an init container or not. */
+export function statusOf(pod: Opt<Pod>, name: string): ContainerStatus | undefined {
+  return allStatuses(pod).find((s) => s.name === name);
+}
+
+/** The containers of a pod spec that run beside the others: native sidecars, then containers. */
+export function runningContainers<C extends Container>(
+  spec: Opt<{ readonly initContainers?: Opt<readonly C[]>; readonly containers?: Opt<readonly C[]> }>,
+): readonly C[] {
+  return [...(spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always'), ...(spec?.containers ?? [])];
+}

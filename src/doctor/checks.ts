@@ -4,7 +4,7 @@
  */
 import { DEFAULTS, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
 import { parseSidecarGate, type SidecarGate } from '../contract/sidecar-env.js';
-import { PULL_FAILURE_REASONS, timeOf, type Pod } from '../contract/pod-status.js';
+import { allStatuses, PULL_FAILURE_REASONS, runningContainers, timeOf, type Pod } from '../contract/pod-status.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ACCESS_NAMES } from '../contract/access-names.js';
 import { compareStrings } from '../contract/order.js';
@@ -69,7 +69,7 @@ export function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
     if (!managed(labels) || id === undefined) continue;
     const namespace = ds.metadata?.namespace ?? '';
     const podSpec = ds.spec?.template?.spec;
-    const sidecar = podSpec?.containers?.find((c) => c.name === SIDECAR_CONTAINER);
+    const sidecar = runningContainers(podSpec).find((c) => c.name === SIDECAR_CONTAINER);
     const gate = sidecarGate(sidecar?.env ?? []);
     const pullers = daemonSets.filter(
       (d) => d.metadata?.namespace === namespace && isPuller(d.metadata.labels) && poolOf(d.metadata.labels) === id,
@@ -110,7 +110,7 @@ export function checkVersion(version: ClusterRead<ObservedVersion>, cluster: (c:
     cluster(
       Check.apiserverVersion,
       'error',
-      `Kubernetes ${version.value.gitVersion}: the synthesized admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy and the node-name claim of pod-bound tokens need 1.${MIN_KUBERNETES_MINOR}`,
+      `Kubernetes ${version.value.gitVersion}: the synthesized admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy and the node-name claim of pod-bound tokens need 1.${MIN_KUBERNETES_MINOR} (and the sidecar, a native sidecar, 1.29)`,
       `upgrade the control plane to 1.${MIN_KUBERNETES_MINOR} or later; until then the policy does not apply and the sidecars' node writes are not narrowed`,
     );
   } else {
@@ -182,7 +182,7 @@ function labelsMatch(selector: Labels, labels: Labels): boolean {
 /** Why a pod is not ready: the first stuck waiting reason of its containers, or `not ready`. */
 function podTrouble(pod: Pod): { reason: string; stuck: boolean } | undefined {
   if (pod.status?.phase === 'Running' && pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return undefined;
-  for (const c of pod.status?.containerStatuses ?? []) {
+  for (const c of allStatuses(pod)) {
     const reason = c.state?.waiting?.reason;
     if (reason !== undefined && reason !== null && STUCK_REASONS.has(reason)) return { reason: `${c.name}: ${reason}`, stuck: true };
   }

@@ -31,6 +31,7 @@ interface ObservedContainer {
   readonly name: string;
   readonly image?: Opt<string>;
   readonly env?: Opt<readonly { readonly name: string; readonly value?: Opt<string> }[]>;
+  readonly restartPolicy?: Opt<string>;
 }
 
 /** The fields of a DaemonSet that doctor reads (client-node's V1DaemonSet fits). */
@@ -45,6 +46,7 @@ export interface DoctorDaemonSet {
     readonly selector?: Opt<{ readonly matchLabels?: Labels }>;
     readonly template?: Opt<{
       readonly spec?: Opt<{
+        readonly initContainers?: Opt<readonly ObservedContainer[]>;
         readonly containers?: Opt<readonly ObservedContainer[]>;
         readonly imagePullSecrets?: Opt<readonly { readonly name?: Opt<string> }[]>;
       }>;

@@ -5,7 +5,7 @@
  */
 import { SIDECAR_CONTAINER } from '../contract/names.js';
 import { excerpt } from '../text/quote.js';
-import { PULL_FAILURE_REASONS, timeOf, type Pod } from '../contract/pod-status.js';
+import { PULL_FAILURE_REASONS, statusOf, timeOf, type Pod } from '../contract/pod-status.js';
 import { parseQuantity } from '../contract/quantity.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../contract/gate-key.js';
@@ -82,7 +82,7 @@ type NodeFinding = (check: Check, level: Level, message: string, fix?: string) =
 
 function checkSidecar(holders: readonly Pod[], finding: NodeFinding): void {
   for (const pod of holders) {
-    const c = pod.status?.containerStatuses?.find((x) => x.name === SIDECAR_CONTAINER);
+    const c = statusOf(pod, SIDECAR_CONTAINER);
     const reason = c?.state?.waiting?.reason;
     if (c === undefined) continue;
     const where = `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;

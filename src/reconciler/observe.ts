@@ -4,7 +4,7 @@
  * reasons, imageID, start times), judged by the contract (src/contract/pod-status.ts), become one
  * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
  */
-import { imagePresent, pullFailure, startedAt, type ContainerStatus } from '../contract/pod-status.js';
+import { allStatuses, imagePresent, pullFailure, startedAt, type ContainerStatus } from '../contract/pod-status.js';
 import type { KPod } from './kube-types.js';
 
 /** Kubelet messages are cut to this many characters. */
@@ -64,7 +64,7 @@ export function classifyContainer(image: string, st: ContainerStatus | undefined
  */
 export function observeImages(pod: KPod, sidecarName: string): { images: ImageObservation[]; blockers: ImageObservation[] } {
   const statuses = new Map<string, ContainerStatus>();
-  for (const s of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) statuses.set(s.name, s);
+  for (const s of allStatuses(pod)) statuses.set(s.name, s);
   const images: ImageObservation[] = [];
   const blockers: ImageObservation[] = [];
   for (const c of pod.spec?.initContainers ?? []) {

@@ -5,7 +5,7 @@
  * (src/contract/pod-status.ts). Pure: the CLI lists the objects and renders the result.
  */
 import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
-import { containerStarted, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
+import { allStatuses, containerStarted, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { LABEL_PULLER, NodeState } from '../contract/names.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
@@ -132,7 +132,7 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
   // The pods' own statuses are fresher than the annotation for images still failing now; an image
   // failing in the holder and in a puller is listed once.
   const live = new Map<string, WaitingImage>();
-  for (const c of [pod, ...pullers].flatMap((p) => p.status?.containerStatuses ?? [])) {
+  for (const c of [pod, ...pullers].flatMap(allStatuses)) {
     const image = c.image ?? '';
     const reason = pullFailure(c);
     if (reason === undefined || live.has(image)) continue;

@@ -11,8 +11,10 @@
  * resolution; a pull's length comes from the kubelet's own measure in its `Pulled` message.
  */
 import {
+  allStatuses,
   conditionTrueSince,
   imagePresent,
+  runningContainers,
   startedAt,
   timeOf,
   type Condition,
@@ -239,7 +241,7 @@ export function buildTimeline(input: TimelineInput): Timeline {
 function podFacts(p: Pod, daemonSets: readonly TimelineDaemonSet[]): PodFacts {
   const name = p.metadata?.name ?? '';
   const namespace = p.metadata?.namespace ?? '';
-  const statuses = p.status?.containerStatuses ?? [];
+  const statuses = allStatuses(p);
   return {
     name,
     namespace,
@@ -249,7 +251,7 @@ function podFacts(p: Pod, daemonSets: readonly TimelineDaemonSet[]): PodFacts {
     sandbox: conditionTrueSince(p.status?.conditions, 'PodReadyToStartContainers'),
     initialized: conditionTrueSince(p.status?.conditions, 'Initialized'),
     deleted: timeOf(p.metadata?.deletionTimestamp),
-    containers: new Map((p.spec?.containers ?? []).map((c) => [c.name, c.image ?? ''])),
+    containers: new Map(runningContainers(p.spec).map((c) => [c.name, c.image ?? ''])),
     started: new Map(
       statuses.flatMap((c) => {
         const t = startedAt(c);
@@ -344,7 +346,11 @@ function podRows(f: PodFacts, at: (t: number) => number, now: number, notes: str
   let lastStarted: number | undefined;
   let droppedEvents = false;
   for (const c of names) {
-    const evs = containerEvents.filter((e) => containerOf(e) === c && !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? ''));
+    // Init containers that run to completion (the helper) are the pod's init phase, not a row;
+    // native sidecars are rows.
+    const evs = containerEvents.filter(
+      (e) => containerOf(e) === c && (f.containers.has(c) || !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? '')),
+    );
     if (evs.length === 0 && !f.containers.has(c)) continue;
     const pulled = evs.find((e) => e.reason === 'Pulled');
     const pulling = evs.find((e) => e.reason === 'Pulling');
@@ -411,7 +417,8 @@ function podRows(f: PodFacts, at: (t: number) => number, now: number, notes: str
   phase('pending', f.created, f.scheduled);
   phase('sandbox', f.scheduled, f.sandbox);
   phase('init', f.sandbox, f.initialized);
-  const allStarted = f.containers.size > 0 ? f.started.size === f.containers.size : f.deleted !== undefined || lastStarted !== undefined;
+  const allStarted =
+    f.containers.size > 0 ? [...f.containers.keys()].every((c) => f.started.has(c)) : f.deleted !== undefined || lastStarted !== undefined;
   phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
   return { rows: [{ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows], droppedEvents };
 }

@@ -34,12 +34,26 @@ export interface PodTemplatePatches {
    * image container whose tag moved (cdk8s-plus-27 has no such field).
    */
   readonly shareProcessNamespace?: boolean;
-  /** Name of the sidecar container, when there is one: only it gets an API token. */
+  /**
+   * Name of the sidecar, when there is one: an init container made a native sidecar
+   * (`restartPolicy: Always`; cdk8s-plus-27 has no such field), and the only container that gets
+   * an API token.
+   */
   readonly sidecar?: string;
 }
 
 /** Lifetime the kubelet requests for the sidecar's token; it refreshes it at 80 %. */
 const TOKEN_EXPIRATION_SECONDS = 3607;
+
+/**
+ * Applies `ops` to the object's JSON after the L1 object re-serialised it. The L1 KubeDaemonSet
+ * passes its patched JSON through the Kubernetes 1.27 types of cdk8s-plus-27, which drop fields
+ * newer than 1.27 (a container's `restartPolicy`, 1.28) from ordinary patches; these land last.
+ */
+function patchAfterSerialisation(obj: ApiObject, ...ops: JsonPatch[]): void {
+  const serialise = obj.toJson.bind(obj);
+  obj.toJson = (): unknown => JsonPatch.apply(serialise(), ...ops);
+}
 
 /**
  * JSON pointer to one container of the pod template, found by name in the containers the workload
@@ -69,6 +83,9 @@ function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers
  *   path: names must come from the spec's identity, never from where a construct sits;
  * - a projected service-account token mounted into the sidecar alone, the same volume the kubelet
  *   would automount into every container: the cached images' containers get no credentials;
+ * - `restartPolicy: Always` on the sidecar's init container, which makes it a native sidecar
+ *   (Kubernetes 1.29 and later): started before the next init container, kept running beside the
+ *   containers, stopped after them;
  * - `terminationMessagePolicy: FallbackToLogsOnError` on the sidecar, so a sidecar that refuses its
  *   configuration shows its one-line reason as the container's termination message (`kubectl
  *   describe pod`), not only in `kubectl logs` (cdk8s-plus-27 has no such field).
@@ -102,9 +119,10 @@ export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatc
   if (patches.shareProcessNamespace === true) obj.addJsonPatch(JsonPatch.add(`${POD}/shareProcessNamespace`, true));
   obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
   if (patches.sidecar !== undefined) {
-    const sidecar = containerPath(workload, 'containers', patches.sidecar);
+    const sidecar = containerPath(workload, 'initContainers', patches.sidecar);
     // Appends: the pod already has volumes (the helper emptyDir) and the sidecar already has a
     // mount (the pools file).
+    patchAfterSerialisation(obj, JsonPatch.add(`${sidecar}/restartPolicy`, 'Always'));
     obj.addJsonPatch(
       JsonPatch.add(`${sidecar}/terminationMessagePolicy`, 'FallbackToLogsOnError'),
       JsonPatch.add(`${POD}/volumes/-`, {

@@ -9,10 +9,12 @@ import { parseQuantity } from '../contract/quantity.js';
 import { listed, poolLocation, poolName } from './diagnostics.js';
 import { OUTPUT_LIMITS, size } from './limits.js';
 
-/** A container as far as its memory request is read. */
+/** A container as far as its memory request is read, and for an init container its kind. */
 export interface RequestingContainer {
   readonly name: string;
   readonly resources?: { readonly requests?: Readonly<Record<string, string>> };
+  /** `Always` on an init container makes it a native sidecar. */
+  readonly restartPolicy?: string;
 }
 
 /** A pod spec as far as its memory request is read. */
@@ -29,13 +31,23 @@ export interface PoolMember {
 }
 
 /**
- * A pod's memory request as the scheduler counts it: init containers run one at a time before the
- * rest, so the larger of the largest init container and the sum of the containers.
+ * A pod's memory request as the scheduler counts it (KEP-753): init containers run one at a time,
+ * each beside the native sidecars (`restartPolicy: Always`) started before it, and the containers
+ * run beside every native sidecar; the request is the larger of the two peaks.
  */
 export function podMemoryRequest(pod: RequestingPod): number {
-  const init = Math.max(0, ...(pod.initContainers ?? []).map(memoryRequest));
+  let sidecars = 0;
+  let init = 0;
+  for (const c of pod.initContainers ?? []) {
+    if (c.restartPolicy === 'Always') {
+      sidecars += memoryRequest(c);
+      init = Math.max(init, sidecars);
+    } else {
+      init = Math.max(init, sidecars + memoryRequest(c));
+    }
+  }
   const containers = (pod.containers ?? []).reduce((n, c) => n + memoryRequest(c), 0);
-  return Math.max(init, containers);
+  return Math.max(init, sidecars + containers);
 }
 
 /** A container's memory request in bytes; 0 without one. */

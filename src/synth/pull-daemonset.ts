@@ -137,24 +137,24 @@ export class PullDaemonSet extends Construct {
       // Sleep ignores SIGTERM as PID 1; a short grace keeps node drains and rollouts quick.
       terminationGracePeriod: Duration.seconds(puller === undefined ? 10 : PULLER_GRACE_SECONDS),
       volumes: [binVolume],
-      initContainers: [
-        {
-          name: HELPER_CONTAINER,
-          image: pool.settings.helperImage.canonical,
-          imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
-          command: [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY],
-          securityContext: CONTAINER_SECURITY,
-          resources: HELPER_RESOURCES,
-          volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
-        },
-      ],
     });
     this.workload.select(kplus.LabelSelector.of({ labels: selector }));
 
-    // The sidecar comes first: the kubelet starts containers in order, pulling each image as it
-    // goes, so a sidecar placed last would start only after every pull and could neither report
-    // failures nor enforce a deadline shorter than the pulls.
+    // The sidecar comes first, as a native sidecar (an init container with `restartPolicy: Always`,
+    // set in escape-hatches.ts): the kubelet pulls and starts it before anything else of the pod,
+    // so it watches the pool's pods while the burst pullers pull, instead of after the helper and
+    // its own pull. It can then report failures and enforce a deadline shorter than the pulls, and
+    // on deletion the kubelet stops it after the image containers.
     if (reconciler !== undefined) this.addReconciler(pool, reconciler);
+    this.workload.addInitContainer({
+      name: HELPER_CONTAINER,
+      image: pool.settings.helperImage.canonical,
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      command: [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY],
+      securityContext: CONTAINER_SECURITY,
+      resources: HELPER_RESOURCES,
+      volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
+    });
     const refreshing = reconciler !== undefined && pool.settings.refreshSeconds > 0;
     for (const ref of images) {
       const name = imageContainerName(ref);
@@ -228,7 +228,7 @@ export class PullDaemonSet extends Construct {
             ),
           }))
         : [];
-    this.workload.addContainer({
+    this.workload.addInitContainer({
       name: SIDECAR_CONTAINER,
       image: reconciler.image,
       imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,

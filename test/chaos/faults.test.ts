@@ -163,7 +163,9 @@ interface ContainerStatus {
   state?: { running?: object; waiting?: { reason?: string }; terminated?: object };
   lastState?: { terminated?: object };
 }
-const statuses = (p: KubeObject | undefined): ContainerStatus[] => (p?.status?.containerStatuses ?? []) as ContainerStatus[];
+/** Every container status of a pull pod: its init containers' (the native sidecar, the helper) and its containers'. */
+const statuses = (p: KubeObject | undefined): ContainerStatus[] =>
+  [...(p?.status?.initContainerStatuses ?? []), ...(p?.status?.containerStatuses ?? [])] as ContainerStatus[];
 const started = (c: ContainerStatus): boolean => c.state?.running !== undefined || c.lastState?.terminated !== undefined;
 
 /** Joins a node carrying the gate from registration on, with the labels that select `pools`. */

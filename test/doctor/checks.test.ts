@@ -14,6 +14,7 @@ import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, KubeletConf
 import { Check, renderDoctorTable, summary, type Finding } from '../../src/doctor/report.js';
 import type { Pod } from '../../src/contract/pod-status.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
+import { HELPER_CONTAINER } from '../../src/synth/naming.js';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');
 const GATE = 'prewarm.dev/warming';
@@ -36,7 +37,12 @@ function holder(
       selector: { matchLabels: { [LABEL_POOL]: id } },
       template: {
         spec: {
-          containers: opts.sidecar === false ? [{ name: 'img' }] : [{ name: SIDECAR_CONTAINER, env }, { name: 'img' }],
+          // As synth renders it: the sidecar is a native sidecar (an init container, restartPolicy
+          // Always) ahead of the helper.
+          ...(opts.sidecar === false
+            ? { initContainers: [{ name: HELPER_CONTAINER }] }
+            : { initContainers: [{ name: SIDECAR_CONTAINER, env, restartPolicy: 'Always' }, { name: HELPER_CONTAINER }] }),
+          containers: [{ name: 'img' }],
           ...(opts.secrets ? { imagePullSecrets: opts.secrets.map((name) => ({ name })) } : {}),
         },
       },
@@ -69,7 +75,7 @@ function holderPod(id: string, node: string, sidecar: 'running' | 'ErrImagePull'
     status: {
       phase: sidecar === 'running' ? 'Running' : 'Pending',
       conditions: [{ type: 'Ready', status: sidecar === 'running' ? 'True' : 'False' }],
-      containerStatuses: [
+      initContainerStatuses: [
         {
           name: SIDECAR_CONTAINER,
           image: 'ghcr.io/prewarm-dev/reconciler:0.1.0',

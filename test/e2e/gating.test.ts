@@ -26,6 +26,8 @@ import { ApiError } from '../../src/http/api-error.js';
 import { NODE_NAME_EXTRA } from '../../src/synth/access.js';
 import { ACCESS_NAMES } from '../../src/contract/access-names.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV, SIDECAR_CONTAINER } from '../../src/contract/names.js';
+import { runningContainers } from '../../src/contract/pod-status.js';
+import { HELPER_CONTAINER } from '../../src/synth/naming.js';
 import { addNode, CA_CRT, kubectl, removeNode } from '../../harness/cluster/cluster.js';
 import { apiserverUrl, BIN, IMAGES, VERSIONS } from '../../harness/cluster/config.js';
 import { imageInRegistry, normalize } from '../../harness/cluster/images.js';
@@ -80,7 +82,7 @@ interface CoreEvent {
 /** The node label and annotation keys synthesis hands the pool's sidecar. */
 function poolKeys(objects: KubeObject[], pool: PoolImages): PoolKeys {
   const ds = objects.find((o) => o.kind === 'DaemonSet' && o.metadata.name === pool.daemonSet);
-  const sidecar = (podSpecOf(ds as KubeObject)?.containers ?? []).find((c) => c.name === SIDECAR_CONTAINER) as
+  const sidecar = runningContainers(podSpecOf(ds as KubeObject)).find((c) => c.name === SIDECAR_CONTAINER) as
     { env?: { name: string; value?: string }[] } | undefined;
   const env = (name: string): string => {
     const v = sidecar?.env?.find((e) => e.name === name)?.value;
@@ -291,12 +293,19 @@ describe('gating on real kubelets', () => {
       500,
     );
 
-    // The pull pod runs all its containers; they started before the taint went (it is the
-    // sidecar in that pod that removes it).
+    // The pull pod runs all its containers, the native sidecar among them; they started before
+    // the taint went (it is the sidecar in that pod that removes it).
     const pull = await pullPodOn(kube, gated, NODE_A);
     expect(pull, describePool(gated)).toBeDefined();
-    const statuses = (pull?.status?.containerStatuses ?? []) as { name: string; state?: { running?: { startedAt: string } } }[];
-    expect(statuses.map((c) => c.name).sort()).toEqual((pull?.spec?.containers as { name: string }[]).map((c) => c.name).sort());
+    const statuses = [...(pull?.status?.initContainerStatuses ?? []), ...(pull?.status?.containerStatuses ?? [])].filter(
+      (c: { name: string }) => c.name !== HELPER_CONTAINER,
+    ) as { name: string; state?: { running?: { startedAt: string } } }[];
+    expect(statuses.map((c) => c.name).sort()).toEqual(
+      runningContainers(pull?.spec as Parameters<typeof runningContainers>[0])
+        .map((c) => c.name)
+        .sort(),
+    );
+    expect(statuses.map((c) => c.name)).toContain(SIDECAR_CONTAINER);
     for (const c of statuses) {
       expect(c.state?.running, `${c.name} running`).toBeDefined();
       expect(Date.parse(c.state?.running?.startedAt ?? '')).toBeLessThanOrEqual(goneAt);

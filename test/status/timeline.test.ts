@@ -26,8 +26,12 @@ function holderPod(): Pod {
     },
     spec: {
       nodeName: NODE,
+      // The sidecar is a native sidecar, started ahead of the helper.
+      initContainers: [
+        { name: 'prewarm-reconciler', image: 'reconciler:1', restartPolicy: 'Always' },
+        { name: 'prewarm-helper', image: 'busybox:1' },
+      ],
       containers: [
-        { name: 'prewarm-reconciler', image: 'reconciler:1' },
         { name: 'app-a', image: 'reg/app-a:1' },
         { name: 'app-b', image: 'reg/app-b:1' },
       ],
@@ -38,8 +42,11 @@ function holderPod(): Pod {
         { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: at(1.5) },
         { type: 'Initialized', status: 'True', lastTransitionTime: at(2) },
       ],
+      initContainerStatuses: [
+        { name: 'prewarm-reconciler', image: 'reconciler:1', state: { running: { startedAt: at(1.8) } } },
+        { name: 'prewarm-helper', image: 'busybox:1', state: { terminated: { exitCode: 0, startedAt: at(1.9), finishedAt: at(1.95) } } },
+      ],
       containerStatuses: [
-        { name: 'prewarm-reconciler', image: 'reconciler:1', state: { running: { startedAt: at(4) } } },
         { name: 'app-a', image: 'reg/app-a:1', state: { running: { startedAt: at(7) } } },
         { name: 'app-b', image: 'reg/app-b:1', state: { running: { startedAt: at(8) } } },
       ],
@@ -50,17 +57,19 @@ function holderPod(): Pod {
 function ev(over: Partial<TimelineEvent> & { involvedObject: TimelineEvent['involvedObject'] }, t: number): TimelineEvent {
   return { source: { host: NODE }, eventTime: at(t), ...over };
 }
-const podEv = (pod: string, container: string, reason: string, message: string, t: number) =>
-  ev({ involvedObject: { kind: 'Pod', name: pod, namespace: NS, fieldPath: `spec.containers{${container}}` }, reason, message }, t);
+const podEv = (pod: string, container: string, reason: string, message: string, t: number, list = 'containers') =>
+  ev({ involvedObject: { kind: 'Pod', name: pod, namespace: NS, fieldPath: `spec.${list}{${container}}` }, reason, message }, t);
 
 const events: TimelineEvent[] = [
   podEv(
     `${HOLDER}-abcde`,
     'prewarm-reconciler',
     'Pulled',
-    'Successfully pulled image "reconciler:1" in 1.5s (1.5s including waiting). Image size: 10 bytes.',
-    3.5,
+    'Successfully pulled image "reconciler:1" in 0.25s (0.25s including waiting). Image size: 10 bytes.',
+    1.75,
+    'initContainers',
   ),
+  podEv(`${HOLDER}-abcde`, 'prewarm-helper', 'Pulled', 'Container image "busybox:1" already present on machine', 1.85, 'initContainers'),
   podEv(`${HOLDER}-abcde`, 'app-a', 'Pulling', 'Pulling image "reg/app-a:1"', 4.1),
   podEv(
     `${HOLDER}-abcde`,
@@ -142,6 +151,17 @@ describe('buildTimeline', () => {
     expect(a).toMatchObject({ outcome: 'pulled', pullSeconds: 2.75 });
     expect(a?.spans[0]).toEqual({ kind: 'pulling', from: 4.15, to: 6.9, note: '2.75s' });
     expect(holder.find((r) => r.label === 'reg/app-b:1')).toMatchObject({ outcome: 'present' });
+  });
+
+  it('draws the native sidecar as a row of the holder, and the helper only as its init phase', () => {
+    const holder = t.rows.filter((r) => r.pod === `${HOLDER}-abcde`);
+    expect(holder.map((r) => r.label)).toEqual(['holder', 'reconciler:1', 'reg/app-a:1', 'reg/app-b:1']);
+    const sidecar = holder[1];
+    expect(sidecar).toMatchObject({ outcome: 'pulled', pullSeconds: 0.25 });
+    expect(sidecar?.spans).toEqual([
+      { kind: 'pulling', from: 1.5, to: 1.75, note: '0.25s' },
+      { kind: 'running', from: 1.8 },
+    ]);
   });
 
   it('rebuilds a puller that is gone from its Events, and ignores other nodes and foreign pods', () => {

@@ -220,7 +220,7 @@ describe('lanes', () => {
     const one = bundleOf(laned[2] ?? '');
     const holder = docs(synthYaml(one, reconciler)).filter((d) => d.kind === 'DaemonSet');
     expect(holder).toHaveLength(1);
-    expect(holder[0].spec.template.spec.containers.map((c: { image: string }) => c.image).slice(1)).toEqual(
+    expect(holder[0].spec.template.spec.containers.map((c: { image: string }) => c.image)).toEqual(
       one.pools[0]?.images.map((i) => i.canonical),
     );
   });

@@ -11,12 +11,12 @@ function daemonSet(patches: Partial<Parameters<typeof patchPullDaemonSet>[1]> = 
   const chart = Testing.chart();
   const scratch = kplus.Volume.fromEmptyDir(chart, 'v', 'scratch');
   const ds = new kplus.DaemonSet(chart, 'ds', {
-    initContainers: [{ name: 'init', image: 'busybox:1', resources: {} }],
-    containers: [
-      { name: 'a', image: 'a:1', resources: {} },
+    initContainers: [
       // Like the real sidecar, b already mounts something: the patch appends to its mounts.
       { name: 'b', image: 'b:1', resources: {}, volumeMounts: [{ path: '/scratch', volume: scratch }] },
+      { name: 'init', image: 'busybox:1', resources: {} },
     ],
+    containers: [{ name: 'a', image: 'a:1', resources: {} }],
   });
   patchPullDaemonSet(ds, { placement: placementOf({}, []), imagePullSecrets: [], maxUnavailable: 1, ...patches });
   return only(Testing.synth(chart), 'DaemonSet');
@@ -100,18 +100,29 @@ describe('escape hatches', () => {
     expect(spec.volumes.find((v: { name: string }) => v.name === TOKEN_VOLUME).projected.sources[0]).toEqual({
       serviceAccountToken: { path: 'token', expirationSeconds: 3607 },
     });
-    expect(spec.containers[1].volumeMounts.at(-1)).toEqual({ name: TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT, readOnly: true });
+    expect(spec.initContainers[0].volumeMounts.at(-1)).toEqual({ name: TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT, readOnly: true });
+    expect(spec.initContainers[1].volumeMounts).toBeUndefined();
     expect(spec.containers[0].volumeMounts).toBeUndefined();
+  });
+
+  it('makes the sidecar a native sidecar, and no other init container', () => {
+    const spec = daemonSet({ sidecar: 'b' }).spec.template.spec;
+    expect(spec.initContainers.map((c: { restartPolicy?: string }) => c.restartPolicy)).toEqual(['Always', undefined]);
+    expect(spec.containers[0].restartPolicy).toBeUndefined();
+    expect(daemonSet().spec.template.spec.initContainers[0].restartPolicy).toBeUndefined();
   });
 
   it("shows the sidecar's last log line as its termination message when it fails, and only the sidecar's", () => {
     const spec = daemonSet({ sidecar: 'b' }).spec.template.spec;
-    expect(spec.containers[1].terminationMessagePolicy).toBe('FallbackToLogsOnError');
+    expect(spec.initContainers[0].terminationMessagePolicy).toBe('FallbackToLogsOnError');
+    expect(spec.initContainers[1].terminationMessagePolicy).toBeUndefined();
     expect(spec.containers[0].terminationMessagePolicy).toBeUndefined();
-    expect(daemonSet().spec.template.spec.containers[1].terminationMessagePolicy).toBeUndefined();
+    expect(daemonSet().spec.template.spec.initContainers[0].terminationMessagePolicy).toBeUndefined();
   });
 
   it('refuses to patch a sidecar the pod template does not have', () => {
-    expect(() => daemonSet({ sidecar: 'prewarm-reconciler' })).toThrow('the pod template has no container named "prewarm-reconciler"');
+    expect(() => daemonSet({ sidecar: 'prewarm-reconciler' })).toThrow('the pod template has no init container named "prewarm-reconciler"');
+    // A container of that name is not the sidecar: the sidecar is an init container.
+    expect(() => daemonSet({ sidecar: 'a' })).toThrow('the pod template has no init container named "a"');
   });
 });

@@ -250,3 +250,38 @@ describe('checkPoolObject, checkSharedObjects and checkNodeMemory', () => {
     expect(await readdir(join(dir, 'out'))).toContain('prewarm-ns-ml.k8s.yaml');
   });
 });
+
+describe('podMemoryRequest', () => {
+  const c = (name: string, memory: string, restartPolicy?: string) => ({
+    name,
+    resources: { requests: { memory } },
+    ...(restartPolicy === undefined ? {} : { restartPolicy }),
+  });
+  const Mi = 2 ** 20;
+  it.each([
+    { case: 'containers only: their sum', pod: { containers: [c('a', '4Mi'), c('b', '6Mi')] }, mib: 10 },
+    {
+      case: 'a plain init container larger than the containers',
+      pod: { initContainers: [c('h', '64Mi')], containers: [c('a', '4Mi')] },
+      mib: 64,
+    },
+    {
+      case: 'a native sidecar runs beside the containers: added to their sum',
+      pod: { initContainers: [c('s', '48Mi', 'Always'), c('h', '8Mi')], containers: [c('a', '4Mi'), c('b', '4Mi')] },
+      mib: 56,
+    },
+    {
+      case: 'an init container after a native sidecar runs beside it (KEP-753)',
+      pod: { initContainers: [c('s', '48Mi', 'Always'), c('h', '100Mi')], containers: [c('a', '4Mi')] },
+      mib: 148,
+    },
+    {
+      case: 'an init container before the native sidecar does not',
+      pod: { initContainers: [c('h', '100Mi'), c('s', '48Mi', 'Always')], containers: [c('a', '4Mi')] },
+      mib: 100,
+    },
+    { case: 'nothing requested', pod: {}, mib: 0 },
+  ])('$case', ({ pod, mib }) => {
+    expect(podMemoryRequest(pod)).toBe(mib * Mi);
+  });
+});

@@ -51,7 +51,7 @@ describe('synth with podMonitor', () => {
     const selector = (pm.spec['selector'] as { matchLabels: Record<string, string> }).matchLabels;
     const daemonSets = objects.filter((o) => o.kind === 'DaemonSet');
     type Template = {
-      template: { metadata: { labels: Record<string, string> }; spec: { containers: { name: string; ports?: { name: string }[] }[] } };
+      template: { metadata: { labels: Record<string, string> }; spec: { initContainers?: { name: string; ports?: { name: string }[] }[] } };
     };
     const selected = daemonSets.filter((d) =>
       Object.entries(selector).every(([k, v]) => (d.spec as Template).template.metadata.labels[k] === v),
@@ -59,7 +59,8 @@ describe('synth with podMonitor', () => {
     expect(selected.map((d) => d.metadata.name)).toEqual(daemonSets.filter((d) => isHolder(d.metadata.labels)).map((d) => d.metadata.name));
     expect(daemonSets.length).toBeGreaterThan(selected.length);
     for (const d of selected) {
-      const sidecar = (d.spec as Template).template.spec.containers.find((c) => c.name === SIDECAR_CONTAINER);
+      // A native sidecar: Prometheus's pod discovery lists init containers' ports too (2.44+).
+      const sidecar = (d.spec as Template).template.spec.initContainers?.find((c) => c.name === SIDECAR_CONTAINER);
       expect(sidecar?.ports?.map((p) => p.name)).toEqual([endpoint?.port]);
     }
   });

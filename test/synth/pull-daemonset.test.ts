@@ -53,6 +53,17 @@ describe('PullDaemonSet', () => {
     expect(new Set(spec.containers.map((c: { name: string }) => c.name)).size).toBe(spec.containers.length);
   });
 
+  it('starts the sidecar first, as a native sidecar ahead of the helper; without it, the helper alone', () => {
+    const spec = synth(custom, true).spec.template.spec;
+    expect(spec.initContainers.map((c: { name: string; restartPolicy?: string }) => [c.name, c.restartPolicy])).toEqual([
+      ['prewarm-reconciler', 'Always'],
+      ['prewarm-helper', undefined],
+    ]);
+    expect(spec.initContainers[0].ports).toEqual([{ containerPort: 9464, name: 'metrics' }]);
+    expect(spec.containers.map((c: { name: string }) => c.name)).not.toContain('prewarm-reconciler');
+    expect(synth(custom).spec.template.spec.initContainers.map((c: { name: string }) => c.name)).toEqual(['prewarm-helper']);
+  });
+
   it('meets Pod Security restricted in every container', () => {
     const spec = synth(custom, true).spec.template.spec;
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
@@ -113,14 +124,14 @@ describe('PullDaemonSet', () => {
     expect(without.volumes.map((v: { name: string }) => v.name)).toEqual(['prewarm-bin']);
     const spec = synth(custom, true).spec.template.spec;
     expect(spec.automountServiceAccountToken).toBe(false);
-    const withToken = spec.containers.filter((c: { volumeMounts: { name: string }[] }) =>
+    const withToken = [...spec.initContainers, ...spec.containers].filter((c: { volumeMounts: { name: string }[] }) =>
       c.volumeMounts.some((m) => m.name === 'prewarm-token'),
     );
     expect(withToken.map((c: { name: string }) => c.name)).toEqual(['prewarm-reconciler']);
   });
 
   it('configures the sidecar from the pool', () => {
-    const sidecar = synth(custom, true).spec.template.spec.containers[0];
+    const sidecar = synth(custom, true).spec.template.spec.initContainers[0];
     const env = Object.fromEntries(sidecar.env.map((e: { name: string; value?: string }) => [e.name, e.value ?? 'fieldRef']));
     expect(env).toEqual({
       PREWARM_NODE_NAME: 'fieldRef',
@@ -140,7 +151,7 @@ describe('PullDaemonSet', () => {
   it('prepares refreshing pools: shared PID namespace, Always for tags, container names, mounted pull secrets', () => {
     const spec = synth(custom, true).spec.template.spec;
     expect(spec.shareProcessNamespace).toBe(true);
-    const images = spec.containers.slice(1);
+    const images = spec.containers;
     expect(
       images.map((c: { image: string; imagePullPolicy: string }) => [c.image.includes('@') ? 'digest' : 'tag', c.imagePullPolicy]),
     ).toEqual([
@@ -148,7 +159,7 @@ describe('PullDaemonSet', () => {
       ['tag', 'Always'],
     ]);
     for (const c of images) expect(c.env).toEqual([{ name: 'PREWARM_IMAGE_CONTAINER', value: c.name }]);
-    const sidecar = spec.containers[0];
+    const sidecar = spec.initContainers[0];
     expect(sidecar.name).toBe('prewarm-reconciler');
     expect(sidecar.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toEqual([
       '/etc/prewarm',
@@ -168,7 +179,7 @@ describe('PullDaemonSet', () => {
   it('leaves pools that do not refresh on IfNotPresent, with no shared PID namespace', () => {
     const spec = synth(defaults, true).spec.template.spec;
     expect(spec.shareProcessNamespace).toBeUndefined();
-    for (const c of spec.containers.slice(1)) {
+    for (const c of spec.containers) {
       expect(c.imagePullPolicy).toBe('IfNotPresent');
       expect(c.env).toBeUndefined();
     }
