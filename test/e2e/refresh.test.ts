@@ -43,6 +43,8 @@ interface ContainerJson {
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
 interface PodSpecJson {
+  /** The sidecar is a native sidecar: the first init container. */
+  initContainers?: ContainerJson[];
   containers: ContainerJson[];
   volumes?: Record<string, unknown>[];
 }
@@ -51,6 +53,11 @@ function templateOf(ds: KubeObject): PodSpecJson {
   const spec = (ds.spec as { template?: { spec?: PodSpecJson } } | undefined)?.template?.spec;
   if (!spec) throw new Error(`DaemonSet ${ds.metadata.name} has no pod template`);
   return spec;
+}
+
+/** The pod template's sidecar. */
+function sidecarOf(spec: PodSpecJson): ContainerJson | undefined {
+  return (spec.initContainers ?? []).find((c) => c.name === SIDECAR);
 }
 
 /**
@@ -69,7 +76,7 @@ function trustRegistryCa(objects: KubeObject[]): KubeObject[] {
   for (const o of objects.filter((x) => x.kind === 'DaemonSet' && x.metadata.namespace === NS && isHolder(x.metadata.labels))) {
     const spec = templateOf(o);
     spec.volumes = [...(spec.volumes ?? []), { name: 'registry-ca', configMap: { name: 'registry-ca' } }];
-    const sidecar = spec.containers.find((c) => c.name === SIDECAR);
+    const sidecar = sidecarOf(spec);
     if (!sidecar) throw new Error(`DaemonSet ${o.metadata.name} has no ${SIDECAR}`);
     sidecar.env = [...(sidecar.env ?? []), { name: 'NODE_EXTRA_CA_CERTS', value: `${CA_MOUNT}/ca.crt` }];
     sidecar.volumeMounts = [...(sidecar.volumeMounts ?? []), { name: 'registry-ca', mountPath: CA_MOUNT, readOnly: true }];
@@ -78,9 +85,7 @@ function trustRegistryCa(objects: KubeObject[]): KubeObject[] {
 }
 
 function sidecarEnv(ds: KubeObject, name: string): string {
-  const v = templateOf(ds)
-    .containers.find((c) => c.name === SIDECAR)
-    ?.env?.find((e) => e.name === name)?.value;
+  const v = sidecarOf(templateOf(ds))?.env?.find((e) => e.name === name)?.value;
   if (!v) throw new Error(`sidecar of ${ds.metadata.name} has no ${name}`);
   return v;
 }
@@ -175,7 +180,7 @@ describe('moved-tag refresh on a real node', () => {
     ).template.spec;
     expect(spec.shareProcessNamespace).toBe(true);
     for (const c of spec.containers.filter((x) => x.name !== SIDECAR)) expect(c.imagePullPolicy, c.name).toBe('Always');
-    const mounts = templateOf(ds).containers.find((c) => c.name === SIDECAR)?.volumeMounts ?? [];
+    const mounts = sidecarOf(templateOf(ds))?.volumeMounts ?? [];
     expect(mounts.map((m) => m.mountPath)).toContain('/etc/prewarm-pull-secrets/regcred');
   });
 
