@@ -21,10 +21,11 @@
  *
  * Pure: the CLI reads `/stats/summary` and the registries, and hands over what it got.
  */
+import { believedSize, matchImages, podImages } from '../contract/node-images.js';
 import { compareStrings } from '../contract/order.js';
-import type { Container, ContainerStatus, Pod } from '../contract/pod-status.js';
+import type { Pod } from '../contract/pod-status.js';
 import { isHolder, poolOf } from '../contract/roles.js';
-import { MAX_IMAGE_BYTES, type Platform } from '../oci/manifest.js';
+import type { Platform } from '../oci/manifest.js';
 import { parseImageRef } from '../oci/reference.js';
 import { plural } from '../text/plural.js';
 import { excerpt } from '../text/quote.js';
@@ -53,7 +54,7 @@ const MAX_WHY_CHARS = 200;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A byte count a kubelet reports: a whole number from 0 to `max`, or why it is not one. */
-function byteCount(v: unknown, what: string, max: number): number | string {
+function byteCount(v: unknown, what: string, max: number = MAX_FS_BYTES): number | string {
   if (typeof v !== 'number') return `${what} is ${v === undefined ? 'missing' : `a ${typeof v}`}`;
   if (!Number.isSafeInteger(v) || v < 0 || v > max) return `${what} is ${String(v)}, not a byte count`;
   return v;
@@ -109,58 +110,15 @@ export function platformOf(node: DoctorNode): Platform | undefined {
   return info?.operatingSystem && info.architecture ? { os: info.operatingSystem, architecture: info.architecture } : undefined;
 }
 
-/** One image a holder pod pins, with the names the node's image list may show it by. */
-interface PodImage {
-  /** As the pod spec names it, normalised where it parses (`docker.io/library/python:3.12`). */
-  readonly ref: string;
-  readonly names: readonly string[];
-  /** The runtime created a container of it, so it is on the node. */
-  readonly onNode: boolean;
+/** Image references normalised as containerd names them, so `python:3.12` and `docker.io/library/python:3.12` are one image. */
+function canonical(image: string): string {
+  const parsed = parseImageRef(image);
+  return parsed.ok ? parsed.ref.canonical : image;
 }
 
-/**
- * Every image of the holders, once: containers and init containers alike, since the kubelet's GC
- * counts an image in use while any container of it exists, an exited init container too.
- */
-function podImages(holders: readonly Pod[]): PodImage[] {
-  const byRef = new Map<string, { names: Set<string>; onNode: boolean }>();
-  for (const pod of holders) {
-    const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
-    const containers: readonly Container[] = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
-    for (const c of containers) {
-      if (!c.image) continue;
-      const parsed = parseImageRef(c.image);
-      const ref = parsed.ok ? parsed.ref.canonical : c.image;
-      const s: ContainerStatus | undefined = statuses.find((x) => x.name === c.name);
-      const entry = byRef.get(ref) ?? { names: new Set([c.image, ref]), onNode: false };
-      if (s?.image) entry.names.add(s.image);
-      // imageID is `repo@sha256:…` for a pulled image: the name the node lists it by, whatever tag.
-      if (s?.imageID) {
-        entry.names.add(s.imageID.replace(/^docker-pullable:\/\//, ''));
-        entry.onNode = true;
-      }
-      byRef.set(ref, entry);
-    }
-  }
-  return [...byRef].map(([ref, e]) => ({ ref, names: [...e.names].sort(), onNode: e.onNode })).sort((a, b) => compareStrings(a.ref, b.ref));
-}
-
-/** The holders' images split into those the node lists (by entry, so an image two pools name counts once) and the rest. */
-function matchImages(holders: readonly Pod[], node: DoctorNode): { listed: Map<number, number>; unlisted: PodImage[] } {
-  const entries = node.status?.images ?? [];
-  const index = new Map<string, number>();
-  entries.forEach((e, i) => {
-    for (const n of e.names ?? []) if (!index.has(n)) index.set(n, i);
-  });
-  const listed = new Map<number, number>();
-  const unlisted: PodImage[] = [];
-  for (const image of podImages(holders)) {
-    const i = image.names.map((n) => index.get(n)).find((x) => x !== undefined);
-    const size = i === undefined ? undefined : byteCount(entries[i]?.sizeBytes, 'sizeBytes', MAX_IMAGE_BYTES);
-    if (i !== undefined && typeof size === 'number') listed.set(i, size);
-    else unlisted.push(image);
-  }
-  return { listed, unlisted };
+/** The holders' images, matched against the node's image list. */
+function matchOnNode(holders: readonly Pod[], node: DoctorNode): ReturnType<typeof matchImages> {
+  return matchImages(podImages(holders, canonical), node.status?.images ?? []);
 }
 
 /** An image whose size doctor asks its registry for. */
@@ -180,7 +138,7 @@ export function imagesToSize(pods: readonly Pod[], nodes: readonly DoctorNode[])
     const platform = platformOf(node);
     const holders = holdersOf(pods, node.metadata?.name ?? '');
     if (platform === undefined || holders.length === 0) continue;
-    for (const { ref } of matchImages(holders, node).unlisted) {
+    for (const { ref } of matchOnNode(holders, node).unlisted) {
       if (!parseImageRef(ref).ok) continue;
       const key = sizeKey(ref, platform);
       out.set(key, { image: ref, platform, key });
@@ -217,7 +175,7 @@ export function pinnedBytes(
   maxImages: number,
   sizes: ReadonlyMap<string, ClusterRead<number>>,
 ): PinnedBytes {
-  const { listed, unlisted } = matchImages(holders, node);
+  const { listed, unlisted } = matchOnNode(holders, node);
   const entries = node.status?.images ?? [];
   const cut = maxImages >= 0 && entries.length >= maxImages;
   const smallest = Math.min(...entries.map((e) => (typeof e.sizeBytes === 'number' && e.sizeBytes >= 0 ? e.sizeBytes : Infinity)));
@@ -228,7 +186,7 @@ export function pinnedBytes(
   let bounded = true;
   for (const image of unlisted) {
     const read = platform === undefined ? undefined : sizes.get(sizeKey(image.ref, platform));
-    if (read?.kind === 'ok' && Number.isSafeInteger(read.value) && read.value >= 0 && read.value <= MAX_IMAGE_BYTES) {
+    if (read?.kind === 'ok' && believedSize(read.value) !== undefined) {
       compressed += read.value;
       continue;
     }

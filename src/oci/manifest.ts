@@ -4,6 +4,7 @@
  * the client's (./client.ts). A registry is untrusted: every field is checked, and a size no real
  * image has is refused rather than added up.
  */
+import { MAX_IMAGE_BYTES } from '../contract/node-images.js';
 
 /** The platform a node pulls for: `node.status.nodeInfo` `operatingSystem` and `architecture`. */
 export interface Platform {
@@ -11,8 +12,7 @@ export interface Platform {
   readonly architecture: string;
 }
 
-/** The largest size believed for one blob or one image (1 PiB): anything larger is a lie. */
-export const MAX_IMAGE_BYTES = 2 ** 50;
+export { MAX_IMAGE_BYTES };
 
 /** Media types of an index or manifest list, whose entries are one manifest per platform. */
 const INDEX_TYPES: ReadonlySet<string> = new Set([
