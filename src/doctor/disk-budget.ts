@@ -53,10 +53,10 @@ const MAX_WHY_CHARS = 200;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** A byte count a kubelet reports: a whole number from 0 to `max`, or why it is not one. */
-function byteCount(v: unknown, what: string, max: number = MAX_FS_BYTES): number | string {
+/** A byte count the summary reports: a whole number up to {@link MAX_FS_BYTES}, or why it is not one. */
+function byteCount(v: unknown, what: string): number | string {
   if (typeof v !== 'number') return `${what} is ${v === undefined ? 'missing' : `a ${typeof v}`}`;
-  if (!Number.isSafeInteger(v) || v < 0 || v > max) return `${what} is ${String(v)}, not a byte count`;
+  if (!Number.isSafeInteger(v) || v < 0 || v > MAX_FS_BYTES) return `${what} is ${String(v)}, not a byte count`;
   return v;
 }
 
@@ -77,9 +77,9 @@ export function imageFsOf(answer: ClusterRead<unknown>): ClusterRead<ImageFsStat
   const runtime = isObject(node) ? node['runtime'] : undefined;
   const fs = isObject(runtime) ? runtime['imageFs'] : undefined;
   if (!isObject(fs)) return { kind: 'failed', message: 'the summary holds no node.runtime.imageFs' };
-  const capacity = byteCount(fs['capacityBytes'], 'capacityBytes', MAX_FS_BYTES);
-  const used = byteCount(fs['usedBytes'], 'usedBytes', MAX_FS_BYTES);
-  const available = byteCount(fs['availableBytes'], 'availableBytes', MAX_FS_BYTES);
+  const capacity = byteCount(fs['capacityBytes'], 'capacityBytes');
+  const used = byteCount(fs['usedBytes'], 'usedBytes');
+  const available = byteCount(fs['availableBytes'], 'availableBytes');
   for (const v of [capacity, used, available]) if (typeof v === 'string') return { kind: 'failed', message: `imageFs.${v}` };
   const [c, u, a] = [capacity, used, available] as number[];
   if (c === 0) return { kind: 'failed', message: 'imageFs.capacityBytes is 0' };
@@ -250,7 +250,7 @@ export interface Judgement {
   readonly fix?: string;
 }
 
-/** What the pools pin, in words: `pools a, b pin 3 images, at least 1.2 GiB (… compressed, from the registry; …)`. */
+/** What the pools pin, in words: `pools a, b pin 3 images, at least 1.2 GiB (… compressed, from the registry; …)`; `pool a pins …`. */
 export function pinnedText(p: PinnedBytes): string {
   const total = p.listed + p.compressed;
   const parts: string[] = [];
@@ -260,8 +260,8 @@ export function pinnedText(p: PinnedBytes): string {
       p.unknownAtMost === undefined ? '' : ` (at most ${byteSize(p.unknownAtMost)} more: they are on the node but cut from its image list)`;
     parts.push(`${plural(p.unknown.length, 'image')} of unknown size${bound}: ${p.why.join('; ')}`);
   }
-  const pools = `${p.pools.length === 1 ? 'pool' : 'pools'} ${p.pools.join(', ')}`;
-  return `${pools} pin ${plural(p.images, 'image')}, ${p.unknown.length > 0 ? 'at least ' : ''}${byteSize(total)}${parts.length > 0 ? ` (${parts.join('; ')})` : ''}`;
+  const pools = p.pools.length === 1 ? `pool ${p.pools.join('')} pins` : `pools ${p.pools.join(', ')} pin`;
+  return `${pools} ${plural(p.images, 'image')}, ${p.unknown.length > 0 ? 'at least ' : ''}${byteSize(total)}${parts.length > 0 ? ` (${parts.join('; ')})` : ''}`;
 }
 
 /** The fix for a budget that does not fit: the disk or the pools, since GC cannot touch pinned images. */

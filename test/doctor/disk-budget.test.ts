@@ -215,7 +215,7 @@ describe('judgeBudget: levels and messages', () => {
     expect(judgeBudget(pinned(10 * GiB), fs(100, 40), gc)).toEqual({
       level: 'ok',
       message:
-        'pool gpu pin 2 images, 10.0 GiB, 10% of an image filesystem of 100.0 GiB (40.0 GiB used now); image GC from 85% down to 80%: GC has room below the low threshold beside them',
+        'pool gpu pins 2 images, 10.0 GiB, 10% of an image filesystem of 100.0 GiB (40.0 GiB used now); image GC from 85% down to 80%: GC has room below the low threshold beside them',
     });
   });
 
@@ -256,7 +256,7 @@ describe('judgeBudget: levels and messages', () => {
     const p = pinned(2 * GiB, { compressed: GiB, unknown: ['docker.io/ml/x:1'], why: ['HTTP 401'], unknownAtMost: undefined });
     const j = judgeBudget(p, fs(100), gc);
     expect(j.message).toContain(
-      'pool gpu pin 2 images, at least 3.0 GiB (2.0 GiB as the node lists them, 1.0 GiB compressed, from the registry; 1 image of unknown size: HTTP 401)',
+      'pool gpu pins 2 images, at least 3.0 GiB (2.0 GiB as the node lists them, 1.0 GiB compressed, from the registry; 1 image of unknown size: HTTP 401)',
     );
     expect(j.level).toBe('unknown');
     expect(j.fix).toContain('--docker-config');
@@ -283,7 +283,7 @@ describe('checkDiskBudget and diagnose', () => {
   it('a refused summary (403) is unknown, names the pinned bytes it knows, and the permission to grant', () => {
     const j = checkDiskBudget('n1', n1, {}, pods, { kind: 'denied', message: 'HTTP 403: forbidden' }, NO_SIZES);
     expect(j?.level).toBe('unknown');
-    expect(j?.message).toMatch(/^pool gpu pin 3 images, at least 60\.0 MiB .*; not allowed to read the image filesystem/);
+    expect(j?.message).toMatch(/^pool gpu pins 3 images, at least 60\.0 MiB .*; not allowed to read the image filesystem/);
     expect(j?.fix).toBe('grant get on nodes/proxy to read /api/v1/nodes/NAME/proxy/stats/summary');
   });
 
@@ -324,7 +324,7 @@ describe('checkDiskBudget and diagnose', () => {
     expect(f).toHaveLength(1);
     expect(f[0]).toMatchObject({ scope: 'node n1', level: 'error' });
     expect(f[0]?.message).toContain(
-      'pool gpu pin 3 images, 101.0 MiB (60.0 MiB as the node lists them, 41.0 MiB compressed, from the registry)',
+      'pool gpu pins 3 images, 101.0 MiB (60.0 MiB as the node lists them, 41.0 MiB compressed, from the registry)',
     );
     expect(r.errors).toBe(1);
   });

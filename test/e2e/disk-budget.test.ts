@@ -116,7 +116,7 @@ describe('doctor disk budget on small image filesystems', () => {
     expect(warn.message).toContain('image GC from 60% down to 5%: the pinned images alone pass the low threshold');
     for (const f of [err, warn]) {
       // Every image is on the warm node and in its list: no registry sizes, no lower bound.
-      expect(f.message).toMatch(new RegExp(`^pool ${POOL} pin 3 images, \\d+\\.\\d MiB, \\d+% of an image filesystem of`));
+      expect(f.message).toMatch(new RegExp(`^pool ${POOL} pins 3 images, \\d+\\.\\d MiB, \\d+% of an image filesystem of`));
       expect(f.message).not.toContain('compressed');
       expect(f.message).not.toContain('at least');
       expect(f.fix).toContain('larger image filesystem');

@@ -194,7 +194,7 @@ describe('doctor against loopback apiservers', () => {
     const budget = (node: string) => report.findings.find((f) => f.check === 'disk-budget' && f.scope === `node ${node}`);
     expect(budget('n1')).toMatchObject({ level: 'warning' });
     expect(budget('n1')?.message).toContain(
-      'pool gpu pin 1 image, 45.0 MiB (0.0 MiB as the node lists them, 45.0 MiB compressed, from the registry)',
+      'pool gpu pins 1 image, 45.0 MiB (0.0 MiB as the node lists them, 45.0 MiB compressed, from the registry)',
     );
     expect(budget('n2')).toMatchObject({
       level: 'unknown',
