@@ -202,6 +202,8 @@ export interface AddNodeOptions {
   /** The kubelet's `serializeImagePulls` (default false: parallel pulls). */
   serializeImagePulls?: boolean;
   kubeletExtra?: Record<string, unknown>;
+  /** An image filesystem of its own, of this many MiB (see {@link NodeSpec.imageFsMiB}). */
+  imageFsMiB?: number;
   /** Wait for Ready (default true). */
   wait?: boolean;
   timeoutMs?: number;
@@ -234,6 +236,7 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
     verbosity: opts.verbosity ?? 1,
     ...(opts.serializeImagePulls === undefined ? {} : { serializeImagePulls: opts.serializeImagePulls }),
     ...(opts.kubeletExtra ? { kubeletExtra: opts.kubeletExtra } : {}),
+    ...(opts.imageFsMiB !== undefined ? { imageFsMiB: opts.imageFsMiB } : {}),
   };
   await startNode(spec);
   const adminLabels = Object.entries(spec.labels).filter(([k]) => !kubeletMaySetLabel(k));

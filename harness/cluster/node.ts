@@ -41,6 +41,12 @@ export interface NodeSpec {
   kubeletExtra?: Record<string, unknown>;
   /** A bare runtime: netns + containerd only, no kubelet (raw-pull baselines). */
   bare?: boolean;
+  /**
+   * An image filesystem of its own of this many MiB: a sparse ext4 file, loop-mounted on
+   * containerd's root, so the kubelet's imageFs (and image GC) sees a small disk. Needs root and
+   * a free loop device. @default the host's file system
+   */
+  imageFsMiB?: number;
 }
 
 export const DEFAULT_IMAGE_GC: ImageGcPolicy = {
@@ -315,11 +321,34 @@ export function proxyDaemon(name: string): string {
   return `node-${name}-kube-proxy`;
 }
 
+/** Whether something is mounted on `dir` (an absolute path). */
+function isMountPoint(dir: string): boolean {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .some((l) => l.split(' ')[4] === dir);
+}
+
+/**
+ * Mounts the node's own image filesystem on containerd's root: made once (sparse, ext4 without
+ * reserved blocks, so capacity is what the test asked for), mounted again after a stop
+ * ({@link stopNode} unmounts everything under the node's folder).
+ */
+function mountImageFs(p: NodePaths, mib: number): void {
+  if (isMountPoint(p.containerdRoot)) return;
+  const image = join(p.dir, 'imagefs.ext4');
+  if (!existsSync(image)) {
+    run(['truncate', '-s', `${mib}M`, image]);
+    run(['mkfs.ext4', '-F', '-q', '-m', '0', image]);
+  }
+  run(['mount', '-o', 'loop', image, p.containerdRoot]);
+}
+
 export async function startContainerd(spec: NodeSpec): Promise<void> {
   const n = nodeNet(spec.name, spec.index);
   const p = nodePaths(spec.name);
   ensureNodeNet(n);
   for (const d of [p.containerdRoot, p.containerdState, p.cniConfDir, p.ipamDir, p.runcRoot]) mkdirSync(d, { recursive: true });
+  if (spec.imageFsMiB !== undefined) mountImageFs(p, spec.imageFsMiB);
   writeFileSync(p.containerdConfig, containerdToml(p));
   writeFileSync(join(p.cniConfDir, '10-prewarm.conflist'), cniConf(n, p));
   startDaemon({ name: containerdDaemon(spec.name), argv: ['containerd', '--config', p.containerdConfig], netns: n.ns });

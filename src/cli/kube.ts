@@ -87,36 +87,41 @@ export async function kubeClient(o: KubeClientOptions, sources: KubeconfigSource
   }
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new CliError('kubeconfig names no current cluster', ExitCode.Usage);
-  const httpApi = k8s.wrapHttpLibrary({
-    async send(req) {
-      const body = req.getBody();
-      const agent = req.getAgent();
-      if (body !== undefined && typeof body !== 'string') throw new Error('only JSON request bodies are sent');
-      const r = await request({
-        method: req.getHttpMethod(),
-        url: new URL(req.getUrl()),
-        headers: req.getHeaders(),
-        ...(body !== undefined ? { body } : {}),
-        ...(agent ? { agent } : {}),
-        ...(o.signal ? { signal: o.signal } : {}),
-        timeoutMs: o.requestTimeoutMs,
-        maxBody: MAX_APISERVER_BODY,
-      });
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(r.headers)) if (value !== undefined) headers[name] = [value].flat().join(', ');
-      return new k8s.ResponseContext(r.status, headers, {
-        text: () => Promise.resolve(r.body.toString('utf8')),
-        binary: () => Promise.resolve(r.body),
-      });
-    },
-  });
-  /** An API client of `type` whose every request is bounded as above. */
-  const api = <T>(type: new (configuration: ReturnType<typeof k8s.createConfiguration>) => T): T =>
+  /** The HTTP exchange of client-node, bounded by the deadline and by `maxBody`. */
+  const httpApi = (maxBody: number) =>
+    k8s.wrapHttpLibrary({
+      async send(req) {
+        const body = req.getBody();
+        const agent = req.getAgent();
+        if (body !== undefined && typeof body !== 'string') throw new Error('only JSON request bodies are sent');
+        const r = await request({
+          method: req.getHttpMethod(),
+          url: new URL(req.getUrl()),
+          headers: req.getHeaders(),
+          ...(body !== undefined ? { body } : {}),
+          ...(agent ? { agent } : {}),
+          ...(o.signal ? { signal: o.signal } : {}),
+          timeoutMs: o.requestTimeoutMs,
+          maxBody,
+        });
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(r.headers)) if (value !== undefined) headers[name] = [value].flat().join(', ');
+        return new k8s.ResponseContext(r.status, headers, {
+          text: () => Promise.resolve(r.body.toString('utf8')),
+          binary: () => Promise.resolve(r.body),
+        });
+      },
+    });
+  /**
+   * An API client of `type` whose every request is bounded as above; `maxBody` lowers the cap for
+   * answers that are small by nature (a kubelet's summary through the node proxy).
+   */
+  const api = <T>(type: new (configuration: ReturnType<typeof k8s.createConfiguration>) => T, maxBody = MAX_APISERVER_BODY): T =>
     new type(
       k8s.createConfiguration({
         baseServer: new k8s.ServerConfiguration(cluster.server, {}),
         authMethods: { default: config },
-        httpApi,
+        httpApi: httpApi(maxBody),
       }),
     );
   return { k8s, config, api };

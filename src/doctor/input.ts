@@ -4,6 +4,7 @@
  */
 
 import type { Opt, Pod } from '../contract/pod-status.js';
+import type { ImageFsStats } from './disk-budget.js';
 
 /** Labels of an object, when it has any. */
 export type Labels = Opt<Readonly<Record<string, string>>>;
@@ -67,7 +68,9 @@ export interface DoctorNode {
   readonly status?: Opt<{
     readonly capacity?: Opt<Readonly<Record<string, string>>>;
     readonly allocatable?: Opt<Readonly<Record<string, string>>>;
-    readonly images?: Opt<readonly { readonly sizeBytes?: Opt<number> }[]>;
+    /** As the kubelet lists them: the largest first, at most `nodeStatusMaxImages` of them. */
+    readonly images?: Opt<readonly { readonly names?: Opt<readonly string[]>; readonly sizeBytes?: Opt<number> }[]>;
+    readonly nodeInfo?: Opt<{ readonly operatingSystem?: Opt<string>; readonly architecture?: Opt<string> }>;
   }>;
 }
 
@@ -78,6 +81,8 @@ export interface KubeletConfig {
   readonly imageGCHighThresholdPercent?: number;
   readonly imageGCLowThresholdPercent?: number;
   readonly maxPods?: number;
+  /** How many images the node lists in its status (-1: all of them). */
+  readonly nodeStatusMaxImages?: number;
   readonly registerWithTaints?: readonly { readonly key: string; readonly effect?: string }[];
 }
 
@@ -97,4 +102,14 @@ export interface DoctorInput {
   readonly secrets: ReadonlyMap<string, ClusterRead<unknown>>;
   /** By node name. */
   readonly kubeletConfigs: ReadonlyMap<string, ClusterRead<KubeletConfig>>;
+  /**
+   * The image filesystem of each node that runs a pool (`/stats/summary`), by node name, for each
+   * name `nodesWithPools` (./disk-budget.ts) returns.
+   */
+  readonly imageFs: ReadonlyMap<string, ClusterRead<ImageFsStats>>;
+  /**
+   * Compressed sizes from the registries, by `sizeKey`, for each image `imagesToSize`
+   * (./disk-budget.ts) returns: the images of a pool that a node's image list does not show.
+   */
+  readonly imageSizes: ReadonlyMap<string, ClusterRead<number>>;
 }

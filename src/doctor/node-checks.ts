@@ -1,7 +1,7 @@
 /**
  * Doctor's checks of each node: its kubelet configuration (`/configz`: how it pulls, image GC,
  * the taints it registers with), its pod slots for the burst pullers, the gating taint and the
- * sidecar of the pools whose holders run there.
+ * sidecar of the pools whose holders run there, and the disk their images pin (./disk-budget.ts).
  */
 import { SIDECAR_CONTAINER } from '../contract/names.js';
 import { excerpt } from '../text/quote.js';
@@ -10,6 +10,7 @@ import { parseQuantity } from '../contract/quantity.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../contract/gate-key.js';
 import { byName, lanesOf, managed, type PoolView } from './checks.js';
+import { checkDiskBudget } from './disk-budget.js';
 import type { DoctorInput, DoctorNode, KubeletConfig } from './input.js';
 import { fixFor, KUBELET_FIX, optionalFix, unread } from './reads.js';
 import { Check, type Finding, type Level } from './report.js';
@@ -55,6 +56,15 @@ export function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: 
     checkSidecar(holders, finding);
     checkGateTaint(node, here.length > 0 ? here : pools, input.now, finding);
     const config = input.kubeletConfigs.get(name) ?? { kind: 'failed', message: 'not read' };
+    const budget = checkDiskBudget(
+      name,
+      node,
+      config.kind === 'ok' ? config.value : undefined,
+      onNode,
+      input.imageFs.get(name),
+      input.imageSizes,
+    );
+    if (budget !== undefined) finding(Check.diskBudget, budget.level, budget.message, budget.fix);
     if (config.kind !== 'ok') {
       finding(
         Check.kubeletConfig,

@@ -21,6 +21,7 @@ export const Check = {
   kubeletConfig: 'kubelet-config',
   imagePulls: 'image-pulls',
   imageGc: 'image-gc',
+  diskBudget: 'disk-budget',
   podSlots: 'pod-slots',
   registerTaint: 'register-taint',
   gateTaint: 'gate-taint',

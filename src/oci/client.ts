@@ -13,6 +13,7 @@ import { request, type HttpResponse } from '../http/client.js';
 import { quote } from '../text/quote.js';
 import { checkDigest, parseImageRef, type ImageRef } from './reference.js';
 import { DOCKER_HUB, DOCKER_HUB_API, type Credential, type Keyring } from './keyring.js';
+import { compressedBytes, isIndex, parseManifest, platformDigest, type Platform } from './manifest.js';
 
 /**
  * Parses a reference to resolve, by the one parser synthesis uses (src/oci/reference.ts),
@@ -166,9 +167,42 @@ export class OciRegistry {
     return manifestDigest(host, await this.manifest(image, ref, host, 'GET'));
   }
 
+  /**
+   * The compressed size of `image` for `platform`: config and layer sizes of its manifest (of the
+   * index's entry for the platform, when the reference names an index). Two GETs at the most, each
+   * bounded like every manifest request; a manifest fetched by digest must hash to that digest.
+   * Rejects with an {@link ApiError} on anything the registry cannot back up.
+   */
+  async compressedSize(image: string, platform: Platform): Promise<number> {
+    const ref = registryRef(image);
+    const host = registryHost(ref.domain);
+    let reference = ref.digest ?? ref.tag ?? 'latest';
+    for (let depth = 0; depth < 2; depth++) {
+      const r = await this.manifest(image, ref, host, 'GET', reference);
+      const digest = manifestDigest(host, r);
+      if (reference.includes(':') && digest !== reference)
+        throw new ApiError(200, `${host} sent a manifest that hashes to ${digest} for ${reference}; not trusted`);
+      try {
+        const doc = parseManifest(r.body);
+        if (!isIndex(doc)) return compressedBytes(doc);
+        if (depth > 0) break;
+        reference = platformDigest(doc, platform);
+      } catch (err) {
+        throw new ApiError(200, `${image}: ${(err as Error).message}`);
+      }
+    }
+    throw new ApiError(200, `${image}: an index names another index for ${platform.os}/${platform.architecture}; not read`);
+  }
+
   /** One manifest request, through the auth challenge when there is one; resolves on 200 only. */
-  private async manifest(image: string, ref: ImageRef, host: string, method: 'HEAD' | 'GET'): Promise<HttpResponse> {
-    const url = new URL(`${this.base(host)}/v2/${ref.path}/manifests/${ref.tag ?? 'latest'}`);
+  private async manifest(
+    image: string,
+    ref: ImageRef,
+    host: string,
+    method: 'HEAD' | 'GET',
+    reference: string = ref.tag ?? 'latest',
+  ): Promise<HttpResponse> {
+    const url = new URL(`${this.base(host)}/v2/${ref.path}/manifests/${reference}`);
     const cred = this.o.keyring.lookup(host, ref.path);
     const scopeKey = `${host}/${ref.path}`;
     const cached = this.tokens.get(scopeKey);

@@ -8,6 +8,7 @@
  * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
  */
+import { podPinnedBytes } from '../contract/node-images.js';
 import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import { decideGate, mergeEvents, nextCheckAt } from './gate.js';
 import type { KNode, KPod } from './kube-types.js';
@@ -222,6 +223,7 @@ export class Controller {
     }
     for (const e of mergeEvents(d.events, gate)) await this.emit(node, e);
     this.observe(d);
+    this.observePinned(pod, node);
     const next = nextCheckAt(d, gate);
     const taintPresent = this.config.gateTaintKey !== '' && (node.spec?.taints ?? []).some((t) => t.key === this.config.gateTaintKey);
     const resync = taintPresent ? this.gateResyncMs : this.resyncMs;
@@ -279,6 +281,18 @@ export class Controller {
     for (const i of d.images) if (i.phase === 'failing') metrics.imagesFailing.inc({ pool, reason: i.reason ?? 'Unknown' });
     if (this.lastDecision?.state !== d.state) this.deps.log.info('pool state', { state: d.state, images: d.images.length });
     this.lastDecision = d;
+  }
+
+  /**
+   * The bytes our pod's images pin, from the node's image list this reconcile read anyway: no
+   * request and no privilege of its own. One series per pool; `complete` says whether it is a
+   * lower bound.
+   */
+  private observePinned(pod: KPod, node: KNode): void {
+    const pool = this.config.poolId;
+    const pinned = podPinnedBytes(pod, node.status?.images ?? []);
+    this.deps.metrics.pinnedBytes.clear({ pool });
+    this.deps.metrics.pinnedBytes.set({ pool, complete: String(pinned.complete) }, pinned.bytes);
   }
 
   private apiError(op: string, e: unknown): void {

@@ -5,6 +5,7 @@
  * classes at run time: importing that package costs ~50 MiB of RSS (measured in
  * bench/footprint.ts's notes), more than the sidecar's whole budget.
  */
+import type { NodeImage } from '../contract/node-images.js';
 import type { Condition, ObjectMeta, Pod } from '../contract/pod-status.js';
 
 /** A pod as the sidecar holds it: the apiserver always sends its metadata. */
@@ -22,5 +23,5 @@ export interface KTaint {
 export interface KNode {
   readonly metadata: ObjectMeta;
   readonly spec?: { readonly taints?: readonly KTaint[]; readonly unschedulable?: boolean };
-  readonly status?: { readonly conditions?: readonly Condition[] };
+  readonly status?: { readonly conditions?: readonly Condition[]; readonly images?: readonly NodeImage[] };
 }

@@ -105,6 +105,11 @@ export class Metrics {
   readonly imagesFailing = new Scalar(Metric.imagesFailing, 'Images of the pool currently failing to pull, by kubelet reason.', 'gauge');
   readonly imagesPresent = new Scalar(Metric.imagesPresent, 'Images of the pool present on this node.', 'gauge');
   readonly imagesTotal = new Scalar(Metric.imagesTotal, 'Images in the pool.', 'gauge');
+  readonly pinnedBytes = new Scalar(
+    Metric.pinnedBytes,
+    "Bytes the pool's images pin on this node, as the node's image list states them; complete=false: some image is not listed, a lower bound.",
+    'gauge',
+  );
   readonly gateOpened = new Scalar(Metric.gateOpened, 'Gating taints removed by this sidecar, by outcome (ready, forced).', 'counter');
   readonly refreshChecks = new Scalar(Metric.refreshChecks, 'Registry digest checks of tagged images, by outcome.', 'counter');
   readonly apiErrors = new Scalar(Metric.apiErrors, 'Failed calls to the apiserver, by operation.', 'counter');
@@ -119,6 +124,7 @@ export class Metrics {
       this.imagesFailing,
       this.imagesPresent,
       this.imagesTotal,
+      this.pinnedBytes,
       this.gateOpened,
       this.refreshChecks,
       this.apiErrors,

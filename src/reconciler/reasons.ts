@@ -17,6 +17,7 @@ export const Metric = {
   imagesFailing: 'prewarm_images_failing',
   imagesPresent: 'prewarm_images_present',
   imagesTotal: 'prewarm_images',
+  pinnedBytes: 'prewarm_pool_pinned_bytes',
   gateOpened: 'prewarm_gate_opened_total',
   refreshChecks: 'prewarm_refresh_checks_total',
   apiErrors: 'prewarm_api_errors_total',

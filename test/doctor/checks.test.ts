@@ -112,6 +112,8 @@ function input(over: Partial<DoctorInput> = {}): DoctorInput {
     kubeletConfigs: new Map([
       ['n1', ok<KubeletConfig>({ serializeImagePulls: false, registerWithTaints: [{ key: GATE, effect: 'NoSchedule' }] })],
     ]),
+    imageFs: new Map([['n1', ok({ capacityBytes: 100 * 2 ** 30, usedBytes: 10 * 2 ** 30, availableBytes: 90 * 2 ** 30 })]]),
+    imageSizes: new Map(),
     ...over,
   };
 }

@@ -2,6 +2,7 @@
  * The OCI digest client against a tiny registry on 127.0.0.1 speaking the distribution API's
  * manifest HEAD with anonymous, basic and bearer-token auth.
  */
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -138,5 +139,58 @@ describe('OciRegistry against a loopback registry', () => {
     const anon = new OciRegistry({ keyring: new Keyring(), userAgent: 'prewarm-reconciler', plainHttp: new Set([host]) });
     await expect(anon.digest(`${host}/basic/app:v1`)).rejects.toBeInstanceOf(ApiError);
     await expect(anon.digest(`${host}/basic/app:v1`)).rejects.toThrow('registry wants basic auth and no pull secret matches');
+  });
+});
+
+describe('OciRegistry.compressedSize against a loopback registry', () => {
+  const sha = (body: string): string => `sha256:${createHash('sha256').update(body).digest('hex')}`;
+  const amd = JSON.stringify({ schemaVersion: 2, config: { size: 10 }, layers: [{ size: 1000 }, { size: 2000 }] });
+  const liar = JSON.stringify({ schemaVersion: 2, config: { size: 10 }, layers: [{ size: -5 }] });
+  const index = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: 'application/vnd.oci.image.index.v1+json',
+    manifests: [
+      { digest: sha(amd), platform: { os: 'linux', architecture: 'amd64' } },
+      { digest: `sha256:${'9'.repeat(64)}`, platform: { os: 'linux', architecture: 'arm64' } },
+    ],
+  });
+  const bodies: Record<string, string> = {
+    '/v2/multi/manifests/v1': index,
+    [`/v2/multi/manifests/${sha(amd)}`]: amd,
+    // The arm64 entry's digest answers with a manifest that does not hash to it.
+    [`/v2/multi/manifests/sha256:${'9'.repeat(64)}`]: amd,
+    '/v2/single/manifests/v1': amd,
+    '/v2/liar/manifests/v1': liar,
+  };
+  let server: http.Server;
+  let registry: OciRegistry;
+  let host: string;
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const body = bodies[req.url ?? ''];
+      res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' });
+      res.end(body ?? '{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    registry = new OciRegistry({ keyring: new Keyring(), userAgent: 'test', plainHttp: new Set([host]), timeoutMs: 5000 });
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const linux = (architecture: string) => ({ os: 'linux', architecture });
+
+  it("follows an index to the node's platform and adds config and layers", async () => {
+    expect(await registry.compressedSize(`${host}/multi:v1`, linux('amd64'))).toBe(3010);
+    expect(await registry.compressedSize(`${host}/single:v1`, linux('amd64'))).toBe(3010);
+  });
+
+  it('refuses a manifest that does not hash to its digest, sizes no image has, and a missing platform', async () => {
+    await expect(registry.compressedSize(`${host}/multi:v1`, linux('arm64'))).rejects.toThrow('not trusted');
+    await expect(registry.compressedSize(`${host}/liar:v1`, linux('amd64'))).rejects.toThrow('layer 1 has no believable size (-5)');
+    await expect(registry.compressedSize(`${host}/multi:v1`, linux('s390x'))).rejects.toThrow('no manifest for linux/s390x');
+    await expect(registry.compressedSize(`${host}/absent:v1`, linux('amd64'))).rejects.toMatchObject({ code: 404 });
   });
 });

@@ -128,6 +128,29 @@ function edit(kube: FakeKube, over: { labels?: Record<string, string>; taints?: 
   };
 }
 
+describe('Controller: pinned bytes', () => {
+  it("exports the bytes of our pod's images from the node's image list it reads anyway, complete only when every image is listed", async () => {
+    const { clock, kube, metrics } = setup();
+    const list = (names: string[]) => {
+      kube.node = {
+        ...kube.node,
+        status: { ...kube.node.status, images: names.map((n, i) => ({ names: [n], sizeBytes: (i + 1) << 20 })) },
+      };
+    };
+    // The node lists a and b by digest; the helper and the sidecar image are cut from the list.
+    list([`reg/a@${digest('a')}`, `reg/b@${digest('b')}`]);
+    kube.setPod(running());
+    await clock.settle();
+    expect(metrics.render()).toContain(`prewarm_pool_pinned_bytes{complete="false",pool="gpu"} ${3 << 20}`);
+    list([`reg/a@${digest('a')}`, `reg/b@${digest('b')}`, 'reg/busybox:1', 'reg/prewarm:1']);
+    await clock.advance(300_000);
+    const text = metrics.render();
+    expect(text).toContain(`prewarm_pool_pinned_bytes{complete="true",pool="gpu"} ${10 << 20}`);
+    // One series per pool: the incomplete one is gone.
+    expect(text).not.toContain('complete="false"');
+  });
+});
+
 describe('Controller and hand edits by an admin (what wins: docs/troubleshooting.md)', () => {
   it('the gating taint removed by hand while warming stays removed; the pool still turns warm, once', async () => {
     const { clock, kube } = setup();

@@ -11,7 +11,12 @@
 import type { Argv } from 'yargs';
 import { pullSecretsOf } from '../../doctor/checks.js';
 import { diagnose } from '../../doctor/diagnose.js';
+import { imageFsOf, imagesToSize, nodesWithPools, type ImageFsStats, type ImageToSize } from '../../doctor/disk-budget.js';
 import type { ClusterRead, DoctorInput, KubeletConfig } from '../../doctor/input.js';
+import { ApiError } from '../../http/api-error.js';
+import { OciRegistry, registryHost, registryRef } from '../../oci/client.js';
+import { DockerConfigError, loadRegistryCredentials } from '../../oci/docker-config.js';
+import { VERSION } from '../../version.js';
 import { renderDoctorTable, type DoctorFormat, type DoctorReport } from '../../doctor/report.js';
 import { plural } from '../../text/plural.js';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../../contract/names.js';
@@ -20,12 +25,20 @@ import { apiFailure } from '../api-failure.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
-import { durationMs, requestTimeoutOption } from './common.js';
+import { checkOptions, durationMs, isPath, isRegistry, requestTimeoutOption } from './common.js';
 
 interface DoctorArgs {
   readonly output: DoctorFormat;
   readonly context?: string | undefined;
   readonly requestTimeout: string;
+  readonly plainHttp?: readonly string[] | undefined;
+  readonly dockerConfig?: string | undefined;
+}
+
+/** How doctor reaches registries, for the sizes of images a node does not list. */
+export interface DoctorRegistryOptions {
+  readonly plainHttp: readonly string[];
+  readonly dockerConfig?: string | undefined;
 }
 
 /** How `doctor` reads the cluster; a port so tests can fake it. */
@@ -39,16 +52,25 @@ const DEFAULT_FORMAT: DoctorFormat = 'table';
 /** Kubelet configurations read at once: each is a round trip through the apiserver to a kubelet. */
 const CONFIGZ_CONCURRENCY = 8;
 
+/**
+ * The largest `/stats/summary` read: a node's summary runs to hundreds of KiB (a few KiB per
+ * container); anything past this is a kubelet or proxy that streams without end.
+ */
+export const MAX_SUMMARY_BODY = 8 << 20;
+
+/** Images sized from registries in one run at the most: the rest are reported as not asked. */
+export const MAX_REGISTRY_SIZES = 100;
+
 /** Registers the command; `source` is replaced in tests. */
 export function doctorCommand(
   io: Io,
-  source: (context: string | undefined, requestTimeoutMs: number) => Promise<DoctorSource> = clusterSource,
+  source: (context: string | undefined, requestTimeoutMs: number, registry: DoctorRegistryOptions) => Promise<DoctorSource> = clusterSource,
 ) {
   return {
     command: 'doctor',
     describe: 'Check what prewarm needs, per cluster and per node, and say how to fix each problem; exit 3 on an error',
     builder: (y: Argv) =>
-      requestTimeoutOption(y)
+      requestTimeoutOption(checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http']))
         .option('output', {
           alias: 'o',
           choices: ['table', 'wide', 'json'] as const,
@@ -56,10 +78,22 @@ export function doctorCommand(
           describe: 'Output format (table lists problems only; wide lists every check)',
         })
         .option('context', { type: 'string', describe: 'kubeconfig context' })
+        .option('plain-http', {
+          type: 'string',
+          array: true,
+          nargs: 1,
+          describe: 'A registry (host:port) spoken to over plain HTTP, for image sizes; repeat for more',
+        })
+        .option('docker-config', {
+          type: 'string',
+          describe:
+            'Docker config with registry credentials, for image sizes [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json]',
+        })
         .example('$0 doctor', 'problems and how to fix them')
         .example('$0 doctor -o json', 'every finding, for scripts'),
     handler: async (args: DoctorArgs) => {
-      const report = diagnose(await (await source(args.context, durationMs(args.requestTimeout))).read());
+      const registry = { plainHttp: args.plainHttp ?? [], dockerConfig: args.dockerConfig };
+      const report = diagnose(await (await source(args.context, durationMs(args.requestTimeout), registry)).read());
       io.stdout(renderDoctor(report, args.output));
       const outcome = outcomeOf(report);
       if (outcome !== undefined) throw outcome;
@@ -150,10 +184,68 @@ async function mapLimit<T, R>(inputs: readonly T[], limit: number, fn: (x: T) =>
   return out;
 }
 
+/**
+ * The compressed size of each image from its registry, one request after another (registries
+ * rate-limit bursts), with the credentials `pin` uses. A registry that did not answer is not asked
+ * again, so the reads end within one --request-timeout per registry; past
+ * {@link MAX_REGISTRY_SIZES} images, the rest are not asked. Never rejects: each failure is that
+ * image's read.
+ */
+export async function readImageSizes(
+  wanted: readonly ImageToSize[],
+  o: DoctorRegistryOptions,
+  requestTimeoutMs: number,
+): Promise<Map<string, ClusterRead<number>>> {
+  const sizes = new Map<string, ClusterRead<number>>();
+  if (wanted.length === 0) return sizes;
+  const hosts = [...new Set(wanted.map((w) => registryHost(registryRef(w.image).domain)))];
+  let registry: OciRegistry;
+  try {
+    const credentials = await loadRegistryCredentials(o.dockerConfig, hosts);
+    registry = new OciRegistry({
+      keyring: credentials.keyring,
+      userAgent: `prewarm-cli/${VERSION}`,
+      plainHttp: new Set(o.plainHttp),
+      timeoutMs: requestTimeoutMs,
+    });
+  } catch (err) {
+    if (!(err instanceof DockerConfigError)) throw err;
+    for (const w of wanted) sizes.set(w.key, { kind: 'failed', message: err.message });
+    return sizes;
+  }
+  const unreachable = new Map<string, string>();
+  for (const [i, w] of wanted.entries()) {
+    const host = registryHost(registryRef(w.image).domain);
+    const earlier = unreachable.get(host);
+    if (i >= MAX_REGISTRY_SIZES) sizes.set(w.key, { kind: 'failed', message: `not asked: over ${MAX_REGISTRY_SIZES} images to size` });
+    else if (earlier !== undefined) sizes.set(w.key, { kind: 'failed', message: `not asked: ${earlier}` });
+    else {
+      try {
+        sizes.set(w.key, { kind: 'ok', value: await registry.compressedSize(w.image, w.platform) });
+      } catch (err) {
+        // The registry's words are untrusted: one escaped, bounded line, as api-failure.ts cuts them.
+        const status = err instanceof ApiError ? err.code : 0;
+        const failure = apiFailure(err instanceof ApiError ? new Error(err.message) : err);
+        if (status === 0) unreachable.set(host, `${host} did not answer`);
+        sizes.set(
+          w.key,
+          status === 404 ? { kind: 'missing' } : { kind: status === 401 || status === 403 ? 'denied' : 'failed', message: failure.message },
+        );
+      }
+    }
+  }
+  return sizes;
+}
+
 /** Reads the cluster through @kubernetes/client-node, with the one client of src/cli/kube.ts. */
-async function clusterSource(context: string | undefined, requestTimeoutMs: number): Promise<DoctorSource> {
+async function clusterSource(
+  context: string | undefined,
+  requestTimeoutMs: number,
+  registry: DoctorRegistryOptions,
+): Promise<DoctorSource> {
   const { k8s, api } = await kubeClient({ context, requestTimeoutMs });
   const core = api(k8s.CoreV1Api);
+  const summaries = api(k8s.CoreV1Api, MAX_SUMMARY_BODY);
   const apps = api(k8s.AppsV1Api);
   const admission = api(k8s.AdmissionregistrationV1Api);
   const version = api(k8s.VersionApi);
@@ -195,6 +287,13 @@ async function clusterSource(context: string | undefined, requestTimeoutMs: numb
     const configs = await mapLimit(names, CONFIGZ_CONCURRENCY, (name) =>
       attempt(() => core.connectGetNodeProxyWithPath({ name, path: 'configz' })).then(kubeletConfigOf),
     );
+    // Only the nodes a pool runs on have a disk budget to judge.
+    const pooled = pods.kind === 'ok' ? nodesWithPools(pods.value).filter((n) => names.includes(n)) : [];
+    const fs = await mapLimit(pooled, CONFIGZ_CONCURRENCY, (name) =>
+      // `?path=`: the path segment of connectGetNodeProxyWithPath would be sent as `stats%2Fsummary`.
+      attempt(() => summaries.connectGetNodeProxy({ name, path: 'stats/summary' })).then(imageFsOf),
+    );
+    const wanted = pods.kind === 'ok' && nodes.kind === 'ok' ? imagesToSize(pods.value, nodes.value) : [];
     return {
       now,
       version: observedVersion,
@@ -205,6 +304,8 @@ async function clusterSource(context: string | undefined, requestTimeoutMs: numb
       nodes,
       secrets,
       kubeletConfigs: new Map(names.map((n, i) => [n, configs[i] as ClusterRead<KubeletConfig>])),
+      imageFs: new Map(pooled.map((n, i) => [n, fs[i] as ClusterRead<ImageFsStats>])),
+      imageSizes: await readImageSizes(wanted, registry, requestTimeoutMs),
     };
   }
 }

@@ -26,6 +26,8 @@ const base: DoctorInput = {
   nodes: { kind: 'ok', value: [] },
   secrets: new Map(),
   kubeletConfigs: new Map(),
+  imageFs: new Map(),
+  imageSizes: new Map(),
 };
 const fake =
   (input: DoctorInput, contexts: (string | undefined)[] = []) =>
@@ -150,6 +152,63 @@ describe('doctor against loopback apiservers', () => {
     expect(r.stdout).toMatch(/^unknown\s+node n2\s+kubelet-config\s+could not read the kubelet configuration \(\/configz\): .+; skipped$/m);
     expect(r.stdout).toMatch(/^ok\s+node n1\s+image-gc\s+/m);
     expect(r.stdout).toContain('node n2 kubelet-config: the kubelet did not answer through the node proxy');
+  });
+
+  it('disk budget: /stats/summary only of nodes with pools, a 403 and an endless body each their own row, registry sizes compressed', async () => {
+    const list = (items: unknown[]) => ({ status: 200, body: { kind: 'List', apiVersion: 'v1', metadata: {}, items } });
+    let registry = '';
+    const image = () => `${registry}/ml/new:1`;
+    const holderOn = (node: string) => ({
+      metadata: {
+        name: `prewarm-gpu-${node}`,
+        namespace: 'prewarm',
+        labels: { 'app.kubernetes.io/managed-by': 'prewarm', 'prewarm.dev/pool': 'gpu' },
+      },
+      spec: { nodeName: node, containers: [{ name: 'img-0', image: image() }] },
+      status: { phase: 'Pending' },
+    });
+    const nodeObj = (name: string) => ({ metadata: { name }, status: { nodeInfo: { operatingSystem: 'linux', architecture: 'amd64' } } });
+    const summary = { node: { runtime: { imageFs: { capacityBytes: 100 << 20, usedBytes: 10 << 20, availableBytes: 90 << 20 } } } };
+    const server = await startScriptedApiserver((path) => {
+      if (path === '/version') return { status: 200, body: { major: '1', minor: '36', gitVersion: 'v1.36.5' } };
+      if (path.startsWith('/apis/admissionregistration.k8s.io/'))
+        return { status: 200, body: { metadata: { name: 'reconciler.prewarm.dev' } } };
+      if (path.startsWith('/apis/apps/v1/daemonsets')) return list([]);
+      if (path.startsWith('/api/v1/pods')) return list(['n1', 'n2', 'n3'].map(holderOn));
+      if (path === '/api/v1/nodes') return list(['n1', 'n2', 'n3', 'n4'].map(nodeObj));
+      if (path.endsWith('/proxy/configz'))
+        return { status: 200, body: { kubeletconfig: { imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 40 } } };
+      if (path === '/api/v1/nodes/n1/proxy?path=stats%2Fsummary') return { status: 200, body: summary };
+      if (path === '/api/v1/nodes/n2/proxy?path=stats%2Fsummary')
+        return { status: 403, body: { kind: 'Status', code: 403, message: 'nodes "n2" is forbidden: cannot get resource "nodes/proxy"' } };
+      if (path === '/api/v1/nodes/n3/proxy?path=stats%2Fsummary') return { status: 200, body: `{"node":"${'x'.repeat(9 << 20)}"}` };
+      // The same server is the registry: a manifest of 45 MiB of layers and a config of 1 KiB.
+      if (path === '/v2/ml/new/manifests/1')
+        return { status: 200, body: { schemaVersion: 2, config: { size: 1024 }, layers: [{ size: 45 << 20 }] } };
+      return undefined;
+    });
+    servers.push(server);
+    registry = server.url.replace('http://', '');
+    const r = await withKubeconfig(server.url, () => cli('doctor', '-o', 'json', '--plain-http', registry));
+    const report = JSON.parse(r.stdout) as DoctorReport;
+    const budget = (node: string) => report.findings.find((f) => f.check === 'disk-budget' && f.scope === `node ${node}`);
+    expect(budget('n1')).toMatchObject({ level: 'warning' });
+    expect(budget('n1')?.message).toContain(
+      'pool gpu pins 1 image, 45.0 MiB (0.0 MiB as the node lists them, 45.0 MiB compressed, from the registry)',
+    );
+    expect(budget('n2')).toMatchObject({
+      level: 'unknown',
+      fix: 'grant get on nodes/proxy to read /api/v1/nodes/NAME/proxy/stats/summary',
+    });
+    expect(budget('n3')).toMatchObject({ level: 'unknown' });
+    expect(budget('n3')?.fix).toContain('the kubelet did not answer through the node proxy');
+    expect(budget('n4')).toBeUndefined();
+    expect(server.requests.filter((p) => p.endsWith('summary')).sort()).toEqual(
+      ['n1', 'n2', 'n3'].map((n) => `/api/v1/nodes/${n}/proxy?path=stats%2Fsummary`),
+    );
+    // One registry read for the one image, though three nodes run it.
+    expect(server.requests.filter((p) => p.startsWith('/v2/'))).toEqual(['/v2/ml/new/manifests/1']);
+    expect(r.code).toBe(ExitCode.NotReady);
   });
 
   it('a cluster that cannot be reached: one line, exit 70', async () => {
