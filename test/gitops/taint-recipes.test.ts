@@ -5,11 +5,19 @@
  * fetch-crds.sh), and its startup taint must be the gate taint synth renders for a default gate:
  * the sidecar's key, tolerated by the pull pods, and the only key the admission policy lets the
  * sidecar remove. A recipe with a misspelt effect is refused, so the check can fail.
+ *
+ * The other recipes have no CRD: the kubelet's file is checked against the Go types of its
+ * configuration (k8s.io/kubelet, fetched by fetch-crds.sh) and its taint against the apiserver's
+ * own Node validation, which is what the kubelet's registration meets; the Cluster Autoscaler's
+ * synth invocation and spec fragment against the built CLI. The managed node groups' rows are
+ * provider CLI flags: only their taint text is checked. That the kubelet really registers with
+ * the taint is test/e2e/gating.test.ts's to show.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { REPO_DIR } from '../../harness/cluster/config.js';
 import type { RunResult } from '../../harness/cluster/sh.js';
 import { yamlObjects } from '../../harness/manifests.js';
@@ -108,5 +116,90 @@ describe('the Karpenter recipe of docs/operations.md', () => {
     const b = applyDry(keyless);
     expect(b.code).not.toBe(0);
     expect(b.stderr).toMatch(/startupTaints\[0\]\.key: Required value/);
+  });
+});
+
+/** `KEY=VALUE:EFFECT`, as the kubelet flag and the providers' CLIs spell a taint. */
+function flagTaints(text: string): Taint[] {
+  return [...text.matchAll(/(?:^|[\s=])([a-z0-9.-]+\/[A-Za-z0-9_.-]+)=([^:\s]*):([A-Za-z]+)/g)].map((m) => ({
+    key: m[1]!,
+    value: m[2]!,
+    effect: m[3]!,
+  }));
+}
+
+describe('the kubelet recipe of docs/operations.md', () => {
+  const config = parse(docBlock(operations, 'kubelet')) as Record<string, unknown> & { registerWithTaints: Taint[] };
+  const gate: Taint = { key: DEFAULT_GATE_TAINT_KEY, value: 'true', effect: GATE_TAINT_EFFECT };
+
+  it('is a KubeletConfiguration whose every field is one of k8s.io/kubelet config/v1beta1', () => {
+    expect(config['apiVersion']).toBe('kubelet.config.k8s.io/v1beta1');
+    expect(config['kind']).toBe('KubeletConfiguration');
+    const types = readFileSync(join(crdDir, 'kubelet-config-v1beta1-types.go'), 'utf8');
+    const struct = /^type KubeletConfiguration struct \{\n([\s\S]*?)^\}/m.exec(types)?.[1] ?? '';
+    const fields = new Set([...struct.matchAll(/json:"([^,"]+)/g)].map((m) => m[1]!));
+    expect(fields.has('registerWithTaints')).toBe(true);
+    // The Go struct embeds metav1.TypeMeta inline for these two.
+    for (const k of Object.keys(config).filter((k) => k !== 'apiVersion' && k !== 'kind')) expect(fields.has(k), k).toBe(true);
+    expect(/RegisterWithTaints \[\]v1\.Taint `json:"registerWithTaints/.test(types)).toBe(true);
+  });
+
+  it('registers the gate taint, as the flag form does', () => {
+    expect(config.registerWithTaints).toEqual([gate]);
+    expect(flagTaints(docBlock(operations, 'kubelet-flag'))).toEqual([gate]);
+  });
+
+  it("its taint passes the apiserver's Node validation, which a kubelet's registration meets; a misspelt effect does not", () => {
+    const node = (taints: unknown[]) => JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'recipe' }, spec: { taints } });
+    const r = ok(kubectl(['create', '--dry-run=server', '--validate=strict', '-f', '-'], node(config.registerWithTaints)));
+    expect(warnings(r)).toEqual([]);
+    const bad = kubectl(['create', '--dry-run=server', '-f', '-'], node([{ ...gate, effect: 'NoSchedul' }]));
+    expect(bad.code).not.toBe(0);
+    // (the apiserver's Node validation names the field metadata.taints)
+    expect(bad.stderr).toMatch(/taints\[0\]\.effect: Unsupported value: "NoSchedul"/);
+  });
+
+  it("the managed node groups' CLI flags name the gate taint", () => {
+    const section = operations.slice(operations.indexOf('**Managed node groups**'), operations.indexOf('**The kubelet directly**'));
+    const taints = flagTaints(section);
+    expect(taints.length).toBe(2);
+    for (const t of taints) expect(t).toEqual(gate);
+  });
+});
+
+describe('the Cluster Autoscaler recipe of docs/operations.md', () => {
+  const invocation = docBlock(operations, 'cluster-autoscaler-synth');
+  const allowance = /--allow-gate-key (\S+)/.exec(invocation)?.[1] ?? '';
+  const fragment = parse(docBlock(operations, 'cluster-autoscaler-spec')) as { spec: { gate: { taintKey: string } } };
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'prewarm-ca-recipe-'));
+    // examples/ml/gpu-inference.yaml with the recipe's gate put in.
+    const spec = parse(readFileSync(join(REPO_DIR, 'examples/ml/gpu-inference.yaml'), 'utf8')) as { spec: Record<string, unknown> };
+    spec.spec['gate'] = { ...(spec.spec['gate'] as object), ...fragment.spec.gate };
+    writeFileSync(join(dir, 'spec.yaml'), stringify(spec));
+  });
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("gates on a start-up taint of the autoscaler's prefix, which the invocation allows", () => {
+    expect(allowance).toBe('startup-taint.cluster-autoscaler.kubernetes.io/');
+    expect(fragment.spec.gate.taintKey.startsWith(allowance)).toBe(true);
+    expect(invocation).toContain(`PREWARM_PLUGIN_ALLOW_GATE_KEYS=${allowance}`);
+  });
+
+  it('synthesizes with the allowance, the sidecar gating on that key; without it synth refuses', () => {
+    const s = run(['node', CLI, 'synth', dir, '--stdout', '--allow-gate-key', allowance]);
+    expect(s.code, s.stderr).toBe(0);
+    const env = yamlObjects(s.stdout)
+      .filter((o) => o.kind === 'DaemonSet')
+      .flatMap((o) => JSON.stringify(o).match(new RegExp(`"name":"${ENV.gateTaintKey}","value":"[^"]*"`, 'g')) ?? []);
+    expect(env.length).toBeGreaterThan(0);
+    for (const e of env) expect(e).toContain(`"value":"${fragment.spec.gate.taintKey}"`);
+    const refused = run(['node', CLI, 'synth', dir, '--stdout']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`gate taint key "${fragment.spec.gate.taintKey}" is under kubernetes.io`);
   });
 });
