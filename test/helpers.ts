@@ -48,3 +48,20 @@ export async function cli(...argv: string[]): Promise<{ code: ExitCode; stdout: 
   const code = await run(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
   return { code, stdout, stderr, ms: Date.now() - started };
 }
+
+/**
+ * The body of the fenced code block that follows the line `<!-- recipe: NAME ... -->` in a
+ * Markdown file of the repository, so that tests check the text readers copy, not a copy of it.
+ * Throws when the marker is missing, repeated, or not directly followed by a fence.
+ */
+export function docBlock(markdown: string, name: string): string {
+  const lines = markdown.split('\n');
+  const at = lines.flatMap((l, i) => (new RegExp(`^<!-- recipe: ${name}[ >]`).test(l) ? [i] : []));
+  if (at.length !== 1) throw new Error(`expected one "<!-- recipe: ${name}" marker, found ${at.length}`);
+  const open = lines[at[0]! + 1] ?? '';
+  const fence = /^(`{3,})\w*$/.exec(open);
+  if (!fence) throw new Error(`"<!-- recipe: ${name}" is not followed by a fenced block, but by: ${open}`);
+  const end = lines.indexOf(fence[1]!, at[0]! + 2);
+  if (end < 0) throw new Error(`the block of "<!-- recipe: ${name}" is never closed`);
+  return lines.slice(at[0]! + 2, end).join('\n') + '\n';
+}

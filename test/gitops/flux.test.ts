@@ -11,23 +11,13 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BIN, REPO_DIR } from '../../harness/cluster/config.js';
 import type { RunResult } from '../../harness/cluster/sh.js';
 import { yamlObjects } from '../../harness/manifests.js';
-import { distDocs, distFiles, id, run } from './helpers.js';
+import { distDocs, distFiles, id, installCrds, kubectlOf, ok, run, warnings } from './helpers.js';
 
 const kubeconfig = inject('kubeconfig');
+const kubectl = kubectlOf(kubeconfig);
 const crdDir = inject('crdDir');
 let work: string;
 
-function kubectl(args: string[], input?: string): RunResult {
-  return run([BIN.kubectl, '--kubeconfig', kubeconfig, ...args], input === undefined ? {} : { input });
-}
-function ok(r: RunResult): RunResult {
-  if (r.code !== 0) throw new Error(`kubectl exited ${r.code}: ${r.stderr}`);
-  return r;
-}
-/** Lines of stderr that are apiserver warnings (kubectl prints them as "Warning: ..."). */
-function warnings(r: RunResult): string[] {
-  return r.stderr.split('\n').filter((l) => /warning/i.test(l));
-}
 function ssa(file: string, extra: string[] = []): RunResult {
   return kubectl(['apply', '--server-side', '--field-manager=kustomize-controller', '-f', file, ...extra]);
 }
@@ -136,24 +126,14 @@ describe('server-side apply of dist/ against kube-apiserver', () => {
 
 describe("deploy/ against the controllers' real CRDs", () => {
   beforeAll(() => {
-    for (const f of [
-      'kustomize.toolkit.fluxcd.io_kustomizations.yaml',
-      'source.toolkit.fluxcd.io_gitrepositories.yaml',
-      'source.toolkit.fluxcd.io_ocirepositories.yaml',
-      'argocd-application-crd.yaml',
-    ]) {
-      ok(kubectl(['apply', '--server-side', '-f', join(crdDir, f)]));
-    }
-    ok(
-      kubectl([
-        'wait',
-        '--for=condition=Established',
-        '--timeout=60s',
-        'crd/kustomizations.kustomize.toolkit.fluxcd.io',
-        'crd/gitrepositories.source.toolkit.fluxcd.io',
-        'crd/ocirepositories.source.toolkit.fluxcd.io',
-        'crd/applications.argoproj.io',
-      ]),
+    installCrds(
+      kubectl,
+      [
+        'kustomize.toolkit.fluxcd.io_kustomizations.yaml',
+        'source.toolkit.fluxcd.io_gitrepositories.yaml',
+        'source.toolkit.fluxcd.io_ocirepositories.yaml',
+        'argocd-application-crd.yaml',
+      ].map((f) => join(crdDir, f)),
     );
     for (const ns of ['flux-system', 'argocd']) kubectl(['create', 'namespace', ns]);
   });

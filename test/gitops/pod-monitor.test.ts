@@ -7,33 +7,22 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { BIN } from '../../harness/cluster/config.js';
-import type { RunResult } from '../../harness/cluster/sh.js';
 import { yamlObjects } from '../../harness/manifests.js';
 import { POD_MONITOR } from '../../src/synth/naming.js';
 import { POD_MONITOR_TYPE } from '../../src/synth/pod-monitor.js';
-import { CLI, run } from './helpers.js';
+import { CLI, installCrds, kubectlOf, ok, run, warnings } from './helpers.js';
 
 const kubeconfig = inject('kubeconfig');
+const kubectl = kubectlOf(kubeconfig);
 const crdDir = inject('crdDir');
 const CRD_FILE = 'monitoring.coreos.com_podmonitors.yaml';
-
-function kubectl(args: string[], input?: string): RunResult {
-  return run([BIN.kubectl, '--kubeconfig', kubeconfig, ...args], input === undefined ? {} : { input });
-}
-function ok(r: RunResult): RunResult {
-  if (r.code !== 0) throw new Error(`kubectl exited ${r.code}: ${r.stderr}`);
-  return r;
-}
-const warnings = (r: RunResult): string[] => r.stderr.split('\n').filter((l) => /warning/i.test(l));
 
 describe('synth --pod-monitor against the Prometheus Operator CRD', () => {
   let monitors: string;
   let namespaces: string[];
 
   beforeAll(() => {
-    ok(kubectl(['apply', '--server-side', '-f', join(crdDir, CRD_FILE)]));
-    ok(kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/podmonitors.monitoring.coreos.com']));
+    installCrds(kubectl, [join(crdDir, CRD_FILE)]);
     const synth = run(['node', CLI, 'synth', 'examples', '--stdout', '--pod-monitor']);
     expect(synth.code, synth.stderr).toBe(0);
     const objs = yamlObjects(synth.stdout).filter((o) => o.apiVersion === POD_MONITOR_TYPE.apiVersion && o.kind === POD_MONITOR_TYPE.kind);

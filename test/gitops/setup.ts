@@ -3,9 +3,11 @@
  * 1. `npm run build`: the plugin runs what ships, lib/src/cli/bin.js.
  * 2. test/gitops/argocd-build.sh: Argo CD's real argocd-cmp-server and the cmp-client driver
  *    (cached; about 5 minutes cold on 2 cores, instant warm). Provides inject('argocdBin').
- * 3. test/gitops/fetch-crds.sh: Flux's and Argo CD's CRDs and Argo CD's install.yaml, from their
- *    Go modules. Provides inject('crdDir').
- * 4. etcd + kube-apiserver on loopback, the same way as test/integration/setup.ts but under its own
+ * 3. test/gitops/fetch-crds.sh: Flux's, Argo CD's, the Prometheus Operator's and Karpenter's CRDs
+ *    and Argo CD's install.yaml, from their Go modules. Provides inject('crdDir').
+ * 4. test/gitops/renovate-install.sh: the pinned Renovate CLI, in a cache folder of its own (about
+ *    10 minutes cold on 2 cores, instant warm). Provides inject('renovateBin').
+ * 5. etcd + kube-apiserver on loopback, the same way as test/integration/setup.ts but under its own
  *    daemon prefix ("gitops"), so it never stops the integration project's control plane when both
  *    projects run in one vitest invocation. Provides inject('kubeconfig').
  */
@@ -20,6 +22,7 @@ declare module 'vitest' {
     kubeconfig: string;
     argocdBin: string;
     crdDir: string;
+    renovateBin: string;
   }
 }
 
@@ -35,23 +38,39 @@ export default async function setup(project: TestProject): Promise<() => Promise
     timeout: 1_800_000,
     encoding: 'utf8',
   });
-  const argocdBin = out.trim().split('\n').pop() ?? '';
+  const argocdBin = lastLine(out);
   console.log(`[gitops] argocd-cmp-server ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${argocdBin}`);
   project.provide('argocdBin', argocdBin);
 
-  const crdDir =
+  const crdDir = lastLine(
     execFileSync('bash', [join(REPO_DIR, 'test/gitops/fetch-crds.sh')], {
       stdio: ['ignore', 'pipe', 'inherit'],
       timeout: 600_000,
       encoding: 'utf8',
-    })
-      .trim()
-      .split('\n')
-      .pop() ?? '';
+    }),
+  );
   project.provide('crdDir', crdDir);
+
+  t0 = Date.now();
+  const renovateBin = lastLine(
+    execFileSync('bash', [join(REPO_DIR, 'test/gitops/renovate-install.sh')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 1_800_000,
+      encoding: 'utf8',
+    }),
+  );
+  console.log(`[gitops] renovate ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${renovateBin}`);
+  project.provide('renovateBin', renovateBin);
 
   requireBinaries(['etcd', 'kubeApiserver', 'kubectl']);
   const cp = await startLoopbackControlPlane('gitops', (m) => console.log(`[gitops] ${m}`));
   project.provide('kubeconfig', cp.kubeconfig);
   return () => cp.stop();
+}
+
+/** The last line a set-up script printed: the path it made; a script that printed none failed. */
+function lastLine(out: string): string {
+  const line = out.trim().split('\n').pop() ?? '';
+  if (line === '') throw new Error('a gitops set-up script printed no path');
+  return line;
 }
