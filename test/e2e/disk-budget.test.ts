@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
 import { NET, REGISTRY, REPO_DIR } from '../../harness/cluster/config.js';
-import { localTarget, rawManifest, TEST_IMAGES } from '../../harness/cluster/images.js';
+import { localTarget, normalize, rawManifest, TEST_IMAGES } from '../../harness/cluster/images.js';
 import { loadSpec } from '../../harness/cluster/node.js';
 import { nodeNet } from '../../harness/cluster/net.js';
 import { run, type RunResult } from '../../harness/cluster/sh.js';
@@ -97,6 +97,22 @@ describe('doctor disk budget on small image filesystems', () => {
         300_000,
         500,
       );
+    // The kubelet lists a node's images from a cache it refreshes every 30 s, so a node warm a
+    // moment ago may not list them yet; doctor would then size them from the registry (which it
+    // cannot reach here: the harness registry's certificate and the mirrored hosts). A settled node
+    // lists them all.
+    const wanted = [...new Set(pool.all)].map(normalize);
+    for (const node of [ERR, WARN])
+      await waitFor(
+        `${node} lists every image of the pool`,
+        () => {
+          const n = JSON.parse(kubectl(['get', 'node', node, '-o', 'json'])) as { status?: { images?: { names?: string[] }[] } };
+          const names = new Set((n.status?.images ?? []).flatMap((i) => (i.names ?? []).filter((x) => !x.includes('@')).map(normalize)));
+          return wanted.every((w) => names.has(w));
+        },
+        120_000,
+        1000,
+      );
   });
 
   afterAll(async () => {
@@ -123,14 +139,25 @@ describe('doctor disk budget on small image filesystems', () => {
     }
   });
 
-  it("the sidecar exports the pool's pinned bytes from the node's image list, complete", () => {
+  it("the sidecar exports the pool's pinned bytes from the node's image list, complete", async () => {
     const pod = poolPodOnNode(pool, WARN);
     if (!pod) throw new Error(`no pool pod on ${WARN}`);
     const ip = kubectl(['-n', NS, 'get', 'pod', pod.name, '-o', 'jsonpath={.status.podIP}']).trim();
     const spec = loadSpec(WARN);
     if (!spec) throw new Error(`no spec of ${WARN}`);
     const script = `require('http').get('http://${ip}:9464/metrics', (r) => { let b = ''; r.on('data', (c) => (b += c)); r.on('end', () => process.stdout.write(b)); })`;
-    const metrics = run([process.execPath, '-e', script], { netns: nodeNet(WARN, spec.index).ns, timeoutMs: 30_000 }).stdout;
+    const scrape = () => run([process.execPath, '-e', script], { netns: nodeNet(WARN, spec.index).ns, timeoutMs: 30_000 }).stdout;
+    // The sidecar reads the node's image list at each reconcile: pod events and the 5 min resync.
+    // It warmed before the kubelet listed the images (its image cache refreshes every 30 s), so a
+    // pod event (an annotation on its own pod) makes it read the now complete list.
+    kubectl(['-n', NS, 'annotate', 'pod', pod.name, '--overwrite', `e2e.prewarm.dev/kick=${Date.now()}`]);
+    let metrics = '';
+    await waitFor(
+      'prewarm_pool_pinned_bytes complete',
+      () => /^prewarm_pool_pinned_bytes\{complete="true",pool="disk"\} \d+$/m.test((metrics = scrape())),
+      30_000,
+      1000,
+    );
     const m = /^prewarm_pool_pinned_bytes\{complete="true",pool="disk"\} (\d+)$/m.exec(metrics);
     expect(m, metrics).not.toBeNull();
     const listed = JSON.parse(kubectl(['get', 'node', WARN, '-o', 'json'])) as {

@@ -290,8 +290,10 @@ async function clusterSource(
     // Only the nodes a pool runs on have a disk budget to judge.
     const pooled = pods.kind === 'ok' ? nodesWithPools(pods.value).filter((n) => names.includes(n)) : [];
     const fs = await mapLimit(pooled, CONFIGZ_CONCURRENCY, (name) =>
-      // `?path=`: the path segment of connectGetNodeProxyWithPath would be sent as `stats%2Fsummary`.
-      attempt(() => summaries.connectGetNodeProxy({ name, path: 'stats/summary' })).then(imageFsOf),
+      // The path segment goes out as `stats%2Fsummary`, which the apiserver decodes and proxies to
+      // the kubelet's /stats/summary; `connectGetNodeProxy`'s `?path=` form is answered with a
+      // 301 to `proxy/` (both seen on the harness's 1.36 apiserver).
+      attempt(() => summaries.connectGetNodeProxyWithPath({ name, path: 'stats/summary' })).then(imageFsOf),
     );
     const wanted = pods.kind === 'ok' && nodes.kind === 'ok' ? imagesToSize(pods.value, nodes.value) : [];
     return {

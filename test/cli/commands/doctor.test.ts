@@ -178,10 +178,10 @@ describe('doctor against loopback apiservers', () => {
       if (path === '/api/v1/nodes') return list(['n1', 'n2', 'n3', 'n4'].map(nodeObj));
       if (path.endsWith('/proxy/configz'))
         return { status: 200, body: { kubeletconfig: { imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 40 } } };
-      if (path === '/api/v1/nodes/n1/proxy?path=stats%2Fsummary') return { status: 200, body: summary };
-      if (path === '/api/v1/nodes/n2/proxy?path=stats%2Fsummary')
+      if (path === '/api/v1/nodes/n1/proxy/stats%2Fsummary') return { status: 200, body: summary };
+      if (path === '/api/v1/nodes/n2/proxy/stats%2Fsummary')
         return { status: 403, body: { kind: 'Status', code: 403, message: 'nodes "n2" is forbidden: cannot get resource "nodes/proxy"' } };
-      if (path === '/api/v1/nodes/n3/proxy?path=stats%2Fsummary') return { status: 200, body: `{"node":"${'x'.repeat(9 << 20)}"}` };
+      if (path === '/api/v1/nodes/n3/proxy/stats%2Fsummary') return { status: 200, body: `{"node":"${'x'.repeat(9 << 20)}"}` };
       // The same server is the registry: a manifest of 45 MiB of layers and a config of 1 KiB.
       if (path === '/v2/ml/new/manifests/1')
         return { status: 200, body: { schemaVersion: 2, config: { size: 1024 }, layers: [{ size: 45 << 20 }] } };
@@ -204,7 +204,7 @@ describe('doctor against loopback apiservers', () => {
     expect(budget('n3')?.fix).toContain('the kubelet did not answer through the node proxy');
     expect(budget('n4')).toBeUndefined();
     expect(server.requests.filter((p) => p.endsWith('summary')).sort()).toEqual(
-      ['n1', 'n2', 'n3'].map((n) => `/api/v1/nodes/${n}/proxy?path=stats%2Fsummary`),
+      ['n1', 'n2', 'n3'].map((n) => `/api/v1/nodes/${n}/proxy/stats%2Fsummary`),
     );
     // One registry read for the one image, though three nodes run it.
     expect(server.requests.filter((p) => p.startsWith('/v2/'))).toEqual(['/v2/ml/new/manifests/1']);
