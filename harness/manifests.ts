@@ -141,8 +141,9 @@ export function prepareImages(objects: KubeObject[], skip: readonly string[] = [
   for (const ref of helpers) {
     if (!skip.includes(ref) && !imageInRegistry(ref)) pushImage(buildOciImage(`helper-${ref}`, busyboxLayers(), { cmd: ['/bin/sh'] }), ref);
   }
-  if (sidecars.size) buildProject();
-  for (const ref of sidecars) if (!skip.includes(ref)) ensureReconcilerImage(ref, REPO_DIR);
+  const builtHere = [...sidecars].filter((ref) => !skip.includes(ref));
+  if (builtHere.length > 0) buildProject();
+  for (const ref of builtHere) ensureReconcilerImage(ref, REPO_DIR);
   for (const ref of others) {
     if (skip.includes(ref) || helpers.has(ref) || sidecars.has(ref)) continue;
     const size = STAND_IN_BYTES[normalize(ref)];
