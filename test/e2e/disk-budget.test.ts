@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
 import { NET, REGISTRY, REPO_DIR } from '../../harness/cluster/config.js';
-import { localTarget, normalize, rawManifest, TEST_IMAGES } from '../../harness/cluster/images.js';
+import { localTarget, rawManifest, TEST_IMAGES } from '../../harness/cluster/images.js';
 import { loadSpec } from '../../harness/cluster/node.js';
 import { nodeNet } from '../../harness/cluster/net.js';
 import { run, type RunResult } from '../../harness/cluster/sh.js';
@@ -24,7 +24,7 @@ import { buildProject, poolsOf, prepareImages, synth, yamlObjects, type PoolImag
 import { waitFor } from '../../harness/time.js';
 import type { DoctorReport, Finding } from '../../src/doctor/report.js';
 import { nodeLabelKey } from '../../src/contract/identity.js';
-import { applyServerSide, imageCache, kubeconfigPath, poolPodOnNode, specDir } from './helpers.js';
+import { applyServerSide, imageCache, kubeconfigPath, poolPodOnNode, specDir, waitNodeListsImages } from './helpers.js';
 
 const NS = 'e2e-disk';
 const SEL = 'e2e.prewarm.dev/disk';
@@ -97,22 +97,7 @@ describe('doctor disk budget on small image filesystems', () => {
         300_000,
         500,
       );
-    // The kubelet lists a node's images from a cache it refreshes every 30 s, so a node warm a
-    // moment ago may not list them yet; doctor would then size them from the registry (which it
-    // cannot reach here: the harness registry's certificate and the mirrored hosts). A settled node
-    // lists them all.
-    const wanted = [...new Set(pool.all)].map(normalize);
-    for (const node of [ERR, WARN])
-      await waitFor(
-        `${node} lists every image of the pool`,
-        () => {
-          const n = JSON.parse(kubectl(['get', 'node', node, '-o', 'json'])) as { status?: { images?: { names?: string[] }[] } };
-          const names = new Set((n.status?.images ?? []).flatMap((i) => (i.names ?? []).filter((x) => !x.includes('@')).map(normalize)));
-          return wanted.every((w) => names.has(w));
-        },
-        120_000,
-        1000,
-      );
+    for (const node of [ERR, WARN]) await waitNodeListsImages(node, pool.all);
   });
 
   afterAll(async () => {

@@ -118,6 +118,26 @@ export async function waitImagesOnNode(node: string, refs: readonly string[], ti
   );
 }
 
+/**
+ * Waits until the node's status lists every one of `refs` (by tag). The kubelet lists images from
+ * a cache it refreshes every 30 s, so a node warm a moment ago may not list them yet; doctor would
+ * then size them from the registry, which it cannot reach here (the harness registry's
+ * certificate, the mirrored hosts). A settled node lists them all.
+ */
+export async function waitNodeListsImages(node: string, refs: readonly string[], timeoutMs = 120_000): Promise<void> {
+  const wanted = [...new Set(refs)].map(normalize);
+  await waitFor(
+    `${node} lists ${wanted.join(', ')}`,
+    () => {
+      const n = JSON.parse(kubectl(['get', 'node', node, '-o', 'json'])) as { status?: { images?: { names?: string[] }[] } };
+      const names = new Set((n.status?.images ?? []).flatMap((i) => (i.names ?? []).filter((x) => !x.includes('@')).map(normalize)));
+      return wanted.every((w) => names.has(w));
+    },
+    timeoutMs,
+    1000,
+  );
+}
+
 export function labelNode(node: string, labels: Record<string, string | null>): void {
   const args = Object.entries(labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`));
   kubectl(['label', 'node', node, '--overwrite', ...args]);
