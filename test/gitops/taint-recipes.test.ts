@@ -90,9 +90,20 @@ describe('the Karpenter recipe of docs/operations.md', () => {
     expect(holders.length).toBeGreaterThan(0);
     for (const ds of holders) {
       const pod = (
-        ds['spec'] as { template: { spec: { tolerations: Toleration[]; containers: { env?: { name: string; value?: string }[] }[] } } }
+        ds['spec'] as {
+          template: {
+            spec: {
+              tolerations: Toleration[];
+              initContainers?: { env?: { name: string; value?: string }[] }[];
+              containers: { env?: { name: string; value?: string }[] }[];
+            };
+          };
+        }
       ).template.spec;
-      const keys = pod.containers.flatMap((c) => c.env ?? []).filter((e) => e.name === ENV.gateTaintKey);
+      // The sidecar is a native sidecar: an init container.
+      const keys = [...(pod.initContainers ?? []), ...pod.containers]
+        .flatMap((c) => c.env ?? [])
+        .filter((e) => e.name === ENV.gateTaintKey);
       expect(keys.map((e) => e.value)).toEqual([taint.key]);
       expect(
         pod.tolerations.some((t) =>
