@@ -22,7 +22,7 @@ for tool in g++ make python3; do
 done
 T0=$SECONDS
 rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"
-npm install --prefix "$OUT.tmp" "renovate@$RENOVATE" --no-audit --no-fund --no-save --loglevel=error >&2
+timeout 1800 npm install --prefix "$OUT.tmp" "renovate@$RENOVATE" --no-audit --no-fund --no-save --loglevel=error >&2
 rm -rf "$OUT" && mv "$OUT.tmp" "$OUT"
 "$BIN" --version >/dev/null
 touch "$OUT/.complete"
