@@ -33,6 +33,7 @@ import { managed } from './checks.js';
 import type { ClusterRead, DoctorNode, KubeletConfig } from './input.js';
 import { fixFor, KUBELET_FIX, unread } from './reads.js';
 import type { Level } from './report.js';
+import { isObject } from '../text/json.js';
 
 /** `node.runtime.imageFs` of the kubelet's summary API, checked. */
 export interface ImageFsStats {
@@ -50,8 +51,6 @@ export const DEFAULT_NODE_STATUS_MAX_IMAGES = 50;
 
 /** The longest registry or kubelet message a finding quotes. */
 const MAX_WHY_CHARS = 200;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A byte count the summary reports: a whole number up to {@link MAX_FS_BYTES}, or why it is not one. */
 function byteCount(v: unknown, what: string): number | string {

@@ -35,6 +35,44 @@ export function registryHost(domain: string): string {
   return domain.toLowerCase();
 }
 
+/** What one image's request came to in {@link askInTurn}. */
+export type Asked<R> =
+  | { readonly kind: 'answered'; readonly value: R }
+  | { readonly kind: 'failed'; readonly error: unknown }
+  /** Not asked: its registry did not answer `first`'s request earlier in this run. */
+  | { readonly kind: 'skipped'; readonly host: string; readonly first: string };
+
+/**
+ * Asks `ask` for each item, one after another (registries rate-limit bursts), in order; `imageOf`
+ * names the image an item is about. A registry that did not answer (transport error or the
+ * request deadline: status 0) is not asked again in the run, so the whole ends within one request
+ * timeout per registry, not per image. Never rejects.
+ */
+export async function askInTurn<T, R>(
+  items: readonly T[],
+  imageOf: (item: T) => string,
+  ask: (item: T) => Promise<R>,
+): Promise<Asked<R>[]> {
+  const unreachable = new Map<string, string>();
+  const out: Asked<R>[] = [];
+  for (const item of items) {
+    const image = imageOf(item);
+    const host = registryHost(registryRef(image).domain);
+    const first = unreachable.get(host);
+    if (first !== undefined) {
+      out.push({ kind: 'skipped', host, first });
+      continue;
+    }
+    try {
+      out.push({ kind: 'answered', value: await ask(item) });
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 0) unreachable.set(host, image);
+      out.push({ kind: 'failed', error });
+    }
+  }
+  return out;
+}
+
 /** The largest manifest read when a registry sends no digest header and the body must be hashed. */
 const MAX_MANIFEST_BYTES = 4 << 20;
 

@@ -5,6 +5,7 @@
  * image has is refused rather than added up.
  */
 import { MAX_IMAGE_BYTES } from '../contract/node-images.js';
+import { isObject } from '../text/json.js';
 
 /** The platform a node pulls for: `node.status.nodeInfo` `operatingSystem` and `architecture`. */
 export interface Platform {
@@ -21,8 +22,6 @@ const INDEX_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Parses a manifest body: a JSON object, or an Error naming what it is instead. */
 export function parseManifest(body: string | Buffer): Json {

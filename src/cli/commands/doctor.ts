@@ -14,7 +14,7 @@ import { diagnose } from '../../doctor/diagnose.js';
 import { imageFsOf, imagesToSize, nodesWithPools, type ImageFsStats, type ImageToSize } from '../../doctor/disk-budget.js';
 import type { ClusterRead, DoctorInput, KubeletConfig } from '../../doctor/input.js';
 import { ApiError } from '../../http/api-error.js';
-import { OciRegistry, registryHost, registryRef } from '../../oci/client.js';
+import { askInTurn, OciRegistry, registryHost, registryRef } from '../../oci/client.js';
 import { DockerConfigError, loadRegistryCredentials } from '../../oci/docker-config.js';
 import { VERSION } from '../../version.js';
 import { renderDoctorTable, type DoctorFormat, type DoctorReport } from '../../doctor/report.js';
@@ -213,27 +213,26 @@ export async function readImageSizes(
     for (const w of wanted) sizes.set(w.key, { kind: 'failed', message: err.message });
     return sizes;
   }
-  const unreachable = new Map<string, string>();
-  for (const [i, w] of wanted.entries()) {
-    const host = registryHost(registryRef(w.image).domain);
-    const earlier = unreachable.get(host);
-    if (i >= MAX_REGISTRY_SIZES) sizes.set(w.key, { kind: 'failed', message: `not asked: over ${MAX_REGISTRY_SIZES} images to size` });
-    else if (earlier !== undefined) sizes.set(w.key, { kind: 'failed', message: `not asked: ${earlier}` });
+  const asked = await askInTurn(
+    wanted.slice(0, MAX_REGISTRY_SIZES),
+    (w) => w.image,
+    (w) => registry.compressedSize(w.image, w.platform),
+  );
+  wanted.forEach((w, i) => {
+    const a = asked[i];
+    if (a === undefined) sizes.set(w.key, { kind: 'failed', message: `not asked: over ${MAX_REGISTRY_SIZES} images to size` });
+    else if (a.kind === 'answered') sizes.set(w.key, { kind: 'ok', value: a.value });
+    else if (a.kind === 'skipped') sizes.set(w.key, { kind: 'failed', message: `not asked: ${a.host} did not answer` });
     else {
-      try {
-        sizes.set(w.key, { kind: 'ok', value: await registry.compressedSize(w.image, w.platform) });
-      } catch (err) {
-        // The registry's words are untrusted: one escaped, bounded line, as api-failure.ts cuts them.
-        const status = err instanceof ApiError ? err.code : 0;
-        const failure = apiFailure(err instanceof ApiError ? new Error(err.message) : err);
-        if (status === 0) unreachable.set(host, `${host} did not answer`);
-        sizes.set(
-          w.key,
-          status === 404 ? { kind: 'missing' } : { kind: status === 401 || status === 403 ? 'denied' : 'failed', message: failure.message },
-        );
-      }
+      // The registry's words are untrusted: one escaped, bounded line, as api-failure.ts cuts them.
+      const status = a.error instanceof ApiError ? a.error.code : 0;
+      const failure = apiFailure(a.error instanceof ApiError ? new Error(a.error.message) : a.error);
+      sizes.set(
+        w.key,
+        status === 404 ? { kind: 'missing' } : { kind: status === 401 || status === 403 ? 'denied' : 'failed', message: failure.message },
+      );
     }
-  }
+  });
   return sizes;
 }
 

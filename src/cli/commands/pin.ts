@@ -1,6 +1,6 @@
 /** `prewarm pin`: resolve tags to digests against the registries and rewrite the spec files in place. */
 import type { Argv } from 'yargs';
-import { OciRegistry, registryHost, registryRef } from '../../oci/client.js';
+import { askInTurn, OciRegistry, registryHost, registryRef } from '../../oci/client.js';
 import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../oci/docker-config.js';
 import { ApiError } from '../../http/api-error.js';
 import { formatDiagnostics, type Diagnostic } from '../../imagecache/errors.js';
@@ -102,26 +102,17 @@ export function pinCommand(io: Io) {
       });
       const digests = new Map<string, string>();
       const failures = new Map<string, string>();
-      // Sequential on purpose: a handful of HEAD requests, and registries rate-limit bursts.
-      // A registry that did not answer (transport error or the request deadline) is not asked
-      // again in this run: the command ends within one --request-timeout per registry, not per image.
-      const unreachable = new Map<string, string>();
-      for (const ref of wanted) {
-        const host = registryHost(registryRef(ref).domain);
-        const earlier = unreachable.get(host);
-        if (earlier !== undefined) {
-          failures.set(ref, `not tried: ${earlier}`);
-          continue;
-        }
-        try {
-          digests.set(ref, await registry.digest(ref));
-        } catch (err) {
-          const why = explain(ref, err, credentials);
-          failures.set(ref, why);
-          if (err instanceof ApiError && err.code === 0)
-            unreachable.set(host, `${host} did not answer the request for ${ref} earlier in this run`);
-        }
-      }
+      const asked = await askInTurn(
+        wanted,
+        (ref) => ref,
+        (ref) => registry.digest(ref),
+      );
+      asked.forEach((a, i) => {
+        const ref = wanted[i] as string;
+        if (a.kind === 'answered') digests.set(ref, a.value);
+        else if (a.kind === 'failed') failures.set(ref, explain(ref, a.error, credentials));
+        else failures.set(ref, `not tried: ${a.host} did not answer the request for ${a.first} earlier in this run`);
+      });
       if (failures.size > 0) {
         // Every place that names a failed image, so the user can jump to each.
         print(
