@@ -13,6 +13,8 @@
  *                    one puller per image): `prewarm synth --stdout --reconciler-image <local>`
  *                    applied, nodes join the pool one after another; measured to the sidecar's warm
  *                    label, and to the images in the node's containerd
+ *   lanes-early      the default lanes with `spec.earlyPull: true`: the pullers start in the network
+ *                    start-up window; needs --cni-delay (issue 23)
  *   kf-<period>      the kube-fledged model (bench/kubefledged/model.ts) with that refresh period;
  *                    one model per profile and kubelet serves every set, nodes joining at Ready
  *                    phases spread over one period
@@ -35,7 +37,12 @@
  *
  *   npm run bench:time-to-warm -- [--sets small5,ml5,large5] [--profiles loopback,remote]
  *     [--kubelets parallel,serial] [--configs raw,raw-serial,floor,lanes-1,lanes-default,lanes-per-image,kf-1m]
- *     [--nodes N] [--waterfalls default|all|none] [--result NAME]
+ *     [--nodes N] [--waterfalls default|all|none] [--cni-delay S] [--result NAME]
+ *
+ * --cni-delay S: every node with a kubelet joins with the harness's CNI stand-in
+ * (harness/cluster/cni-stand-in.ts), which pulls its own image, waits S seconds, then writes the
+ * CNI config, so the node is NotReady in between, as a cloud node is until its CNI runs. Each node
+ * then also reports registration → Ready and registration → warm.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -104,6 +111,7 @@ const args = yargs(hideBin(process.argv))
   })
   .option('nodes', { type: 'number', describe: 'nodes per configuration (default: per set)' })
   .option('waterfalls', { choices: ['default', 'all', 'none'] as const, default: 'default' as const })
+  .option('cni-delay', { type: 'number', describe: 'nodes join with a CNI stand-in that writes the CNI config after S seconds' })
   .option('result', { type: 'string', describe: 'results file name (default: time-to-warm-<profiles>-<kubelets>-<sets>)' })
   .strict()
   .parseSync();
@@ -142,7 +150,11 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image)|kf-(0s|1m|15m))$/.test(c)) throw new Error(`--configs: unknown ${c}`);
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)|kf-(0s|1m|15m))$/.test(c)) throw new Error(`--configs: unknown ${c}`);
+if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
+  throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
+/** The CNI stand-in of every joining node with a kubelet, when asked for. */
+const CNI = args['cni-delay'] === undefined ? undefined : { delaySeconds: args['cni-delay'] };
 const RESULT = args.result ?? `time-to-warm-${profiles.join('-')}-${kubelets.join('-')}-${sets.map((s) => s.name).join('-')}`;
 
 interface Sample {
@@ -160,6 +172,10 @@ interface Sample {
   runningMs?: number;
   /** Join started -> Ready (ms). */
   readyMs?: number;
+  /** Node registered (first watch event) -> Ready (ms). */
+  regReadyMs?: number;
+  /** Node registered -> the sidecar's warm label (prewarm only). */
+  regWarmMs?: number;
   /** Puller pods seen on the node while it warmed (prewarm only). */
   pullers?: number;
   /** `spec.lanes` of a prewarm configuration. */
@@ -192,6 +208,8 @@ function report(s: Sample): void {
       ? `profile allows ≥ ${secs(s.leastMs)} s: ${(s.imagesMs ?? 0) >= s.leastMs ? 'shaped' : 'FASTER THAN THE PROFILE'}`
       : '',
     s.readyMs !== undefined ? `join-to-Ready ${secs(s.readyMs)} s` : '',
+    s.regReadyMs !== undefined ? `registration-to-Ready ${secs(s.regReadyMs)} s` : '',
+    s.regWarmMs !== undefined ? `registration-to-warm ${secs(s.regWarmMs)} s` : '',
   ].filter(Boolean);
   console.log(
     `${s.set} ${s.profile}${s.kubelet ? ` ${s.kubelet}` : ''} ${s.config} ${s.node}: ready-to-warm ${f === undefined ? `never (bound ${secs(s.boundMs ?? 0)} s)` : `${secs(f)} s`}${extra.length ? `; ${extra.join('; ')}` : ''}`,
@@ -237,7 +255,7 @@ async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number)
   await applyFloor(kube, ns, { [POOL_LABEL]: ns });
   for (let i = 1; i <= nodes; i++) {
     const name = freshNodeName('floor');
-    const t = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet);
+    const t = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI);
     try {
       await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
       const readyAt = t.readyAt ?? Date.now();
@@ -250,6 +268,7 @@ async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number)
         node: name,
         ...(at !== undefined ? { runningMs: at - readyAt } : {}),
         readyMs: readyAt - t.joinAt,
+        ...(t.registeredAt !== undefined ? { regReadyMs: readyAt - t.registeredAt } : {}),
         boundMs: 120_000,
       });
     } finally {
@@ -259,8 +278,8 @@ async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number)
   await kube.delete(`/api/v1/namespaces/${ns}`);
 }
 
-function imageCacheSpec(set: ImageSet, ns: string, lanes: number): string {
-  const specs = join(STATE_DIR, 'bench-specs', `ttw-${set.name}-${lanes}`);
+function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boolean): string {
+  const specs = join(STATE_DIR, 'bench-specs', `ttw-${set.name}-${lanes}${earlyPull ? '-early' : ''}`);
   mkdirSync(specs, { recursive: true });
   writeFileSync(
     join(specs, 'imagecache.yaml'),
@@ -268,7 +287,11 @@ function imageCacheSpec(set: ImageSet, ns: string, lanes: number): string {
       apiVersion: 'prewarm.dev/v1alpha1',
       kind: 'ImageCache',
       metadata: { name: 'ttw', namespace: ns },
-      spec: { lanes, cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: ns }, images: set.images }] },
+      spec: {
+        lanes,
+        ...(earlyPull ? { earlyPull } : {}),
+        cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: ns }, images: set.images }],
+      },
     }),
   );
   return specs;
@@ -282,9 +305,10 @@ const pullerDaemonSets = (objs: readonly KubeObject[]) =>
  * every image its own puller (whether the holder counts as a lane is the synth's business).
  */
 async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ lanes: number; objects: KubeObject[] } | undefined> {
-  const synth = (lanes: number) =>
-    synthObjects(imageCacheSpec(set, ns, lanes), ['--reconciler-image', RECONCILER_IMAGE, '--own-namespace', ns]);
+  const synth = (lanes: number, earlyPull = false) =>
+    synthObjects(imageCacheSpec(set, ns, lanes, earlyPull), ['--reconciler-image', RECONCILER_IMAGE, '--own-namespace', ns]);
   const v = config.slice('lanes-'.length);
+  if (v === 'early') return { lanes: LANES_SETTING.default, objects: await synth(LANES_SETTING.default, true) };
   if (v !== 'per-image') {
     const lanes = v === 'default' ? LANES_SETTING.default : Number(v);
     return { lanes, objects: await synth(lanes) };
@@ -303,16 +327,26 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
   if (synthesized === undefined) return;
   await applyAll(kube, synthesized.objects);
   const want = set.images.map(normalize);
-  const draw = args.waterfalls === 'all' || (args.waterfalls === 'default' && config === 'lanes-default');
+  const draw = args.waterfalls === 'all' || (args.waterfalls === 'default' && (config === 'lanes-default' || config === 'lanes-early'));
   for (let i = 1; i <= set.nodes; i++) {
     const name = freshNodeName('pw');
     const recorder = draw && i === 1 ? new TimelineRecorder(kube, name) : undefined;
     await recorder?.start();
-    const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet);
+    const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI);
     try {
-      await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
-      const readyAt = t.readyAt ?? Date.now();
       let pullers = 0;
+      // Early pullers run before Ready: count them from the join on.
+      const counting = pollUntil(
+        async () => {
+          pullers = Math.max(pullers, (await pullersOnNode(kube, ns, name)).length);
+          return t.readyAt !== undefined;
+        },
+        Date.now() + 120_000,
+        250,
+      );
+      await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
+      await counting;
+      const readyAt = t.readyAt ?? Date.now();
       const warm = pollUntil(
         async () => {
           pullers = Math.max(pullers, (await pullersOnNode(kube, ns, name)).length);
@@ -333,6 +367,8 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
         ...(imagesAt !== undefined ? { imagesMs: imagesAt - readyAt } : {}),
         ...(warmAt !== undefined ? { warmMs: warmAt - readyAt } : {}),
         ...(t.readyAt !== undefined ? { readyMs: t.readyAt - t.joinAt } : {}),
+        ...(t.readyAt !== undefined && t.registeredAt !== undefined ? { regReadyMs: t.readyAt - t.registeredAt } : {}),
+        ...(warmAt !== undefined && t.registeredAt !== undefined ? { regWarmMs: warmAt - t.registeredAt } : {}),
         pullers,
         lanes: synthesized.lanes,
         boundMs: set.boundMs,
@@ -446,6 +482,12 @@ function summary(): Record<string, unknown> {
         const base = kubelet === 'serial' ? rawSerial : raw;
         const target = base !== undefined && floor !== undefined ? floor + 1.1 * base + 500 : undefined;
         const kf = configs.filter((c) => c.startsWith('kf-')).map((c) => [c, med(of(c, kubelet))] as const);
+        const floorRegReady = median(
+          samples.flatMap((s) =>
+            s.config === 'floor' && s.profile === profile && s.kubelet === kubelet && s.regReadyMs !== undefined ? [s.regReadyMs] : [],
+          ),
+        );
+        if (Number.isFinite(floorRegReady)) console.log(`ttw ${profile} ${kubelet} floor: registration → Ready ${secs(floorRegReady)} s`);
         const row: Record<string, unknown> = {
           floorMs: floor ?? null,
           rawMs: raw ?? null,
@@ -460,8 +502,12 @@ function summary(): Record<string, unknown> {
           const m = med(xs);
           if (m === undefined) continue;
           const ratio = base === undefined || !Number.isFinite(m) ? undefined : m / base;
+          const regReady = median(xs.flatMap((x) => (x.regReadyMs === undefined ? [] : [x.regReadyMs])));
+          const regWarm = median(xs.flatMap((x) => (x.regWarmMs === undefined ? [] : [x.regWarmMs])));
           const notes = [
             `${xs.length} nodes`,
+            Number.isFinite(regReady) ? `registration → Ready ${secs(regReady)} s` : '',
+            Number.isFinite(regWarm) ? `registration → warm ${secs(regWarm)} s` : '',
             xs[0]?.lanes !== undefined ? `lanes ${xs[0].lanes}, ${Math.max(...xs.map((s) => s.pullers ?? 0))} pullers` : '',
             ratio === undefined ? '' : `×${ratio.toFixed(2)} ${kubelet === 'serial' ? 'raw serial' : 'raw'}`,
             floor !== undefined && Number.isFinite(m) ? `${secs(m - floor)} s above the floor` : '',
@@ -476,6 +522,8 @@ function summary(): Record<string, unknown> {
             ratio: ratio ?? null,
             nodes: xs.length,
             lanes: xs[0]?.lanes ?? null,
+            regReadyMs: Number.isFinite(regReady) ? regReady : null,
+            regWarmMs: Number.isFinite(regWarm) ? regWarm : null,
           };
         }
         out[`${set.name}/${profile}/${kubelet}`] = row;
@@ -523,6 +571,7 @@ async function main(): Promise<void> {
     profiles: Object.fromEntries(profiles.map((p) => [p, describeProfile(shapes[p])])),
     kubelets,
     configs,
+    cniDelayS: args['cni-delay'] ?? null,
     sets: Object.fromEntries(sets.map((s) => [s.name, { images: s.images.length, mib: s.sizes.map((b) => b / MIB), nodes: s.nodes }])),
     wallS: Math.round((Date.now() - t0) / 1000),
     samples,

@@ -3,6 +3,7 @@
  * is reused when running and stopped again when the benchmark started it.
  */
 import { addNode, down, isUp, removeNode, up } from '../../harness/cluster/cluster.js';
+import type { CniStandInOptions } from '../../harness/cluster/cni-stand-in.js';
 import { loadSpec } from '../../harness/cluster/node.js';
 import type { NodeTimes, NodeWatch } from '../../harness/nodes.js';
 import { log } from './stats.js';
@@ -32,10 +33,12 @@ export async function join(
   name: string,
   labels: Record<string, string>,
   kubelet: KubeletKind = 'parallel',
+  /** Join without a CNI config: the harness's CNI stand-in writes it (the network start-up window). */
+  cniStandIn?: CniStandInOptions,
 ): Promise<NodeTimes> {
   if (loadSpec(name)) await removeNode(name).catch(() => undefined);
   const t = watch.expect(name);
-  await addNode(name, { labels, wait: false, serializeImagePulls: kubelet === 'serial' });
+  await addNode(name, { labels, wait: false, serializeImagePulls: kubelet === 'serial', ...(cniStandIn ? { cniStandIn } : {}) });
   return t;
 }
 

@@ -4,7 +4,7 @@
  *   npm run cluster -- registry-profile [PROFILE]   (show, or switch a running cluster's)
  *   npm run cluster -- down [--purge]
  *   npm run cluster -- status
- *   npm run cluster -- add-node NAME [--label k=v]... [--taint k=v:Effect]... [--image-gc-high P --image-gc-low P --image-gc-min-age D] [--serialize-image-pulls]
+ *   npm run cluster -- add-node NAME [--label k=v]... [--taint k=v:Effect]... [--image-gc-high P --image-gc-low P --image-gc-min-age D] [--serialize-image-pulls] [--cni-stand-in] [--cni-delay S] [--cni-fail-for S]
  *   npm run cluster -- remove-node NAME
  *   npm run cluster -- images NODE
  *   npm run cluster -- kubeconfig
@@ -104,6 +104,18 @@ await yargs(hideBin(process.argv))
         .option('image-gc-min-age', { type: 'string' })
         .option('image-gc-max-age', { type: 'string' })
         .option('serialize-image-pulls', { type: 'boolean', describe: 'the kubelet pulls one image at a time (default: parallel)' })
+        .option('cni-stand-in', {
+          type: 'boolean',
+          describe: 'join without a CNI config: a host-network pod pulls its image, then writes it (the network start-up window)',
+        })
+        .option('cni-delay', {
+          type: 'number',
+          describe: 'seconds the CNI stand-in waits before it writes the config (implies --cni-stand-in)',
+        })
+        .option('cni-fail-for', {
+          type: 'number',
+          describe: 'seconds the CNI stand-in fails (exit 1, restarted with back-off) (implies --cni-stand-in)',
+        })
         .option('v', { type: 'number', default: 1, describe: 'kubelet verbosity' }),
     async (a) => {
       const gc: Record<string, number | string> = {};
@@ -118,6 +130,14 @@ await yargs(hideBin(process.argv))
         imageGc: gc,
         verbosity: a.v,
         ...(a['serialize-image-pulls'] === undefined ? {} : { serializeImagePulls: a['serialize-image-pulls'] }),
+        ...(a['cni-stand-in'] === true || a['cni-delay'] !== undefined || a['cni-fail-for'] !== undefined
+          ? {
+              cniStandIn: {
+                ...(a['cni-delay'] === undefined ? {} : { delaySeconds: a['cni-delay'] }),
+                ...(a['cni-fail-for'] === undefined ? {} : { failSeconds: a['cni-fail-for'] }),
+              },
+            }
+          : {}),
       });
       console.log(`node ${a.name} Ready in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     },

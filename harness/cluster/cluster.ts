@@ -15,14 +15,16 @@ import {
   waitApiserverReady,
 } from './controlplane.js';
 import { ensureStandardImages } from './images.js';
-import { deleteNetns, ensureHub, netnsExists } from './net.js';
+import { deleteNetns, ensureHub, netnsExists, nodeNet } from './net.js';
 import { adminCert, CA_CRT, writeKubeconfig } from './pki.js';
 import { registryProfile, setRegistryProfile, startRegistries, stopRegistries } from './registry.js';
 import { describeProfile, type RegistryProfile } from './registry-profile.js';
 import { run, daemonPid, liveDaemons, missingTools, PID_DIR, startDaemon, stopDaemon, tailLog } from './sh.js';
 import { sleep, waitFor } from '../time.js';
+import { cniStandInPod, cniStandInSpec, deleteCniStandInArgs, type CniStandInOptions } from './cni-stand-in.js';
 import {
   DEFAULT_IMAGE_GC,
+  cniConf,
   containerdDaemon,
   destroyNode,
   startContainerd,
@@ -32,6 +34,7 @@ import {
   loadSpec,
   nextIndex,
   nodeImages,
+  nodePaths,
   startNode,
   stopNode,
   type ImageGcPolicy,
@@ -204,6 +207,8 @@ export interface AddNodeOptions {
   kubeletExtra?: Record<string, unknown>;
   /** An image filesystem of its own, of this many MiB (see {@link NodeSpec.imageFsMiB}). */
   imageFsMiB?: number;
+  /** Joins without a CNI config; a host-network pod in kube-system writes it (cni-stand-in.ts). */
+  cniStandIn?: CniStandInOptions;
   /** Wait for Ready (default true). */
   wait?: boolean;
   timeoutMs?: number;
@@ -237,8 +242,15 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
     ...(opts.serializeImagePulls === undefined ? {} : { serializeImagePulls: opts.serializeImagePulls }),
     ...(opts.kubeletExtra ? { kubeletExtra: opts.kubeletExtra } : {}),
     ...(opts.imageFsMiB !== undefined ? { imageFsMiB: opts.imageFsMiB } : {}),
+    ...(opts.cniStandIn !== undefined ? { cniStandIn: cniStandInSpec(opts.cniStandIn) } : {}),
   };
   await startNode(spec);
+  if (spec.cniStandIn !== undefined) {
+    const p = nodePaths(name);
+    const pod = cniStandInPod(name, p.cniConfDir, cniConf(nodeNet(name, spec.index), p), spec.cniStandIn);
+    kubectl(deleteCniStandInArgs(name), { allowFail: true });
+    kubectl(['create', '-f', '-'], { input: JSON.stringify(pod) });
+  }
   const adminLabels = Object.entries(spec.labels).filter(([k]) => !kubeletMaySetLabel(k));
   if (opts.wait === false && adminLabels.length === 0) return { readyAt: 0, spec };
   await waitFor(
@@ -271,7 +283,9 @@ export async function waitNodeReady(name: string, timeoutMs = 120_000): Promise<
 
 export async function removeNode(name: string): Promise<void> {
   if (!loadSpec(name)) throw new Error(`no such real node ${name}`);
+  const spec = loadSpec(name);
   await destroyNode(name);
+  if (spec?.cniStandIn !== undefined) kubectl(deleteCniStandInArgs(name), { allowFail: true });
   kubectl(['delete', 'node', name, '--ignore-not-found', '--wait=false']);
 }
 

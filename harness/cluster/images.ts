@@ -362,7 +362,12 @@ export const TEST_IMAGES = {
   gcControl: `${REGISTRY.plain}/prewarm/gc-control:v1`,
   /** Never pushed: a pull of it fails. */
   missing: `${REGISTRY.plain}/prewarm/does-not-exist:v1`,
+  /** The CNI stand-in's own image (cni-stand-in.ts): busybox and a few MiB, pulled by each node like a CNI's. */
+  cniStandIn: `${REGISTRY.plain}/prewarm/cni-stand-in:v1`,
 } as const;
+
+/** Size of the CNI stand-in image's data file: a real CNI image is tens of MiB; scaled down like the rest. */
+export const CNI_STAND_IN_DATA_BYTES = 4 * 1024 * 1024;
 
 export const BIG_IMAGE_BYTES = Number(process.env['PREWARM_BIG_IMAGE_MB'] ?? 48) * 1024 * 1024;
 
@@ -389,6 +394,14 @@ export function ensureStandardImages(opts: EnsureOptions = {}): void {
   if (need(TEST_IMAGES.big)) ensureStandIn(TEST_IMAGES.big, { force: true, sizeBytes: BIG_IMAGE_BYTES });
   if (need(TEST_IMAGES.gcControl)) ensureStandIn(TEST_IMAGES.gcControl, { force: true, sizeBytes: 4 * 1024 * 1024 });
   if (need(TEST_IMAGES.private)) ensureStandIn(TEST_IMAGES.private, { force: true });
+  if (need(TEST_IMAGES.cniStandIn)) {
+    const d = scratchDir('cni-stand-in');
+    writeRandomFile(join(d, 'blob'), CNI_STAND_IN_DATA_BYTES);
+    pushImage(
+      buildOciImage('cni-stand-in', [...busyboxLayers(), { src: join(d, 'blob'), dest: '/data/blob' }], { cmd: ['/bin/sh'] }),
+      TEST_IMAGES.cniStandIn,
+    );
+  }
 }
 
 /**

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { BIN, CNI_BIN_DIR, IMAGES, NET, RUN_DIR, STATE_DIR } from './config.js';
 import { deleteNetns, ensureNodeNet, deleteNodeNet, nodeNet, type NodeNet } from './net.js';
 import { CA_CRT, ensureCert, writeKubeconfig } from './pki.js';
+import { CNI_CONF_FILE, type CniStandInSpec } from './cni-stand-in.js';
 import { CERTS_D } from './registry.js';
 import { daemonPid, killPid, run, runAsync, startDaemon, stopDaemon, tailLog } from './sh.js';
 import { waitFor } from '../time.js';
@@ -41,6 +42,11 @@ export interface NodeSpec {
   kubeletExtra?: Record<string, unknown>;
   /** A bare runtime: netns + containerd only, no kubelet (raw-pull baselines). */
   bare?: boolean;
+  /**
+   * A CNI stand-in writes the node's CNI config (cni-stand-in.ts); until then the node is
+   * NotReady, as a cloud node is until its CNI runs. @default the config is there from the start
+   */
+  cniStandIn?: CniStandInSpec;
   /**
    * An image filesystem of its own of this many MiB: a sparse ext4 file, loop-mounted on
    * containerd's root, so the kubelet's imageFs (and image GC) sees a small disk. Needs root and
@@ -175,7 +181,8 @@ oom_score = 0
 `;
 }
 
-function cniConf(n: NodeNet, p: NodePaths): string {
+/** The node's CNI config: a bridge on its own pod subnet. */
+export function cniConf(n: NodeNet, p: NodePaths): string {
   return JSON.stringify(
     {
       cniVersion: '0.4.0',
@@ -350,7 +357,8 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
   for (const d of [p.containerdRoot, p.containerdState, p.cniConfDir, p.ipamDir, p.runcRoot]) mkdirSync(d, { recursive: true });
   if (spec.imageFsMiB !== undefined) mountImageFs(p, spec.imageFsMiB);
   writeFileSync(p.containerdConfig, containerdToml(p));
-  writeFileSync(join(p.cniConfDir, '10-prewarm.conflist'), cniConf(n, p));
+  // With a CNI stand-in, its pod writes the config (cni-stand-in.ts), as a CNI's does.
+  if (spec.cniStandIn === undefined) writeFileSync(join(p.cniConfDir, CNI_CONF_FILE), cniConf(n, p));
   startDaemon({ name: containerdDaemon(spec.name), argv: ['containerd', '--config', p.containerdConfig], netns: n.ns });
   await waitFor(
     `containerd of ${spec.name}`,
