@@ -14,7 +14,7 @@ import {
   stopControlPlane,
   waitApiserverReady,
 } from './controlplane.js';
-import { ensureStandardImages } from './images.js';
+import { ensureCniStandInImage, ensureStandardImages } from './images.js';
 import { deleteNetns, ensureHub, netnsExists, nodeNet } from './net.js';
 import { adminCert, CA_CRT, writeKubeconfig } from './pki.js';
 import { registryProfile, setRegistryProfile, startRegistries, stopRegistries } from './registry.js';
@@ -244,6 +244,7 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
     ...(opts.imageFsMiB !== undefined ? { imageFsMiB: opts.imageFsMiB } : {}),
     ...(opts.cniStandIn !== undefined ? { cniStandIn: cniStandInSpec(opts.cniStandIn) } : {}),
   };
+  if (spec.cniStandIn !== undefined) ensureCniStandInImage();
   await startNode(spec);
   if (spec.cniStandIn !== undefined) {
     const p = nodePaths(name);

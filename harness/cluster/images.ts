@@ -394,14 +394,18 @@ export function ensureStandardImages(opts: EnsureOptions = {}): void {
   if (need(TEST_IMAGES.big)) ensureStandIn(TEST_IMAGES.big, { force: true, sizeBytes: BIG_IMAGE_BYTES });
   if (need(TEST_IMAGES.gcControl)) ensureStandIn(TEST_IMAGES.gcControl, { force: true, sizeBytes: 4 * 1024 * 1024 });
   if (need(TEST_IMAGES.private)) ensureStandIn(TEST_IMAGES.private, { force: true });
-  if (need(TEST_IMAGES.cniStandIn)) {
-    const d = scratchDir('cni-stand-in');
-    writeRandomFile(join(d, 'blob'), CNI_STAND_IN_DATA_BYTES);
-    pushImage(
-      buildOciImage('cni-stand-in', [...busyboxLayers(), { src: join(d, 'blob'), dest: '/data/blob' }], { cmd: ['/bin/sh'] }),
-      TEST_IMAGES.cniStandIn,
-    );
-  }
+  ensureCniStandInImage(opts);
+}
+
+/** Builds and pushes the CNI stand-in's image (cni-stand-in.ts) unless the registry has it. */
+export function ensureCniStandInImage(opts: EnsureOptions = {}): void {
+  if (opts.force !== true && imageInRegistry(TEST_IMAGES.cniStandIn)) return;
+  const d = scratchDir('cni-stand-in');
+  writeRandomFile(join(d, 'blob'), CNI_STAND_IN_DATA_BYTES);
+  pushImage(
+    buildOciImage('cni-stand-in', [...busyboxLayers(), { src: join(d, 'blob'), dest: '/data/blob' }], { cmd: ['/bin/sh'] }),
+    TEST_IMAGES.cniStandIn,
+  );
 }
 
 /**

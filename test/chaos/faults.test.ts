@@ -50,6 +50,8 @@ const DEADLINE_SLACK_MS = 20_000;
 
 interface Pool {
   readonly id: string;
+  /** The pool's namespace. @default NS */
+  readonly namespace?: string;
   /** The pool's node selector; a node joins with these labels to be selected. */
   readonly selector: Readonly<Record<string, string>>;
   readonly images: readonly string[];
@@ -83,6 +85,19 @@ const FIVE: Pool[] = [1, 2, 3, 4, 5].map((i) => ({
   deadlineS: i === 5 ? SHORT_DEADLINE_S : LONG_DEADLINE_S,
 }));
 const ABSENT = FIVE[4]?.images[0] as string;
+/** Early pullers need a namespace prewarm owns (its Pod Security and admission policy). */
+const EARLY_NS = 'chaos-early';
+/** Early pulling, one image that pulls and one never pushed: fails open at its deadline. */
+const EARLY: Pool = {
+  id: 'early',
+  namespace: EARLY_NS,
+  selector: { [SEL]: 'early' },
+  images: [`${REGISTRY.plain}/chaos/early-1:16m`, `${REGISTRY.plain}/chaos/early-absent:v1`],
+  deadlineS: SHORT_DEADLINE_S,
+};
+const EARLY_ABSENT = EARLY.images[1] as string;
+/** How long the early node's CNI stand-in fails (exits 1) after the node starts: past the gate deadline. */
+const CNI_FAIL_S = SHORT_DEADLINE_S + 10;
 
 interface Sample {
   at: number;
@@ -145,7 +160,7 @@ const tracks: NodeTrack[] = [];
 const nodes: string[] = [];
 
 async function poolPods(pool: Pool, node: string, puller: boolean): Promise<KubeObject[]> {
-  const l = await kube.list(`/api/v1/namespaces/${NS}/pods`, {
+  const l = await kube.list(`/api/v1/namespaces/${pool.namespace ?? NS}/pods`, {
     labelSelector: `${LABEL_POOL_MEMBER}=${pool.id},${puller ? LABEL_PULLER : `!${LABEL_PULLER}`}`,
     fieldSelector: `spec.nodeName=${node}`,
   });
@@ -310,9 +325,9 @@ function faultCase(title: string, body: () => Promise<void>): void {
 
 describe('faults survived', () => {
   beforeAll(() => {
-    kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
+    kubectl(['delete', 'namespace', NS, EARLY_NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
     const cache = (pool: Pool, extra: Record<string, unknown> = {}): Record<string, unknown> =>
-      imageCache(NS, pool.id, [{ pool: pool.id, nodeSelector: { ...pool.selector }, images: [...pool.images] }], {
+      imageCache(pool.namespace ?? NS, pool.id, [{ pool: pool.id, nodeSelector: { ...pool.selector }, images: [...pool.images] }], {
         gate: { deadline: `${pool.deadlineS}s` },
         ...extra,
       });
@@ -321,13 +336,15 @@ describe('faults survived', () => {
       cache(SLOW),
       cache(PRIVATE, { imagePullSecrets: [{ name: 'regcred' }] }),
       ...FIVE.map((p) => cache(p)),
+      cache(EARLY, { earlyPull: true }),
     ]);
-    const objects = yamlObjects(synth([dir]).yaml);
+    const objects = yamlObjects(synth([dir], ['--own-namespace', EARLY_NS]).yaml);
     for (const ref of [...MAIN.images, ...PRIVATE.images]) ensureStandIn(ref, { sizeBytes: 16 << 20 });
     for (const ref of SLOW.images) ensureStandIn(ref, { sizeBytes: 192 << 20 });
     for (const ref of FIVE.flatMap((p) => p.images)) if (ref !== ABSENT) ensureStandIn(ref);
-    prepareImages(objects, [ABSENT]);
-    expect(imageInRegistry(ABSENT), `${ABSENT} must be absent from the registry`).toBe(false);
+    ensureStandIn(EARLY.images[0] as string, { sizeBytes: 16 << 20 });
+    prepareImages(objects, [ABSENT, EARLY_ABSENT]);
+    for (const ref of [ABSENT, EARLY_ABSENT]) expect(imageInRegistry(ref), `${ref} must be absent from the registry`).toBe(false);
     const namespaces = objects.filter((o) => o.kind === 'Namespace');
     expect(applyServerSide(namespaces.map((o) => JSON.stringify(o)).join('\n---\n')).warnings).toEqual([]);
     expect(applyServerSide(JSON.stringify(registryPullSecret(NS, 'regcred'))).warnings).toEqual([]);
@@ -343,7 +360,7 @@ describe('faults survived', () => {
 
   afterAll(() => {
     kube?.close();
-    kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
+    kubectl(['delete', 'namespace', NS, EARLY_NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
     console.log(`faults survived: ${survived.length}/${cases}`);
   });
 
@@ -523,4 +540,47 @@ describe('faults survived', () => {
       return t0;
     });
   });
+
+  faultCase(
+    'the CNI fails to start for longer than the gate deadline: the gate still fails open at its deadline, nothing left behind',
+    async () => {
+      await fault('cni-late', async () => {
+        const node = 'chaos-cni';
+        nodes.push(node);
+        const track = new NodeTrack(kube, node);
+        tracks.push(track);
+        const t0 = Date.now();
+        await addNode(node, { labels: { ...EARLY.selector }, taints: [GATE], wait: false, cniStandIn: { failSeconds: CNI_FAIL_S } });
+        await until(node, [EARLY], ['partial'], (CNI_FAIL_S + SHORT_DEADLINE_S + 180) * 1000);
+        // NotReady while the CNI failed: no pod-network pod, so no sidecar, could act before that.
+        expect((track.firstReadyAt as number) - t0, 'Ready only after the CNI stand-in stopped failing').toBeGreaterThanOrEqual(
+          CNI_FAIL_S * 1000 - 2000,
+        );
+        // The deadline runs from Ready (the holder's start), not from the join: not early, not late.
+        const held = (track.taintGoneAt as number) - (track.firstReadyAt as number);
+        console.log(
+          `(cni-late: Ready ${secs((track.firstReadyAt as number) - t0)}s after the join; gate failed open ${secs(held)}s after Ready)`,
+        );
+        expect(held, 'the gate held until its deadline after Ready').toBeGreaterThanOrEqual(SHORT_DEADLINE_S * 1000 - 1500);
+        const n = await kube.get(`/api/v1/nodes/${node}`);
+        const ann = parseAnnotation(n.metadata.annotations?.[nodeAnnotationKey(EARLY.id)]);
+        expect(ann?.failing?.map((f) => f.image)).toEqual([EARLY_ABSENT]);
+        await invariants(track, [EARLY]);
+        // Nothing left behind once the node goes: not the stand-in, not a pod of the pool.
+        await removeNode(node);
+        nodes.splice(nodes.indexOf(node), 1);
+        await waitFor(
+          `no pod left bound to ${node}`,
+          async () =>
+            (await poolPods(EARLY, node, false)).length +
+              (await poolPods(EARLY, node, true)).length +
+              (await kube.list('/api/v1/namespaces/kube-system/pods', { fieldSelector: `spec.nodeName=${node}` })).items.length ===
+            0,
+          150_000,
+          1_000,
+        );
+        return t0;
+      });
+    },
+  );
 });
