@@ -1,19 +1,24 @@
 /**
- * Footprint of the real sidecar process: builds it (tsc -p src/reconciler/tsconfig.json), runs
- * `node <flags> lib/src/reconciler/main.js` against the loopback fake apiserver, drives it to warm
- * the way kubelets and the DaemonSet controller do with lanes (the burst pullers' pods created,
- * one pod update per container start in each of them, each carrying the whole pod with its
- * managedFields; then the holder's own starts, and the pullers deleted once the node is warm),
- * lets it idle, and prints:
- *   sidecar-rss-mib: N          (steady VmRSS: median of the idle window's second half; budget 48)
- *   sidecar-rss-anon-mib: N     (steady RssAnon: the part that is not the node binary's mapped text)
- *   sidecar-rss-peak-mib: N     (max VmRSS over the idle window: the heap right after the warm-up
- *                                burst, before V8's memory reducer returns it, ~8 s later)
- *   sidecar-cpu-idle-percent: N (user+sys CPU over the idle window)
- *   api-reads-warm-transition / api-writes-warm-transition: N
- * Exits non-zero when the budget is exceeded or the sidecar misbehaves.
+ * Footprint of the real sidecar process: builds it (tsc -p src/reconciler/tsconfig.json), and per
+ * pool size (5, 50 and 200 images unless --images says otherwise) runs `node <flags>
+ * lib/src/reconciler/main.js` several times against the loopback fake apiserver, with a bearer
+ * token as in a cluster. Each run goes as on a joining node: the sidecar (a native sidecar, so
+ * first) opens its watches and waits while the images are pulled (--pull-seconds), then the pods'
+ * containers start the way kubelets and the DaemonSet controller report it with lanes (the burst
+ * pullers' pods created, one pod update per container start in each of them, each carrying the
+ * whole pod with its managedFields; then the holder's own starts, and the pullers deleted once the
+ * node is warm); then the sidecar idles. Prints one `footprint images=N run=R: ...` line per run,
+ * then per size the median over its runs:
+ *   sidecar-rss-mib images=N: M          (steady VmRSS: median of the idle window's second half; budget 48)
+ *   sidecar-rss-anon-mib images=N: M     (steady RssAnon: the part that is not the node binary's mapped text)
+ *   sidecar-rss-peak-mib images=N: M     (max VmRSS over the idle window)
+ *   sidecar-cpu-idle-percent images=N: M (user+sys CPU over the idle window)
+ *   api-reads-warm-transition / api-writes-warm-transition images=N: M
+ * Exits non-zero when a median is over the budget or any run misbehaves (idle writes, more than 3
+ * writes per transition, a SIGTERM that does not clean up).
  *
- * Usage: tsx bench/footprint.ts [--idle-seconds 30] [--images 20] [--pullers 4] [--no-build]
+ * Usage: tsx bench/footprint.ts [--images 5,50,200] [--runs 3] [--idle-seconds 30] [--pull-seconds 15]
+ *                               [--pullers 4] [--no-build]
  * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env.
  * Everything listens on 127.0.0.1.
  */
@@ -41,8 +46,18 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const numberArg = (name: string, dflt: number): number => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) || dflt : dflt);
 const idleSeconds = numberArg('--idle-seconds', 30);
-/** Containers in the pull pod: one per cached image. */
-const imageCount = numberArg('--images', 20);
+/**
+ * From the watches opening to the first container start: the pulls. The native sidecar starts
+ * before the images land (13-25 s after Ready on the remote profile, docs/benchmarks.md), so the
+ * sidecar has settled, and V8 has run its one memory-reducing collection, before the burst.
+ */
+const pullSeconds = args.includes('--pull-seconds') ? Math.max(0, Number(args[args.indexOf('--pull-seconds') + 1]) || 0) : 15;
+/** Pool sizes: containers in the pull pod, one per cached image. */
+const sizes = (args.includes('--images') ? (args[args.indexOf('--images') + 1] ?? '') : '5,50,200')
+  .split(',')
+  .map(Number)
+  .filter((n) => Number.isInteger(n) && n > 0);
+const runs = numberArg('--runs', 3);
 /** Burst pullers beside the holder, the images dealt out among them (0: the holder pulls alone); default: the default lanes' pullers. */
 const pullerCount = args.includes('--pullers') ? Math.max(0, Number(args[args.indexOf('--pullers') + 1]) || 0) : LANES_SETTING.default;
 
@@ -110,8 +125,27 @@ function managedFields(containers: readonly number[]): unknown[] {
   ];
 }
 
-async function main(): Promise<number> {
-  if (!args.includes('--no-build')) execFileSync('npx', ['tsc', '-p', 'src/reconciler/tsconfig.json'], { cwd: root, stdio: 'inherit' });
+/** What one run measured. */
+interface Run {
+  readonly rss: number;
+  readonly anon: number;
+  readonly peak: number;
+  readonly cpuIdlePercent: number;
+  readonly reads: number;
+  readonly writes: number;
+  readonly idleWrites: number;
+  readonly exitCode: number;
+  readonly cleaned: boolean;
+  readonly pullers: number;
+  /** The sidecar's stderr, shown when the run misbehaved. */
+  readonly stderr: string;
+}
+
+/** Whether a run did what the sidecar must: ≤ 3 writes per transition, none while idle, a clean SIGTERM. */
+const behaved = (r: Run): boolean => r.writes <= 3 && r.idleWrites === 0 && r.exitCode === 0 && r.cleaned;
+
+/** One sidecar process through pull, warm-up burst, idle and SIGTERM, with a pool of `imageCount` images. */
+async function measure(imageCount: number): Promise<Run> {
   const now = Date.now();
   const images = Array.from({ length: imageCount }, (_, i) => `registry.local/team/image-${i}:v1`);
   const created = new Date(now - 60_000).toISOString();
@@ -155,16 +189,23 @@ async function main(): Promise<number> {
     state: { waiting: { reason: 'ContainerCreating' } },
   });
   const all = images.map((_, i) => i);
-  const api = await new FakeApiserver(poolPod('pull-bench', all, 0), {
-    metadata: { name: 'bench-node', uid: 'node-uid', creationTimestamp: created },
-    spec: { taints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' }] },
-    status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: created }] },
-  }).start();
+  const token = `bench-token-${process.pid}-${imageCount}`;
+  const api = await new FakeApiserver(
+    poolPod('pull-bench', all, 0),
+    {
+      metadata: { name: 'bench-node', uid: 'node-uid', creationTimestamp: created },
+      spec: { taints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' }] },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: created }] },
+    },
+    { token },
+  ).start();
   // The pullers' lanes: image i on puller i mod P, so every image is some puller's.
   const lanes = Array.from({ length: pullerCount }, (_, p) => all.filter((i) => i % pullerCount === p)).filter((l) => l.length > 0);
   for (const [p, lane] of lanes.entries()) api.setPod(poolPod(`puller-bench-${p}`, lane, 0));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-bench-'));
   const poolsPath = path.join(tmp, 'pools.json');
+  const tokenPath = path.join(tmp, 'token');
+  fs.writeFileSync(tokenPath, `${token}\n`);
   fs.writeFileSync(
     poolsPath,
     JSON.stringify({
@@ -188,6 +229,7 @@ async function main(): Promise<number> {
         ? Object.fromEntries(process.env.BENCH_EXTRA_ENV.split(' ').map((kv) => kv.split('=') as [string, string]))
         : {}),
       PREWARM_KUBE_SERVER: api.url,
+      PREWARM_KUBE_TOKEN_FILE: tokenPath,
       PREWARM_POOLS_PATH: poolsPath,
       ...resolveSidecarEnv(
         renderSidecarEnv({
@@ -210,6 +252,7 @@ async function main(): Promise<number> {
   const pid = child.pid as number;
   try {
     await waitFor('the pod watches', () => api.requests.filter((r) => r.path.includes('watch=true')).length >= 2, 10_000, 20);
+    await sleep(pullSeconds * 1000);
     const before = api.requests.length;
     // As the kubelets do: one status update per container start (a kubelet starts a pod's containers
     // in order, the pods side by side), each event carrying the whole pod with managedFields. With
@@ -255,40 +298,66 @@ async function main(): Promise<number> {
       rss.push(st.VmRSS ?? 0);
       anon.push(st.RssAnon ?? 0);
     }
-    const cpuPct = ((cpuTicks(pid) - t0) / 100 / ((Date.now() - w0) / 1000)) * 100;
-    const steadyRss = steady(rss);
+    const cpuIdlePercent = ((cpuTicks(pid) - t0) / 100 / ((Date.now() - w0) / 1000)) * 100;
     const idleWrites = api.writes().length - writes;
     child.kill('SIGTERM');
-    const code = await exited;
+    const exitCode = await exited;
     const cleaned = api.node.metadata.labels?.['prewarm.dev/bench'] === undefined;
-    process.stdout.write(
-      [
-        `sidecar-rss-mib: ${steadyRss.toFixed(1)}`,
-        `sidecar-rss-anon-mib: ${steady(anon).toFixed(1)}`,
-        `sidecar-rss-peak-mib: ${Math.max(...rss).toFixed(1)}`,
-        `sidecar-cpu-idle-percent: ${cpuPct.toFixed(2)}`,
-        `api-reads-warm-transition: ${reads}`,
-        `api-writes-warm-transition: ${writes}`,
-        `api-writes-while-idle: ${idleWrites}`,
-        `sigterm-exit-code: ${code}`,
-        `sigterm-cleaned-label: ${cleaned}`,
-        `images: ${imageCount}`,
-        `pullers: ${lanes.length}`,
-        `node-flags: ${SIDECAR_NODE_FLAGS.join(' ')}`,
-        '',
-      ].join('\n'),
-    );
-    const ok = steadyRss <= BUDGET_MIB && writes <= 3 && idleWrites === 0 && code === 0 && cleaned;
-    if (!ok) process.stderr.write(`footprint check failed; sidecar stderr:\n${stderr}`);
-    return ok ? 0 : 1;
+    return {
+      rss: steady(rss),
+      anon: steady(anon),
+      peak: Math.max(...rss),
+      cpuIdlePercent,
+      reads,
+      writes,
+      idleWrites,
+      exitCode,
+      cleaned,
+      pullers: lanes.length,
+      stderr,
+    };
   } catch (e) {
-    process.stderr.write(`${(e as Error).message}\nsidecar stderr:\n${stderr}`);
     child.kill('SIGKILL');
-    return 1;
+    throw new Error(`${(e as Error).message}\nsidecar stderr:\n${stderr}`, { cause: e });
   } finally {
     await api.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+async function main(): Promise<number> {
+  if (!args.includes('--no-build')) execFileSync('npx', ['tsc', '-p', 'src/reconciler/tsconfig.json'], { cwd: root, stdio: 'inherit' });
+  if (sizes.length === 0) throw new Error('--images: a comma-separated list of pool sizes, e.g. 5,50,200');
+  const out = (line: string): boolean => process.stdout.write(`${line}\n`);
+  out(`node-flags: ${SIDECAR_NODE_FLAGS.join(' ')}`);
+  let ok = true;
+  for (const n of sizes) {
+    const done: Run[] = [];
+    for (let r = 1; r <= runs; r++) {
+      const m = await measure(n);
+      done.push(m);
+      out(
+        `footprint images=${n} run=${r}: rss ${m.rss.toFixed(1)} MiB (anon ${m.anon.toFixed(1)}, peak ${m.peak.toFixed(1)}), ` +
+          `cpu idle ${m.cpuIdlePercent.toFixed(2)} %, api ${m.reads} reads + ${m.writes} writes per transition, ` +
+          `${m.idleWrites} writes idle, pullers ${m.pullers}, sigterm exit ${m.exitCode}${m.cleaned ? ' cleaned' : ' NOT cleaned'}`,
+      );
+      if (!behaved(m)) {
+        ok = false;
+        process.stderr.write(`images=${n} run=${r} misbehaved; sidecar stderr:\n${m.stderr}`);
+      }
+    }
+    const med = (f: (r: Run) => number): number => median(done.map(f));
+    const rss = med((r) => r.rss);
+    if (rss > BUDGET_MIB) ok = false;
+    out(`sidecar-rss-mib images=${n}: ${rss.toFixed(1)} (runs ${done.map((r) => r.rss.toFixed(1)).join(' ')}; budget ${BUDGET_MIB})`);
+    out(`sidecar-rss-anon-mib images=${n}: ${med((r) => r.anon).toFixed(1)}`);
+    out(`sidecar-rss-peak-mib images=${n}: ${med((r) => r.peak).toFixed(1)}`);
+    out(`sidecar-cpu-idle-percent images=${n}: ${med((r) => r.cpuIdlePercent).toFixed(2)}`);
+    out(`api-reads-warm-transition images=${n}: ${med((r) => r.reads)}`);
+    out(`api-writes-warm-transition images=${n}: ${med((r) => r.writes)}`);
+  }
+  if (!ok) process.stderr.write(`footprint check failed: a median over ${BUDGET_MIB} MiB or a run that misbehaved\n`);
+  return ok ? 0 : 1;
 }
 
 process.exitCode = await main();

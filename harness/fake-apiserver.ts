@@ -2,9 +2,11 @@
  * A tiny in-memory apiserver on 127.0.0.1 serving the sidecar's calls the way the real one does:
  * GET of a pod, list and watch of pods narrowed by label selector (equality terms) and field
  * selector (`metadata.name`, `metadata.namespace`, `spec.nodeName`), GET/PATCH (strategic merge for
- * metadata maps, JSON patch with test/remove) of one node, and POST of Events. It records every
- * request so tests and the footprint bench can count API cost. Used by unit tests of the adapters
- * and by bench/footprint.ts; the real apiserver is exercised by test/integration/reconciler.
+ * metadata maps, JSON patch with test/remove) of one node, and POST of Events, validated as the
+ * apiserver validates a core/v1 Event without `eventTime`. With a `token` it answers 401 to a
+ * request without that bearer token, as an apiserver without anonymous access does. It records
+ * every request so tests and the footprint bench can count API cost. Used by unit tests of the
+ * adapters and by bench/footprint.ts; the real apiserver is exercised by test/integration/reconciler.
  *
  * resourceVersion follows the apiserver: one counter across objects; a list returns the current
  * version; a watch from version N replays every change after N still in its window and then
@@ -101,7 +103,11 @@ export class FakeApiserver {
   private onWatch: (() => void)[] = [];
   private server: http.Server | undefined;
 
-  constructor(pod: KPod, node: KNode) {
+  private readonly token: string | undefined;
+
+  /** `options.token`: the bearer token every request must carry (none: any request is let in). */
+  constructor(pod: KPod, node: KNode, options: { readonly token?: string } = {}) {
+    this.token = options.token;
     this.primary = key(pod);
     this.setPod(pod);
     this.node = this.bump(node);
@@ -218,6 +224,9 @@ export class FakeApiserver {
     };
     const status = (code: number, reason: string, message: string): void =>
       send(code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message });
+    if (this.token !== undefined && req.headers.authorization !== `Bearer ${this.token}`) {
+      return status(401, 'Unauthorized', 'Unauthorized');
+    }
     if (this.failNext > 0) {
       this.failNext--;
       return status(503, 'ServiceUnavailable', 'outage');
@@ -255,26 +264,73 @@ export class FakeApiserver {
         }
         return send(200, this.node);
       }
-      return status(415, 'UnsupportedMediaType', `unsupported ${ct}`);
+      return status(
+        415,
+        'UnsupportedMediaType',
+        'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json',
+      );
     }
-    if (req.method === 'POST' && url.pathname === '/api/v1/namespaces/default/events') {
-      this.events.push(body as Obj);
-      return send(201, body);
-    }
+    const events = /^\/api\/v1\/namespaces\/([^/]+)\/events$/.exec(url.pathname);
+    if (req.method === 'POST' && events !== null) return this.createEvent(decodeURIComponent(events[1] ?? ''), body, send, status);
     return status(404, 'NotFound', `${req.method} ${url.pathname}`);
+  }
+
+  /**
+   * Creates a core/v1 Event in `namespace` as the apiserver does: the body's namespace must be the
+   * path's (400), the name must be new (409), and without `eventTime` the legacy rule holds (422):
+   * an Event about a cluster-scoped object (no involvedObject.namespace, a Node) lives in
+   * `default`, one about a namespaced object in that object's namespace.
+   */
+  private createEvent(
+    namespace: string,
+    body: unknown,
+    send: (code: number, o: unknown) => void,
+    status: (code: number, reason: string, message: string) => void,
+  ): void {
+    const e = (body ?? {}) as {
+      metadata?: { name?: string; namespace?: string };
+      involvedObject?: { namespace?: string };
+      eventTime?: unknown;
+    };
+    const md = e.metadata ?? {};
+    if (md.namespace !== undefined && md.namespace !== namespace)
+      return status(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    const name = md.name ?? '';
+    const invalid = (field: string, detail: string): void => status(422, 'Invalid', `Event "${name}" is invalid: ${field}: ${detail}`);
+    if (name === '') return invalid('metadata.name', 'Required value: name or generateName is required');
+    const involved = e.involvedObject?.namespace ?? '';
+    if (e.eventTime === undefined || e.eventTime === null) {
+      const ok = involved === '' ? namespace === 'default' : involved === namespace;
+      if (!ok) return invalid('involvedObject.namespace', `Invalid value: "${involved}": does not match event.namespace`);
+    }
+    const same = (o: Obj): boolean => {
+      const m = o['metadata'] as { name?: string; namespace?: string };
+      return m.name === name && m.namespace === namespace;
+    };
+    if (this.events.some(same)) return status(409, 'AlreadyExists', `events "${name}" already exists`);
+    const created = this.bump({ ...(body as Obj), metadata: { ...md, namespace } });
+    this.events.push(created);
+    return send(201, created);
   }
 
   /** Opens a watch: the replay its resourceVersion asks for, then every change as it happens. */
   private watch(res: http.ServerResponse, selects: Selects, q: URLSearchParams): void {
     const from = q.get('resourceVersion') ?? '';
     const w: Watcher = { res, selects, bookmarks: q.get('allowWatchBookmarks') === 'true' };
+    // A version that is not a number is refused before the stream starts; one too old, in it.
+    if (from !== '' && !/^\d+$/.test(from)) {
+      const message = `pods is invalid: resourceVersion: Invalid value: "${from}": strconv.ParseUint: parsing "${from}": invalid syntax`;
+      res.writeHead(422, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 422, reason: 'Invalid', message }));
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
     if (from === '' || from === '0') {
       for (const pod of this.pods().filter(selects)) res.write(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
     } else {
       const n = Number(from);
-      if (!Number.isInteger(n) || n < this.compacted) {
+      if (n < this.compacted) {
         res.end(
           `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: `too old resource version: ${from} (${this.compacted})` } })}\n`,
         );

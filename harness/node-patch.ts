@@ -3,6 +3,7 @@
  * (test/reconciler/fake-kube.ts, harness/fake-apiserver.ts): a strategic merge of labels and
  * annotations, and a JSON patch of test-guarded taint removals.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { KNode } from '../src/reconciler/kube-types.js';
 import { type JsonPatchOp } from '../src/reconciler/ports.js';
 import { ApiError } from '../src/http/api-error.js';
@@ -32,15 +33,23 @@ export function mergeNodeMetadata(node: KNode, body: unknown): KNode {
   };
 }
 
-/** `node` after a JSON patch of `test`/`remove` ops on `/spec/taints/<i>`; a failed test is a 422. */
+/**
+ * `node` after a JSON patch of `test`/`remove` ops on `/spec/taints/<i>`, applied in order as
+ * RFC 6902 says: a `test` that does not equal (as JSON values, key order aside) or a `remove` of an
+ * index past the end fails the whole patch with a 422, as on the apiserver.
+ */
 export function patchNodeTaints(node: KNode, ops: readonly JsonPatchOp[]): KNode {
   let taints = [...(node.spec?.taints ?? [])];
   for (const op of ops) {
     const m = /^\/spec\/taints\/(\d+)$/.exec(op.path);
     if (!m) throw new ApiError(422, `unsupported path ${op.path}`);
     const i = Number(m[1]);
-    if (op.op === 'test' && JSON.stringify(taints[i]) !== JSON.stringify(op.value)) throw new ApiError(422, 'test failed', 'Invalid');
-    if (op.op === 'remove') taints = taints.filter((_, j) => j !== i);
+    if (op.op === 'test' && !isDeepStrictEqual(taints[i], op.value))
+      throw new ApiError(422, `testing value ${op.path} failed: test failed`, 'Invalid');
+    if (op.op === 'remove') {
+      if (i >= taints.length) throw new ApiError(422, `remove operation does not apply: doc is missing path: "${op.path}"`, 'Invalid');
+      taints = taints.filter((_, j) => j !== i);
+    }
   }
   return { ...node, spec: { ...node.spec, taints } };
 }

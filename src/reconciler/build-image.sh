@@ -58,15 +58,22 @@ rm -rf "$out"
 umoci init --layout "$out"
 umoci new --image "$out:$tag"
 umoci insert --image "$out:$tag" --history.created 1970-01-01T00:00:00Z --history.created_by build-image.sh "$rootfs" /
+# The node flags of the Dockerfile's ENTRYPOINT, where they are written once.
+mapfile -t flags < <(node -e '
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(require("fs").readFileSync(process.argv[1], "utf8"));
+  if (!m) { console.error("build-image.sh: no exec-form ENTRYPOINT in " + process.argv[1]); process.exit(2); }
+  for (const f of JSON.parse(m[1]).slice(1, -1)) console.log(f);
+' "$repo/src/reconciler/Dockerfile")
+[ "${#flags[@]}" -gt 0 ] || { echo "build-image.sh: no node flags read from the Dockerfile" >&2; exit 2; }
+entrypoint=(--config.entrypoint /usr/local/bin/node)
+for f in "${flags[@]}"; do entrypoint+=(--config.entrypoint "$f"); done
+entrypoint+=(--config.entrypoint /app/lib/src/reconciler/main.js)
+
 umoci config --image "$out:$tag" \
   --created 1970-01-01T00:00:00Z --os linux --architecture "$arch" \
   --config.user 65532:65532 --config.workingdir /app \
   --config.env NODE_ENV=production \
-  --config.entrypoint /usr/local/bin/node \
-  --config.entrypoint --max-old-space-size=24 \
-  --config.entrypoint --max-semi-space-size=1 \
-  --config.entrypoint --v8-pool-size=1 \
-  --config.entrypoint /app/lib/src/reconciler/main.js \
+  "${entrypoint[@]}" \
   --config.label org.opencontainers.image.title=prewarm-reconciler \
   --no-history
 umoci gc --layout "$out"

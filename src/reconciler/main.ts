@@ -18,6 +18,7 @@ import { PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js
 import { Controller } from './controller.js';
 import { KubeHttp, USER_AGENT } from '../http/client.js';
 import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
+import { collectAfterGrowth } from './adapters/heap.js';
 import { jsonLogger } from './adapters/log.js';
 import { ProcRestarter } from './adapters/proc.js';
 import { OciRegistry } from '../oci/client.js';
@@ -78,7 +79,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
     deadlineSeconds: config.deadlineSeconds,
     refreshSeconds: config.refreshSeconds,
   });
+  const collector = collectAfterGrowth();
   await controller.run(stop.signal);
+  collector.stop();
   served?.server.close();
   kube.close();
   log.info('stopped');
