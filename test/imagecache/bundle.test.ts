@@ -177,6 +177,8 @@ describe('buildBundle', () => {
     refreshSeconds: ['  refresh: {interval: 1h}\n', '  refresh: {interval: 1h30m}\n', '5400 vs 3600'],
     // The default (4) is a value: an ImageCache that leaves lanes out disagrees with one that sets 2.
     lanes: ['  lanes: 2\n', '', '4 vs 2'],
+    // Off by default, and the default is a value too: one ImageCache cannot turn it on for another's images.
+    earlyPull: ['  earlyPull: true\n', '', 'false vs true'],
   };
   it.each(Object.entries(conflicts))('reports a conflict on %s, and only that one', (field, [first, second, shown]) => {
     const parsed = parseFiles([
@@ -195,5 +197,59 @@ describe('buildBundle', () => {
     // @ts-expect-error a setting added to PoolSettings without a rule in SETTING_RULES fails typecheck
     const incomplete: SettingRules<PoolSettings & { readonly newSetting?: number }> = SETTING_RULES;
     expect(incomplete).toBe(SETTING_RULES);
+  });
+
+  describe('earlyPull', () => {
+    const fledged = (name: string, body: string): SourceFile => ({
+      path: `${name}.yaml`,
+      text: `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ml}\nspec:\n${body}`,
+    });
+    const STARTUP_KEYS = [
+      'node.kubernetes.io/not-ready',
+      'node.kubernetes.io/network-unavailable',
+      'node.cloudprovider.kubernetes.io/uninitialized',
+      'karpenter.sh/unregistered',
+    ];
+
+    it('is off by default, and the pullers are then placed exactly as the holder', () => {
+      const { bundle: b } = bundle([cache('a', '  cacheSpec:\n  - images: [redis:7]\n')]);
+      expect(b.pools[0]?.settings.earlyPull).toBe(false);
+      expect(b.pools[0]?.pullerPlacement).toEqual(b.pools[0]?.placement);
+    });
+
+    it('is one pool-wide setting when two ImageCaches of a pool agree; only the pullers get the start-up tolerations', () => {
+      const { bundle: b, diagnostics } = bundle([
+        cache('a', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {pool: gpu, zone: a}\n  earlyPull: true\n'),
+        cache('b', '  cacheSpec:\n  - images: [redis:6]\n    nodeSelector: {zone: a, pool: gpu}\n  earlyPull: true\n'),
+      ]);
+      expect(diagnostics).toEqual([]);
+      expect(b.pools).toHaveLength(1);
+      const pool = b.pools[0];
+      expect(pool?.settings.earlyPull).toBe(true);
+      expect(pool?.placement.tolerations.map((t) => t.key)).toEqual(['prewarm.dev/warming']);
+      expect(pool?.pullerPlacement.tolerations.map((t) => t.key)).toEqual(['prewarm.dev/warming', ...STARTUP_KEYS]);
+      expect(pool?.pullerPlacement.nodeSelector).toEqual({ pool: 'gpu', zone: 'a' });
+    });
+
+    it('reports the place of both settings when they disagree', () => {
+      const parsed = parseFiles([
+        cache('a', '  cacheSpec:\n  - images: [redis:7]\n  earlyPull: true\n'),
+        cache('b', '  cacheSpec:\n  - images: [redis:6]\n  earlyPull: false\n'),
+      ]);
+      expect(buildBundle(parsed.caches).diagnostics.map(formatDiagnostic)).toEqual([
+        'b.yaml:7:14: error: document 1: spec.earlyPull: ImageCache ml/b shares a pool with ml/a (a.yaml:7:14) but sets earlyPull differently: false vs true; pool-wide settings must agree',
+      ]);
+    });
+
+    it('comes to a kube-fledged ImageCache only from the prewarm.dev ImageCache of its pool', () => {
+      const { bundle: b, diagnostics } = bundle([
+        fledged('kf', '  cacheSpec:\n  - images: [redis:7]\n'),
+        cache('a', '  cacheSpec:\n  - images: [redis:6]\n    tolerations: [{operator: Exists}]\n  earlyPull: true\n'),
+      ]);
+      expect(diagnostics).toEqual([]);
+      expect(b.pools.map((p) => [p.sources, p.settings.earlyPull])).toEqual([[['ml/a', 'ml/kf'], true]]);
+      const alone = bundle([fledged('kf', '  cacheSpec:\n  - images: [redis:7]\n')]).bundle;
+      expect(alone.pools[0]?.settings.earlyPull).toBe(false);
+    });
   });
 });
