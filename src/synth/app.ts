@@ -8,7 +8,7 @@ import type { Bundle, Pool } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
-import { checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
+import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
 import { settle } from './diagnostics.js';
 import { checkNodeMemory } from './memory.js';
 import { checkObjectNames, checkSharedObjects, type Manifest } from './output-checks.js';
@@ -69,7 +69,7 @@ export interface SynthOptions {
  * order, so output is byte-identical for the same bundle.
  *
  * Throws a SpecError, before anything can be written, when the output would be wrong or refused:
- * a gate key the spec may not choose, two pools or two containers sharing a name, an object over
+ * a gate key the spec may not choose, early pulling outside an owned namespace or without pullers, two pools or two containers sharing a name, an object over
  * the apiserver's size limits, a bundle too large to build in memory (src/synth/budget.ts).
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
@@ -80,13 +80,14 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     const invalid = gateKeyAllowanceError(allowance);
     if (invalid !== undefined) throw new Error(`allowedGateKeys: "${allowance}" ${invalid}`);
   }
+  const owned = options.ownedNamespaces ?? [];
   settle([
     ...checkBundleSize(bundle),
     ...checkGateKeys(bundle, allowed),
     ...checkPoolSelectors(bundle),
     ...checkPoolNames(bundle, options.reconciler !== undefined),
+    ...checkEarlyPull(bundle, owned),
   ]);
-  const owned = options.ownedNamespaces ?? [];
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),
   ];
