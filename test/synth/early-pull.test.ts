@@ -119,6 +119,17 @@ describe('early pullers', () => {
     ]);
   });
 
+  it('grow no RBAC: the sidecar already lists and watches pods in the pool namespace', () => {
+    const access = (out: Manifest[]) =>
+      out.filter((d) => ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount'].includes(d.kind));
+    expect(access(early)).toEqual(access(late));
+    const pods = early.find((d) => d.kind === 'ClusterRole' && d.metadata.name === ACCESS_NAMES.podsRole);
+    expect(pods.rules).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }]);
+    const binding = early.find((d) => d.kind === 'RoleBinding' && d.metadata.name === ACCESS_NAMES.roleBinding);
+    expect(binding.metadata.namespace).toBe('prewarm');
+    expect(binding.roleRef.name).toBe(ACCESS_NAMES.podsRole);
+  });
+
   it('leave pools.json, the sidecars view, as it is without earlyPull', () => {
     const pools = (out: Manifest[]) => out.find((d) => d.kind === 'ConfigMap').data;
     expect(pools(early)).toEqual(pools(late));
