@@ -26,7 +26,9 @@ export interface SynthOptions {
   readonly reconciler?: ReconcilerProps;
   /**
    * Namespaces prewarm owns. An owned namespace is emitted with Pod Security `restricted`
-   * enforced, and, like any object in the output, a GitOps prune deletes it with everything in
+   * enforced (or, holding a pool with `earlyPull`, `privileged` enforced under an admission policy
+   * that holds its pods to restricted and its host-network pods to the early-puller shape: see
+   * src/synth/early-pull.ts; such a pool may be in no other namespace), and, like any object in the output, a GitOps prune deletes it with everything in
    * it once no ImageCache names it. Own only namespaces that hold nothing but prewarm's pull pods,
    * such as a dedicated `prewarm`.
    *
