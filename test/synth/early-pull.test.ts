@@ -8,11 +8,10 @@ import { ACCESS_NAMES } from '../../src/contract/access-names.js';
 import { LABEL_PULLER } from '../../src/contract/names.js';
 import { STARTUP_TOLERATIONS } from '../../src/contract/placement.js';
 import { isHolder, isPuller } from '../../src/contract/roles.js';
-import { formatDiagnostic, SpecError } from '../../src/imagecache/errors.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import { cli } from '../helpers.js';
-import { bundleOf, cache } from './spec-fixtures.js';
+import { bundleOf, cache, refusal } from './spec-fixtures.js';
 
 const reconciler = { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' };
 const IMAGES = '[redis:7, python:3.12, busybox:1.36, nginx:1.27, alpine:3.20]';
@@ -31,18 +30,6 @@ function synth(files: ReturnType<typeof cache>[], options: SynthOptions): Manife
 
 const daemonSets = (out: Manifest[]) => out.filter((d) => d.kind === 'DaemonSet');
 const labelsOf = (ds: Manifest): Record<string, string> => ds.spec.template.metadata.labels;
-
-/** The diagnostics synth throws, formatted as the CLI prints them. */
-function refusal(files: ReturnType<typeof cache>[], options: SynthOptions): string[] {
-  const bundle = bundleOf(files);
-  try {
-    synthYaml(bundle, options);
-  } catch (err) {
-    if (err instanceof SpecError) return err.diagnostics.map(formatDiagnostic);
-    throw err;
-  }
-  throw new Error('synth did not refuse');
-}
 
 describe('early pullers', () => {
   const owned: SynthOptions = { reconciler, ownedNamespaces: ['prewarm'] };
