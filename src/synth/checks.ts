@@ -132,7 +132,7 @@ export function checkEarlyPull(bundle: Bundle, owned: readonly string[]): Diagno
         error(
           at,
           `${name}: earlyPull needs burst pullers, and lanes: 1${lanes === undefined ? '' : ` (${where(lanes)})`} has none: ` +
-            "the pool's one pod runs the sidecar and starts only once the node has a network; set lanes to 2 or more, or remove earlyPull",
+            "the pool's one pod, the holder, stays on the pod network and starts only once the node has one; set lanes to 2 or more, or remove earlyPull",
         ),
       );
     }

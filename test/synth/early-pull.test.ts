@@ -191,7 +191,7 @@ describe('early pulling is refused', () => {
 
   it('with lanes: 1, naming the pool and where lanes is set', () => {
     expect(refusal([cache('a.yaml', 'a', 'prewarm', gpu('  lanes: 1\n  earlyPull: true\n'))], owned)).toEqual([
-      "a.yaml:11:14: error: document 1: spec.earlyPull: pool prewarm/gpu (a.yaml:6:5 spec.cacheSpec[0]): earlyPull needs burst pullers, and lanes: 1 (a.yaml:10:10 spec.lanes) has none: the pool's one pod runs the sidecar and starts only once the node has a network; set lanes to 2 or more, or remove earlyPull",
+      "a.yaml:11:14: error: document 1: spec.earlyPull: pool prewarm/gpu (a.yaml:6:5 spec.cacheSpec[0]): earlyPull needs burst pullers, and lanes: 1 (a.yaml:10:10 spec.lanes) has none: the pool's one pod, the holder, stays on the pod network and starts only once the node has one; set lanes to 2 or more, or remove earlyPull",
     ]);
   });
 
