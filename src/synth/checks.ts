@@ -1,9 +1,10 @@
 /**
  * Checks of the model, made before any construct renders it, while colliding inputs are still
  * apart: pool ids and pull-secret volume names that two pools or secrets share, gate keys a spec
- * may not choose, node selectors a pool can never be warm under, and owned namespaces no
- * ImageCache is in, and early pulling where it cannot work or is not allowed. Every finding points back at the spec (file:line) through the pools' origins.
- * The rendered objects are checked by the constructs (src/synth/output-checks.ts).
+ * may not choose, node selectors a pool can never be warm under, owned namespaces no ImageCache is
+ * in, and early pulling where it cannot work or is not allowed. Every finding points back at the
+ * spec (file:line) through the pools' origins. The rendered objects are checked by the constructs
+ * (src/synth/output-checks.ts).
  */
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
@@ -113,8 +114,8 @@ export function checkOwnedNamespaces(bundle: Bundle, owned: readonly string[]): 
 /**
  * Early pulling (`spec.earlyPull`) is refused, at the setting, where it cannot work or is not
  * allowed:
- * - with `lanes: 1` the pool has no burst pullers, and the holder runs the sidecar, which needs the
- *   pod network: nothing would pull early;
+ * - with `lanes: 1` the pool has no burst pullers, and the holder stays on the pod network (its
+ *   sidecar needs it): nothing would pull early;
  * - in a namespace the invocation does not own (`owned`, `--own-namespace`): the pullers' host
  *   network is outside Pod Security baseline and restricted, and synth relaxes only a namespace it
  *   owns, under its admission policy (src/synth/early-pull.ts), never one where other workloads run.

@@ -1,7 +1,9 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Testing } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
+import { ClusterChart } from '../../src/synth/charts.js';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { ACCESS_NAMES } from '../../src/contract/access-names.js';
@@ -197,6 +199,14 @@ describe('early pulling is refused', () => {
 
   it('without the sidecar too: what a spec may ask for does not depend on it', () => {
     expect(refusal([cache('a.yaml', 'a', 'ml', gpu('  lanes: 1\n  earlyPull: true\n'))], {})).toHaveLength(2);
+  });
+
+  it('by the ClusterChart itself, for a library user who builds the charts without addPrewarmCharts', () => {
+    const bundle = bundleOf([cache('a.yaml', 'a', 'ml', gpu('  earlyPull: true\n'))]);
+    expect(() => new ClusterChart(Testing.app(), 'cluster', { bundle, reconciler: true })).toThrow(
+      'ClusterChart: early-pull pools need a namespace prewarm owns; ml is not owned',
+    );
+    expect(() => new ClusterChart(Testing.app(), 'cluster', { bundle, reconciler: true, ownedNamespaces: ['ml'] })).not.toThrow();
   });
 
   it('by the CLI with exit 1 and nothing written, and accepted once the namespace is owned', async () => {
