@@ -187,7 +187,7 @@ function checkEarlyPull(kc: KubeletConfig, here: readonly PoolView[], finding: N
         Check.imagePulls,
         'error',
         `${pullMode(kc)}: ${name}, so its pulls run before the node is Ready, one at a time with everything else: the CNI's own image ` +
-          'queues behind an early multi-gigabyte pull, and the node turns Ready only after it',
+          'can queue behind an early multi-gigabyte pull (unless the machine image already holds it), and Ready comes only after it',
         `set serializeImagePulls: false in the kubelet configuration (with maxParallelImagePulls above ${lanesOf(pool)}, or unset), ` +
           `or remove spec.earlyPull from the ImageCaches of pool ${pool.id}`,
       );

@@ -262,7 +262,7 @@ describe('diagnose', () => {
           check: Check.imagePulls,
           level: 'error',
           message:
-            "serializeImagePulls: true (one pull at a time): pool gpu pulls early (spec.earlyPull: true), so its pulls run before the node is Ready, one at a time with everything else: the CNI's own image queues behind an early multi-gigabyte pull, and the node turns Ready only after it",
+            "serializeImagePulls: true (one pull at a time): pool gpu pulls early (spec.earlyPull: true), so its pulls run before the node is Ready, one at a time with everything else: the CNI's own image can queue behind an early multi-gigabyte pull (unless the machine image already holds it), and Ready comes only after it",
           fix: 'set serializeImagePulls: false in the kubelet configuration (with maxParallelImagePulls above 3, or unset), or remove spec.earlyPull from the ImageCaches of pool gpu',
         },
       ]);
