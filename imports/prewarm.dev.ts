@@ -154,6 +154,13 @@ export interface ImageCacheSpec {
    * @schema ImageCacheSpec#lanes
    */
   readonly lanes?: number;
+
+  /**
+   * Early pulling, off by default. When true, the pool's puller pods run on the host network and tolerate a new node's start-up taints (node.kubernetes.io/not-ready and network-unavailable, node.cloudprovider.kubernetes.io/uninitialized, karpenter.sh/unregistered), so they pull the pool's images before the CNI makes the node Ready. Needs lanes of 2 or more, and a namespace synth owns (--own-namespace), whose Pod Security enforce level becomes privileged with an admission policy that admits host networking only for prewarm's pullers. On a kubelet with serializeImagePulls true (the upstream default) an early pull can queue ahead of the CNI's own image and delay Ready; prewarm doctor reports it. kube-fledged ImageCaches take the earlyPull of the prewarm.dev ImageCaches that share their pool.
+   *
+   * @schema ImageCacheSpec#earlyPull
+   */
+  readonly earlyPull?: boolean;
 }
 
 /**
@@ -171,6 +178,7 @@ export function toJson_ImageCacheSpec(obj: ImageCacheSpec | undefined): Record<s
     'gate': toJson_ImageCacheSpecGate(obj.gate),
     'refresh': toJson_ImageCacheSpecRefresh(obj.refresh),
     'lanes': obj.lanes,
+    'earlyPull': obj.earlyPull,
   };
   // filter undefined values
   return Object.entries(result).reduce((r, i) => (i[1] === undefined) ? r : ({ ...r, [i[0]]: i[1] }), {});

@@ -23,4 +23,9 @@ export const ACCESS_NAMES = {
   eventsBinding: `${SERVICE_ACCOUNT}-events`,
   /** ValidatingAdmissionPolicy and its binding (DNS subdomain names). */
   policy: `reconciler.${GROUP}`,
+  /**
+   * ValidatingAdmissionPolicy and its binding that admit, in the owned namespaces of early-pull
+   * pools, only restricted pods and host-network pods of the early-puller shape.
+   */
+  earlyPullPolicy: `early-pullers.${GROUP}`,
 } as const;

@@ -65,7 +65,8 @@ export const TOLERATE_ALL: readonly Toleration[] = Object.freeze([Object.freeze(
  * The tolerations the DaemonSet controller adds to every daemon pod that is not on the host
  * network (`AddOrUpdateDaemonPodTolerations`). Key AND effect matter: a
  * `node.kubernetes.io/disk-pressure:NoExecute` taint is not among them, and
- * `node.kubernetes.io/network-unavailable` is tolerated only by hostNetwork pods, which ours are not.
+ * `node.kubernetes.io/network-unavailable` is tolerated only by hostNetwork pods, which holders are
+ * not (early pullers are, and tolerate it by {@link STARTUP_TOLERATIONS} as well).
  */
 export const DAEMONSET_TOLERATIONS: readonly Toleration[] = Object.freeze(
   (
@@ -79,6 +80,45 @@ export const DAEMONSET_TOLERATIONS: readonly Toleration[] = Object.freeze(
     ] as const
   ).map(([key, effect]) => Object.freeze({ key, operator: 'Exists' as const, effect })),
 );
+
+/**
+ * The taints a node carries between registration and Ready, which an early puller tolerates so
+ * that it runs in that window (on the host network, its sandbox needs no CNI):
+ * - `node.kubernetes.io/not-ready:NoSchedule`, set by the NodeTaint admission plugin at creation
+ *   and lifted by the node lifecycle controller at Ready (the DaemonSet controller adds only its
+ *   NoExecute twin to daemon pods);
+ * - `node.kubernetes.io/network-unavailable:NoSchedule`, while the NetworkUnavailable condition is
+ *   true (cloud routes not yet set up);
+ * - `node.cloudprovider.kubernetes.io/uninitialized:NoSchedule`, until the cloud controller
+ *   manager initialises the node;
+ * - `karpenter.sh/unregistered:NoExecute`, which Karpenter (v1) has the kubelet register with and
+ *   lifts once it has synced the NodeClaim's labels and taints onto the node. NoExecute, so without
+ *   a toleration a pod on the node would be evicted, not just left unscheduled.
+ * The gate toleration comes from the pool's own placement. Kept whole: key, operator and effect
+ * exactly, and no tolerationSeconds, so no eviction ever follows.
+ */
+export const STARTUP_TOLERATIONS: readonly Toleration[] = Object.freeze(
+  (
+    [
+      ['node.kubernetes.io/not-ready', 'NoSchedule'],
+      ['node.kubernetes.io/network-unavailable', 'NoSchedule'],
+      ['node.cloudprovider.kubernetes.io/uninitialized', 'NoSchedule'],
+      ['karpenter.sh/unregistered', 'NoExecute'],
+    ] as const
+  ).map(([key, effect]) => Object.freeze({ key, operator: 'Exists' as const, effect })),
+);
+
+/**
+ * The placement of a pool's early pullers: `p`'s selector, and its tolerations followed by each of
+ * {@link STARTUP_TOLERATIONS} that `p` does not already hold (as the same toleration).
+ */
+export function withStartupTolerations(p: Placement): Placement {
+  const held = new Set(p.tolerations.map(tolerationKey));
+  return Object.freeze({
+    nodeSelector: p.nodeSelector,
+    tolerations: Object.freeze([...p.tolerations, ...STARTUP_TOLERATIONS.filter((t) => !held.has(tolerationKey(t)))]),
+  });
+}
 
 /**
  * A pool's placement from its selector, its tolerations and its gate taint key (if it gates):

@@ -41,6 +41,15 @@ export const isHolder = (labels: Labels): boolean => roleOf(labels) === Role.Hol
 export const isPuller = (labels: Labels): boolean => roleOf(labels) === Role.Puller;
 
 /**
+ * Whether a DaemonSet's or pod's labels and pod spec are those of an early puller: synthesis puts a
+ * pool's burst pullers on the host network when, and only when, the pool pulls early
+ * (`spec.earlyPull`), so doctor reads the setting back from the pullers.
+ */
+export function isEarlyPuller(labels: Labels, podSpec: { readonly hostNetwork?: boolean | null | undefined } | null | undefined): boolean {
+  return isPuller(labels) && podSpec?.hostNetwork === true;
+}
+
+/**
  * Selector value ({@link LABEL_PULLER}) of a pool's puller for lane `lane`: `<id>-<lane>`, unique
  * as lane keys (digits up to 15, or 8 hex) never contain a dash.
  */

@@ -5,7 +5,7 @@
 import { DEFAULTS, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
 import { parseSidecarGate, type SidecarGate } from '../contract/sidecar-env.js';
 import { allStatuses, PULL_FAILURE_REASONS, runningContainers, timeOf, type Pod } from '../contract/pod-status.js';
-import { isHolder, isPuller, poolOf } from '../contract/roles.js';
+import { isEarlyPuller, isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ACCESS_NAMES } from '../contract/access-names.js';
 import { compareStrings } from '../contract/order.js';
 import type { ClusterRead, DoctorDaemonSet, DoctorInput, Labels, ObservedVersion } from './input.js';
@@ -36,6 +36,8 @@ export interface PoolView {
   readonly namespace: string;
   /** Its burst puller DaemonSets (one per lane that has images: a one-image pool has one). */
   readonly pullers: number;
+  /** Whether its pullers pull early, on the host network before the node is Ready (`spec.earlyPull`). */
+  readonly earlyPull: boolean;
   /** Empty: the pool does not gate (or runs no sidecar). */
   readonly gateTaintKey: string;
   readonly deadlineSeconds: number;
@@ -73,11 +75,12 @@ export function poolsOf(daemonSets: readonly DoctorDaemonSet[]): PoolView[] {
     const gate = sidecarGate(sidecar?.env ?? []);
     const pullers = daemonSets.filter(
       (d) => d.metadata?.namespace === namespace && isPuller(d.metadata.labels) && poolOf(d.metadata.labels) === id,
-    ).length;
+    );
     pools.push({
       id,
       namespace,
-      pullers,
+      pullers: pullers.length,
+      earlyPull: pullers.some((d) => isEarlyPuller(d.metadata?.labels, d.spec?.template?.spec)),
       ...gate,
       sidecar: sidecar !== undefined,
       pullSecrets: [...new Set((podSpec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])))].sort(),

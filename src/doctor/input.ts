@@ -50,6 +50,8 @@ export interface DoctorDaemonSet {
         readonly initContainers?: Opt<readonly ObservedContainer[]>;
         readonly containers?: Opt<readonly ObservedContainer[]>;
         readonly imagePullSecrets?: Opt<readonly { readonly name?: Opt<string> }[]>;
+        /** True on the pullers of a pool that pulls early. */
+        readonly hostNetwork?: Opt<boolean>;
       }>;
     }>;
   }>;

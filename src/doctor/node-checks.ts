@@ -84,6 +84,7 @@ export function checkNodes(input: DoctorInput, pools: readonly PoolView[], add: 
       continue;
     }
     checkImagePulls(kc, here, finding);
+    checkEarlyPull(kc, here, finding);
     checkRegisterTaint(kc, here, finding);
   }
 }
@@ -166,6 +167,40 @@ function checkImagePulls(kc: KubeletConfig, here: readonly PoolView[], finding: 
       lanes > 1 ? 'ok' : 'info',
       `${mode}${lanes > 1 ? `; ${lanes} lanes pull in parallel here` : '; no pool with lanes here'}`,
     );
+  }
+}
+
+/**
+ * Early pulling on this kubelet. The early pullers pull while the node's CNI is still being set up,
+ * and the CNI's own image is pulled by the same kubelet: with serial pulls (the upstream default)
+ * it queues behind whatever early pull is in progress, a multi-gigabyte one included, and the node
+ * turns Ready that much later. An error, since it delays Ready for every workload, not only the
+ * pool's. With parallel pulls capped at no more than the pool's pullers, they can take every slot.
+ */
+function checkEarlyPull(kc: KubeletConfig, here: readonly PoolView[], finding: NodeFinding): void {
+  const serial = kc.serializeImagePulls ?? KUBELET_DEFAULTS.serializeImagePulls;
+  const max = kc.maxParallelImagePulls;
+  for (const pool of here.filter((p) => p.earlyPull)) {
+    const name = `pool ${pool.id} pulls early (spec.earlyPull: true)`;
+    if (serial) {
+      finding(
+        Check.imagePulls,
+        'error',
+        `${pullMode(kc)}: ${name}, so its pulls run before the node is Ready, one at a time with everything else: the CNI's own image ` +
+          'can queue behind an early multi-gigabyte pull (unless the machine image already holds it), and Ready comes only after it',
+        `set serializeImagePulls: false in the kubelet configuration (with maxParallelImagePulls above ${lanesOf(pool)}, or unset), ` +
+          `or remove spec.earlyPull from the ImageCaches of pool ${pool.id}`,
+      );
+    } else if (max !== undefined && max <= lanesOf(pool)) {
+      finding(
+        Check.imagePulls,
+        'warning',
+        `${pullMode(kc)}: ${name} with ${lanesOf(pool)} pullers, which can take every pull slot before the node is Ready, so the CNI's image waits for one`,
+        `raise maxParallelImagePulls above ${lanesOf(pool)}, or lower the pool's lanes`,
+      );
+    } else {
+      finding(Check.imagePulls, 'ok', `${pullMode(kc)}: ${name}, beside the CNI's own pull`);
+    }
   }
 }
 

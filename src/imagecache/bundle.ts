@@ -3,7 +3,7 @@
  * every ImageCache entry that lands on the same pool shares one DaemonSet, and its images are
  * de-duplicated by canonical reference.
  */
-import { placementOf, sortTolerations, tolerationKey } from '../contract/placement.js';
+import { placementOf, sortTolerations, tolerationKey, withStartupTolerations } from '../contract/placement.js';
 import { poolId } from '../contract/identity.js';
 import type { Diagnostic, Location } from './errors.js';
 import {
@@ -87,13 +87,15 @@ export function buildBundle(caches: readonly ImageCache[]): BundleResult {
   const out: Pool[] = [...pools.values()]
     .sort((a, b) => compareStrings(a.namespace, b.namespace) || compareStrings(a.key, b.key))
     .map((p) => {
+      const placement = placementOf(p.nodeSelector, p.tolerations, p.settings.value.gate?.taintKey);
       const identity = { ...(p.name === undefined ? {} : { name: p.name.value }), key: p.key, nodeSelector: sortRecord(p.nodeSelector) };
       return Object.freeze({
         id: poolId(identity),
         namespace: p.namespace,
         ...identity,
         tolerations: p.tolerations,
-        placement: placementOf(p.nodeSelector, p.tolerations, p.settings.value.gate?.taintKey),
+        placement,
+        pullerPlacement: p.settings.value.earlyPull ? withStartupTolerations(placement) : placement,
         images: [...p.images.keys()].sort(compareStrings).map((k) => p.images.get(k) as ImageRef),
         imagePullSecrets: [...p.secrets].sort(compareStrings),
         settings: p.settings.value,
@@ -133,6 +135,7 @@ export const SETTING_RULES: SettingRules<PoolSettings> = {
   gate: asJson,
   refreshSeconds: asJson,
   lanes: asJson,
+  earlyPull: asJson,
 };
 
 /**

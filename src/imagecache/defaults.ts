@@ -1,6 +1,6 @@
 /**
  * The pool settings a spec leaves out, resolved once: the helper image, the rollout's
- * maxUnavailable, the gate, the refresh interval and the lanes.
+ * maxUnavailable, the gate, the refresh interval, the lanes and early pulling.
  */
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../contract/names.js';
 import type { PoolSettings } from './model.js';
@@ -29,6 +29,9 @@ export function toSettings(spec: Partial<RawSpec>): PoolSettings {
       : {}),
     refreshSeconds: spec.refresh?.value.interval ?? DEFAULTS.refreshSeconds,
     lanes: spec.lanes ?? LANES.default,
+    // Off unless asked for: host networking relaxes the namespace's Pod Security enforce level, and
+    // on a kubelet that pulls serially an early pull can delay the node's Ready (README).
+    earlyPull: spec.earlyPull ?? false,
   };
 }
 

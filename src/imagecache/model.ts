@@ -45,6 +45,12 @@ export interface PoolSettings {
    * (src/synth/lanes.ts).
    */
   readonly lanes: number;
+  /**
+   * Early pulling: the burst pullers run on the host network and tolerate the taints of a node's
+   * start-up (`STARTUP_TOLERATIONS` in src/contract/placement.ts), so they pull before the CNI makes the node Ready. Needs
+   * `lanes` > 1 (pullers) and a namespace prewarm owns (src/synth/checks.ts).
+   */
+  readonly earlyPull: boolean;
 }
 
 /**
@@ -119,6 +125,12 @@ export interface Pool {
    * it (src/contract/placement.ts).
    */
   readonly placement: Placement;
+  /**
+   * Where the pool's burst pullers run, computed with {@link placement}: the same selector and
+   * tolerations, plus the start-up tolerations when the pool pulls early. The holder, and so the
+   * sidecars' view in pools.json, keep {@link placement}.
+   */
+  readonly pullerPlacement: Placement;
   /** Every image of every entry that feeds the pool, de-duplicated and sorted by canonical form. */
   readonly images: readonly ImageRef[];
   /** Union of the pull secrets of the contributing ImageCaches, sorted. */

@@ -159,6 +159,7 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Re
   assignDefined(settingLocations, 'gateTaintKey', at(f.gate?.fieldNodes.taintKey, ['spec', 'gate', 'taintKey']));
   assignDefined(settingLocations, 'refreshSeconds', at(f.refresh?.fieldNodes.interval, ['spec', 'refresh', 'interval']));
   assignDefined(settingLocations, 'lanes', at(spec.fieldNodes.lanes, ['spec', 'lanes']));
+  assignDefined(settingLocations, 'earlyPull', at(spec.fieldNodes.earlyPull, ['spec', 'earlyPull']));
 
   if (ctx.errorCount() > errorsBefore) return undefined;
   const secrets = [...new Set((spec.value.imagePullSecrets ?? []).map((s) => s.value.name))].sort();

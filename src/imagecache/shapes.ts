@@ -63,6 +63,7 @@ export interface RawSpec {
   gate: Read<RawGate>;
   refresh: Read<{ interval: number }>;
   lanes: number;
+  earlyPull: boolean;
 }
 
 /** A whole ImageCache document as written. */
@@ -139,6 +140,7 @@ const prewarmSpec: Shape<RawSpec> = {
   },
   refresh: { read: object({ interval: { read: durationIn(LIMITS.refreshSeconds) } }) },
   lanes: { read: int(LANES.min, LANES.max) },
+  earlyPull: { read: bool },
 };
 
 /** The fields a document of `apiVersion` may have, with the reader of each. */

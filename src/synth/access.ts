@@ -80,8 +80,9 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 const sorted = (xs: readonly string[]): string[] => [...new Set(xs)].sort();
 /** A CEL string literal (single-quoted, escaped). */
-const celString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-const celList = (xs: readonly string[]): string => `[${xs.map(celString).join(', ')}]`;
+export const celString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+/** A CEL list of string literals. */
+export const celList = (xs: readonly string[]): string => `[${xs.map(celString).join(', ')}]`;
 
 /** "field unchanged, or absent on both sides" for an optional field of `path`. */
 function unchanged(path: string, field: string): string {

@@ -8,7 +8,7 @@ import type { Bundle, Pool } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
-import { checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
+import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
 import { settle } from './diagnostics.js';
 import { checkNodeMemory } from './memory.js';
 import { checkObjectNames, checkSharedObjects, type Manifest } from './output-checks.js';
@@ -26,7 +26,9 @@ export interface SynthOptions {
   readonly reconciler?: ReconcilerProps;
   /**
    * Namespaces prewarm owns. An owned namespace is emitted with Pod Security `restricted`
-   * enforced, and, like any object in the output, a GitOps prune deletes it with everything in
+   * enforced (or, holding a pool with `earlyPull`, `privileged` enforced under an admission policy
+   * that holds its pods to restricted and its host-network pods to the early-puller shape: see
+   * src/synth/early-pull.ts; such a pool may be in no other namespace), and, like any object in the output, a GitOps prune deletes it with everything in
    * it once no ImageCache names it. Own only namespaces that hold nothing but prewarm's pull pods,
    * such as a dedicated `prewarm`.
    *
@@ -69,7 +71,7 @@ export interface SynthOptions {
  * order, so output is byte-identical for the same bundle.
  *
  * Throws a SpecError, before anything can be written, when the output would be wrong or refused:
- * a gate key the spec may not choose, two pools or two containers sharing a name, an object over
+ * a gate key the spec may not choose, early pulling outside an owned namespace or without pullers, two pools or two containers sharing a name, an object over
  * the apiserver's size limits, a bundle too large to build in memory (src/synth/budget.ts).
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
@@ -80,13 +82,14 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     const invalid = gateKeyAllowanceError(allowance);
     if (invalid !== undefined) throw new Error(`allowedGateKeys: "${allowance}" ${invalid}`);
   }
+  const owned = options.ownedNamespaces ?? [];
   settle([
     ...checkBundleSize(bundle),
     ...checkGateKeys(bundle, allowed),
     ...checkPoolSelectors(bundle),
     ...checkPoolNames(bundle, options.reconciler !== undefined),
+    ...checkEarlyPull(bundle, owned),
   ]);
-  const owned = options.ownedNamespaces ?? [];
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),
   ];

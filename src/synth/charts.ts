@@ -23,7 +23,8 @@ import { nodeLabelKey } from '../contract/identity.js';
 import { SERVICE_ACCOUNT } from '../contract/access-names.js';
 import { pullerLanes } from './lanes.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
-import { NAMESPACE_POD_SECURITY } from './security.js';
+import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
+import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
@@ -119,8 +120,9 @@ export interface ClusterChartProps {
   readonly bundle: Bundle;
   /**
    * Namespaces prewarm owns (see `SynthOptions.ownedNamespaces`): emitted with Pod Security
-   * restricted. Every other namespace of the bundle is emitted bare, with
-   * {@link SHARED_NAMESPACE_ANNOTATIONS}.
+   * restricted, or, holding a pool with early pullers, enforced by an admission policy instead
+   * (src/synth/early-pull.ts). Every other namespace of the bundle is emitted bare, with
+   * {@link SHARED_NAMESPACE_ANNOTATIONS}; a pool with early pullers may not be in one.
    * @default - none
    */
   readonly ownedNamespaces?: readonly string[];
@@ -150,15 +152,23 @@ export class ClusterChart extends Chart {
       const invalid = ownedNamespaceError(namespace);
       if (invalid !== undefined) throw new Error(`ClusterChart: ${invalid}`);
     }
+    // Early pullers use the host network, which only an owned namespace is relaxed for (addPrewarmCharts
+    // reports a spec that asks for it elsewhere, with its place; see checks.ts checkEarlyPull).
+    const early = earlyPullNamespaces(props.bundle.pools, props.reconciler === true);
+    const unowned = early.filter((ns) => !owned.has(ns));
+    if (unowned.length > 0)
+      throw new Error(`ClusterChart: early-pull pools need a namespace prewarm owns; ${unowned.join(', ')} is not owned`);
     for (const namespace of props.bundle.namespaces) {
       // Namespaces every cluster has are never emitted: owning one would let a prune delete it.
       if (FOREIGN_NAMESPACES.has(namespace)) continue;
+      const podSecurity = early.includes(namespace) ? EARLY_PULL_NAMESPACE_POD_SECURITY : NAMESPACE_POD_SECURITY;
       new kplus.Namespace(this, `namespace-${namespace}`, {
         metadata: owned.has(namespace)
-          ? { name: namespace, labels: { ...COMMON_LABELS, ...NAMESPACE_POD_SECURITY } }
+          ? { name: namespace, labels: { ...COMMON_LABELS, ...podSecurity } }
           : { name: namespace, annotations: SHARED_NAMESPACE_ANNOTATIONS },
       });
     }
+    if (early.length > 0) new EarlyPullAdmission(this, 'early-pull-admission', { namespaces: early });
     if (props.reconciler === true) {
       const gateKeys = [...new Set(props.bundle.pools.flatMap((p) => (p.settings.gate === undefined ? [] : [p.settings.gate.taintKey])))];
       new ReconcilerAccess(this, 'reconciler-access', {

@@ -1,9 +1,10 @@
 /**
  * Checks of the model, made before any construct renders it, while colliding inputs are still
  * apart: pool ids and pull-secret volume names that two pools or secrets share, gate keys a spec
- * may not choose, node selectors a pool can never be warm under, and owned namespaces no
- * ImageCache is in. Every finding points back at the spec (file:line) through the pools' origins.
- * The rendered objects are checked by the constructs (src/synth/output-checks.ts).
+ * may not choose, node selectors a pool can never be warm under, owned namespaces no ImageCache is
+ * in, and early pulling where it cannot work or is not allowed. Every finding points back at the
+ * spec (file:line) through the pools' origins. The rendered objects are checked by the constructs
+ * (src/synth/output-checks.ts).
  */
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
@@ -108,4 +109,45 @@ export function checkOwnedNamespaces(bundle: Bundle, owned: readonly string[]): 
       severity: 'warning',
       message: `namespace "${ns}" is owned, but no ImageCache is in it, so it is not emitted (a prune deletes it if it was emitted before)`,
     }));
+}
+
+/**
+ * Early pulling (`spec.earlyPull`) is refused, at the setting, where it cannot work or is not
+ * allowed:
+ * - with `lanes: 1` the pool has no burst pullers, and the holder stays on the pod network (its
+ *   sidecar needs it): nothing would pull early;
+ * - in a namespace the invocation does not own (`owned`, `--own-namespace`): the pullers' host
+ *   network is outside Pod Security baseline and restricted, and synth relaxes only a namespace it
+ *   owns, under its admission policy (src/synth/early-pull.ts), never one where other workloads run.
+ * Both hold with or without the sidecar, so whether a spec is accepted never depends on it.
+ */
+export function checkEarlyPull(bundle: Bundle, owned: readonly string[]): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const pool of bundle.pools) {
+    if (!pool.settings.earlyPull) continue;
+    const at = pool.settingLocations.earlyPull ?? poolLocation(pool);
+    const name = `pool ${poolName(pool)} (${where(poolLocation(pool))})`;
+    if (pool.settings.lanes === 1) {
+      const lanes = pool.settingLocations.lanes;
+      out.push(
+        error(
+          at,
+          `${name}: earlyPull needs burst pullers, and lanes: 1${lanes === undefined ? '' : ` (${where(lanes)})`} has none: ` +
+            "the pool's one pod, the holder, stays on the pod network and starts only once the node has one; set lanes to 2 or more, or remove earlyPull",
+        ),
+      );
+    }
+    if (!owned.includes(pool.namespace)) {
+      out.push(
+        error(
+          at,
+          `${name}: earlyPull needs a namespace prewarm owns, and ${pool.namespace} is not owned: early pullers use the host network, ` +
+            `which Pod Security baseline and restricted forbid, and synth relaxes only an owned namespace (--own-namespace ${pool.namespace}), ` +
+            "under an admission policy that admits the host network only for its pullers; own a namespace that holds only prewarm's pods, " +
+            'move the pool there, or remove earlyPull',
+        ),
+      );
+    }
+  }
+  return out;
 }

@@ -79,7 +79,8 @@ export interface PullDaemonSetProps {
   /**
    * Makes this DaemonSet one of the pool's burst pullers instead of its holder: only the lane's
    * images, no sidecar, placed only on nodes whose pool label is neither warm nor partial, so the
-   * DaemonSet controller removes its pods once the holder's sidecar marks the node.
+   * DaemonSet controller removes its pods once the holder's sidecar marks the node. In a pool that
+   * pulls early (`earlyPull`), on the host network and tolerating the node's start-up taints.
    * @default - the holder
    */
   readonly puller?: PullerLane;
@@ -119,6 +120,10 @@ export class PullDaemonSet extends Construct {
       ...selector,
       [LABEL_POOL_MEMBER]: this.poolId,
     };
+    // Early pullers share the node's network namespace, so the kubelet starts their sandbox before
+    // the CNI is up (it holds back only pods on the pod network). The holder never does: it runs
+    // the sidecar, which needs the apiserver through the pod network like any client.
+    const early = puller !== undefined && pool.settings.earlyPull;
     const binVolume = kplus.Volume.fromEmptyDir(this, 'bin', HELPER_VOLUME, { sizeLimit: Size.mebibytes(16) });
     const mountBin = { path: HELPER_MOUNT, volume: binVolume, readOnly: true };
 
@@ -137,6 +142,10 @@ export class PullDaemonSet extends Construct {
       // Sleep ignores SIGTERM as PID 1; a short grace keeps node drains and rollouts quick.
       terminationGracePeriod: Duration.seconds(puller === undefined ? 10 : PULLER_GRACE_SECONDS),
       volumes: [binVolume],
+      // The pullers make no network calls (the kubelet pulls, they only sleep): `Default` gives them
+      // the node's resolver, which is what the kubelet falls back to for ClusterFirst on the host
+      // network anyway, and never names cluster DNS, which is unreachable before the CNI is up.
+      ...(early ? { hostNetwork: true, dns: { policy: kplus.DnsPolicy.DEFAULT } } : {}),
     });
     this.workload.select(kplus.LabelSelector.of({ labels: selector }));
 
@@ -172,7 +181,9 @@ export class PullDaemonSet extends Construct {
     }
 
     patchPullDaemonSet(this.workload, {
-      placement: pool.placement,
+      // Computed with the pool (src/imagecache/bundle.ts): the pullers' adds the start-up
+      // tolerations when the pool pulls early; the holder's is what pools.json tells the sidecars.
+      placement: puller === undefined ? pool.placement : pool.pullerPlacement,
       ...(puller === undefined
         ? {}
         : {

@@ -66,3 +66,15 @@ export const NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
   'pod-security.kubernetes.io/audit': 'restricted',
   'pod-security.kubernetes.io/audit-version': 'latest',
 };
+
+/**
+ * Pod Security labels of an owned namespace that holds an early-pull pool: early pullers use the
+ * host network, which `baseline` and `restricted` forbid, so `enforce` is `privileged` and the
+ * namespace's pods are held to restricted (host networking only in the early-puller shape) by the
+ * admission policy of src/synth/early-pull.ts instead. `warn` and `audit` stay `restricted`, so
+ * every host-network pod is still reported.
+ */
+export const EARLY_PULL_NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
+  ...NAMESPACE_POD_SECURITY,
+  'pod-security.kubernetes.io/enforce': 'privileged',
+};

@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import {
   DAEMONSET_TOLERATIONS,
   placementOf,
+  STARTUP_TOLERATIONS,
+  withStartupTolerations,
   placementSelectsHealthyNode,
   placementSelectsNode,
   renderNodeAffinity,
@@ -133,6 +135,53 @@ describe('rendering', () => {
     const spec = ds.spec.template.spec;
     expect(spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).toHaveLength(1);
     expect(spec.tolerations).toEqual([{ operator: 'Exists' }]);
+  });
+});
+
+describe('withStartupTolerations (early pullers)', () => {
+  /** A node between registration and Ready, as clouds and Karpenter have it, gated. */
+  const starting = node({ tier: 'backend', zone: 'a' }, [
+    t('node.kubernetes.io/not-ready'),
+    t('node.kubernetes.io/network-unavailable'),
+    t('node.cloudprovider.kubernetes.io/uninitialized', 'NoSchedule', 'true'),
+    t('karpenter.sh/unregistered', 'NoExecute'),
+    t(GATE),
+  ]);
+  const pool = placementOf({ tier: 'backend', zone: 'a' }, [{ key: 'gpu', operator: 'Exists', effect: 'NoSchedule' }], GATE);
+
+  it('adds the start-up taints whole, after the pool tolerations and the gate, and keeps the selector', () => {
+    const early = withStartupTolerations(pool);
+    expect(early.nodeSelector).toBe(pool.nodeSelector);
+    expect(renderTolerations(early)).toEqual([
+      { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' },
+      { key: GATE, operator: 'Exists' },
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'node.kubernetes.io/network-unavailable', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'node.cloudprovider.kubernetes.io/uninitialized', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'karpenter.sh/unregistered', operator: 'Exists', effect: 'NoExecute' },
+    ]);
+  });
+
+  it('places early pullers on a starting node, where the pool itself is not placed', () => {
+    expect(placementSelectsNode(withStartupTolerations(pool), starting)).toBe(true);
+    expect(placementSelectsNode(pool, starting)).toBe(false);
+    // Each start-up taint alone keeps the pool away, and is tolerated by the early placement.
+    for (const taint of starting.spec?.taints ?? []) {
+      if (taint.key === GATE) continue;
+      const one = node({ tier: 'backend', zone: 'a' }, [taint]);
+      expect(placementSelectsNode(pool, one), taint.key).toBe(false);
+      expect(placementSelectsNode(withStartupTolerations(pool), one), taint.key).toBe(true);
+    }
+    // The selector still decides.
+    expect(placementSelectsNode(withStartupTolerations(pool), node({ tier: 'backend', zone: 'b' }, []))).toBe(false);
+  });
+
+  it('adds a start-up toleration once: one the pool already has stays where it is', () => {
+    const given = placementOf({}, [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' }]);
+    const early = withStartupTolerations(given);
+    expect(early.tolerations.filter((x) => x.key === 'node.kubernetes.io/not-ready')).toHaveLength(1);
+    expect(early.tolerations).toHaveLength(STARTUP_TOLERATIONS.length);
+    expect(early.tolerations[0]?.key).toBe('node.kubernetes.io/not-ready');
   });
 });
 

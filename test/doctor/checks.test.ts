@@ -8,7 +8,10 @@ import {
   LABEL_PULLER,
   SIDECAR_CONTAINER,
 } from '../../src/contract/names.js';
-import { minorOf, pullSecretsOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
+import { minorOf, poolsOf, pullSecretsOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
+import { parseAllDocuments } from 'yaml';
+import { synthYaml } from '../../src/synth/app.js';
+import { bundleOf } from '../helpers.js';
 import { diagnose } from '../../src/doctor/diagnose.js';
 import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, KubeletConfig } from '../../src/doctor/input.js';
 import { Check, renderDoctorTable, summary, type Finding } from '../../src/doctor/report.js';
@@ -23,7 +26,7 @@ const denied: ClusterRead<never> = { kind: 'denied', message: '403: forbidden' }
 
 function holder(
   id: string,
-  opts: { lanes?: number; pullers?: number; gate?: string; deadline?: number; secrets?: string[]; sidecar?: boolean } = {},
+  opts: { lanes?: number; pullers?: number; gate?: string; deadline?: number; secrets?: string[]; sidecar?: boolean; early?: boolean } = {},
 ): DoctorDaemonSet[] {
   const labels = { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_POOL]: id, [LABEL_POOL_MEMBER]: id };
   const env = [
@@ -57,7 +60,11 @@ function holder(
       labels: { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_PULLER]: `${id}-${i + 1}`, [LABEL_POOL_MEMBER]: id },
       generation: 1,
     },
-    spec: { selector: { matchLabels: { [LABEL_PULLER]: `${id}-${i + 1}` } } },
+    spec: {
+      selector: { matchLabels: { [LABEL_PULLER]: `${id}-${i + 1}` } },
+      // As synth renders the pullers of a pool with spec.earlyPull.
+      ...(opts.early === true ? { template: { spec: { hostNetwork: true, containers: [{ name: 'img' }] } } } : {}),
+    },
     status: rolledOut,
   }));
   return [ds, ...pullers];
@@ -234,6 +241,59 @@ describe('diagnose', () => {
     expect(find(diagnose(input({ kubeletConfigs: new Map([['n1', ok<KubeletConfig>({})]]) })).findings, Check.imagePulls)[0]?.level).toBe(
       'info',
     );
+  });
+
+  describe('early pulling', () => {
+    const earlyFindings = (kc: KubeletConfig, daemonSets = holder('gpu', { lanes: 3, early: true })) =>
+      find(
+        diagnose(input({ daemonSets: ok(daemonSets), kubeletConfigs: new Map([['n1', ok(kc)]]) })).findings,
+        Check.imagePulls,
+        'node n1',
+      ).filter((f) => f.message.includes('spec.earlyPull'));
+
+    it.each([
+      ['serializeImagePulls: true', { serializeImagePulls: true }],
+      ['serializeImagePulls unset (the upstream default)', {}],
+    ])('on a kubelet with %s is an error that names the setting and why', (_, kc: KubeletConfig) => {
+      const r = diagnose(input({ daemonSets: ok(holder('gpu', { lanes: 3, early: true })), kubeletConfigs: new Map([['n1', ok(kc)]]) }));
+      expect(earlyFindings(kc)).toEqual([
+        {
+          scope: 'node n1',
+          check: Check.imagePulls,
+          level: 'error',
+          message:
+            "serializeImagePulls: true (one pull at a time): pool gpu pulls early (spec.earlyPull: true), so its pulls run before the node is Ready, one at a time with everything else: the CNI's own image can queue behind an early multi-gigabyte pull (unless the machine image already holds it), and Ready comes only after it",
+          fix: 'set serializeImagePulls: false in the kubelet configuration (with maxParallelImagePulls above 3, or unset), or remove spec.earlyPull from the ImageCaches of pool gpu',
+        },
+      ]);
+      expect(r.errors).toBe(1);
+    });
+
+    it('on a parallel kubelet is ok, and a warning when the pullers can take every pull slot', () => {
+      expect(earlyFindings({ serializeImagePulls: false }).map((f) => f.level)).toEqual(['ok']);
+      expect(earlyFindings({ serializeImagePulls: false, maxParallelImagePulls: 4 }).map((f) => f.level)).toEqual(['ok']);
+      expect(earlyFindings({ serializeImagePulls: false, maxParallelImagePulls: 3 })).toMatchObject([
+        { level: 'warning', message: expect.stringContaining('with 3 pullers, which can take every pull slot') as string },
+      ]);
+    });
+
+    it('says nothing of pools that do not pull early', () => {
+      expect(earlyFindings({ serializeImagePulls: true }, holder('gpu', { lanes: 3 }))).toEqual([]);
+    });
+
+    it('reads the setting from the DaemonSets synth renders', () => {
+      const bundle = bundleOf(
+        '  cacheSpec:\n  - pool: gpu\n    images: [redis:7, python:3.12]\n  lanes: 2\n  earlyPull: true\n',
+        '  cacheSpec:\n  - pool: cpu\n    images: [redis:7, python:3.12]\n    nodeSelector: {tier: cpu}\n  lanes: 2\n',
+      );
+      const rendered = parseAllDocuments(synthYaml(bundle, { reconciler: { image: 'r:1' }, ownedNamespaces: ['ml'] }))
+        .map((d) => d.toJS() as DoctorDaemonSet & { kind: string })
+        .filter((d) => d.kind === 'DaemonSet');
+      expect(poolsOf(rendered).map((p) => [p.id, p.pullers, p.earlyPull])).toEqual([
+        ['cpu', 2, false],
+        ['gpu', 2, true],
+      ]);
+    });
   });
 
   it('a refused /configz is reported as such and the other node checks go on', () => {

@@ -74,14 +74,23 @@ describe('buildBundle', () => {
     expect(JSON.stringify(backward)).toBe(JSON.stringify(forward));
   });
 
-  it('refuses pool-wide settings that disagree, pointing at both places', () => {
-    const parsed = parseFiles([
-      cache('a', '  cacheSpec:\n  - images: [redis:7]\n  rollout: {maxUnavailable: 1}\n'),
-      cache('b', '  cacheSpec:\n  - images: [redis:6]\n  rollout: {maxUnavailable: 3}\n'),
-    ]);
-    expect(buildBundle(parsed.caches).diagnostics.map(formatDiagnostic)).toEqual([
+  it.each([
+    [
+      '  rollout: {maxUnavailable: 1}\n',
+      '  rollout: {maxUnavailable: 3}\n',
       'b.yaml:7:29: error: document 1: spec.rollout.maxUnavailable: ImageCache ml/b shares a pool with ml/a (a.yaml:7:29) but sets maxUnavailable differently: 3 vs 1; pool-wide settings must agree',
+    ],
+    [
+      '  earlyPull: true\n',
+      '  earlyPull: false\n',
+      'b.yaml:7:14: error: document 1: spec.earlyPull: ImageCache ml/b shares a pool with ml/a (a.yaml:7:14) but sets earlyPull differently: false vs true; pool-wide settings must agree',
+    ],
+  ])('refuses pool-wide settings that disagree, pointing at both places (%s)', (first, second, message) => {
+    const parsed = parseFiles([
+      cache('a', `  cacheSpec:\n  - images: [redis:7]\n${first}`),
+      cache('b', `  cacheSpec:\n  - images: [redis:6]\n${second}`),
     ]);
+    expect(buildBundle(parsed.caches).diagnostics.map(formatDiagnostic)).toEqual([message]);
   });
 
   describe('kube-fledged input beside prewarm.dev ImageCaches in one pool', () => {
@@ -95,10 +104,11 @@ describe('buildBundle', () => {
 
     it.each([
       ['lanes: 1', '  lanes: 1\n', { lanes: 1 }],
+      ['earlyPull: true', '  earlyPull: true\n', { earlyPull: true }],
       [
         'every pool-wide setting',
-        '  lanes: 2\n  gate: {deadline: 5m}\n  refresh: {interval: 1h}\n  rollout: {maxUnavailable: 2}\n  priorityClassName: warm\n',
-        { lanes: 2, gate: { deadlineSeconds: 300 }, refreshSeconds: 3600, maxUnavailable: 2, priorityClassName: 'warm' },
+        '  lanes: 2\n  gate: {deadline: 5m}\n  refresh: {interval: 1h}\n  rollout: {maxUnavailable: 2}\n  priorityClassName: warm\n  earlyPull: true\n',
+        { lanes: 2, gate: { deadlineSeconds: 300 }, refreshSeconds: 3600, maxUnavailable: 2, priorityClassName: 'warm', earlyPull: true },
       ],
     ])('take what the prewarm.dev ImageCache sets (%s), whatever the order', (_what, settings, expected) => {
       for (const names of [
@@ -111,15 +121,19 @@ describe('buildBundle', () => {
           expect(diagnostics).toEqual([]);
           expect(b.pools).toHaveLength(1);
           expect(b.pools[0]?.settings).toMatchObject(expected);
-          expect(b.pools[0]?.settingLocations.lanes?.file).toBe(`${names[1]}.yaml`);
+          const located = Object.values(b.pools[0]?.settingLocations ?? {}).map((l) => l.file);
+          expect(located.length).toBeGreaterThan(0);
+          expect(new Set(located)).toEqual(new Set([`${names[1]}.yaml`]));
           expect(b.pools[0]?.sources).toEqual(['ml/a', 'ml/b']);
         }
       }
     });
 
-    it('get the defaults (lanes 4) when no prewarm.dev ImageCache shares their pool', () => {
+    it('get the defaults (lanes 4, no early pulling) when no prewarm.dev ImageCache shares their pool', () => {
       const { bundle: b } = bundle([fledged('a'), fledged('b')]);
       expect(b.pools[0]?.settings.lanes).toBe(4);
+      expect(b.pools[0]?.settings.earlyPull).toBe(false);
+      expect(b.pools[0]?.pullerPlacement).toEqual(b.pools[0]?.placement);
     });
 
     it('never make prewarm.dev ImageCaches agree: those still must, defaults included', () => {
@@ -177,6 +191,8 @@ describe('buildBundle', () => {
     refreshSeconds: ['  refresh: {interval: 1h}\n', '  refresh: {interval: 1h30m}\n', '5400 vs 3600'],
     // The default (4) is a value: an ImageCache that leaves lanes out disagrees with one that sets 2.
     lanes: ['  lanes: 2\n', '', '4 vs 2'],
+    // Off by default, and the default is a value too: one ImageCache cannot turn it on for another's images.
+    earlyPull: ['  earlyPull: true\n', '', 'false vs true'],
   };
   it.each(Object.entries(conflicts))('reports a conflict on %s, and only that one', (field, [first, second, shown]) => {
     const parsed = parseFiles([
@@ -195,5 +211,34 @@ describe('buildBundle', () => {
     // @ts-expect-error a setting added to PoolSettings without a rule in SETTING_RULES fails typecheck
     const incomplete: SettingRules<PoolSettings & { readonly newSetting?: number }> = SETTING_RULES;
     expect(incomplete).toBe(SETTING_RULES);
+  });
+
+  describe('earlyPull', () => {
+    const STARTUP_KEYS = [
+      'node.kubernetes.io/not-ready',
+      'node.kubernetes.io/network-unavailable',
+      'node.cloudprovider.kubernetes.io/uninitialized',
+      'karpenter.sh/unregistered',
+    ];
+
+    it('is off by default, and the pullers are then placed exactly as the holder', () => {
+      const { bundle: b } = bundle([cache('a', '  cacheSpec:\n  - images: [redis:7]\n')]);
+      expect(b.pools[0]?.settings.earlyPull).toBe(false);
+      expect(b.pools[0]?.pullerPlacement).toEqual(b.pools[0]?.placement);
+    });
+
+    it('is one pool-wide setting when two ImageCaches of a pool agree; only the pullers get the start-up tolerations', () => {
+      const { bundle: b, diagnostics } = bundle([
+        cache('a', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {pool: gpu, zone: a}\n  earlyPull: true\n'),
+        cache('b', '  cacheSpec:\n  - images: [redis:6]\n    nodeSelector: {zone: a, pool: gpu}\n  earlyPull: true\n'),
+      ]);
+      expect(diagnostics).toEqual([]);
+      expect(b.pools).toHaveLength(1);
+      const pool = b.pools[0];
+      expect(pool?.settings.earlyPull).toBe(true);
+      expect(pool?.placement.tolerations.map((t) => t.key)).toEqual(['prewarm.dev/warming']);
+      expect(pool?.pullerPlacement.tolerations.map((t) => t.key)).toEqual(['prewarm.dev/warming', ...STARTUP_KEYS]);
+      expect(pool?.pullerPlacement.nodeSelector).toEqual({ pool: 'gpu', zone: 'a' });
+    });
   });
 });

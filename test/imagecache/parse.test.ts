@@ -175,6 +175,16 @@ describe('parseFiles: invalid input', () => {
       'in.yaml:9:3: error: document 1: spec.lanes: unknown field "lanes" (known fields: "cacheSpec", "imagePullSecrets")',
     ],
     [
+      'earlyPull in a kube-fledged document',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n  earlyPull: true\n'),
+      'in.yaml:9:3: error: document 1: spec.earlyPull: unknown field "earlyPull" (known fields: "cacheSpec", "imagePullSecrets")',
+    ],
+    [
+      'earlyPull as a string',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  earlyPull: "yes"\n'),
+      'in.yaml:9:14: error: document 1: spec.earlyPull: must be true or false, got the string "yes"',
+    ],
+    [
       'bad toleration operator',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n    tolerations: [{key: a, operator: Is}]\n'),
       'in.yaml:9:38: error: document 1: spec.cacheSpec[0].tolerations[0].operator: value "Is" is not one of "Exists", "Equal", ""',
@@ -293,6 +303,7 @@ describe('parseFiles: valid input', () => {
             '  gate: {taintKey: example.com/cold, deadline: 15m}',
             '  refresh: {interval: 6h}',
             '  lanes: 4',
+            '  earlyPull: true',
             '',
           ].join('\n'),
         ),
@@ -306,7 +317,9 @@ describe('parseFiles: valid input', () => {
       gate: { taintKey: 'example.com/cold', deadlineSeconds: 900 },
       refreshSeconds: 21600,
       lanes: 4,
+      earlyPull: true,
     });
+    expect(r.caches[0]?.settingLocations.earlyPull).toMatchObject({ line: 17, column: 14, path: 'spec.earlyPull' });
     expect(r.caches[0]?.entries[0]).toMatchObject({
       pool: 'gpu',
       tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],

@@ -12,6 +12,8 @@ import { type Logger, type Registry, type Restarter } from '../../src/reconciler
 import { ApiError } from '../../src/http/api-error.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
 import { refreshDelayMs } from '../../src/reconciler/refresh.js';
+import { STARTUP_TOLERATIONS } from '../../src/contract/placement.js';
+import type { KPod } from '../../src/reconciler/kube-types.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeKube } from './fake-kube.js';
 import { IMAGES, SIDECAR, at, config, digest, gate, iso, node, pod, pool, pools, st } from './fixtures.js';
@@ -100,6 +102,23 @@ describe('Controller with burst pullers', () => {
     await clock.settle();
     expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
     kube.setPeer(pullerPod('puller-1-abc', ['reg/b:1'], [st.running('c1', 'reg/b:1', 35, 'b')]), 'ADDED');
+    await clock.settle();
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(kube.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
+    expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm]);
+  });
+
+  it('counts early pullers like any other: on the host network and done before the sidecar started, the node is warm at its first look', async () => {
+    const { clock, kube } = setup({ poolPods: true });
+    const early = pullerPod('puller-1-abc', IMAGES, [st.running('c1', 'reg/a:1', 20, 'a'), st.running('c2', 'reg/b:1', 25, 'b')]);
+    // As the apiserver lists a synthesized early puller: the host network, the node's own address
+    // as its pod IP, the start-up tolerations. The sidecar reads none of it.
+    const listed = {
+      ...early,
+      spec: { ...early.spec, hostNetwork: true, dnsPolicy: 'Default', tolerations: [...STARTUP_TOLERATIONS] },
+      status: { ...early.status, podIP: '192.0.2.10', hostIP: '192.0.2.10' },
+    } as KPod;
+    kube.peers.set('puller-1-abc', listed);
     await clock.settle();
     expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
     expect(kube.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);

@@ -4,11 +4,10 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/main.js';
-import { formatDiagnostic, SpecError } from '../../src/imagecache/errors.js';
 import type { SourceFile } from '../../src/imagecache/parse.js';
 import { parseImageRef } from '../../src/oci/reference.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
-import { bundleOf, cache } from './spec-fixtures.js';
+import { bundleOf, cache, refusal } from './spec-fixtures.js';
 import { poolId, shortHash } from '../../src/contract/identity.js';
 import { dnsLabel, imageContainerName, pullSecretVolumeName } from '../../src/synth/naming.js';
 import { poolKey } from '../../src/imagecache/bundle.js';
@@ -29,18 +28,6 @@ function collision(make: (i: number) => string, bound = 1_000_000): [number, num
     seen.set(name, j);
   }
   throw new Error(`no collision in ${bound} tries`);
-}
-
-/** The diagnostics synth throws for `files`, formatted as the CLI prints them. */
-function refusal(files: SourceFile[], options: SynthOptions = sidecar): string[] {
-  const bundle = bundleOf(files);
-  try {
-    synthYaml(bundle, options);
-  } catch (err) {
-    if (err instanceof SpecError) return err.diagnostics.map(formatDiagnostic);
-    throw err;
-  }
-  throw new Error('synth did not refuse');
 }
 
 const tolerating = (key: string) =>

@@ -3,6 +3,8 @@ import { expect } from 'vitest';
 import { buildBundle } from '../../src/imagecache/bundle.js';
 import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles, type SourceFile } from '../../src/imagecache/parse.js';
+import { formatDiagnostic, SpecError } from '../../src/imagecache/errors.js';
+import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
 
 /** A prewarm.dev ImageCache `namespace/name` in `file`, whose spec is `spec` (indented YAML). */
 export function cache(file: string, name: string, namespace: string, spec: string): SourceFile {
@@ -19,4 +21,19 @@ export function bundleOf(files: SourceFile[]): Bundle {
   const grouped = buildBundle(parsed.caches);
   expect(grouped.diagnostics).toEqual([]);
   return grouped.bundle;
+}
+
+/** The diagnostics synth throws for `files`, formatted as the CLI prints them; by default with the sidecar. */
+export function refusal(
+  files: SourceFile[],
+  options: SynthOptions = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } },
+): string[] {
+  const bundle = bundleOf(files);
+  try {
+    synthYaml(bundle, options);
+  } catch (err) {
+    if (err instanceof SpecError) return err.diagnostics.map(formatDiagnostic);
+    throw err;
+  }
+  throw new Error('synth did not refuse');
 }

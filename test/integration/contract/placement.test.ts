@@ -8,6 +8,9 @@
  * applied, then crossed with kubelet-less Node objects carrying label and taint combinations:
  * NoSchedule, PreferNoSchedule and NoExecute taints, the pool's gate taint, and the
  * `node.kubernetes.io/*` taints that daemon pods tolerate by themselves (or, by effect, do not).
+ * One pool pulls early: its pullers must land, in addition, on the nodes that only its start-up
+ * tolerations admit (a registered, not yet Ready node among them), and every pod the controller
+ * makes in its owned namespace must pass the synthesized early-pull admission policy.
  *
  * This file runs its own etcd + apiserver with kube-controller-manager (daemonset and
  * serviceaccount controllers only) and kube-scheduler: the shared integration apiserver hosts
@@ -17,7 +20,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { placementSelectsNode, type Taint } from '../../../src/contract/placement.js';
+import { placementSelectsNode, withStartupTolerations, type Taint } from '../../../src/contract/placement.js';
+import { isEarlyPuller } from '../../../src/contract/roles.js';
 import { parsePoolsFile, type PoolEntry } from '../../../src/contract/pools-file.js';
 import { buildBundle } from '../../../src/imagecache/bundle.js';
 import { parseFiles } from '../../../src/imagecache/parse.js';
@@ -82,7 +86,22 @@ spec:
     nodeSelector: {tier: backend, zone: a}
   - images: [reg.invalid/k:1]
 `,
+  // Early pullers: on the host network, tolerating a starting node's taints; their namespace is
+  // owned, so the pods the controller makes also pass the synthesized early-pull admission policy.
+  `apiVersion: prewarm.dev/v1alpha1
+kind: ImageCache
+metadata: {name: early, namespace: place-early}
+spec:
+  lanes: 2
+  earlyPull: true
+  cacheSpec:
+  - pool: early
+    images: [reg.invalid/l:1, reg.invalid/m:1]
+`,
 ];
+
+/** The namespace synth owns: the early-pull pool's. */
+const OWNED = 'place-early';
 
 interface NodeCase {
   readonly name: string;
@@ -111,6 +130,17 @@ const NODES: readonly NodeCase[] = [
   { name: 'memory-pressure', taints: [{ key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' }] },
   { name: 'network-unavailable', taints: [{ key: 'node.kubernetes.io/network-unavailable', effect: 'NoSchedule' }] },
   { name: 'noexecute-other', taints: [{ key: 'maintenance', effect: 'NoExecute' }] },
+  // Registered, not yet Ready: the start-up taints of a cloud node that Karpenter made, and the gate.
+  {
+    name: 'starting',
+    taints: [
+      { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+      { key: 'node.kubernetes.io/network-unavailable', effect: 'NoSchedule' },
+      { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' },
+      { key: 'karpenter.sh/unregistered', effect: 'NoExecute' },
+      { key: GATE, effect: 'NoSchedule' },
+    ],
+  },
 ];
 
 const nodeName = (c: NodeCase): string => `place-${c.name}`;
@@ -133,6 +163,8 @@ interface PodList {
 let cp: LoopbackControlPlane;
 let http: KubeHttp;
 let pools: PoolEntry[];
+/** Pool ids whose pullers pull early, read from the synthesized puller DaemonSets. */
+let early: Set<string>;
 /** DaemonSets synth emitted: every pool's holder and its burst pullers (default lanes). */
 let daemonSetCount = 0;
 
@@ -181,7 +213,9 @@ beforeAll(async () => {
   if (errors.length > 0) throw new Error(`bad placement specs: ${JSON.stringify(errors)}`);
   const bundle = buildBundle(parsed.caches);
   if (bundle.diagnostics.length > 0) throw new Error(`bad placement bundle: ${JSON.stringify(bundle.diagnostics)}`);
-  const docs = parseAllDocuments(synthYaml(bundle.bundle, { reconciler: { image: 'reg.invalid/prewarm-reconciler:test' } }))
+  const docs = parseAllDocuments(
+    synthYaml(bundle.bundle, { reconciler: { image: 'reg.invalid/prewarm-reconciler:test' }, ownedNamespaces: [OWNED] }),
+  )
     .map((d) => d.toJS() as Obj | null)
     .filter((o): o is Obj => o !== null);
   // Namespaces first, so the objects in them can be created; the sidecar's ServiceAccount exists
@@ -192,18 +226,29 @@ beforeAll(async () => {
   if (poolsFile === undefined) throw new Error('synth emitted no pools.json');
   pools = [...parsePoolsFile(poolsFile).pools];
   daemonSetCount = docs.filter((o) => o.kind === 'DaemonSet').length;
+  early = new Set(
+    docs.flatMap((o) => {
+      const ds = o as Obj & { spec?: { template?: { metadata?: { labels?: Record<string, string> }; spec?: { hostNetwork?: boolean } } } };
+      const labels = ds.spec?.template?.metadata?.labels;
+      return o.kind === 'DaemonSet' && isEarlyPuller(labels, ds.spec?.template?.spec) ? [labels?.[LABEL_POOL_MEMBER] ?? ''] : [];
+    }),
+  );
 }, 180_000);
 
 afterAll(async () => {
   await cp?.stop();
 });
 
-/** pool id → sorted node names, where the sidecar's predicate says the pool selects the node. */
-function predicted(): Record<string, string[]> {
+/**
+ * pool id → sorted node names, where the sidecar's predicate says the pool selects the node; with
+ * `pullers`, where its burst pullers run (with the start-up tolerations, for a pool that pulls early).
+ */
+function predicted(pullers = false): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const pool of pools) {
+    const placement = pullers && early.has(pool.id) ? withStartupTolerations(pool.placement) : pool.placement;
     out[pool.id] = NODES.filter((c) =>
-      placementSelectsNode(pool.placement, {
+      placementSelectsNode(placement, {
         metadata: { labels: { 'kubernetes.io/hostname': nodeName(c), ...c.labels } },
         spec: { taints: c.taints ?? [] },
       }),
@@ -283,7 +328,15 @@ describe('placement on the real DaemonSet controller and scheduler', () => {
     expect(got).toEqual(want);
     // Burst pullers (no node here is warm yet) land exactly where their pool's holder does.
     expect(Object.keys(pullers).length).toBeGreaterThan(0);
-    for (const [lane, p] of Object.entries(pullers)) expect(p.nodes, `puller ${lane}`).toEqual(want[p.pool]);
+    // Burst pullers land where their pool's holder does, and early pullers on starting nodes too.
+    const wantPullers = predicted(true);
+    for (const [lane, p] of Object.entries(pullers)) expect(p.nodes, `puller ${lane}`).toEqual(wantPullers[p.pool]);
+    expect([...early]).toEqual(['early']);
+    expect(wantPullers['early']).toContain('place-starting');
+    expect(wantPullers['early']).toContain('place-not-ready-noschedule');
+    expect(wantPullers['early']).toContain('place-network-unavailable');
+    expect(want['early']).not.toContain('place-starting');
+    expect(Object.values(pullers).filter((p) => p.pool === 'early')).toHaveLength(2);
     // The table must exercise both answers for the shapes the contract is about.
     const backend = pools.find((p) => p.id.startsWith('backend-a'));
     expect(backend && want[backend.id]).toEqual(['place-backend-a', 'place-gated']);

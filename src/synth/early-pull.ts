@@ -1,0 +1,227 @@
+/**
+ * Pod Security for early pullers. They use the host network, which Pod Security `baseline` and
+ * `restricted` forbid, so an owned namespace that holds an early-pull pool enforces `privileged`
+ * (src/synth/security.ts EARLY_PULL_NAMESPACE_POD_SECURITY) and this ValidatingAdmissionPolicy
+ * enforces in its place: every pod created there must be restricted, and a pod on the host network
+ * must also have the early-puller shape that src/synth/pull-daemonset.ts renders:
+ * - the puller label ({@link LABEL_PULLER});
+ * - no ports at all (on the host network a container port is a port of the node);
+ * - no service-account token (`automountServiceAccountToken: false`) and only emptyDir volumes;
+ * - every container as uid {@link RUN_AS_USER} with `runAsNonRoot`, a read-only root filesystem,
+ *   all capabilities dropped and none added, and seccomp `RuntimeDefault`;
+ * - as restricted requires of every pod: no host PID or IPC namespace, nothing privileged, no
+ *   privilege escalation.
+ *
+ * "Restricted" here is Pod Security's restricted level (v1.36) written in CEL, and in a few corners
+ * stricter, since the namespace holds only prewarm's pods: no sysctls at all, and no `image`
+ * volumes. The policy judges pod creation and ephemeral containers (`kubectl debug`); nothing else
+ * of a pod's security can change after creation. It applies only in the namespaces its binding
+ * names (by `kubernetes.io/metadata.name`, which the apiserver sets on every namespace).
+ *
+ * Validations are listed with the host-network shape first, so a host-network pod is told what an
+ * early puller must be; the apiserver reports the first that fails.
+ */
+import { ApiObject, Chart } from 'cdk8s';
+import { Construct } from 'constructs';
+import { ACCESS_NAMES } from '../contract/access-names.js';
+import { LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_PULLER, MANAGED_BY } from '../contract/names.js';
+import type { Pool } from '../imagecache/model.js';
+import { celList, celString } from './access.js';
+import { RUN_AS_USER } from './security.js';
+
+/** Props of {@link EarlyPullAdmission}. */
+export interface EarlyPullAdmissionProps {
+  /** The owned namespaces that hold early-pull pools; never empty. */
+  readonly namespaces: readonly string[];
+}
+
+/** The label the apiserver sets on every Namespace to its name. */
+const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/** Volume types Pod Security restricted allows (without `image`, see above). */
+const RESTRICTED_VOLUMES = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret'];
+/** SELinux types Pod Security baseline allows. */
+const SELINUX_TYPES = ['container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'];
+
+const LABELS = {
+  [LABEL_MANAGED_BY]: MANAGED_BY,
+  [LABEL_NAME]: 'prewarm',
+  [LABEL_PART_OF]: 'prewarm',
+  [LABEL_COMPONENT]: 'early-pull-admission',
+};
+
+/** The pod's securityContext. */
+const POD_SC = 'object.spec.securityContext';
+/** Whether the pod's securityContext sets `field`. */
+const podHas = (field: string): string => `has(${POD_SC}) && has(${POD_SC}.${field})`;
+/** Whether container `c`'s securityContext sets `field`. */
+const cHas = (field: string): string => `has(c.securityContext) && has(c.securityContext.${field})`;
+/** A field of container `c`'s securityContext, or the pod's value (a variable) when `c` leaves it out. */
+const effective = (field: string, podValue: string): string => `(${cHas(field)} ? c.securityContext.${field} : ${podValue})`;
+/** Container `c`'s seccomp profile type, or the pod's when `c` sets no profile. */
+const seccompOf = `(${cHas('seccompProfile')} ? c.securityContext.seccompProfile.type : variables.podSeccomp)`;
+/** `predicate` over every container, init container and ephemeral container. */
+const everyContainer = (predicate: string): string => `variables.containers.all(c, ${predicate})`;
+/** Holds for pods off the host network, and for those on it only when `predicate` does. */
+const onHostNetwork = (predicate: string): string => `!variables.hostNetwork || (${predicate})`;
+
+/** Baseline's remaining checks of one securityContext (`sc`, known to be set). */
+function baselineContext(sc: string): string {
+  return [
+    `!(has(${sc}.windowsOptions) && has(${sc}.windowsOptions.hostProcess) && ${sc}.windowsOptions.hostProcess)`,
+    `!(has(${sc}.seLinuxOptions) && (has(${sc}.seLinuxOptions.user) || has(${sc}.seLinuxOptions.role) || ` +
+      `(has(${sc}.seLinuxOptions.type) && !(${sc}.seLinuxOptions.type in ${celList(SELINUX_TYPES)}))))`,
+    `!(has(${sc}.appArmorProfile) && ${sc}.appArmorProfile.type == 'Unconfined')`,
+  ].join(' && ');
+}
+
+/** The validations, in the order the apiserver checks them. */
+function validations(): { expression: string; message: string; reason: 'Forbidden' }[] {
+  const early = 'the host network is allowed here only for prewarm early pullers';
+  const rules: [expression: string, message: string][] = [
+    [
+      onHostNetwork(`has(object.metadata.labels) && ${celString(LABEL_PULLER)} in object.metadata.labels`),
+      `${early}, labelled ${LABEL_PULLER}`,
+    ],
+    [
+      onHostNetwork(everyContainer('!has(c.ports) || c.ports.size() == 0')),
+      `${early}, which have no ports: on the host network a port is the node's`,
+    ],
+    [
+      onHostNetwork('has(object.spec.automountServiceAccountToken) && !object.spec.automountServiceAccountToken'),
+      `${early}, which mount no service-account token (automountServiceAccountToken: false)`,
+    ],
+    [
+      onHostNetwork('!has(object.spec.volumes) || object.spec.volumes.all(v, has(v.emptyDir))'),
+      `${early}, which have only emptyDir volumes (no hostPath)`,
+    ],
+    [
+      onHostNetwork(
+        everyContainer(
+          `${effective('runAsUser', 'variables.podUser')} == ${RUN_AS_USER} && ${effective('runAsNonRoot', 'variables.podNonRoot')}`,
+        ),
+      ),
+      `${early}, which run as uid ${RUN_AS_USER} with runAsNonRoot: true`,
+    ],
+    [
+      onHostNetwork(everyContainer(`${cHas('readOnlyRootFilesystem')} && c.securityContext.readOnlyRootFilesystem`)),
+      `${early}, which have a read-only root filesystem`,
+    ],
+    [
+      onHostNetwork(
+        everyContainer(
+          `${cHas('capabilities')} && (!has(c.securityContext.capabilities.add) || c.securityContext.capabilities.add.size() == 0)`,
+        ),
+      ),
+      `${early}, which add no capabilities`,
+    ],
+    [onHostNetwork(everyContainer(`${seccompOf} == 'RuntimeDefault'`)), `${early}, which use seccomp RuntimeDefault`],
+    [
+      '!(has(object.spec.hostPID) && object.spec.hostPID) && !(has(object.spec.hostIPC) && object.spec.hostIPC)',
+      "pods here may not use the node's PID or IPC namespace",
+    ],
+    [everyContainer(`!(${cHas('privileged')} && c.securityContext.privileged)`), 'privileged containers are not allowed here'],
+    [
+      everyContainer(`${cHas('allowPrivilegeEscalation')} && !c.securityContext.allowPrivilegeEscalation`),
+      'every container here must set allowPrivilegeEscalation: false',
+    ],
+    [
+      everyContainer(
+        `${cHas('capabilities')} && has(c.securityContext.capabilities.drop) && 'ALL' in c.securityContext.capabilities.drop && ` +
+          `(!has(c.securityContext.capabilities.add) || c.securityContext.capabilities.add.all(a, a == 'NET_BIND_SERVICE'))`,
+      ),
+      'every container here must drop ALL capabilities and may add only NET_BIND_SERVICE',
+    ],
+    [
+      `${everyContainer(effective('runAsNonRoot', 'variables.podNonRoot'))} && variables.podUser != 0 && ` +
+        everyContainer(`!(${cHas('runAsUser')} && c.securityContext.runAsUser == 0)`),
+      'every container here must run as non-root: runAsNonRoot: true, and runAsUser not 0',
+    ],
+    [
+      everyContainer(`${seccompOf} in ['RuntimeDefault', 'Localhost']`),
+      'every container here must use seccomp RuntimeDefault or Localhost',
+    ],
+    [
+      `!has(object.spec.volumes) || object.spec.volumes.all(v, ${RESTRICTED_VOLUMES.map((t) => `has(v.${t})`).join(' || ')})`,
+      `volumes here may only be of the types ${RESTRICTED_VOLUMES.join(', ')} (no hostPath)`,
+    ],
+    [everyContainer('!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0)'), 'host ports are not allowed here'],
+    [
+      `!(${podHas('sysctls')} && ${POD_SC}.sysctls.size() > 0) && (!has(${POD_SC}) || (${baselineContext(POD_SC)})) && ` +
+        everyContainer(
+          `!has(c.securityContext) || ((!has(c.securityContext.procMount) || c.securityContext.procMount == 'Default') && ${baselineContext('c.securityContext')})`,
+        ),
+      'pods here may not set sysctls, an unmasked /proc, Windows host processes, SELinux users, roles or other types, or AppArmor Unconfined',
+    ],
+  ];
+  return rules.map(([expression, message]) => ({ expression, message, reason: 'Forbidden' }));
+}
+
+/**
+ * The admission policy of the owned namespaces that hold early-pull pools, and its binding. Placed
+ * in a chart without a namespace: both objects are cluster-scoped.
+ */
+export class EarlyPullAdmission extends Construct {
+  constructor(scope: Construct, id: string, props: EarlyPullAdmissionProps) {
+    super(scope, id);
+    const namespaces = [...new Set(props.namespaces)].sort();
+    if (namespaces.length === 0) throw new Error('EarlyPullAdmission: namespaces must not be empty');
+    this.node.addValidation({
+      validate: () => {
+        const ns = Chart.of(this).namespace;
+        return ns
+          ? [`EarlyPullAdmission must be placed in a chart without a namespace (found "${ns}"): it emits cluster-scoped objects`]
+          : [];
+      },
+    });
+    const name = ACCESS_NAMES.earlyPullPolicy;
+    new ApiObject(this, 'policy', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name, labels: LABELS },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] },
+            // `kubectl debug` adds a container to a running pod through this subresource.
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods/ephemeralcontainers'] },
+          ],
+        },
+        variables: [
+          {
+            name: 'containers',
+            expression:
+              'object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []) + ' +
+              '(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])',
+          },
+          { name: 'hostNetwork', expression: 'has(object.spec.hostNetwork) && object.spec.hostNetwork' },
+          // -1: unset, so a container that sets none either runs as the image's user.
+          { name: 'podUser', expression: `${podHas('runAsUser')} ? ${POD_SC}.runAsUser : -1` },
+          { name: 'podNonRoot', expression: `${podHas('runAsNonRoot')} && ${POD_SC}.runAsNonRoot` },
+          { name: 'podSeccomp', expression: `${podHas('seccompProfile')} ? ${POD_SC}.seccompProfile.type : ''` },
+        ],
+        validations: validations(),
+      },
+    });
+    new ApiObject(this, 'policy-binding', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name, labels: LABELS },
+      spec: {
+        policyName: name,
+        validationActions: ['Deny'],
+        matchResources: { namespaceSelector: { matchExpressions: [{ key: NAMESPACE_NAME_LABEL, operator: 'In', values: namespaces }] } },
+      },
+    });
+  }
+}
+
+/**
+ * The namespaces whose pools have early pullers: pools with `earlyPull`, when the pull pods run the
+ * sidecar (without it there are no pullers at all), sorted.
+ */
+export function earlyPullNamespaces(pools: readonly Pool[], sidecar: boolean): string[] {
+  if (!sidecar) return [];
+  return [...new Set(pools.filter((p) => p.settings.earlyPull).map((p) => p.namespace))].sort();
+}
