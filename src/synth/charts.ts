@@ -21,7 +21,7 @@ import {
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey } from '../contract/identity.js';
 import { SERVICE_ACCOUNT } from '../contract/access-names.js';
-import { pullerLanes } from './lanes.js';
+import { pullerLanes, sidecarImageLane } from './lanes.js';
 import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
@@ -98,7 +98,14 @@ export class NamespaceChart extends Chart {
       });
       // A '.' cannot occur in a pool id (a DNS label), so no pool's construct id can equal a puller's:
       // a pool named x-puller-1 beside pool x reaches the duplicate-name check instead.
-      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.id}.puller-${puller.key}`, { pool, puller });
+      // An early pool's pullers also pull the sidecar's image before Ready (see sidecarImageLane).
+      const carrier = props.reconciler !== undefined && pool.settings.earlyPull ? sidecarImageLane(lanes) : undefined;
+      for (const puller of lanes)
+        new PullDaemonSet(this, `pool-${pool.id}.puller-${puller.key}`, {
+          pool,
+          puller,
+          ...(puller === carrier && props.reconciler !== undefined ? { sidecarImage: props.reconciler.image } : {}),
+        });
     }
   }
 }

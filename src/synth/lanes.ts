@@ -75,3 +75,14 @@ export function pullerLanes(images: readonly ImageRef[], lanes: number): PullerL
   }
   return out.flatMap((l, lane) => (l.length === 0 ? [] : [{ key: String(lane + 1), images: l }]));
 }
+
+/**
+ * The lane whose puller also pulls the sidecar's image when the pool pulls early: the one with the
+ * fewest images (of those, the last), so the holder, which starts only once the node has a
+ * network, finds its sidecar's image present along with the pool's. Undefined without pullers.
+ */
+export function sidecarImageLane(lanes: readonly PullerLane[]): PullerLane | undefined {
+  let pick: PullerLane | undefined;
+  for (const lane of lanes) if (pick === undefined || lane.images.length <= pick.images.length) pick = lane;
+  return pick;
+}

@@ -53,6 +53,8 @@ export function pullSecretVolumeName(secret: string): string {
 
 /** Init container that copies the static helper binary. */
 export const HELPER_CONTAINER = 'prewarm-helper';
+/** The container of an early puller that pulls the sidecar's image (pull-daemonset.ts sidecarImage). */
+export const SIDECAR_IMAGE_CONTAINER = 'prewarm-sidecar-image';
 /** The emptyDir holding the helper binary. */
 export const HELPER_VOLUME = 'prewarm-bin';
 /** The volume projecting the pools ConfigMap into the sidecar. */

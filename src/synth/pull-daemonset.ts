@@ -30,6 +30,7 @@ import { patchPullDaemonSet } from './escape-hatches.js';
 import {
   daemonSetName,
   HELPER_CONTAINER,
+  SIDECAR_IMAGE_CONTAINER,
   HELPER_VOLUME,
   imageContainerName,
   METRICS_PORT_NAME,
@@ -84,6 +85,13 @@ export interface PullDaemonSetProps {
    * @default - the holder
    */
   readonly puller?: PullerLane;
+  /**
+   * An early puller's extra image: the sidecar's, pulled in the start-up window beside the lane's
+   * own, so the holder finds it present at Ready. The sidecar counts only the pool's images, so
+   * this container is not one of them. Only with {@link puller}.
+   * @default - none
+   */
+  readonly sidecarImage?: string;
 }
 
 /**
@@ -177,6 +185,19 @@ export class PullDaemonSet extends Construct {
         volumeMounts: [mountBin],
         // How the refreshing sidecar finds this container's process in the shared PID namespace.
         ...(refreshing ? { envVariables: { [ENV.imageContainer]: kplus.EnvValue.fromValue(name) } } : {}),
+      });
+    }
+
+    if (props.sidecarImage !== undefined) {
+      if (!early) throw new Error(`pool ${pool.namespace}/${pool.id}: only an early puller pulls the sidecar's image`);
+      this.workload.addContainer({
+        name: SIDECAR_IMAGE_CONTAINER,
+        image: props.sidecarImage,
+        imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+        command: [HELPER_BINARY, 'sleep', SLEEP_FOREVER],
+        securityContext: CONTAINER_SECURITY,
+        resources: IMAGE_RESOURCES,
+        volumeMounts: [mountBin],
       });
     }
 

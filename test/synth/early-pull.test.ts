@@ -11,6 +11,7 @@ import { LABEL_PULLER } from '../../src/contract/names.js';
 import { STARTUP_TOLERATIONS } from '../../src/contract/placement.js';
 import { isHolder, isPuller } from '../../src/contract/roles.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
+import { SIDECAR_IMAGE_CONTAINER } from '../../src/synth/naming.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import { cli } from '../helpers.js';
 import { bundleOf, cache, refusal } from './spec-fixtures.js';
@@ -71,12 +72,34 @@ describe('early pullers', () => {
     expect(holder(early)).toBeDefined();
   });
 
-  it('differ from ordinary pullers only in the host network, the resolver and the tolerations', () => {
+  it("one puller, the one with the fewest images (the last of them), also pulls the sidecar's image", () => {
+    const pullers = daemonSets(early).filter((d) => isPuller(labelsOf(d)));
+    const carriers = pullers.filter((d) => d.spec.template.spec.containers.some((c: Manifest) => c.name === SIDECAR_IMAGE_CONTAINER));
+    expect(carriers).toHaveLength(1);
+    const counts = pullers.map((d) => d.spec.template.spec.containers.filter((c: Manifest) => c.name !== SIDECAR_IMAGE_CONTAINER).length);
+    const carrier = carriers[0];
+    const index = pullers.indexOf(carrier);
+    // 5 images over 3 lanes: 2, 2, 1 in some order; the carrier holds the fewest, and no later lane as few.
+    expect(counts[index]).toBe(Math.min(...counts));
+    expect(counts.slice(index + 1).every((n: number) => n > (counts[index] as number))).toBe(true);
+    const c = carrier.spec.template.spec.containers.find((x: Manifest) => x.name === SIDECAR_IMAGE_CONTAINER);
+    expect(c).toMatchObject({
+      image: reconciler.image,
+      imagePullPolicy: 'IfNotPresent',
+      command: ['/prewarm/busybox', 'sleep', expect.any(String)],
+    });
+    // Not without earlyPull, and not without a sidecar (then there are no pullers at all).
+    const plain = daemonSets(late).flatMap((d) => d.spec.template.spec.containers as Manifest[]);
+    expect(plain.filter((x) => x.name === SIDECAR_IMAGE_CONTAINER)).toEqual([]);
+  });
+
+  it('differ from ordinary pullers only in the host network, the resolver, the tolerations and the sidecar image', () => {
     const strip = (ds: Manifest) => {
       const copy = structuredClone(ds);
       delete copy.spec.template.spec.hostNetwork;
       delete copy.spec.template.spec.dnsPolicy;
       delete copy.spec.template.spec.tolerations;
+      copy.spec.template.spec.containers = copy.spec.template.spec.containers.filter((c: Manifest) => c.name !== SIDECAR_IMAGE_CONTAINER);
       return copy;
     };
     const pullers = (out: Manifest[]) => daemonSets(out).filter((d) => isPuller(labelsOf(d)));

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseImageRef } from '../../src/oci/reference.js';
-import { pullerLanes, type PullerLane } from '../../src/synth/lanes.js';
+import { pullerLanes, sidecarImageLane, type PullerLane } from '../../src/synth/lanes.js';
 import { pullersChanged } from '../../harness/lanes.js';
 
 const ref = (name: string) => {
@@ -104,5 +104,17 @@ describe('pullerLanes', () => {
 
   it('refuses a lane count that is not a positive integer', () => {
     expect(() => pullerLanes(images(1), 0)).toThrow('lanes must be a positive integer, got 0');
+  });
+});
+
+describe('sidecarImageLane', () => {
+  const lane = (key: string, n: number): PullerLane => ({ key, images: Array.from({ length: n }, (_, i) => ref(`lane-${key}-${i}`)) });
+  it('is the lane with the fewest images, the last of several such', () => {
+    expect(sidecarImageLane([lane('1', 2), lane('2', 1), lane('3', 2)])?.key).toBe('2');
+    expect(sidecarImageLane([lane('1', 1), lane('2', 2), lane('3', 1)])?.key).toBe('3');
+    expect(sidecarImageLane([lane('1', 3)])?.key).toBe('1');
+  });
+  it('is undefined without pullers', () => {
+    expect(sidecarImageLane([])).toBeUndefined();
   });
 });
