@@ -27,7 +27,7 @@ import { secs, sleep, waitFor } from '../../harness/time.js';
 import { DEFAULT_GATE_TAINT_KEY, LABEL_POOL, SIDECAR_CONTAINER } from '../../src/contract/names.js';
 import { nodeLabelKey } from '../../src/contract/identity.js';
 import { statusOf } from '../../src/contract/pod-status.js';
-import { applyServerSide, imageCache, kubeconfigPath, specDir } from './helpers.js';
+import { applyServerSide, HOST_NETWORK_WARNING, imageCache, kubeconfigPath, specDir } from './helpers.js';
 
 const NS = 'e2e-early';
 const SEL = 'e2e.prewarm.dev/early';
@@ -79,9 +79,7 @@ describe('early pullers on a node with a network start-up window', () => {
     // Pod Security warn stays restricted in the owned namespace: a warning for the early pullers'
     // host network, by design (README, Early pulling), and no other (kubectl prints a warning once).
     expect(objects.some((o) => o.kind === 'DaemonSet' && o.spec?.template?.spec?.hostNetwork === true)).toBe(true);
-    expect(applied.warnings, applied.stderr).toEqual([
-      'Warning: would violate PodSecurity "restricted:latest": host namespaces (hostNetwork=true)',
-    ]);
+    expect(applied.warnings, applied.stderr).toEqual([HOST_NETWORK_WARNING]);
     kube = new Kube();
     watch = new NodeWatch(kube, SEL);
     await watch.start();

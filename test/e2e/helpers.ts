@@ -15,6 +15,12 @@ export interface ApplyResult {
   warnings: string[];
 }
 
+/**
+ * The one warning applying early pullers gives: their owned namespace keeps Pod Security `warn` at
+ * restricted, so their host network is reported (README, Early pulling); kubectl prints it once.
+ */
+export const HOST_NETWORK_WARNING = 'Warning: would violate PodSecurity "restricted:latest": host namespaces (hostNetwork=true)';
+
 /** Server-side apply; returns apiserver warnings (kubectl prints them as "Warning: ..."). */
 export function applyServerSide(yaml: string, fieldManager = 'prewarm-e2e'): ApplyResult {
   const r = runKubectl(['apply', '--server-side', '--force-conflicts', `--field-manager=${fieldManager}`, '-f', '-'], yaml);
