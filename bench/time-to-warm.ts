@@ -512,6 +512,10 @@ function summary(): Record<string, unknown> {
             ratio === undefined ? '' : `×${ratio.toFixed(2)} ${kubelet === 'serial' ? 'raw serial' : 'raw'}`,
             floor !== undefined && Number.isFinite(m) ? `${secs(m - floor)} s above the floor` : '',
             c.startsWith('lanes-') && target !== undefined ? `target ${m <= target ? 'met' : 'missed'}` : '',
+            // Early pulling's own target (issue 23): warm at Ready, within the pod floor + 0.5 s.
+            c === 'lanes-early' && floor !== undefined
+              ? `early target (floor + 0.5 s = ${fmt(floor + 500)}) ${m <= floor + 500 ? 'met' : 'missed'}`
+              : '',
             ...(c.startsWith('lanes-')
               ? kf.map(([k, v]) => (v === undefined ? '' : `${m < v ? 'beats' : 'loses to'} ${k} (${fmt(v)})`))
               : []),
