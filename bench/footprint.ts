@@ -7,7 +7,8 @@
  * containers start the way kubelets and the DaemonSet controller report it with lanes (the burst
  * pullers' pods created, one pod update per container start in each of them, each carrying the
  * whole pod with its managedFields; then the holder's own starts, and the pullers deleted once the
- * node is warm); then the sidecar idles. Prints one `footprint images=N run=R: ...` line per run,
+ * node is warm); then the sidecar idles. The sizes run side by side, the runs of a size one after
+ * another: about 50 s with one run each (the default), `--runs 3` for medians of three. Prints one `footprint images=N run=R: ...` line per run,
  * then per size the median over its runs:
  *   sidecar-rss-mib images=N: M          (steady VmRSS: median of the idle window's second half; budget 48)
  *   sidecar-rss-anon-mib images=N: M     (steady RssAnon: the part that is not the node binary's mapped text)
@@ -17,7 +18,7 @@
  * Exits non-zero when a median is over the budget or any run misbehaves (idle writes, more than 3
  * writes per transition, a SIGTERM that does not clean up).
  *
- * Usage: tsx bench/footprint.ts [--images 5,50,200] [--runs 3] [--idle-seconds 30] [--pull-seconds 15]
+ * Usage: tsx bench/footprint.ts [--images 5,50,200] [--runs 1] [--idle-seconds 30] [--pull-seconds 15]
  *                               [--pullers 4] [--no-build]
  * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env.
  * Everything listens on 127.0.0.1.
@@ -57,7 +58,7 @@ const sizes = (args.includes('--images') ? (args[args.indexOf('--images') + 1] ?
   .split(',')
   .map(Number)
   .filter((n) => Number.isInteger(n) && n > 0);
-const runs = numberArg('--runs', 3);
+const runs = numberArg('--runs', 1);
 /** Burst pullers beside the holder, the images dealt out among them (0: the holder pulls alone); default: the default lanes' pullers. */
 const pullerCount = args.includes('--pullers') ? Math.max(0, Number(args[args.indexOf('--pullers') + 1]) || 0) : LANES_SETTING.default;
 
@@ -331,11 +332,19 @@ async function main(): Promise<number> {
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
   out(`node-flags: ${SIDECAR_NODE_FLAGS.join(' ')}`);
   let ok = true;
-  for (const n of sizes) {
-    const done: Run[] = [];
-    for (let r = 1; r <= runs; r++) {
-      const m = await measure(n);
-      done.push(m);
+  // The sizes side by side (one sidecar process and fake apiserver each: a run mostly waits), the
+  // runs of a size one after another; the lines are printed per size once all are done.
+  const measured = await Promise.all(
+    sizes.map(async (n) => {
+      const done: Run[] = [];
+      for (let r = 1; r <= runs; r++) done.push(await measure(n));
+      return done;
+    }),
+  );
+  for (const [i, n] of sizes.entries()) {
+    const done = measured[i] ?? [];
+    for (const [k, m] of done.entries()) {
+      const r = k + 1;
       out(
         `footprint images=${n} run=${r}: rss ${m.rss.toFixed(1)} MiB (anon ${m.anon.toFixed(1)}, peak ${m.peak.toFixed(1)}), ` +
           `cpu idle ${m.cpuIdlePercent.toFixed(2)} %, api ${m.reads} reads + ${m.writes} writes per transition, ` +
