@@ -14,13 +14,16 @@
  *   sidecar-rss-anon-mib images=N: M     (steady RssAnon: the part that is not the node binary's mapped text)
  *   sidecar-rss-peak-mib images=N: M     (max VmRSS over the idle window)
  *   sidecar-cpu-idle-percent images=N: M (user+sys CPU over the idle window)
+ *   sidecar-start-ms images=N: M         (spawn → both pod watches open: the start on the critical path)
+ *   sidecar-warm-ms images=N: M          (the last container start sent → the Warm event)
  *   api-reads-warm-transition / api-writes-warm-transition images=N: M
  * Exits non-zero when a median is over the budget or any run misbehaves (idle writes, more than 3
  * writes per transition, a SIGTERM that does not clean up).
  *
  * Usage: tsx bench/footprint.ts [--images 5,50,200] [--runs 1] [--idle-seconds 30] [--pull-seconds 15]
  *                               [--pullers 4] [--no-build]
- * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env.
+ * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env;
+ * BENCH_SIDECAR_STDOUT=FILE keeps the sidecar's stdout there (with --trace-gc in the flags, V8's GC trace).
  * Everything listens on 127.0.0.1.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -40,7 +43,7 @@ import type { KPod } from '../src/reconciler/kube-types.js';
 import { LANES_SETTING } from '../src/imagecache/defaults.js';
 
 /** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
-export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : reconcilerNodeFlags();
+export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean) : reconcilerNodeFlags();
 const BUDGET_MIB = 48;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -132,6 +135,10 @@ interface Run {
   readonly anon: number;
   readonly peak: number;
   readonly cpuIdlePercent: number;
+  /** Spawn → both pod watches open (ms): the sidecar's start, on the warm-up's critical path. */
+  readonly startMs: number;
+  /** Last container start sent → the Warm event (ms). */
+  readonly warmMs: number;
   readonly reads: number;
   readonly writes: number;
   readonly idleWrites: number;
@@ -227,7 +234,7 @@ async function measure(imageCount: number): Promise<Run> {
     env: {
       PATH: process.env.PATH ?? '',
       ...(process.env.BENCH_EXTRA_ENV
-        ? Object.fromEntries(process.env.BENCH_EXTRA_ENV.split(' ').map((kv) => kv.split('=') as [string, string]))
+        ? Object.fromEntries(process.env.BENCH_EXTRA_ENV.split(/\s+/).filter(Boolean).map((kv) => kv.split('=') as [string, string]))
         : {}),
       PREWARM_KUBE_SERVER: api.url,
       PREWARM_KUBE_TOKEN_FILE: tokenPath,
@@ -245,14 +252,16 @@ async function measure(imageCount: number): Promise<Run> {
         { 'spec.nodeName': 'bench-node', 'metadata.name': 'pull-bench', 'metadata.namespace': 'prewarm', 'status.podIP': '127.0.0.1' },
       ),
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', process.env.BENCH_SIDECAR_STDOUT ? fs.openSync(process.env.BENCH_SIDECAR_STDOUT, 'w') : 'ignore', 'pipe'],
   });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
   const pid = child.pid as number;
+  const spawnedAt = performance.now();
   try {
-    await waitFor('the pod watches', () => api.requests.filter((r) => r.path.includes('watch=true')).length >= 2, 10_000, 20);
+    await waitFor('the pod watches', () => api.requests.filter((r) => r.path.includes('watch=true')).length >= 2, 10_000, 5);
+    const startMs = performance.now() - spawnedAt;
     await sleep(pullSeconds * 1000);
     const before = api.requests.length;
     // As the kubelets do: one status update per container start (a kubelet starts a pod's containers
@@ -270,7 +279,9 @@ async function measure(imageCount: number): Promise<Run> {
         if (n % 10 === 0) await sleep(5);
       }
     }
-    await waitFor('the Warm event', () => api.events.length === 1, 10_000, 20);
+    const lastStartAt = performance.now();
+    await waitFor('the Warm event', () => api.events.length === 1, 10_000, 5);
+    const warmMs = performance.now() - lastStartAt;
     await sleep(300);
     const transition = api.requests.slice(before);
     // Once the node is warm the DaemonSet controller removes the pullers, while the holder goes on
@@ -309,6 +320,8 @@ async function measure(imageCount: number): Promise<Run> {
       anon: steady(anon),
       peak: Math.max(...rss),
       cpuIdlePercent,
+      startMs,
+      warmMs,
       reads,
       writes,
       idleWrites,
@@ -347,7 +360,7 @@ async function main(): Promise<number> {
       const r = k + 1;
       out(
         `footprint images=${n} run=${r}: rss ${m.rss.toFixed(1)} MiB (anon ${m.anon.toFixed(1)}, peak ${m.peak.toFixed(1)}), ` +
-          `cpu idle ${m.cpuIdlePercent.toFixed(2)} %, api ${m.reads} reads + ${m.writes} writes per transition, ` +
+          `cpu idle ${m.cpuIdlePercent.toFixed(2)} %, start ${m.startMs.toFixed(0)} ms, warm ${m.warmMs.toFixed(0)} ms, api ${m.reads} reads + ${m.writes} writes per transition, ` +
           `${m.idleWrites} writes idle, pullers ${m.pullers}, sigterm exit ${m.exitCode}${m.cleaned ? ' cleaned' : ' NOT cleaned'}`,
       );
       if (!behaved(m)) {
@@ -362,6 +375,8 @@ async function main(): Promise<number> {
     out(`sidecar-rss-anon-mib images=${n}: ${med((r) => r.anon).toFixed(1)}`);
     out(`sidecar-rss-peak-mib images=${n}: ${med((r) => r.peak).toFixed(1)}`);
     out(`sidecar-cpu-idle-percent images=${n}: ${med((r) => r.cpuIdlePercent).toFixed(2)}`);
+    out(`sidecar-start-ms images=${n}: ${med((r) => r.startMs).toFixed(0)}`);
+    out(`sidecar-warm-ms images=${n}: ${med((r) => r.warmMs).toFixed(0)}`);
     out(`api-reads-warm-transition images=${n}: ${med((r) => r.reads)}`);
     out(`api-writes-warm-transition images=${n}: ${med((r) => r.writes)}`);
   }
