@@ -43,7 +43,9 @@ import type { KPod } from '../src/reconciler/kube-types.js';
 import { LANES_SETTING } from '../src/imagecache/defaults.js';
 
 /** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
-export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean) : reconcilerNodeFlags();
+export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS
+  ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean)
+  : reconcilerNodeFlags();
 const BUDGET_MIB = 48;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -234,7 +236,11 @@ async function measure(imageCount: number): Promise<Run> {
     env: {
       PATH: process.env.PATH ?? '',
       ...(process.env.BENCH_EXTRA_ENV
-        ? Object.fromEntries(process.env.BENCH_EXTRA_ENV.split(/\s+/).filter(Boolean).map((kv) => kv.split('=') as [string, string]))
+        ? Object.fromEntries(
+            process.env.BENCH_EXTRA_ENV.split(/\s+/)
+              .filter(Boolean)
+              .map((kv) => kv.split('=') as [string, string]),
+          )
         : {}),
       PREWARM_KUBE_SERVER: api.url,
       PREWARM_KUBE_TOKEN_FILE: tokenPath,
@@ -255,6 +261,7 @@ async function measure(imageCount: number): Promise<Run> {
     stdio: ['ignore', process.env.BENCH_SIDECAR_STDOUT ? fs.openSync(process.env.BENCH_SIDECAR_STDOUT, 'w') : 'ignore', 'pipe'],
   });
   let stderr = '';
+  if (child.stderr === null) throw new Error('sidecar spawned without a stderr pipe');
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
   const pid = child.pid as number;

@@ -367,6 +367,17 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
   ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tailLog(containerdDaemon(spec.name))}`);
   });
+  if (!spec.bare) preloadPause(p);
+}
+
+/**
+ * Puts the sandbox (pause) image in the node's containerd before its kubelet starts, as node
+ * images have it: EKS, GKE and AKS images and kind's carry it, and kubeadm pulls it in preflight.
+ * Without it, the first pod on a harness node also waited for that pull, which no cloud node does.
+ * A no-op when the image is already there (a restarted node).
+ */
+function preloadPause(p: NodePaths): void {
+  run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', IMAGES.pause], { timeoutMs: 60_000 });
 }
 
 export function startKubelet(spec: NodeSpec): Promise<void> {
