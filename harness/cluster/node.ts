@@ -367,7 +367,7 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
   ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tailLog(containerdDaemon(spec.name))}`);
   });
-  if (!spec.bare) preloadPause(p);
+  if (!spec.bare) preloadPause(p, n.ns);
 }
 
 /**
@@ -376,8 +376,12 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
  * Without it, the first pod on a harness node also waited for that pull, which no cloud node does.
  * A no-op when the image is already there (a restarted node).
  */
-function preloadPause(p: NodePaths): void {
-  run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', IMAGES.pause], { timeoutMs: 60_000 });
+function preloadPause(p: NodePaths, netns: string): void {
+  // From the node's network namespace, where the registries are reachable, as containerd's own pulls are.
+  run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', '--hosts-dir', CERTS_D, IMAGES.pause], {
+    timeoutMs: 60_000,
+    netns,
+  });
 }
 
 export function startKubelet(spec: NodeSpec): Promise<void> {
