@@ -8,7 +8,7 @@ import { allStatuses, PULL_FAILURE_REASONS, runningContainers, timeOf, type Pod 
 import { isEarlyPuller, isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ACCESS_NAMES } from '../contract/access-names.js';
 import { compareStrings } from '../contract/order.js';
-import type { ClusterRead, DoctorDaemonSet, DoctorInput, Labels, ObservedVersion } from './input.js';
+import type { ClusterRead, DoctorDaemonSet, DoctorInput, EarlyPullBinding, Labels, ObservedVersion } from './input.js';
 import { fixFor, optionalFix, unread } from './reads.js';
 import { Check, type Finding, type Level } from './report.js';
 
@@ -121,6 +121,9 @@ export function checkVersion(version: ClusterRead<ObservedVersion>, cluster: (c:
   }
 }
 
+/** What lets doctor read the admission policies. */
+const GRANT_POLICY_READ = 'grant get on admissionregistration.k8s.io validatingadmissionpolicies and bindings';
+
 /** The sidecar's admission policy and its binding are in place when a pool runs the sidecar. */
 export function checkPolicy(
   input: DoctorInput,
@@ -138,14 +141,74 @@ export function checkPolicy(
     if (read.kind === 'ok') cluster(Check.admissionPolicy, 'ok', `${what} is installed`);
     else if (read.kind === 'missing')
       cluster(Check.admissionPolicy, 'error', `${what} is not installed: the sidecars may change any label or taint of any node`, fix);
-    else
-      cluster(
-        Check.admissionPolicy,
-        'unknown',
-        unread(what, read),
-        fixFor(read, 'grant get on admissionregistration.k8s.io validatingadmissionpolicies and bindings'),
-      );
+    else cluster(Check.admissionPolicy, 'unknown', unread(what, read), fixFor(read, GRANT_POLICY_READ));
   }
+}
+
+/** The label the apiserver sets on every Namespace to its name. */
+const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/**
+ * The namespaces a binding's namespaceSelector surely selects, as synth writes it (`In` on the
+ * namespace-name label); undefined when the selector has another shape, which doctor does not judge.
+ */
+export function boundNamespaces(binding: EarlyPullBinding): ReadonlySet<string> | undefined {
+  const sel = binding.spec?.matchResources?.namespaceSelector;
+  const exprs = sel?.matchExpressions ?? [];
+  if (!sel || Object.keys(sel.matchLabels ?? {}).length > 0 || exprs.length !== 1) return undefined;
+  const e = exprs[0];
+  return e?.key === NAMESPACE_NAME_LABEL && e.operator === 'In' ? new Set(e.values ?? []) : undefined;
+}
+
+/**
+ * Early pullers' namespaces enforce Pod Security `privileged`; the early pullers' admission policy
+ * is what keeps them restricted. Where a pool pulls early, the policy must be installed and its
+ * binding must cover the pool's namespace.
+ */
+export function checkEarlyPullPolicy(
+  input: DoctorInput,
+  pools: readonly PoolView[],
+  cluster: (c: Check, l: Level, m: string, f?: string) => void,
+): void {
+  const early = pools.filter((p) => p.earlyPull);
+  if (early.length === 0) return;
+  const namespaces = [...new Set(early.map((p) => p.namespace))].sort(compareStrings);
+  const risk = `namespace${namespaces.length > 1 ? 's' : ''} ${namespaces.join(', ')} enforce${namespaces.length > 1 ? '' : 's'} Pod Security privileged for early pullers, so without it any pod there may run privileged, with host paths, ports or namespaces`;
+  const fix = 'apply prewarm-cluster.k8s.yaml from the same `prewarm synth` output as the pools (server-side, as cluster admin)';
+  const name = ACCESS_NAMES.earlyPullPolicy;
+  const policy = input.earlyPullPolicy;
+  if (policy.kind === 'missing')
+    cluster(Check.admissionPolicy, 'error', `ValidatingAdmissionPolicy ${name} is not installed: ${risk}`, fix);
+  else if (policy.kind !== 'ok')
+    cluster(Check.admissionPolicy, 'unknown', unread(`ValidatingAdmissionPolicy ${name}`, policy), fixFor(policy, GRANT_POLICY_READ));
+  else cluster(Check.admissionPolicy, 'ok', `ValidatingAdmissionPolicy ${name} is installed`);
+  const binding = input.earlyPullPolicyBinding;
+  const what = `ValidatingAdmissionPolicyBinding ${name}`;
+  if (binding.kind === 'missing') {
+    cluster(Check.admissionPolicy, 'error', `${what} is not installed: ${risk}`, fix);
+    return;
+  }
+  if (binding.kind !== 'ok') {
+    cluster(Check.admissionPolicy, 'unknown', unread(what, binding), fixFor(binding, GRANT_POLICY_READ));
+    return;
+  }
+  const bound = boundNamespaces(binding.value);
+  const uncovered = bound === undefined ? [] : namespaces.filter((n) => !bound.has(n));
+  if (bound === undefined)
+    cluster(
+      Check.admissionPolicy,
+      'warning',
+      `${what} selects namespaces in a way prewarm does not write; check that it covers ${namespaces.join(', ')}`,
+      fix,
+    );
+  else if (uncovered.length > 0)
+    cluster(
+      Check.admissionPolicy,
+      'error',
+      `${what} does not cover namespace${uncovered.length > 1 ? 's' : ''} ${uncovered.join(', ')}, where early pullers run: Pod Security there is privileged and nothing else checks the pods`,
+      fix,
+    );
+  else cluster(Check.admissionPolicy, 'ok', `${what} covers ${namespaces.join(', ')}`);
 }
 
 /** Every pull secret a pool names exists in its namespace. */

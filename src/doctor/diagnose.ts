@@ -6,7 +6,7 @@
  * other checks) and renders the findings (./report.ts).
  */
 import { compareStrings } from '../contract/order.js';
-import { checkPolicy, checkRollouts, checkSecrets, checkVersion, poolsOf } from './checks.js';
+import { checkEarlyPullPolicy, checkPolicy, checkRollouts, checkSecrets, checkVersion, poolsOf } from './checks.js';
 import type { DoctorInput } from './input.js';
 import { checkNodes } from './node-checks.js';
 import { fixFor, optionalFix, unread } from './reads.js';
@@ -39,6 +39,7 @@ export function diagnose(input: DoctorInput): DoctorReport {
   }
 
   checkPolicy(input, pools, cluster);
+  checkEarlyPullPolicy(input, pools, cluster);
   checkSecrets(input, pools, add);
   if (input.daemonSets.kind === 'ok') checkRollouts(input.daemonSets.value, input.pods, input.now, add);
   checkNodes(input, pools, add);

@@ -88,6 +88,20 @@ export interface KubeletConfig {
   readonly registerWithTaints?: readonly { readonly key: string; readonly effect?: string }[];
 }
 
+/** The fields of the early pullers' ValidatingAdmissionPolicyBinding that doctor reads. */
+export interface EarlyPullBinding {
+  readonly spec?: Opt<{
+    readonly matchResources?: Opt<{
+      readonly namespaceSelector?: Opt<{
+        readonly matchLabels?: Labels;
+        readonly matchExpressions?: Opt<
+          readonly { readonly key: string; readonly operator: string; readonly values?: Opt<readonly string[]> }[]
+        >;
+      }>;
+    }>;
+  }>;
+}
+
 /** Everything doctor looked at. Secrets and kubelet configs are read for what the rest names. */
 export interface DoctorInput {
   /** Milliseconds since the epoch, when the cluster was read. */
@@ -95,6 +109,9 @@ export interface DoctorInput {
   readonly version: ClusterRead<ObservedVersion>;
   readonly policy: ClusterRead<unknown>;
   readonly policyBinding: ClusterRead<unknown>;
+  /** The admission policy for early pullers (src/synth/early-pull.ts), and its binding. */
+  readonly earlyPullPolicy: ClusterRead<unknown>;
+  readonly earlyPullPolicyBinding: ClusterRead<EarlyPullBinding>;
   /** DaemonSets labelled `app.kubernetes.io/managed-by: prewarm`, holders and pullers. */
   readonly daemonSets: ClusterRead<readonly DoctorDaemonSet[]>;
   /** Every pod that is neither Succeeded nor Failed, in every namespace. */

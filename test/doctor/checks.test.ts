@@ -8,12 +8,12 @@ import {
   LABEL_PULLER,
   SIDECAR_CONTAINER,
 } from '../../src/contract/names.js';
-import { minorOf, poolsOf, pullSecretsOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
+import { boundNamespaces, minorOf, poolsOf, pullSecretsOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
 import { parseAllDocuments } from 'yaml';
 import { synthYaml } from '../../src/synth/app.js';
 import { bundleOf } from '../helpers.js';
 import { diagnose } from '../../src/doctor/diagnose.js';
-import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, KubeletConfig } from '../../src/doctor/input.js';
+import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, EarlyPullBinding, KubeletConfig } from '../../src/doctor/input.js';
 import { Check, renderDoctorTable, summary, type Finding } from '../../src/doctor/report.js';
 import type { Pod } from '../../src/contract/pod-status.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
@@ -106,12 +106,25 @@ function node(name: string, opts: { taints?: string[]; createdAgoS?: number; dis
   };
 }
 
+/** The early pullers' policy binding as synth writes it, covering `namespaces`. */
+function earlyBinding(namespaces: string[]): ClusterRead<EarlyPullBinding> {
+  return ok({
+    spec: {
+      matchResources: {
+        namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: namespaces }] },
+      },
+    },
+  });
+}
+
 function input(over: Partial<DoctorInput> = {}): DoctorInput {
   return {
     now: NOW,
     version: ok({ major: '1', minor: '36', gitVersion: 'v1.36.5' }),
     policy: ok(true),
     policyBinding: ok(true),
+    earlyPullPolicy: ok(true),
+    earlyPullPolicyBinding: earlyBinding(['prewarm']),
     daemonSets: ok(holder('gpu')),
     pods: ok([holderPod('gpu', 'n1')]),
     nodes: ok([node('n1')]),
@@ -279,6 +292,72 @@ describe('diagnose', () => {
 
     it('says nothing of pools that do not pull early', () => {
       expect(earlyFindings({ serializeImagePulls: true }, holder('gpu', { lanes: 3 }))).toEqual([]);
+    });
+
+    describe("the early pullers' admission policy", () => {
+      const policyFindings = (over: Partial<DoctorInput>, daemonSets = holder('gpu', { lanes: 3, early: true })) =>
+        find(diagnose(input({ daemonSets: ok(daemonSets), ...over })).findings, Check.admissionPolicy).filter((f) =>
+          f.message.includes('early-pullers.prewarm.dev'),
+        );
+
+      it("installed and covering the pool's namespace: ok", () => {
+        const fs = policyFindings({ earlyPullPolicy: ok(true), earlyPullPolicyBinding: earlyBinding(['ml', 'prewarm']) });
+        expect(fs.map((f) => [f.level, f.message])).toEqual([
+          ['ok', 'ValidatingAdmissionPolicy early-pullers.prewarm.dev is installed'],
+          ['ok', 'ValidatingAdmissionPolicyBinding early-pullers.prewarm.dev covers prewarm'],
+        ]);
+      });
+
+      it('missing: an error that says what Pod Security privileged then allows, with the fix', () => {
+        const fs = policyFindings({ earlyPullPolicy: { kind: 'missing' }, earlyPullPolicyBinding: { kind: 'missing' } });
+        expect(fs.map((f) => f.level)).toEqual(['error', 'error']);
+        expect(fs[0]?.message).toBe(
+          'ValidatingAdmissionPolicy early-pullers.prewarm.dev is not installed: namespace prewarm enforces Pod Security privileged for early pullers, so without it any pod there may run privileged, with host paths, ports or namespaces',
+        );
+        expect(fs[1]?.fix).toContain('prewarm-cluster.k8s.yaml');
+      });
+
+      it("a binding that leaves out the pool's namespace is an error naming it", () => {
+        const fs = policyFindings({ earlyPullPolicy: ok(true), earlyPullPolicyBinding: earlyBinding(['ml']) });
+        expect(fs.map((f) => [f.level, f.message])).toEqual([
+          ['ok', 'ValidatingAdmissionPolicy early-pullers.prewarm.dev is installed'],
+          [
+            'error',
+            'ValidatingAdmissionPolicyBinding early-pullers.prewarm.dev does not cover namespace prewarm, where early pullers run: Pod Security there is privileged and nothing else checks the pods',
+          ],
+        ]);
+      });
+
+      it('a selector of another shape is a warning, a refused read unknown; neither is an error', () => {
+        const other = policyFindings({
+          earlyPullPolicy: ok(true),
+          earlyPullPolicyBinding: ok({ spec: { matchResources: { namespaceSelector: { matchLabels: { team: 'ml' } } } } }),
+        });
+        expect(other.map((f) => f.level)).toEqual(['ok', 'warning']);
+        const refused = diagnose(
+          input({ daemonSets: ok(holder('gpu', { lanes: 3, early: true })), earlyPullPolicy: denied, earlyPullPolicyBinding: denied }),
+        );
+        expect(
+          find(refused.findings, Check.admissionPolicy)
+            .filter((f) => f.message.includes('early-pullers'))
+            .map((f) => f.level),
+        ).toEqual(['unknown', 'unknown']);
+        expect(refused.errors).toBe(0);
+      });
+
+      it('not checked where no pool pulls early', () => {
+        expect(policyFindings({}, holder('gpu', { lanes: 3 }))).toEqual([]);
+      });
+
+      it('the binding synth renders covers the namespaces of its early-pull pools', () => {
+        const bundle = bundleOf('  cacheSpec:\n  - pool: gpu\n    images: [redis:7, python:3.12]\n  lanes: 2\n  earlyPull: true\n');
+        const docs = parseAllDocuments(synthYaml(bundle, { reconciler: { image: 'r:1' }, ownedNamespaces: ['ml'] })).map(
+          (d) => d.toJS() as { kind: string; metadata: { name: string } } & EarlyPullBinding,
+        );
+        const rendered = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding' && d.metadata.name === 'early-pullers.prewarm.dev');
+        expect(rendered, 'synth renders the binding').toBeDefined();
+        expect([...(boundNamespaces(rendered as EarlyPullBinding) ?? [])]).toEqual(['ml']);
+      });
     });
 
     it('reads the setting from the DaemonSets synth renders', () => {

@@ -308,6 +308,8 @@ describe('checkDiskBudget and diagnose', () => {
       version: ok({ major: '1', minor: '36', gitVersion: 'v1.36.5' }),
       policy: ok(true),
       policyBinding: ok(true),
+      earlyPullPolicy: { kind: 'missing' },
+      earlyPullPolicyBinding: { kind: 'missing' },
       daemonSets: ok([]),
       pods: ok(pods),
       nodes: ok([small]),

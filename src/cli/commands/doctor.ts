@@ -263,9 +263,11 @@ async function clusterSource(
   async function readCluster(): Promise<DoctorInput> {
     const now = Date.now();
     const observedVersion = await firstRead(() => version.getCode());
-    const [policy, policyBinding, daemonSets, pods, nodes] = await Promise.all([
+    const [policy, policyBinding, earlyPullPolicy, earlyPullPolicyBinding, daemonSets, pods, nodes] = await Promise.all([
       attempt(() => admission.readValidatingAdmissionPolicy({ name: ACCESS_NAMES.policy })),
       attempt(() => admission.readValidatingAdmissionPolicyBinding({ name: ACCESS_NAMES.policy })),
+      attempt(() => admission.readValidatingAdmissionPolicy({ name: ACCESS_NAMES.earlyPullPolicy })),
+      attempt(() => admission.readValidatingAdmissionPolicyBinding({ name: ACCESS_NAMES.earlyPullPolicy })),
       attempt(async () => (await apps.listDaemonSetForAllNamespaces({ labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY}` })).items),
       attempt(async () => (await core.listPodForAllNamespaces({ fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed' })).items),
       attempt(async () => (await core.listNode()).items),
@@ -300,6 +302,8 @@ async function clusterSource(
       version: observedVersion,
       policy,
       policyBinding,
+      earlyPullPolicy,
+      earlyPullPolicyBinding,
       daemonSets,
       pods,
       nodes,

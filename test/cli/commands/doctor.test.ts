@@ -21,6 +21,8 @@ const base: DoctorInput = {
   version: { kind: 'ok', value: { major: '1', minor: '36', gitVersion: 'v1.36.5' } },
   policy: { kind: 'ok', value: true },
   policyBinding: { kind: 'ok', value: true },
+  earlyPullPolicy: { kind: 'missing' },
+  earlyPullPolicyBinding: { kind: 'missing' },
   daemonSets: { kind: 'ok', value: [] },
   pods: { kind: 'ok', value: [] },
   nodes: { kind: 'ok', value: [] },
