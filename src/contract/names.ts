@@ -20,6 +20,8 @@ export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const LABEL_NAME = 'app.kubernetes.io/name';
 export const LABEL_COMPONENT = 'app.kubernetes.io/component';
 export const LABEL_PART_OF = 'app.kubernetes.io/part-of';
+/** The label the apiserver sets on every Namespace to its name (what a binding selects namespaces by). */
+export const LABEL_NAMESPACE_NAME = 'kubernetes.io/metadata.name';
 
 /** Selector label of a pool's holder pods; its value is the pool id. Immutable once applied. */
 export const LABEL_POOL = `${GROUP}/pool`;

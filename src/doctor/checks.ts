@@ -2,7 +2,7 @@
  * Doctor's pool and cluster checks: the pools as their DaemonSets show them, the apiserver version,
  * the admission policy, the pools' pull secrets and the DaemonSets' rollouts.
  */
-import { DEFAULTS, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
+import { DEFAULTS, LABEL_MANAGED_BY, LABEL_NAMESPACE_NAME, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
 import { parseSidecarGate, type SidecarGate } from '../contract/sidecar-env.js';
 import { allStatuses, PULL_FAILURE_REASONS, runningContainers, timeOf, type Pod } from '../contract/pod-status.js';
 import { isEarlyPuller, isHolder, isPuller, poolOf } from '../contract/roles.js';
@@ -121,6 +121,9 @@ export function checkVersion(version: ClusterRead<ObservedVersion>, cluster: (c:
   }
 }
 
+/** How to install the admission policies synth writes. */
+const APPLY_CLUSTER_OBJECTS =
+  'apply prewarm-cluster.k8s.yaml from the same `prewarm synth` output as the pools (server-side, as cluster admin)';
 /** What lets doctor read the admission policies. */
 const GRANT_POLICY_READ = 'grant get on admissionregistration.k8s.io validatingadmissionpolicies and bindings';
 
@@ -132,7 +135,7 @@ export function checkPolicy(
 ): void {
   // Without a sidecar (--no-reconciler) nothing writes nodes, and synth emits no policy.
   if (input.daemonSets.kind === 'ok' && !pools.some((p) => p.sidecar)) return;
-  const fix = 'apply prewarm-cluster.k8s.yaml from the same `prewarm synth` output as the pools (server-side, as cluster admin)';
+  const fix = APPLY_CLUSTER_OBJECTS;
   for (const [kind, read] of [
     ['ValidatingAdmissionPolicy', input.policy],
     ['ValidatingAdmissionPolicyBinding', input.policyBinding],
@@ -145,9 +148,6 @@ export function checkPolicy(
   }
 }
 
-/** The label the apiserver sets on every Namespace to its name. */
-const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
-
 /**
  * The namespaces a binding's namespaceSelector surely selects, as synth writes it (`In` on the
  * namespace-name label); undefined when the selector has another shape, which doctor does not judge.
@@ -157,7 +157,7 @@ export function boundNamespaces(binding: EarlyPullBinding): ReadonlySet<string> 
   const exprs = sel?.matchExpressions ?? [];
   if (!sel || Object.keys(sel.matchLabels ?? {}).length > 0 || exprs.length !== 1) return undefined;
   const e = exprs[0];
-  return e?.key === NAMESPACE_NAME_LABEL && e.operator === 'In' ? new Set(e.values ?? []) : undefined;
+  return e?.key === LABEL_NAMESPACE_NAME && e.operator === 'In' ? new Set(e.values ?? []) : undefined;
 }
 
 /**
@@ -174,7 +174,7 @@ export function checkEarlyPullPolicy(
   if (early.length === 0) return;
   const namespaces = [...new Set(early.map((p) => p.namespace))].sort(compareStrings);
   const risk = `namespace${namespaces.length > 1 ? 's' : ''} ${namespaces.join(', ')} enforce${namespaces.length > 1 ? '' : 's'} Pod Security privileged for early pullers, so without it any pod there may run privileged, with host paths, ports or namespaces`;
-  const fix = 'apply prewarm-cluster.k8s.yaml from the same `prewarm synth` output as the pools (server-side, as cluster admin)';
+  const fix = APPLY_CLUSTER_OBJECTS;
   const name = ACCESS_NAMES.earlyPullPolicy;
   const policy = input.earlyPullPolicy;
   if (policy.kind === 'missing')

@@ -24,7 +24,15 @@
 import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ACCESS_NAMES } from '../contract/access-names.js';
-import { LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, LABEL_PULLER, MANAGED_BY } from '../contract/names.js';
+import {
+  LABEL_COMPONENT,
+  LABEL_MANAGED_BY,
+  LABEL_NAME,
+  LABEL_NAMESPACE_NAME,
+  LABEL_PART_OF,
+  LABEL_PULLER,
+  MANAGED_BY,
+} from '../contract/names.js';
 import type { Pool } from '../imagecache/model.js';
 import { celList, celString } from './access.js';
 import { RUN_AS_USER } from './security.js';
@@ -34,9 +42,6 @@ export interface EarlyPullAdmissionProps {
   /** The owned namespaces that hold early-pull pools; never empty. */
   readonly namespaces: readonly string[];
 }
-
-/** The label the apiserver sets on every Namespace to its name. */
-const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
 /** Volume types Pod Security restricted allows (without `image`, see above). */
 const RESTRICTED_VOLUMES = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret'];
@@ -211,7 +216,7 @@ export class EarlyPullAdmission extends Construct {
       spec: {
         policyName: name,
         validationActions: ['Deny'],
-        matchResources: { namespaceSelector: { matchExpressions: [{ key: NAMESPACE_NAME_LABEL, operator: 'In', values: namespaces }] } },
+        matchResources: { namespaceSelector: { matchExpressions: [{ key: LABEL_NAMESPACE_NAME, operator: 'In', values: namespaces }] } },
       },
     });
   }
