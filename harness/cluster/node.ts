@@ -377,6 +377,9 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
  * A no-op when the image is already there (a restarted node).
  */
 function preloadPause(p: NodePaths, netns: string): void {
+  const listed = run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'], { timeoutMs: 30_000 }).stdout.split('\n');
+  // ctr pull asks the registry even for an image it has; a restarted node must not need the registry.
+  if (listed.includes(IMAGES.pause)) return;
   // From the node's network namespace, where the registries are reachable, as containerd's own pulls are.
   run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', '--hosts-dir', CERTS_D, IMAGES.pause], {
     timeoutMs: 60_000,
