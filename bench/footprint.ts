@@ -23,7 +23,8 @@
  * Usage: tsx bench/footprint.ts [--images 5,50,200] [--runs 1] [--idle-seconds 30] [--pull-seconds 15]
  *                               [--pullers 4] [--no-build]
  * Experiments: BENCH_NODE_FLAGS="--flag ..." replaces the node flags; BENCH_EXTRA_ENV="K=V ..." adds env;
- * BENCH_SIDECAR_STDOUT=FILE keeps the sidecar's stdout there (with --trace-gc in the flags, V8's GC trace).
+ * BENCH_SIDECAR_STDOUT=FILE keeps the sidecar's stdout in FILE.images-N, the runs of a size one after
+ * another (with --trace-gc in the flags, V8's GC trace).
  * Everything listens on 127.0.0.1.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -232,6 +233,9 @@ async function measure(imageCount: number): Promise<Run> {
     }),
   );
   const metricsPort = await freePort();
+  const stdoutFd = process.env.BENCH_SIDECAR_STDOUT
+    ? fs.openSync(`${process.env.BENCH_SIDECAR_STDOUT}.images-${imageCount}`, 'a')
+    : undefined;
   const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, path.join(root, 'lib/src/reconciler/main.js')], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -258,8 +262,10 @@ async function measure(imageCount: number): Promise<Run> {
         { 'spec.nodeName': 'bench-node', 'metadata.name': 'pull-bench', 'metadata.namespace': 'prewarm', 'status.podIP': '127.0.0.1' },
       ),
     },
-    stdio: ['ignore', process.env.BENCH_SIDECAR_STDOUT ? fs.openSync(process.env.BENCH_SIDECAR_STDOUT, 'w') : 'ignore', 'pipe'],
+    stdio: ['ignore', stdoutFd ?? 'ignore', 'pipe'],
   });
+  // The child has its own copy of the descriptor.
+  if (stdoutFd !== undefined) fs.closeSync(stdoutFd);
   let stderr = '';
   if (child.stderr === null) throw new Error('sidecar spawned without a stderr pipe');
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));

@@ -335,10 +335,13 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
     const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI);
     try {
       let pullers = 0;
+      const countPullers = async (): Promise<void> => {
+        pullers = Math.max(pullers, (await pullersOnNode(kube, ns, name)).length);
+      };
       // Early pullers run before Ready: count them from the join on.
       const counting = pollUntil(
         async () => {
-          pullers = Math.max(pullers, (await pullersOnNode(kube, ns, name)).length);
+          await countPullers();
           return t.readyAt !== undefined;
         },
         Date.now() + 120_000,
@@ -349,7 +352,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
       const readyAt = t.readyAt ?? Date.now();
       const warm = pollUntil(
         async () => {
-          pullers = Math.max(pullers, (await pullersOnNode(kube, ns, name)).length);
+          await countPullers();
           return t.labelsAt.has('prewarm.dev/ttw=warm');
         },
         readyAt + set.boundMs,

@@ -283,10 +283,10 @@ export async function waitNodeReady(name: string, timeoutMs = 120_000): Promise<
 }
 
 export async function removeNode(name: string): Promise<void> {
-  if (!loadSpec(name)) throw new Error(`no such real node ${name}`);
   const spec = loadSpec(name);
+  if (!spec) throw new Error(`no such real node ${name}`);
   await destroyNode(name);
-  if (spec?.cniStandIn !== undefined) kubectl(deleteCniStandInArgs(name), { allowFail: true });
+  if (spec.cniStandIn !== undefined) kubectl(deleteCniStandInArgs(name), { allowFail: true });
   kubectl(['delete', 'node', name, '--ignore-not-found', '--wait=false']);
 }
 

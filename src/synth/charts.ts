@@ -99,12 +99,13 @@ export class NamespaceChart extends Chart {
       // A '.' cannot occur in a pool id (a DNS label), so no pool's construct id can equal a puller's:
       // a pool named x-puller-1 beside pool x reaches the duplicate-name check instead.
       // An early pool's pullers also pull the sidecar's image before Ready (see sidecarImageLane).
-      const carrier = props.reconciler !== undefined && pool.settings.earlyPull ? sidecarImageLane(lanes) : undefined;
+      const sidecarImage = pool.settings.earlyPull ? props.reconciler?.image : undefined;
+      const carrier = sidecarImage === undefined ? undefined : sidecarImageLane(lanes);
       for (const puller of lanes)
         new PullDaemonSet(this, `pool-${pool.id}.puller-${puller.key}`, {
           pool,
           puller,
-          ...(puller === carrier && props.reconciler !== undefined ? { sidecarImage: props.reconciler.image } : {}),
+          ...(puller === carrier && sidecarImage !== undefined ? { sidecarImage } : {}),
         });
     }
   }

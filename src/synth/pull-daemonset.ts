@@ -172,33 +172,33 @@ export class PullDaemonSet extends Construct {
       resources: HELPER_RESOURCES,
       volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
     });
-    const refreshing = reconciler !== undefined && pool.settings.refreshSeconds > 0;
-    for (const ref of images) {
-      const name = imageContainerName(ref);
+    // A container that only makes the kubelet pull `image`: it sleeps, from the helper's binary.
+    const addSleeper = (name: string, image: string, imagePullPolicy: kplus.ImagePullPolicy, extra: Partial<kplus.ContainerProps> = {}) =>
       this.workload.addContainer({
         name,
-        image: ref.canonical,
-        imagePullPolicy: pullPolicy(ref, refreshing),
+        image,
+        imagePullPolicy,
         command: [HELPER_BINARY, 'sleep', SLEEP_FOREVER],
         securityContext: CONTAINER_SECURITY,
         resources: IMAGE_RESOURCES,
         volumeMounts: [mountBin],
-        // How the refreshing sidecar finds this container's process in the shared PID namespace.
-        ...(refreshing ? { envVariables: { [ENV.imageContainer]: kplus.EnvValue.fromValue(name) } } : {}),
+        ...extra,
       });
+    const refreshing = reconciler !== undefined && pool.settings.refreshSeconds > 0;
+    for (const ref of images) {
+      const name = imageContainerName(ref);
+      // How the refreshing sidecar finds this container's process in the shared PID namespace.
+      addSleeper(
+        name,
+        ref.canonical,
+        pullPolicy(ref, refreshing),
+        refreshing ? { envVariables: { [ENV.imageContainer]: kplus.EnvValue.fromValue(name) } } : {},
+      );
     }
 
     if (props.sidecarImage !== undefined) {
       if (!early) throw new Error(`pool ${pool.namespace}/${pool.id}: only an early puller pulls the sidecar's image`);
-      this.workload.addContainer({
-        name: SIDECAR_IMAGE_CONTAINER,
-        image: props.sidecarImage,
-        imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
-        command: [HELPER_BINARY, 'sleep', SLEEP_FOREVER],
-        securityContext: CONTAINER_SECURITY,
-        resources: IMAGE_RESOURCES,
-        volumeMounts: [mountBin],
-      });
+      addSleeper(SIDECAR_IMAGE_CONTAINER, props.sidecarImage, kplus.ImagePullPolicy.IF_NOT_PRESENT);
     }
 
     patchPullDaemonSet(this.workload, {

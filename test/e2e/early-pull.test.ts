@@ -14,20 +14,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../../harness/cluster/bare.js';
-import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { addNode, kubectl } from '../../harness/cluster/cluster.js';
 import { BIN, REGISTRY } from '../../harness/cluster/config.js';
 import { run } from '../../harness/cluster/sh.js';
 import { ensureStandIn, normalize } from '../../harness/cluster/images.js';
 import { nodeImagesAsync, type Taint } from '../../harness/cluster/node.js';
-import { Kube, type KubeObject } from '../../harness/kube.js';
+import type { Kube, KubeObject } from '../../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
-import { NodeWatch, until } from '../../harness/nodes.js';
+import { type NodeWatch, until } from '../../harness/nodes.js';
 import { pullersOnNode } from '../../harness/pullers.js';
 import { secs, sleep, waitFor } from '../../harness/time.js';
 import { DEFAULT_GATE_TAINT_KEY, LABEL_POOL, SIDECAR_CONTAINER } from '../../src/contract/names.js';
 import { nodeLabelKey } from '../../src/contract/identity.js';
 import { statusOf } from '../../src/contract/pod-status.js';
-import { applyServerSide, HOST_NETWORK_WARNING, imageCache, kubeconfigPath, specDir } from './helpers.js';
+import { applyServerSide, cleanUp, HOST_NETWORK_WARNING, imageCache, kubeconfigPath, specDir, watchNodes } from './helpers.js';
 
 const NS = 'e2e-early';
 const SEL = 'e2e.prewarm.dev/early';
@@ -80,18 +80,10 @@ describe('early pullers on a node with a network start-up window', () => {
     // host network, by design (README, Early pulling), and no other (kubectl prints a warning once).
     expect(objects.some((o) => o.kind === 'DaemonSet' && o.spec?.template?.spec?.hostNetwork === true)).toBe(true);
     expect(applied.warnings, applied.stderr).toEqual([HOST_NETWORK_WARNING]);
-    kube = new Kube();
-    watch = new NodeWatch(kube, SEL);
-    await watch.start();
+    ({ kube, watch } = await watchNodes(SEL));
   });
 
-  afterAll(async () => {
-    watch?.close();
-    kube?.close();
-    await removeNode(NODE).catch(() => undefined);
-    await stopBareRuntime(RAW_NODE).catch(() => undefined);
-    kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
-  });
+  afterAll(() => cleanUp({ watch, kube, nodes: [NODE], bareRuntimes: [RAW_NODE], namespaces: [NS] }));
 
   it('the pullers pull before Ready, the node turns warm as soon as its sidecar runs, the pullers leave, the taint goes', async () => {
     const pullerDaemonSets = objects.filter((o) => o.kind === 'DaemonSet' && o.spec?.template?.spec?.hostNetwork === true);

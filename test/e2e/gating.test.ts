@@ -19,8 +19,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, type KubeObject } from '../../harness/kube.js';
-import { NodeWatch, until } from '../../harness/nodes.js';
+import type { Kube, KubeObject } from '../../harness/kube.js';
+import { type NodeWatch, until } from '../../harness/nodes.js';
 import { KubeHttp } from '../../src/http/client.js';
 import { ApiError } from '../../src/http/api-error.js';
 import { NODE_NAME_EXTRA } from '../../src/synth/access.js';
@@ -28,14 +28,14 @@ import { ACCESS_NAMES } from '../../src/contract/access-names.js';
 import { DEFAULT_GATE_TAINT_KEY, ENV, SIDECAR_CONTAINER } from '../../src/contract/names.js';
 import { runningContainers } from '../../src/contract/pod-status.js';
 import { HELPER_CONTAINER } from '../../src/synth/naming.js';
-import { addNode, CA_CRT, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { addNode, CA_CRT, kubectl } from '../../harness/cluster/cluster.js';
 import { apiserverUrl, BIN, IMAGES, VERSIONS } from '../../harness/cluster/config.js';
 import { imageInRegistry, normalize } from '../../harness/cluster/images.js';
 import { nodeImageDigests, nodeImages, nodePaths, type Taint } from '../../harness/cluster/node.js';
 import { runAsync } from '../../harness/cluster/sh.js';
 import { secs, sleep, waitFor } from '../../harness/time.js';
 import { podSpecOf, type PoolImages, poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
-import { applyServerSide, describePool, imageCache, kubeconfigPath, labelNode, specDir } from './helpers.js';
+import { applyServerSide, cleanUp, describePool, imageCache, kubeconfigPath, labelNode, specDir, watchNodes } from './helpers.js';
 
 const NS = 'e2e-gating';
 const WL_NS = 'e2e-gating-wl';
@@ -238,17 +238,12 @@ describe('gating on real kubelets', () => {
     const applied = applyServerSide(yaml);
     expect(applied.warnings, applied.stderr).toEqual([]);
     applyServerSide(JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: WL_NS } }));
-    kube = new Kube();
-    watch = new NodeWatch(kube, SEL);
-    await watch.start();
+    ({ kube, watch } = await watchNodes(SEL));
   });
 
   afterAll(async () => {
-    watch?.close();
-    kube?.close();
     sa?.close();
-    for (const n of [NODE_A, NODE_B]) await removeNode(n).catch(() => undefined);
-    kubectl(['delete', 'namespace', NS, WL_NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
+    await cleanUp({ watch, kube, nodes: [NODE_A, NODE_B], namespaces: [NS, WL_NS] });
   });
 
   it('a node joining tainted: the pull pod runs, the node turns warm, the taint goes, a plain workload waits for it', async () => {

@@ -1,13 +1,14 @@
 /** Helpers of the e2e tests: apply, pods of a pool, waits on nodes and pods, node images and labels. */
 import { BIN, REGISTRY } from '../../harness/cluster/config.js';
-import { kubectl } from '../../harness/cluster/cluster.js';
+import { kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { stopBareRuntime } from '../../harness/cluster/bare.js';
 import { normalize } from '../../harness/cluster/images.js';
 import { crictl } from '../../harness/cluster/node.js';
 import { run } from '../../harness/cluster/sh.js';
 import { waitFor } from '../../harness/time.js';
-import type { KubeObject } from '../../harness/kube.js';
+import { Kube, type KubeObject } from '../../harness/kube.js';
 import type { PoolImages } from '../../harness/manifests.js';
-import { missingImages, waitImages } from '../../harness/nodes.js';
+import { missingImages, NodeWatch, waitImages } from '../../harness/nodes.js';
 
 export interface ApplyResult {
   stdout: string;
@@ -202,4 +203,30 @@ export function registryPullSecret(namespace: string, name: string): KubeObject 
     type: 'kubernetes.io/dockerconfigjson',
     data: { '.dockerconfigjson': Buffer.from(JSON.stringify(dockerconfig)).toString('base64') },
   };
+}
+
+/** A file's client and a started watch of the nodes labelled `selector`; {@link cleanUp} ends both. */
+export async function watchNodes(selector: string): Promise<{ kube: Kube; watch: NodeWatch }> {
+  const kube = new Kube();
+  const watch = new NodeWatch(kube, selector);
+  await watch.start();
+  return { kube, watch };
+}
+
+/**
+ * A file's teardown: its node watch and client closed, its real nodes removed and its bare
+ * runtimes stopped (each best effort), its namespaces deleted without waiting.
+ */
+export async function cleanUp(o: {
+  readonly watch?: NodeWatch | undefined;
+  readonly kube?: Kube | undefined;
+  readonly nodes?: readonly string[];
+  readonly bareRuntimes?: readonly string[];
+  readonly namespaces: readonly string[];
+}): Promise<void> {
+  o.watch?.close();
+  o.kube?.close();
+  for (const n of o.nodes ?? []) await removeNode(n).catch(() => undefined);
+  for (const n of o.bareRuntimes ?? []) await stopBareRuntime(n).catch(() => undefined);
+  kubectl(['delete', 'namespace', ...o.namespaces, '--ignore-not-found', '--wait=false'], { allowFail: true });
 }

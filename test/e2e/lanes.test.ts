@@ -20,13 +20,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../../harness/cluster/bare.js';
-import { addNode, kubectl, removeNode } from '../../harness/cluster/cluster.js';
+import { addNode, kubectl } from '../../harness/cluster/cluster.js';
 import { REGISTRY } from '../../harness/cluster/config.js';
 import { ensureStandIn, imageInRegistry, normalize } from '../../harness/cluster/images.js';
 import { nodeImages, nodeImagesAsync, type Taint } from '../../harness/cluster/node.js';
-import { Kube } from '../../harness/kube.js';
+import type { Kube } from '../../harness/kube.js';
 import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
-import { NodeWatch, until } from '../../harness/nodes.js';
+import { type NodeWatch, until } from '../../harness/nodes.js';
 import { TimelineRecorder } from '../../harness/timeline-recorder.js';
 import { pullersOnNode } from '../../harness/pullers.js';
 import { secs, waitFor } from '../../harness/time.js';
@@ -35,7 +35,7 @@ import { DEFAULT_GATE_TAINT_KEY } from '../../src/contract/names.js';
 import { buildTimeline } from '../../src/status/timeline.js';
 import { renderTimelineText } from '../../src/status/timeline-render.js';
 import { nodeAnnotationKey } from '../../src/contract/identity.js';
-import { applyServerSide, imageCache, specDir } from './helpers.js';
+import { applyServerSide, cleanUp, imageCache, specDir, watchNodes } from './helpers.js';
 import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
 import { parseImageRef, type ImageRef } from '../../src/oci/reference.js';
 import { pullerLanes } from '../../src/synth/lanes.js';
@@ -113,19 +113,10 @@ describe('lanes on real kubelets', () => {
     expect(imageInRegistry(ABSENT), `${ABSENT} must be absent from the registry`).toBe(false);
     const applied = applyServerSide(yaml);
     expect(applied.warnings, applied.stderr).toEqual([]);
-    kube = new Kube();
-    watch = new NodeWatch(kube, SEL);
-    await watch.start();
+    ({ kube, watch } = await watchNodes(SEL));
   });
 
-  afterAll(async () => {
-    watch?.close();
-    kube?.close();
-    await removeNode(NODE).catch(() => undefined);
-    await removeNode(FAIL_NODE).catch(() => undefined);
-    await stopBareRuntime(RAW_NODE).catch(() => undefined);
-    kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
-  });
+  afterAll(() => cleanUp({ watch, kube, nodes: [NODE, FAIL_NODE], bareRuntimes: [RAW_NODE], namespaces: [NS] }));
 
   it('a node joins: pullers appear, the images land, the node turns warm, the pullers go, the taint is removed', async () => {
     expect(pullerDaemonSets, 'synth emits pullers for lanes: 3 over 5 images').toBeGreaterThan(0);
