@@ -7,7 +7,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 T0=$SECONDS
 PKGS=(containerd runc containernetworking-plugins docker-registry skopeo umoci iproute2 socat
-      busybox-static iptables conntrack openssl apache2-utils util-linux findutils tar)
+      busybox-static iptables conntrack openssl apache2-utils util-linux findutils tar
+      qemu-user)  # qemu-user: test/synth/sleeper.test.ts runs the foreign architecture's sleeper
 
 if [[ "${PREWARM_SKIP_APT:-0}" != 1 ]]; then
   missing=()

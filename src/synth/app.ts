@@ -16,6 +16,7 @@ import { PullDaemonSet } from './pull-daemonset.js';
 import { addCheck, diagnosticsOf } from './validation.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
+import type { SleeperArch } from './sleeper.js';
 
 /** Options of a synth run. */
 export interface SynthOptions {
@@ -57,6 +58,16 @@ export interface SynthOptions {
    * @default - none: only `prewarm.dev/` keys
    */
   readonly allowedGateKeys?: readonly string[];
+  /**
+   * The architecture (`kubernetes.io/arch`) of every node in the cluster, stated by the caller (as
+   * `--node-arch`). With it, every pool's pods run the sleeper mounted from a ConfigMap and need no
+   * helper init container (src/synth/sleeper.ts); without it, only the pools whose nodeSelector
+   * names the architecture do. A pool whose nodeSelector names another architecture keeps that
+   * one. A wrong statement leaves the pods of other nodes failing to start (`exec format error`),
+   * so the spec never makes it.
+   * @default - not stated
+   */
+  readonly nodeArch?: SleeperArch;
   /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
    * (see OUTPUT_LIMITS in limits.ts). Errors are thrown instead, as a SpecError.
@@ -101,6 +112,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
         allPools: bundle.pools,
         ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
         podMonitor: options.podMonitor === true,
+        ...(options.nodeArch === undefined ? {} : { nodeArch: options.nodeArch }),
       }),
     );
   }

@@ -26,6 +26,8 @@ import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
+import { sleeperArchOf, sleeperBinaryData, type SleeperArch } from './sleeper.js';
+import { sleeperConfigMapName } from './naming.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
 const FOREIGN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
@@ -75,6 +77,12 @@ export interface NamespaceChartProps {
    * @default false
    */
   readonly podMonitor?: boolean;
+  /**
+   * The architecture of every node of the cluster, as the synth invocation states it (see
+   * `SynthOptions.nodeArch`).
+   * @default - only pools that select on `kubernetes.io/arch` run the sleeper
+   */
+  readonly nodeArch?: SleeperArch;
 }
 
 /** A namespace's objects: the Namespace, the pull DaemonSets, and what the sidecars need. */
@@ -88,13 +96,26 @@ export class NamespaceChart extends Chart {
       });
     }
     if (props.reconciler !== undefined && props.podMonitor === true) new ReconcilerPodMonitor(this, 'pod-monitor');
+    // One sleeper ConfigMap for the namespace, if any of its pools knows its architecture. It is
+    // immutable (the kubelet then reads it once instead of watching it), so it is named by its
+    // content: a changed sleeper is a new ConfigMap, and the pods that mount it roll.
+    const arches = new Map(props.pools.map((pool) => [pool, sleeperArchOf(pool.placement.nodeSelector, props.nodeArch)]));
+    let sleeperConfigMap: string | undefined;
+    if ([...arches.values()].some((a) => a !== undefined)) {
+      const binaryData = sleeperBinaryData();
+      sleeperConfigMap = sleeperConfigMapName(JSON.stringify(binaryData));
+      new kplus.ConfigMap(this, 'sleeper', { metadata: { name: sleeperConfigMap, labels: COMMON_LABELS }, binaryData, immutable: true });
+    }
     for (const pool of props.pools) {
+      const arch = arches.get(pool);
+      const sleeper = arch === undefined || sleeperConfigMap === undefined ? {} : { sleeper: { arch, configMap: sleeperConfigMap } };
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.
       const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes);
       new PullDaemonSet(this, `pool-${pool.id}`, {
         pool,
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),
+        ...sleeper,
       });
       // A '.' cannot occur in a pool id (a DNS label), so no pool's construct id can equal a puller's:
       // a pool named x-puller-1 beside pool x reaches the duplicate-name check instead.
@@ -105,6 +126,7 @@ export class NamespaceChart extends Chart {
         new PullDaemonSet(this, `pool-${pool.id}.puller-${puller.key}`, {
           pool,
           puller,
+          ...sleeper,
           ...(puller === carrier && sidecarImage !== undefined ? { sidecarImage } : {}),
         });
     }

@@ -55,7 +55,15 @@ export function pullSecretVolumeName(secret: string): string {
 export const HELPER_CONTAINER = 'prewarm-helper';
 /** The container of an early puller that pulls the sidecar's image (pull-daemonset.ts sidecarImage). */
 export const SIDECAR_IMAGE_CONTAINER = 'prewarm-sidecar-image';
-/** The emptyDir holding the helper binary. */
+/**
+ * Name of a namespace's sleeper ConfigMap (src/synth/sleeper.ts), from a hash of its `content`: it
+ * is immutable, so a changed sleeper is a new ConfigMap.
+ */
+export function sleeperConfigMapName(content: string): string {
+  return `${NAME_PREFIX}-sleeper-${shortHash(content)}`;
+}
+
+/** The volume holding the sleep binary: the sleeper's ConfigMap, or the emptyDir the helper fills. */
 export const HELPER_VOLUME = 'prewarm-bin';
 /** The volume projecting the pools ConfigMap into the sidecar. */
 export const POOLS_VOLUME = 'prewarm-pools';

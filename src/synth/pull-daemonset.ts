@@ -1,8 +1,9 @@
 /**
- * The pull DaemonSet of one pool: one container per image, each running a static sleep copied in
- * by an init container, so images without a shell work and every image stays in use (kubelet
- * image GC never removes an image a running container uses). New nodes get the images through
- * plain DaemonSet scheduling, the moment they match.
+ * The pull DaemonSet of one pool: one container per image, each running a static sleep, so images
+ * without a shell work and every image stays in use (kubelet image GC never removes an image a
+ * running container uses). The sleep is the sleeper mounted from a ConfigMap where synth knows the
+ * pool's architecture (src/synth/sleeper.ts), or else busybox copied in by an init container. New
+ * nodes get the images through plain DaemonSet scheduling, the moment they match.
  */
 import { ApiObject, Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
@@ -44,15 +45,28 @@ import { checkPoolObject, type Manifest } from './output-checks.js';
 import { addCheck } from './validation.js';
 import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
 import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../contract/names.js';
+import type { SleeperArch } from './sleeper.js';
 
-/** Where the helper binary is mounted in every container. */
+/** Where the sleep binary (the sleeper, or the helper's busybox) is mounted in every container. */
 export const HELPER_MOUNT = '/prewarm';
 /** The copied binary; busybox dispatches on its first argument. */
 export const HELPER_BINARY = `${HELPER_MOUNT}/busybox`;
 /** Where the helper image keeps its static busybox. */
 export const HELPER_SOURCE = '/bin/busybox';
+/** The sleeper's file in the mount. */
+export const SLEEPER_BINARY = `${HELPER_MOUNT}/sleep`;
 /** Longest sleep busybox accepts portably (2^31-1 s, about 68 years). */
 const SLEEP_FOREVER = '2147483647';
+/** Read and execute for all: the pod's non-root user runs it. */
+const SLEEPER_MODE = 0o555;
+
+/** The sleeper a pool's pods run, from the namespace's sleeper ConfigMap. */
+export interface SleeperProps {
+  /** The ConfigMap holding the sleeper of every architecture, keyed by architecture. */
+  readonly configMap: string;
+  /** The architecture of every node the pool selects. */
+  readonly arch: SleeperArch;
+}
 
 /** The sidecar reconciler of a pull pod. */
 export interface ReconcilerProps {
@@ -92,6 +106,11 @@ export interface PullDaemonSetProps {
    * @default - none
    */
   readonly sidecarImage?: string;
+  /**
+   * The sleeper every image container runs, mounted from a ConfigMap: no init container.
+   * @default - the helper: an init container copies busybox from the pool's helper image
+   */
+  readonly sleeper?: SleeperProps;
 }
 
 /**
@@ -132,8 +151,17 @@ export class PullDaemonSet extends Construct {
     // the CNI is up (it holds back only pods on the pod network). The holder never does: it runs
     // the sidecar, which needs the apiserver through the pod network like any client.
     const early = puller !== undefined && pool.settings.earlyPull;
-    const binVolume = kplus.Volume.fromEmptyDir(this, 'bin', HELPER_VOLUME, { sizeLimit: Size.mebibytes(16) });
+    const { sleeper } = props;
+    const binVolume =
+      sleeper === undefined
+        ? kplus.Volume.fromEmptyDir(this, 'bin', HELPER_VOLUME, { sizeLimit: Size.mebibytes(16) })
+        : kplus.Volume.fromConfigMap(this, 'bin', kplus.ConfigMap.fromConfigMapName(this, 'sleeper-cm', sleeper.configMap), {
+            name: HELPER_VOLUME,
+            defaultMode: SLEEPER_MODE,
+            items: { [sleeper.arch]: { path: SLEEPER_BINARY.slice(HELPER_MOUNT.length + 1), mode: SLEEPER_MODE } },
+          });
     const mountBin = { path: HELPER_MOUNT, volume: binVolume, readOnly: true };
+    const sleepCommand = sleeper === undefined ? [HELPER_BINARY, 'sleep', SLEEP_FOREVER] : [SLEEPER_BINARY];
 
     this.workload = new kplus.DaemonSet(this, 'Resource', {
       metadata: {
@@ -147,7 +175,8 @@ export class PullDaemonSet extends Construct {
       // No container gets a token by default; the sidecar alone gets one (see escape-hatches.ts).
       automountServiceAccountToken: false,
       ...(reconciler === undefined ? {} : { serviceAccount: kplus.ServiceAccount.fromServiceAccountName(this, 'sa', SERVICE_ACCOUNT) }),
-      // Sleep ignores SIGTERM as PID 1; a short grace keeps node drains and rollouts quick.
+      // busybox sleep ignores SIGTERM as PID 1 (the sleeper exits on it); a short grace keeps node
+      // drains and rollouts quick.
       terminationGracePeriod: Duration.seconds(puller === undefined ? 10 : PULLER_GRACE_SECONDS),
       volumes: [binVolume],
       // The pullers make no network calls (the kubelet pulls, they only sleep): `Default` gives them
@@ -163,22 +192,24 @@ export class PullDaemonSet extends Construct {
     // its own pull. It can then report failures and enforce a deadline shorter than the pulls, and
     // on deletion the kubelet stops it after the image containers.
     if (reconciler !== undefined) this.addReconciler(pool, reconciler);
-    this.workload.addInitContainer({
-      name: HELPER_CONTAINER,
-      image: pool.settings.helperImage.canonical,
-      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
-      command: [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY],
-      securityContext: CONTAINER_SECURITY,
-      resources: HELPER_RESOURCES,
-      volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
-    });
-    // A container that only makes the kubelet pull `image`: it sleeps, from the helper's binary.
+    // With the sleeper there is nothing to copy: its ConfigMap is mounted before the sandbox starts.
+    if (sleeper === undefined)
+      this.workload.addInitContainer({
+        name: HELPER_CONTAINER,
+        image: pool.settings.helperImage.canonical,
+        imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+        command: [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY],
+        securityContext: CONTAINER_SECURITY,
+        resources: HELPER_RESOURCES,
+        volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
+      });
+    // A container that only makes the kubelet pull `image`: it sleeps, from the mounted binary.
     const addSleeper = (name: string, image: string, imagePullPolicy: kplus.ImagePullPolicy, extra: Partial<kplus.ContainerProps> = {}) =>
       this.workload.addContainer({
         name,
         image,
         imagePullPolicy,
-        command: [HELPER_BINARY, 'sleep', SLEEP_FOREVER],
+        command: sleepCommand,
         securityContext: CONTAINER_SECURITY,
         resources: IMAGE_RESOURCES,
         volumeMounts: [mountBin],

@@ -699,6 +699,39 @@ describe('prewarm synth --own-namespace', () => {
   });
 });
 
+describe('prewarm synth --node-arch', () => {
+  const commands = (stdout: string) =>
+    parseAllDocuments(stdout)
+      .map((d) => d.toJS() as { kind: string; spec?: { template: { spec: { containers: { command: string[] }[] } } } })
+      .filter((d) => d.kind === 'DaemonSet')
+      .flatMap((d) => d.spec?.template.spec.containers.map((c) => c.command[0]) ?? []);
+
+  it.each([
+    { case: 'unstated: the helper', args: [], code: ExitCode.Success, expected: '/prewarm/busybox' },
+    { case: 'amd64: the sleeper', args: ['--node-arch', 'amd64'], code: ExitCode.Success, expected: '/prewarm/sleep' },
+    { case: 'arm64: the sleeper', args: ['--node-arch', 'arm64'], code: ExitCode.Success, expected: '/prewarm/sleep' },
+    { case: 'an architecture without a sleeper', args: ['--node-arch', 's390x'], code: ExitCode.Usage, stderr: 'Invalid values' },
+    { case: "Go's name only", args: ['--node-arch', 'x86_64'], code: ExitCode.Usage, stderr: 'Choices: "amd64", "arm64"' },
+    { case: 'no value', args: ['--node-arch'], code: ExitCode.Usage, stderr: 'node-arch' },
+  ])('$case', async ({ args, code, stderr, expected }) => {
+    const dir = await specDir({ 'a.yaml': good });
+    const r = await cli('synth', dir, ...args, '--stdout');
+    expect(r.code, r.stderr).toBe(code);
+    if (stderr !== undefined) expect(r.stderr).toContain(stderr);
+    if (expected !== undefined) {
+      const found = commands(r.stdout);
+      expect(found.length).toBeGreaterThan(0);
+      for (const c of found) expect(c).toBe(expected);
+    } else expect(r.stdout).toBe('');
+  });
+
+  it('validate refuses what synth refuses', async () => {
+    const dir = await specDir({ 'a.yaml': good });
+    expect((await cli('validate', dir, '--node-arch', 'riscv64')).code).toBe(ExitCode.Usage);
+    expect((await cli('validate', dir, '--node-arch', 'arm64')).code).toBe(ExitCode.Success);
+  });
+});
+
 describe('prewarm specs', () => {
   const flow = '{apiVersion: prewarm.dev/v1alpha1, kind: ImageCache, metadata: {name: f}, spec: {cacheSpec: [{images: [redis:7]}]}}\n';
   const merged =

@@ -254,3 +254,79 @@ describe('checks registered with node.addValidation', () => {
     );
   });
 });
+
+describe('the sleeper', () => {
+  const images = '[redis:7, python:3.12, busybox:1.36, nginx:1.27, alpine:3.20]';
+  const pinned = `  cacheSpec:\n  - pool: arm\n    images: ${images}\n    nodeSelector: {karpenter.sh/nodepool: gpu, kubernetes.io/arch: arm64}\n  lanes: 3\n`;
+  const unpinned = `  cacheSpec:\n  - pool: any\n    images: ${images}\n    nodeSelector: {karpenter.sh/nodepool: cpu}\n`;
+  const foreign = `  cacheSpec:\n  - pool: z\n    images: [redis:7]\n    nodeSelector: {kubernetes.io/arch: s390x}\n`;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const out = (options: SynthOptions, ...s: string[]): any[] => docs(synthYaml(bundleOf(...s), { ...reconciler, ...options }));
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const podOf = (ds: any) => ds.spec.template.spec;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const byPool = (all: any[], pool: string) =>
+    all.filter((d) => d.kind === 'DaemonSet' && poolOf(d.spec.template.metadata.labels) === pool);
+
+  it('runs in every pod of a pool pinned to its architecture, holder and pullers, with no helper init container', () => {
+    const all = out({}, pinned, unpinned);
+    const maps = all.filter((d) => d.kind === 'ConfigMap' && d.metadata.name.startsWith('prewarm-sleeper-'));
+    expect(maps).toHaveLength(1);
+    const [map] = maps;
+    expect(map.immutable).toBe(true);
+    expect(Object.keys(map.binaryData)).toEqual(['amd64', 'arm64']);
+    expect(map.data).toBeUndefined();
+    const arm = byPool(all, 'arm');
+    expect(arm.length).toBe(4); // the holder and 3 pullers
+    for (const ds of arm) {
+      const pod = podOf(ds);
+      expect((pod.initContainers ?? []).map((c: { name: string }) => c.name)).not.toContain('prewarm-helper');
+      expect(pod.volumes.find((v: { name: string }) => v.name === 'prewarm-bin')).toEqual({
+        name: 'prewarm-bin',
+        configMap: { name: map.metadata.name, defaultMode: 0o555, items: [{ key: 'arm64', path: 'sleep', mode: 0o555 }] },
+      });
+      for (const c of pod.containers) {
+        expect(c.command).toEqual(['/prewarm/sleep']);
+        expect(c.volumeMounts).toContainEqual({ name: 'prewarm-bin', mountPath: '/prewarm', readOnly: true });
+      }
+    }
+    // The pool that does not name its architecture keeps the helper.
+    for (const ds of byPool(all, 'any')) {
+      expect(podOf(ds).initContainers.map((c: { name: string }) => c.name)).toContain('prewarm-helper');
+      expect(podOf(ds).volumes.find((v: { name: string }) => v.name === 'prewarm-bin').emptyDir).toBeDefined();
+    }
+  });
+
+  it("runs in every pool once the invocation states the cluster's architecture, except where a pool names another", () => {
+    const all = out({ nodeArch: 'amd64' }, pinned, unpinned, foreign);
+    const key = (ds: unknown) => podOf(ds).volumes.find((v: { name: string }) => v.name === 'prewarm-bin').configMap?.items[0].key;
+    expect(byPool(all, 'any').map(key)).toEqual(Array(byPool(all, 'any').length).fill('amd64'));
+    expect(byPool(all, 'arm').map(key)).toEqual(Array(4).fill('arm64'));
+    // s390x has no sleeper: the helper, whatever the cluster is said to be.
+    expect(byPool(all, 'z').map(key)).toEqual([undefined, undefined]);
+    for (const ds of byPool(all, 'z')) expect(podOf(ds).initContainers.map((c: { name: string }) => c.name)).toContain('prewarm-helper');
+  });
+
+  it('emits no sleeper ConfigMap where no pool runs it, and one per namespace that has one', () => {
+    expect(out({}, unpinned, foreign).filter((d) => d.kind === 'ConfigMap' && d.metadata.name.startsWith('prewarm-sleeper-'))).toEqual([]);
+    // Two pools of one namespace, of two architectures: one ConfigMap holds both.
+    const two = docs(
+      synthYaml(
+        bundleOf(pinned, `  cacheSpec:\n  - pool: b\n    images: [redis:7]\n    nodeSelector: {kubernetes.io/arch: amd64}\n`),
+        reconciler,
+      ),
+    ).filter((d) => d.kind === 'ConfigMap' && d.metadata.name.startsWith('prewarm-sleeper-'));
+    expect(two).toHaveLength(1);
+  });
+
+  it('starts one container fewer in every pod than the helper did', () => {
+    const started = (ds: unknown) => {
+      const pod = podOf(ds);
+      return [...(pod.initContainers ?? []), ...pod.containers].filter((c: { restartPolicy?: string }) => c.restartPolicy !== 'Always')
+        .length;
+    };
+    const withHelper = byPool(out({}, unpinned), 'any');
+    const withSleeper = byPool(out({ nodeArch: 'amd64' }, unpinned), 'any');
+    expect(withSleeper.map(started)).toEqual(withHelper.map((d) => started(d) - 1));
+  });
+});

@@ -10,6 +10,7 @@ import { formatDiagnostic, SpecError } from '../../imagecache/errors.js';
 import type { Bundle } from '../../imagecache/model.js';
 import { synthYaml, type SynthOptions } from '../../synth/app.js';
 import { ownedNamespaceError } from '../../synth/charts.js';
+import { SLEEPER_ARCHITECTURES, type SleeperArch } from '../../synth/sleeper.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
@@ -23,6 +24,7 @@ export interface SynthOptionArgs {
   readonly ownNamespace?: readonly string[] | undefined;
   readonly podMonitor?: boolean | undefined;
   readonly allowGateKey?: readonly string[] | undefined;
+  readonly nodeArch?: SleeperArch | undefined;
 }
 
 /** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
@@ -61,6 +63,13 @@ export function synthOptions<T>(y: Argv<T>) {
         'A gate taint key specs may choose besides those under prewarm.dev/: an exact key, or a prefix ending in "/" (e.g. startup-taint.cluster-autoscaler.kubernetes.io/); repeat for more',
       coerce: (value: string | string[]) => [value].flat(),
     })
+    .option('node-arch', {
+      type: 'string',
+      requiresArg: true,
+      choices: SLEEPER_ARCHITECTURES,
+      describe:
+        'The architecture of every node in the cluster: pull pods then run a static sleep from a ConfigMap and need no helper init container (pools whose nodeSelector names kubernetes.io/arch do anyway)',
+    })
     .check((argv) => {
       if (argv['pod-monitor'] === true && !argv.reconciler)
         throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
@@ -77,6 +86,7 @@ export function toSynthOptions(args: SynthOptionArgs, io: Io): SynthOptions {
     ...(args.ownNamespace === undefined ? {} : { ownedNamespaces: args.ownNamespace }),
     ...(args.podMonitor === true ? { podMonitor: true } : {}),
     ...(allowed.length === 0 ? {} : { allowedGateKeys: allowed }),
+    ...(args.nodeArch === undefined ? {} : { nodeArch: args.nodeArch }),
     onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
   };
 }
