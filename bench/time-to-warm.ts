@@ -39,6 +39,10 @@
  *     [--kubelets parallel,serial] [--configs raw,raw-serial,floor,lanes-1,lanes-default,lanes-per-image,kf-1m]
  *     [--nodes N] [--waterfalls default|all|none] [--cni-delay S] [--result NAME]
  *
+ * Every lanes configuration synthesizes with `--node-arch` of the harness's nodes, so its pods run
+ * the sleeper (src/synth/sleeper.ts); `lanes-<x>-helper` synthesizes without it, so its pods keep
+ * the helper init container, as a pool whose architecture synth cannot know does.
+ *
  * --cni-delay S: every node with a kubelet joins with the harness's CNI stand-in
  * (harness/cluster/cni-stand-in.ts), which pulls its own image, waits S seconds, then writes the
  * CNI config, so the node is NotReady in between, as a cloud node is until its CNI runs. Each node
@@ -48,7 +52,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { REGISTRY, REPO_DIR, STATE_DIR } from '../harness/cluster/config.js';
+import { NODE_ARCH, REGISTRY, REPO_DIR, STATE_DIR } from '../harness/cluster/config.js';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../harness/cluster/bare.js';
 import { registryProfile, setRegistryProfile } from '../harness/cluster/registry.js';
 import {
@@ -150,7 +154,7 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)|kf-(0s|1m|15m))$/.test(c)) throw new Error(`--configs: unknown ${c}`);
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper)?|kf-(0s|1m|15m))$/.test(c)) throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
 /** The CNI stand-in of every joining node with a kubelet, when asked for. */
@@ -305,9 +309,16 @@ const pullerDaemonSets = (objs: readonly KubeObject[]) =>
  * every image its own puller (whether the holder counts as a lane is the synth's business).
  */
 async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ lanes: number; objects: KubeObject[] } | undefined> {
+  const helper = config.endsWith('-helper');
   const synth = (lanes: number, earlyPull = false) =>
-    synthObjects(imageCacheSpec(set, ns, lanes, earlyPull), ['--reconciler-image', RECONCILER_IMAGE, '--own-namespace', ns]);
-  const v = config.slice('lanes-'.length);
+    synthObjects(imageCacheSpec(set, ns, lanes, earlyPull), [
+      '--reconciler-image',
+      RECONCILER_IMAGE,
+      '--own-namespace',
+      ns,
+      ...(helper ? [] : ['--node-arch', NODE_ARCH]),
+    ]);
+  const v = config.slice('lanes-'.length, helper ? -'-helper'.length : undefined);
   if (v === 'early') return { lanes: LANES_SETTING.default, objects: await synth(LANES_SETTING.default, true) };
   if (v !== 'per-image') {
     const lanes = v === 'default' ? LANES_SETTING.default : Number(v);
@@ -327,7 +338,9 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
   if (synthesized === undefined) return;
   await applyAll(kube, synthesized.objects);
   const want = set.images.map(normalize);
-  const draw = args.waterfalls === 'all' || (args.waterfalls === 'default' && (config === 'lanes-default' || config === 'lanes-early'));
+  const draw =
+    args.waterfalls === 'all' ||
+    (args.waterfalls === 'default' && (config === 'lanes-default' || config === 'lanes-early' || config === 'lanes-default-helper'));
   for (let i = 1; i <= set.nodes; i++) {
     const name = freshNodeName('pw');
     const recorder = draw && i === 1 ? new TimelineRecorder(kube, name) : undefined;

@@ -21,6 +21,8 @@
 //   PREWARM_PLUGIN_OWN_NAMESPACES     namespaces prewarm owns (--own-namespace); unset: none
 //   PREWARM_PLUGIN_ALLOW_GATE_KEYS    gate taint keys the specs may use beyond prewarm's own
 //                                     (--allow-gate-key: an exact key, or a prefix ending in /)
+//   PREWARM_PLUGIN_NODE_ARCH          the architecture of every node in the cluster (--node-arch:
+//                                     amd64 or arm64); unset: not stated
 //
 // The Application's parameters (spec.source.plugin.parameters, read from ARGOCD_APP_PARAMETERS),
 // each with an ARGOCD_ENV_PREWARM_* fallback (spec.source.plugin.env), then the default. A
@@ -54,6 +56,7 @@ const CONFIG = {
   namespaces: 'PREWARM_PLUGIN_NAMESPACES',
   own: 'PREWARM_PLUGIN_OWN_NAMESPACES',
   gateKeys: 'PREWARM_PLUGIN_ALLOW_GATE_KEYS',
+  nodeArch: 'PREWARM_PLUGIN_NODE_ARCH',
 };
 // synth's own default namespace: the only one allowed until the configuration names others.
 const DEFAULT_NAMESPACE = 'prewarm';
@@ -168,6 +171,9 @@ function synthArgs(env) {
   }
   for (const ns of configList(env, CONFIG.own)) args.push('--own-namespace', ns);
   for (const key of configList(env, CONFIG.gateKeys)) args.push('--allow-gate-key', key);
+  const arch = configList(env, CONFIG.nodeArch);
+  if (arch.length > 1) fail(`plugin configuration ${CONFIG.nodeArch}: one architecture, not ${arch.length}`);
+  if (arch.length === 1) args.push('--node-arch', arch[0]);
   // `--` ends the options: whatever a path looks like, prewarm reads it as a path.
   return [...args, '--', ...paths];
 }

@@ -37,6 +37,12 @@ export const VERSIONS = {
   pause: version('PAUSE_VERSION'),
 };
 
+/**
+ * `kubernetes.io/arch` of every harness node: the GOARCH its kubelet was built for, which is this
+ * machine's (the harness builds Kubernetes from source here).
+ */
+export const NODE_ARCH: string = ({ x64: 'amd64', arm64: 'arm64' } as Record<string, string>)[process.arch] ?? process.arch;
+
 export const CACHE_DIR = process.env['PREWARM_CACHE_DIR'] ?? join(homedir(), '.cache', 'prewarm');
 /** Data of the running cluster (containerd roots, kubelet dirs, registry storage, certs, logs). */
 export const STATE_DIR = process.env['PREWARM_CLUSTER_STATE'] ?? join(HARNESS_DIR, '.state');

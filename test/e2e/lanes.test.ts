@@ -5,7 +5,9 @@
  * 1. A node joins, tainted and with the harness's CNI stand-in (NotReady until its CNI pod has
  *    pulled its own image and written the CNI config, as a cloud node is until its CNI runs; no
  *    extra delay), a pool of 5 images of the time-to-warm bench's sizes (8..48 MiB,
- *    128 MiB in all) with `lanes: 3`: the pullers appear beside the holder, every image lands in
+ *    128 MiB in all) with `lanes: 3`, selected by two labels, one of them `kubernetes.io/arch`, so
+ *    its pods run the sleeper mounted from a ConfigMap instead of a helper init container
+ *    (src/synth/sleeper.ts; the fail pool keeps the helper): the pullers appear beside the holder, every image lands in
  *    containerd, the node turns warm, the pullers go and the taint is removed. Prints time-to-warm
  *    (Ready → warm label, first seen on one node watch) against a raw parallel `crictl pull` of
  *    the same images on a bare containerd in the same run, and the join's timeline (the code of
@@ -21,11 +23,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../../harness/cluster/bare.js';
 import { addNode, kubectl } from '../../harness/cluster/cluster.js';
-import { REGISTRY } from '../../harness/cluster/config.js';
+import { NODE_ARCH, REGISTRY } from '../../harness/cluster/config.js';
 import { ensureStandIn, imageInRegistry, normalize } from '../../harness/cluster/images.js';
 import { nodeImages, nodeImagesAsync, type Taint } from '../../harness/cluster/node.js';
 import type { Kube } from '../../harness/kube.js';
-import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
+import { podSpecOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { type NodeWatch, until } from '../../harness/nodes.js';
 import { TimelineRecorder } from '../../harness/timeline-recorder.js';
 import { pullersOnNode } from '../../harness/pullers.js';
@@ -39,7 +41,8 @@ import { applyServerSide, cleanUp, imageCache, specDir, watchNodes } from './hel
 import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
 import { parseImageRef, type ImageRef } from '../../src/oci/reference.js';
 import { pullerLanes } from '../../src/synth/lanes.js';
-import { pullerDaemonSetName } from '../../src/synth/naming.js';
+import { HELPER_CONTAINER, pullerDaemonSetName } from '../../src/synth/naming.js';
+import { ARCH_LABEL } from '../../src/synth/sleeper.js';
 
 const NS = 'e2e-lanes';
 const SEL = 'e2e.prewarm.dev/lanes';
@@ -68,7 +71,10 @@ function imageRef(text: string): ImageRef {
 /** The spec of both pools, with `images` in the first. */
 function specs(images: readonly string[]): string {
   return specDir('lanes', [
-    imageCache(NS, 'lanes', [{ pool: POOL, nodeSelector: { [SEL]: 'yes' }, images: [...images] }], { lanes: LANES }),
+    // Two labels, ANDed; naming the architecture lets the pods run the sleeper (no helper init container).
+    imageCache(NS, 'lanes', [{ pool: POOL, nodeSelector: { [SEL]: 'yes', [ARCH_LABEL]: NODE_ARCH }, images: [...images] }], {
+      lanes: LANES,
+    }),
     imageCache(NS, 'lanes-fail', [{ pool: FAIL_POOL, nodeSelector: { [SEL]: 'fail' }, images: [IMAGES[0] as string, ABSENT] }], {
       lanes: LANES,
       gate: { deadline: `${DEADLINE_S}s` },
@@ -107,6 +113,15 @@ describe('lanes on real kubelets', () => {
     pullerDaemonSets = objects.filter(
       (o) => o.kind === 'DaemonSet' && isPuller(o.metadata.labels) && poolOf(o.metadata.labels) === poolId,
     ).length;
+    // The pool names its architecture: its pods run the sleeper from a ConfigMap, with no helper
+    // init container; the fail pool does not, and keeps the helper, so both paths run here.
+    const initNames = (pool: string) =>
+      objects
+        .filter((o) => o.kind === 'DaemonSet' && poolOf(o.metadata.labels) === pool)
+        .map((o) => (podSpecOf(o)?.initContainers ?? []).map((c) => c.name));
+    expect(initNames(poolId).flat()).not.toContain(HELPER_CONTAINER);
+    expect(initNames(failPoolId).every((names) => names.includes(HELPER_CONTAINER))).toBe(true);
+    expect(objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('prewarm-sleeper-'))).toHaveLength(1);
     SIZES_MIB.forEach((mib, i) => ensureStandIn(IMAGES[i] as string, { sizeBytes: mib << 20 }));
     ensureStandIn(ADDED, { sizeBytes: 8 << 20 });
     prepareImages(objects, [ABSENT]);

@@ -519,6 +519,7 @@ describe('prewarm-argocd outside the cmp-server', () => {
       PREWARM_PLUGIN_RECONCILER_IMAGES: `${DEFAULT_RECONCILER_IMAGE} ${OTHER_IMAGE}`,
       PREWARM_PLUGIN_OWN_NAMESPACES: ' prewarm  warm ',
       PREWARM_PLUGIN_ALLOW_GATE_KEYS: `startup-taint.cluster-autoscaler.kubernetes.io/ ${GATE_KEY}`,
+      PREWARM_PLUGIN_NODE_ARCH: ' arm64 ',
       ARGOCD_APP_PARAMETERS: JSON.stringify([
         { name: 'paths', array: ['a', 'b c'] },
         { name: 'namespace', string: 'warm' },
@@ -540,6 +541,8 @@ describe('prewarm-argocd outside the cmp-server', () => {
       'startup-taint.cluster-autoscaler.kubernetes.io/',
       '--allow-gate-key',
       GATE_KEY,
+      '--node-arch',
+      'arm64',
       '--',
       'a',
       'b c',
@@ -563,6 +566,11 @@ describe('prewarm-argocd outside the cmp-server', () => {
       'a configuration value that looks like an option',
       { PREWARM_PLUGIN_OWN_NAMESPACES: '--force' },
       'PREWARM_PLUGIN_OWN_NAMESPACES: "--force" starts with "-"',
+    ],
+    [
+      'two node architectures',
+      { PREWARM_PLUGIN_NODE_ARCH: 'amd64 arm64' },
+      'PREWARM_PLUGIN_NODE_ARCH: one architecture, not 2',
     ],
     [
       'a parameter given twice',
