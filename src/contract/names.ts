@@ -74,6 +74,16 @@ export const POOLS_MOUNT_PATH = '/etc/prewarm';
 /** Name of the sidecar container inside every pull pod. */
 export const SIDECAR_CONTAINER = 'prewarm-reconciler';
 
+/** Init container that copies the static helper binary (pull pods without the sleeper). */
+export const HELPER_CONTAINER = 'prewarm-helper';
+/**
+ * The volume holding the sleep binary: the sleeper's ConfigMap, whose one item's key is the
+ * architecture (src/synth/sleeper.ts), or the emptyDir the helper fills.
+ */
+export const HELPER_VOLUME = 'prewarm-bin';
+/** The architectures (`kubernetes.io/arch` values) the sleeper (src/synth/sleeper.ts) is built for. */
+export const SLEEPER_ARCHITECTURES = ['amd64', 'arm64'] as const;
+
 /** Environment variables the synthesized pull pod sets on the sidecar. */
 export const ENV = {
   /** Downward API `spec.nodeName`. */

@@ -6,7 +6,7 @@
  * other checks) and renders the findings (./report.ts).
  */
 import { compareStrings } from '../contract/order.js';
-import { checkEarlyPullPolicy, checkPolicy, checkRollouts, checkSecrets, checkVersion, poolsOf } from './checks.js';
+import { checkEarlyPullPolicy, checkPolicy, checkRollouts, checkSecrets, checkSleeper, checkVersion, poolsOf } from './checks.js';
 import type { DoctorInput } from './input.js';
 import { checkNodes } from './node-checks.js';
 import { fixFor, optionalFix, unread } from './reads.js';
@@ -43,6 +43,7 @@ export function diagnose(input: DoctorInput): DoctorReport {
   checkSecrets(input, pools, add);
   if (input.daemonSets.kind === 'ok') checkRollouts(input.daemonSets.value, input.pods, input.now, add);
   checkNodes(input, pools, add);
+  checkSleeper(input, pools, add);
 
   const order: Record<string, number> = { cluster: 0, pool: 1, daemonset: 2, node: 3 };
   findings.sort((a, b) => {

@@ -52,6 +52,13 @@ export interface DoctorDaemonSet {
         readonly imagePullSecrets?: Opt<readonly { readonly name?: Opt<string> }[]>;
         /** True on the pullers of a pool that pulls early. */
         readonly hostNetwork?: Opt<boolean>;
+        /** Read for the sleeper's ConfigMap volume, whose one item's key is its architecture. */
+        readonly volumes?: Opt<
+          readonly {
+            readonly name: string;
+            readonly configMap?: Opt<{ readonly items?: Opt<readonly { readonly key: string }[]> }>;
+          }[]
+        >;
       }>;
     }>;
   }>;

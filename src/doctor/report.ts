@@ -26,6 +26,7 @@ export const Check = {
   registerTaint: 'register-taint',
   gateTaint: 'gate-taint',
   reconcilerImage: 'reconciler-image',
+  sleeper: 'sleeper',
 } as const;
 /** One of {@link Check}. */
 export type Check = (typeof Check)[keyof typeof Check];

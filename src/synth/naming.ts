@@ -51,8 +51,8 @@ export function pullSecretVolumeName(secret: string): string {
   return dnsLabel(`pull-secret-${secret}`);
 }
 
-/** Init container that copies the static helper binary. */
-export const HELPER_CONTAINER = 'prewarm-helper';
+/** The helper init container and the volume of the sleep binary: named where doctor reads them too. */
+export { HELPER_CONTAINER, HELPER_VOLUME } from '../contract/names.js';
 /** The container of an early puller that pulls the sidecar's image (pull-daemonset.ts sidecarImage). */
 export const SIDECAR_IMAGE_CONTAINER = 'prewarm-sidecar-image';
 /**
@@ -63,8 +63,6 @@ export function sleeperConfigMapName(content: string): string {
   return `${NAME_PREFIX}-sleeper-${shortHash(content)}`;
 }
 
-/** The volume holding the sleep binary: the sleeper's ConfigMap, or the emptyDir the helper fills. */
-export const HELPER_VOLUME = 'prewarm-bin';
 /** The volume projecting the pools ConfigMap into the sidecar. */
 export const POOLS_VOLUME = 'prewarm-pools';
 /** Name of the sidecar's metrics port, which the PodMonitor scrapes by name. */

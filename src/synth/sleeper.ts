@@ -23,8 +23,9 @@
  * (the foreign one under qemu-user).
  */
 
-/** The architectures (`kubernetes.io/arch` values) the sleeper is built for. */
-export const SLEEPER_ARCHITECTURES = ['amd64', 'arm64'] as const;
+import { SLEEPER_ARCHITECTURES } from '../contract/names.js';
+
+export { SLEEPER_ARCHITECTURES };
 /** One of {@link SLEEPER_ARCHITECTURES}. */
 export type SleeperArch = (typeof SLEEPER_ARCHITECTURES)[number];
 

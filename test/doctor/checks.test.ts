@@ -17,7 +17,7 @@ import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, EarlyPullBi
 import { Check, renderDoctorTable, summary, type Finding } from '../../src/doctor/report.js';
 import type { Pod } from '../../src/contract/pod-status.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
-import { HELPER_CONTAINER } from '../../src/synth/naming.js';
+import { HELPER_CONTAINER, HELPER_VOLUME } from '../../src/synth/naming.js';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');
 const GATE = 'prewarm.dev/warming';
@@ -506,6 +506,93 @@ describe('diagnose', () => {
     expect(find(noPods.findings, Check.podSlots, 'cluster')[0]?.message).toBe(
       'not allowed to read pods in every namespace (403: forbidden); skipped: no pod slot, gate or sidecar checks',
     );
+  });
+});
+
+describe('the sleeper', () => {
+  const withArch = (n: DoctorNode, architecture: string | undefined): DoctorNode => ({
+    ...n,
+    status: { ...n.status, ...(architecture === undefined ? {} : { nodeInfo: { operatingSystem: 'linux', architecture } }) },
+  });
+  /** The pool's DaemonSets as synth renders them with the sleeper of `arch`: a ConfigMap volume, no helper. */
+  const sleeperPool = (id: string, arch: string): DoctorDaemonSet[] =>
+    holder(id).map((ds) =>
+      ds.spec?.template?.spec
+        ? {
+            ...ds,
+            spec: {
+              ...ds.spec,
+              template: {
+                spec: {
+                  ...ds.spec.template.spec,
+                  initContainers: (ds.spec.template.spec.initContainers ?? []).filter((c) => c.name !== HELPER_CONTAINER),
+                  volumes: [{ name: HELPER_VOLUME, configMap: { items: [{ key: arch }] } }],
+                },
+              },
+            },
+          }
+        : ds,
+    );
+  const nodes = (...arches: (string | undefined)[]) => ok(arches.map((a, i) => withArch(node(`n${i + 1}`), a)));
+  const pods = (id: string, ...on: string[]) => ok(on.map((n) => holderPod(id, n)));
+
+  it('a pool that runs the sleeper of its nodes: ok', () => {
+    const r = diagnose(
+      input({ daemonSets: ok(sleeperPool('gpu', 'arm64')), nodes: nodes('arm64', 'arm64'), pods: pods('gpu', 'n1', 'n2') }),
+    );
+    expect(find(r.findings, Check.sleeper)).toEqual([
+      expect.objectContaining({ scope: 'pool prewarm/gpu', level: 'ok', message: 'its pods run the arm64 sleeper, on arm64 nodes only' }),
+    ]);
+  });
+
+  it('its pods on a node of another architecture (a wrong --node-arch): an error naming the node and the fix', () => {
+    const r = diagnose(
+      input({
+        daemonSets: ok(sleeperPool('gpu', 'amd64')),
+        nodes: nodes('amd64', 'arm64', undefined),
+        pods: pods('gpu', 'n1', 'n2', 'n3'),
+      }),
+    );
+    const [f] = find(r.findings, Check.sleeper);
+    expect(f).toMatchObject({ level: 'error', scope: 'pool prewarm/gpu' });
+    expect(f?.message).toBe(
+      'its pods run the amd64 sleeper, but 1 node of another architecture runs them (n2: arm64): their image containers cannot start (exec format error)',
+    );
+    expect(f?.fix).toContain('without --node-arch when the cluster mixes architectures');
+    expect(r.errors).toBeGreaterThan(0);
+  });
+
+  it('the helper where every node is of one architecture the sleeper has: information with the flag to pass', () => {
+    const r = diagnose(input({ nodes: nodes('arm64', 'arm64') }));
+    expect(find(r.findings, Check.sleeper)).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        message: 'its pods copy busybox in with the helper init container, though every node is arm64',
+      }),
+    ]);
+    expect(find(r.findings, Check.sleeper)[0]?.fix).toContain('--node-arch arm64');
+  });
+
+  it('the helper in a cluster of several architectures, of one without a sleeper, or with a node of unknown one: nothing to say', () => {
+    for (const n of [nodes('amd64', 'arm64'), nodes('s390x'), nodes('amd64', undefined)])
+      expect(find(diagnose(input({ nodes: n })).findings, Check.sleeper)).toEqual([]);
+  });
+
+  it('reads the sleeper and the helper off the DaemonSets synth renders', () => {
+    const spec =
+      '  cacheSpec:\n  - pool: a\n    images: [redis:7]\n    nodeSelector: {kubernetes.io/arch: arm64}\n  - pool: b\n    images: [redis:7]\n';
+    const daemonSets = parseAllDocuments(synthYaml(bundleOf(spec), { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } }))
+      .map((d) => d.toJS() as DoctorDaemonSet & { kind: string })
+      .filter((d) => d.kind === 'DaemonSet');
+    expect(poolsOf(daemonSets).map((p) => [p.id, p.sleep])).toEqual([
+      ['a', { kind: 'sleeper', arch: 'arm64' }],
+      ['b', { kind: 'helper' }],
+    ]);
+  });
+
+  it('refused nodes: no sleeper findings, and no false error', () => {
+    const r = diagnose(input({ daemonSets: ok(sleeperPool('gpu', 'amd64')), nodes: denied }));
+    expect(find(r.findings, Check.sleeper)).toEqual([]);
   });
 });
 

@@ -567,11 +567,7 @@ describe('prewarm-argocd outside the cmp-server', () => {
       { PREWARM_PLUGIN_OWN_NAMESPACES: '--force' },
       'PREWARM_PLUGIN_OWN_NAMESPACES: "--force" starts with "-"',
     ],
-    [
-      'two node architectures',
-      { PREWARM_PLUGIN_NODE_ARCH: 'amd64 arm64' },
-      'PREWARM_PLUGIN_NODE_ARCH: one architecture, not 2',
-    ],
+    ['two node architectures', { PREWARM_PLUGIN_NODE_ARCH: 'amd64 arm64' }, 'PREWARM_PLUGIN_NODE_ARCH: one architecture, not 2'],
     [
       'a parameter given twice',
       {
