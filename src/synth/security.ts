@@ -51,9 +51,16 @@ export const HELPER_RESOURCES: kplus.ContainerResources = {
   memory: { request: Size.mebibytes(8), limit: Size.mebibytes(32) },
 };
 
-/** The sidecar reconciler: one watch and a metrics endpoint (see bench:footprint). */
+/**
+ * The sidecar reconciler: one watch and a metrics endpoint (see bench:footprint). Idle almost all
+ * the time, so it requests next to nothing; the limit is for its start, which is on the critical
+ * path of every join: Node.js, TLS, the first list and the node patch take about 0.2 s of CPU, and
+ * under the former 200m limit (20 ms per 100 ms CFS period) the label came 1.9-2.2 s after the last
+ * image reached containerd, against 0.8-1.4 s under 1000m (bench:time-to-warm, small5, loopback,
+ * 3 nodes each; docs/benchmarks.md). One core still bounds a sidecar gone wrong.
+ */
 export const SIDECAR_RESOURCES: kplus.ContainerResources = {
-  cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(200) },
+  cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(1000) },
   memory: { request: Size.mebibytes(48), limit: Size.mebibytes(96) },
 };
 
