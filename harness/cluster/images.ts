@@ -421,6 +421,9 @@ export function reconcilerNodeFlags(): string[] {
   return argv.slice(1, -1);
 }
 
+/** How the reconciler image's layer is compressed, as the README's step 2 pushes it. */
+const RECONCILER_LAYER_COMPRESSION = 'zstd';
+
 /**
  * The prewarm reconciler sidecar image: the compiled files the shipped image holds (the import
  * graph of lib/src/reconciler/main.js, made by `npm run build`, as src/reconciler/image-files.mjs
@@ -434,7 +437,7 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` before building the reconciler image`);
   const entrypoint = ['/usr/local/bin/node', ...reconcilerNodeFlags(), '/app/lib/src/reconciler/main.js'];
   const hash = createHash('sha256');
-  hash.update(process.execPath + process.version + entrypoint.join(' '));
+  hash.update(process.execPath + process.version + entrypoint.join(' ') + RECONCILER_LAYER_COMPRESSION);
   const files = sidecarImageFiles(lib);
   for (const f of files) hash.update(f).update(readFileSync(join(lib, f)));
   const digest = hash.digest('hex').slice(0, 16);
@@ -462,6 +465,10 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
     workdir: '/app',
     labels: { 'dev.prewarm.source-hash': digest },
   });
-  pushImage(src, ref);
+  // As the README's step 2 pushes it: the layer zstd-compressed.
+  const recompressed = `${layoutDir(`reconciler-${ref}`)}-${RECONCILER_LAYER_COMPRESSION}`;
+  rmSync(recompressed, { recursive: true, force: true });
+  run(['skopeo', 'copy', '--quiet', '--dest-compress-format', RECONCILER_LAYER_COMPRESSION, src, `oci:${recompressed}:img`]);
+  pushImage(`oci:${recompressed}:img`, ref);
   writeFileSync(stamp, digest);
 }

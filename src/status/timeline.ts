@@ -29,7 +29,7 @@ import { compareStrings } from '../contract/order.js';
 
 /** The fields of a Node the timeline reads (client-node's V1Node fits). */
 export interface TimelineNode {
-  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Timestamp> }>;
+  readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly uid?: Opt<string>; readonly creationTimestamp?: Opt<Timestamp> }>;
   readonly status?: Opt<{ readonly conditions?: Opt<readonly Condition[]> }>;
 }
 
@@ -41,6 +41,8 @@ export interface TimelineEvent {
     readonly name?: Opt<string>;
     readonly namespace?: Opt<string>;
     readonly fieldPath?: Opt<string>;
+    /** The object's uid: an Event of an earlier pod or node of the same name has another. */
+    readonly uid?: Opt<string>;
   };
   readonly reason?: Opt<string>;
   readonly message?: Opt<string>;
@@ -118,6 +120,9 @@ export interface TimelineInput {
 /** How long the apiserver keeps Events by default (`--event-ttl`). */
 export const EVENT_TTL_SECONDS = 3600;
 
+/** How far a node's clock (its kubelet's Events) may run behind the apiserver's (its creation). */
+const CLOCK_SLACK_MS = 2000;
+
 /** When an Event happened: its micro-time if set, else its first timestamp, else its creation. */
 function eventMs(e: TimelineEvent): number | undefined {
   return timeOf(e.eventTime) ?? timeOf(e.firstTimestamp) ?? timeOf(e.metadata?.creationTimestamp);
@@ -151,6 +156,8 @@ function containerOf(e: TimelineEvent): string | undefined {
 interface PodFacts {
   name: string;
   namespace: string;
+  /** Unknown for a pod known from its Events only. */
+  uid?: string | undefined;
   label: string;
   created?: number | undefined;
   scheduled?: number | undefined;
@@ -245,6 +252,7 @@ function podFacts(p: Pod, daemonSets: readonly TimelineDaemonSet[]): PodFacts {
   return {
     name,
     namespace,
+    uid: p.metadata?.uid ?? undefined,
     label: podLabel(p.metadata?.labels, namespace, name, daemonSets),
     created: timeOf(p.metadata?.creationTimestamp),
     scheduled: conditionTrueSince(p.status?.conditions, 'PodScheduled'),
@@ -276,14 +284,31 @@ function collect(input: TimelineInput, node: string): { pods: Map<string, PodFac
     pods.set(key(p.metadata?.namespace ?? '', p.metadata?.name ?? ''), podFacts(p, input.daemonSets));
   }
   const nodeEvents: TimelineEvent[] = [];
+  // Events outlive their objects (an hour by default), and names come back: a node deleted and
+  // registered again, a static or DaemonSet pod of a fixed name. An Event of an earlier object of
+  // the same name is told apart by its uid where both are known; an Event of a pod known only from
+  // its Events, by coming before this node was created (the node's clock may run a little apart
+  // from the apiserver's, hence the slack). The kubelet names its node by name in the uid field of
+  // its own Events, so only another real uid rules out a Node Event.
+  const nodeUid = input.node.metadata?.uid ?? undefined;
+  const nodeBorn = timeOf(input.node.metadata?.creationTimestamp);
+  const otherUid = (e: TimelineEvent, uid: string | undefined): boolean => {
+    const theirs = e.involvedObject.uid ?? undefined;
+    return uid !== undefined && theirs !== undefined && theirs !== uid && theirs !== e.involvedObject.name;
+  };
+  const beforeNode = (e: TimelineEvent): boolean => {
+    const t = eventMs(e);
+    return nodeBorn !== undefined && t !== undefined && t < nodeBorn - CLOCK_SLACK_MS;
+  };
   for (const e of input.events) {
     const o = e.involvedObject;
     if (o.kind === 'Node' && o.name === node) {
-      nodeEvents.push(e);
+      if (!otherUid(e, nodeUid)) nodeEvents.push(e);
       continue;
     }
     if (o.kind !== 'Pod' || o.name === undefined || o.namespace === undefined) continue;
     let facts = pods.get(key(o.namespace, o.name));
+    if (facts === undefined ? beforeNode(e) : otherUid(e, facts.uid)) continue;
     const onNode = e.source?.host === node || (e.reason === 'Scheduled' && (e.message ?? '').endsWith(` to ${node}`));
     if (facts === undefined && onNode && daemonSetOf(o.namespace, o.name, input.daemonSets) !== undefined) {
       facts = {

@@ -175,6 +175,53 @@ describe('buildTimeline', () => {
     expect(t.notes).toEqual([]);
   });
 
+  it('leaves out the Events of an earlier pod or node of the same name', () => {
+    const uid = 'holder-uid-now';
+    const pod = { ...holderPod(), metadata: { ...holderPod().metadata, uid } };
+    const reborn = { ...node, metadata: { name: NODE, uid: 'node-uid-now', creationTimestamp: at(-5) } };
+    const gonePuller = ev(
+      {
+        involvedObject: { kind: 'Pod', name: `${PULLER}-old12`, namespace: NS },
+        reason: 'Scheduled',
+        message: `Successfully assigned ${NS}/${PULLER}-old12 to ${NODE}`,
+        source: {},
+      },
+      -600,
+    );
+    const nodeEvent = (nodeUid: string | undefined, reason: string, t: number) =>
+      ev(
+        {
+          involvedObject: { kind: 'Node', name: NODE, ...(nodeUid ? { uid: nodeUid } : {}) },
+          reason,
+          message: 'pool gpu: all 2 images present',
+        },
+        t,
+      );
+    const build = (extra: TimelineEvent[]) =>
+      buildTimeline({ node: reborn, pods: [pod], events: [...events, ...extra], daemonSets: DAEMONSETS, now: new Date(T0 + 60_000) });
+    // The holder's Events, stamped with a uid: the pod's own, or an earlier pod's of the same name.
+    const stamped = (podUid: string) =>
+      buildTimeline({
+        node: reborn,
+        pods: [pod],
+        events: events.map((e) =>
+          e.involvedObject.name === pod.metadata?.name ? { ...e, involvedObject: { ...e.involvedObject, uid: podUid } } : e,
+        ),
+        daemonSets: DAEMONSETS,
+        now: new Date(T0 + 60_000),
+      });
+    const pulledA = (tl: ReturnType<typeof build>) =>
+      tl.rows.some((r) => r.pod === pod.metadata?.name && r.label === 'reg/app-a:1' && r.spans.some((x) => x.kind === 'pulling'));
+    expect(pulledA(stamped(uid))).toBe(true);
+    expect(pulledA(stamped('holder-uid-before'))).toBe(false);
+    // A puller known only from an Event from before the node existed: an earlier node's.
+    expect(build([gonePuller]).rows.some((r) => r.pod === `${PULLER}-old12`)).toBe(false);
+    expect(build([]).rows.some((r) => r.pod === `${PULLER}-xyz12`)).toBe(true);
+    // Node Events: another node's uid is left out; the kubelet's, which carry the name as uid, are kept.
+    expect(build([nodeEvent('node-uid-before', 'Warm', 30)]).marks.filter((m) => m.label === 'warm gpu')).toHaveLength(1);
+    expect(build([nodeEvent(NODE, 'Warm', 30)]).marks.filter((m) => m.label === 'warm gpu')).toHaveLength(2);
+  });
+
   it('says when a pod has no Events left (expired), and when the node is not Ready', () => {
     const old = buildTimeline({
       node: { metadata: { name: NODE } },
