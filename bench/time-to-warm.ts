@@ -154,7 +154,8 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper)?|kf-(0s|1m|15m))$/.test(c)) throw new Error(`--configs: unknown ${c}`);
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper)?|kf-(0s|1m|15m))$/.test(c))
+    throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
 /** The CNI stand-in of every joining node with a kubelet, when asked for. */
