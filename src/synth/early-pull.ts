@@ -6,7 +6,8 @@
  * must also have the early-puller shape that src/synth/pull-daemonset.ts renders:
  * - the puller label ({@link LABEL_PULLER});
  * - no ports at all (on the host network a container port is a port of the node);
- * - no service-account token (`automountServiceAccountToken: false`) and only emptyDir volumes;
+ * - no service-account token (`automountServiceAccountToken: false`), and only emptyDir volumes and
+ *   the sleeper's ConfigMap (src/synth/sleeper.ts), named {@link SLEEPER_CONFIGMAP_PREFIX}…;
  * - every container as uid {@link RUN_AS_USER} with `runAsNonRoot`, a read-only root filesystem,
  *   all capabilities dropped and none added, and seccomp `RuntimeDefault`;
  * - as restricted requires of every pod: no host PID or IPC namespace, nothing privileged, no
@@ -23,6 +24,7 @@
  */
 import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
+import { SLEEPER_CONFIGMAP_PREFIX } from './naming.js';
 import { ACCESS_NAMES } from '../contract/access-names.js';
 import {
   LABEL_COMPONENT,
@@ -97,8 +99,10 @@ function validations(): { expression: string; message: string; reason: 'Forbidde
       `${early}, which mount no service-account token (automountServiceAccountToken: false)`,
     ],
     [
-      onHostNetwork('!has(object.spec.volumes) || object.spec.volumes.all(v, has(v.emptyDir))'),
-      `${early}, which have only emptyDir volumes (no hostPath)`,
+      onHostNetwork(
+        `!has(object.spec.volumes) || object.spec.volumes.all(v, has(v.emptyDir) || (has(v.configMap) && v.configMap.name.startsWith(${celString(SLEEPER_CONFIGMAP_PREFIX)})))`,
+      ),
+      `${early}, which have only emptyDir volumes and prewarm's sleeper ConfigMap (no hostPath)`,
     ],
     [
       onHostNetwork(

@@ -55,12 +55,14 @@ export function pullSecretVolumeName(secret: string): string {
 export { HELPER_CONTAINER, HELPER_VOLUME } from '../contract/names.js';
 /** The container of an early puller that pulls the sidecar's image (pull-daemonset.ts sidecarImage). */
 export const SIDECAR_IMAGE_CONTAINER = 'prewarm-sidecar-image';
+/** What every sleeper ConfigMap's name starts with (the early pullers' admission policy admits these). */
+export const SLEEPER_CONFIGMAP_PREFIX = `${NAME_PREFIX}-sleeper-`;
 /**
  * Name of a namespace's sleeper ConfigMap (src/synth/sleeper.ts), from a hash of its `content`: it
  * is immutable, so a changed sleeper is a new ConfigMap.
  */
 export function sleeperConfigMapName(content: string): string {
-  return `${NAME_PREFIX}-sleeper-${shortHash(content)}`;
+  return `${SLEEPER_CONFIGMAP_PREFIX}${shortHash(content)}`;
 }
 
 /** The volume projecting the pools ConfigMap into the sidecar. */

@@ -37,6 +37,8 @@ type Manifest = any;
 
 let admin: KubeHttp;
 let output: Manifest[];
+/** The same spec synthesized with `nodeArch`: its pods run the sleeper from a ConfigMap. */
+let sleeperOutput: Manifest[];
 
 /** A pod of the template of the synthesized DaemonSet `pick` finds. */
 function podOf(pick: (ds: Manifest) => boolean, name: string): Manifest {
@@ -68,6 +70,9 @@ beforeAll(async () => {
   output = parseAllDocuments(synthYaml(bundle, { reconciler: { image: 'reg.invalid/prewarm:test' }, ownedNamespaces: [NS] })).map((d) =>
     d.toJS(),
   );
+  sleeperOutput = parseAllDocuments(
+    synthYaml(bundle, { reconciler: { image: 'reg.invalid/prewarm:test' }, ownedNamespaces: [NS], nodeArch: 'amd64' }),
+  ).map((d) => d.toJS());
   const applied = output.filter(
     (o) =>
       (o.kind === 'Namespace' && o.metadata.name === NS) ||
@@ -122,6 +127,27 @@ describe('early-pull admission on a real apiserver', () => {
     expect(await create(holder)).toEqual({ code: 201, message: '' });
   });
 
+  it('admits the early pullers that run the sleeper from its ConfigMap, and no other ConfigMap on the host network', async () => {
+    const pullers = sleeperOutput.filter((d) => d.kind === 'DaemonSet' && isPuller(d.spec.template.metadata.labels));
+    expect(pullers).toHaveLength(2);
+    for (const [i, ds] of pullers.entries()) {
+      const pod = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `sleeper-puller-${i}`, namespace: NS, labels: ds.spec.template.metadata.labels },
+        spec: ds.spec.template.spec,
+      };
+      expect(pod.spec.volumes.map((v: Manifest) => Object.keys(v).sort())).toEqual([['configMap', 'name']]);
+      expect(await create(pod)).toEqual({ code: 201, message: '' });
+      const other = structuredClone(pod);
+      other.metadata.name = `other-configmap-${i}`;
+      other.spec.volumes[0].configMap.name = 'kube-root-ca.crt';
+      const r = await create(other);
+      expect(r.code).toBe(403);
+      expect(r.message).toContain("which have only emptyDir volumes and prewarm's sleeper ConfigMap (no hostPath)");
+    }
+  });
+
   const POLICY = `ValidatingAdmissionPolicy '${ACCESS_NAMES.earlyPullPolicy}'`;
   it.each([
     [
@@ -151,7 +177,7 @@ describe('early-pull admission on a real apiserver', () => {
         p.spec.volumes.push({ name: 'host', hostPath: { path: '/var/lib/kubelet' } });
         p.spec.containers[0].volumeMounts.push({ name: 'host', mountPath: '/host', readOnly: true });
       },
-      'which have only emptyDir volumes (no hostPath)',
+      "which have only emptyDir volumes and prewarm's sleeper ConfigMap (no hostPath)",
     ],
     [
       'with a service-account token',
