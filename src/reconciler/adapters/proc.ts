@@ -4,9 +4,10 @@
  * read other containers' /proc/<pid>/environ and signal them without any capability.
  *
  * The container is found by its environment: synthesis sets ENV.imageContainer to the container's
- * name on each image container. Its PID 1 inside the container is `busybox sleep`, which ignores
- * SIGTERM (no handler), so we send SIGKILL; the kubelet then restarts the container per the pod's
- * restartPolicy and, with `imagePullPolicy: Always`, re-resolves the tag.
+ * name on each image container. Its process is `busybox sleep`, which ignores SIGTERM, or the
+ * sleeper (src/synth/sleeper.ts), which exits on it; we send SIGKILL, which ends either at once.
+ * The kubelet then restarts the container per the pod's restartPolicy and, with
+ * `imagePullPolicy: Always`, re-resolves the tag.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -111,12 +111,17 @@ describe('prewarm status', () => {
 });
 
 describe('prewarm status --node', () => {
-  const t0 = Date.now() - 60_000;
+  // Set from the node's creation: nothing of a node happens before it exists, and the timeline
+  // leaves out an Event of a pod known only from its Events that comes before (an earlier node's).
+  let t0 = 0;
   const at = (s: number) => new Date(t0 + s * 1000);
 
   beforeAll(async () => {
-    // st-n1 Ready at t0; a puller that is gone is known from its Events only.
+    // st-n1 Ready at t0, a second after it was created; a puller that is gone is known from its
+    // Events only. The Events are dated up to t0 + 7 s: wait until then has passed.
     const node = await core.readNode({ name: 'st-n1' });
+    t0 = new Date(node.metadata?.creationTimestamp ?? 0).getTime() + 1000;
+    await new Promise((r) => setTimeout(r, Math.max(0, t0 + 8000 - Date.now())));
     node.status = { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: at(0), reason: 'KubeletReady' }] };
     await core.replaceNodeStatus({ name: 'st-n1', body: node });
     const puller = 'prewarm-gpu-it-puller-1-abcde';
