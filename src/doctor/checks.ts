@@ -12,6 +12,7 @@ import {
   SLEEPER_ARCHITECTURES,
 } from '../contract/names.js';
 import { plural } from '../text/plural.js';
+import { excerpt } from '../text/quote.js';
 import { parseSidecarGate, type SidecarGate } from '../contract/sidecar-env.js';
 import { allStatuses, PULL_FAILURE_REASONS, runningContainers, timeOf, type Pod } from '../contract/pod-status.js';
 import { isEarlyPuller, isHolder, isPuller, poolOf } from '../contract/roles.js';
@@ -112,6 +113,9 @@ function sleepOf(
   return arch === undefined ? { kind: 'helper' } : { kind: 'sleeper', arch };
 }
 
+/** The longest architecture name a finding quotes (real ones are a few characters: `amd64`). */
+const MAX_ARCH_CHARS = 16;
+
 /**
  * The sleeper of each pool against the nodes its pods run on: a pod on a node of another
  * architecture cannot start its image containers (`exec format error`: a wrong `--node-arch`), an
@@ -143,13 +147,15 @@ export function checkSleeper(input: DoctorInput, pools: readonly PoolView[], add
         });
       continue;
     }
-    const { arch } = pool.sleep;
+    const sleeperArch = pool.sleep.arch;
+    // Both read from the cluster: quoted short, as anything the cluster sent.
+    const arch = excerpt(sleeperArch, MAX_ARCH_CHARS);
     const wrong = [
       ...new Set(
         pods
           .filter((p) => managed(p.metadata?.labels) && p.metadata?.namespace === pool.namespace && poolOf(p.metadata?.labels) === pool.id)
           .map((p) => p.spec?.nodeName ?? '')
-          .filter((node) => archOf.has(node) && archOf.get(node) !== arch),
+          .filter((node) => archOf.has(node) && archOf.get(node) !== sleeperArch),
       ),
     ].sort(compareStrings);
     add(
@@ -161,7 +167,7 @@ export function checkSleeper(input: DoctorInput, pools: readonly PoolView[], add
             level: 'error',
             message: `its pods run the ${arch} sleeper, but ${plural(wrong.length, 'node')} of another architecture run${wrong.length === 1 ? 's' : ''} them (${wrong
               .slice(0, 5)
-              .map((n) => `${n}: ${archOf.get(n) ?? ''}`)
+              .map((n) => `${excerpt(n, MAX_ARCH_CHARS * 4)}: ${excerpt(archOf.get(n) ?? '', MAX_ARCH_CHARS)}`)
               .join(', ')}${wrong.length > 5 ? ', …' : ''}): their image containers cannot start (exec format error)`,
             fix: 'synth with the --node-arch of every node, or without --node-arch when the cluster mixes architectures (or name kubernetes.io/arch in the nodeSelector of a pool of one architecture)',
           },

@@ -590,6 +590,14 @@ describe('the sleeper', () => {
     ]);
   });
 
+  it('quotes what the cluster sent short: a huge architecture from a hostile apiserver', () => {
+    const huge = 'x'.repeat(100_000);
+    const r = diagnose(input({ daemonSets: ok(sleeperPool('gpu', huge)), nodes: nodes(`y${huge}`), pods: pods('gpu', 'n1') }));
+    const [f] = find(r.findings, Check.sleeper);
+    expect(f?.level).toBe('error');
+    expect(f?.message.length).toBeLessThan(400);
+  });
+
   it('refused nodes: no sleeper findings, and no false error', () => {
     const r = diagnose(input({ daemonSets: ok(sleeperPool('gpu', 'amd64')), nodes: denied }));
     expect(find(r.findings, Check.sleeper)).toEqual([]);
