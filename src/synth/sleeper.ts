@@ -3,8 +3,8 @@
  * own entrypoint, so that images without a shell work and each stays in use (the kubelet's image
  * GC never removes an image a running container uses).
  *
- * It ships in a ConfigMap of the pool's namespace (see {@link SLEEPER_CONFIGMAP_PREFIX}), mounted
- * executable, so a pull pod needs no init container to copy a binary in. An init container costs
+ * It ships in a ConfigMap of the pool's namespace (`prewarm-sleeper-<hash>`, src/synth/naming.ts),
+ * mounted executable, so a pull pod needs no init container to copy a binary in. An init container costs
  * every pod its own image pull, its start and exit, and then the kubelet's next 1 s relist before
  * the image containers start: about 2 s of each burst puller's warm-up on the harness, more on a
  * remote registry (docs/benchmarks.md). A ConfigMap volume is mounted before the sandbox starts,
