@@ -83,6 +83,12 @@ export const HELPER_CONTAINER = 'prewarm-helper';
 export const HELPER_VOLUME = 'prewarm-bin';
 /** The architectures (`kubernetes.io/arch` values) the sleeper (src/synth/sleeper.ts) is built for. */
 export const SLEEPER_ARCHITECTURES = ['amd64', 'arm64'] as const;
+/** One of {@link SLEEPER_ARCHITECTURES}. */
+export type SleeperArch = (typeof SLEEPER_ARCHITECTURES)[number];
+/** Whether `arch` (a `kubernetes.io/arch` value) has a sleeper. */
+export function isSleeperArch(arch: string): arch is SleeperArch {
+  return (SLEEPER_ARCHITECTURES as readonly string[]).includes(arch);
+}
 
 /** Environment variables the synthesized pull pod sets on the sidecar. */
 export const ENV = {

@@ -8,8 +8,8 @@ import {
   LABEL_MANAGED_BY,
   LABEL_NAMESPACE_NAME,
   MANAGED_BY,
+  isSleeperArch,
   SIDECAR_CONTAINER,
-  SLEEPER_ARCHITECTURES,
 } from '../contract/names.js';
 import { plural } from '../text/plural.js';
 import { excerpt } from '../text/quote.js';
@@ -137,7 +137,7 @@ export function checkSleeper(input: DoctorInput, pools: readonly PoolView[], add
     const scope = `pool ${pool.namespace}/${pool.id}`;
     if (pool.sleep.kind === 'helper') {
       const [only] = arches;
-      if (arches.size === 1 && only !== undefined && (SLEEPER_ARCHITECTURES as readonly string[]).includes(only))
+      if (arches.size === 1 && only !== undefined && isSleeperArch(only))
         add({
           scope,
           check: Check.sleeper,

@@ -26,8 +26,7 @@ import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
-import { sleeperArchOf, sleeperBinaryData, type SleeperArch } from './sleeper.js';
-import { sleeperConfigMapName } from './naming.js';
+import { sleeperArchOf, sleeperConfigMap, type SleeperArch } from './sleeper.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
 const FOREIGN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
@@ -99,16 +98,17 @@ export class NamespaceChart extends Chart {
     // One sleeper ConfigMap for the namespace, if any of its pools knows its architecture. It is
     // immutable (the kubelet then reads it once instead of watching it), so it is named by its
     // content: a changed sleeper is a new ConfigMap, and the pods that mount it roll.
-    const arches = new Map(props.pools.map((pool) => [pool, sleeperArchOf(pool.placement.nodeSelector, props.nodeArch)]));
-    let sleeperConfigMap: string | undefined;
-    if ([...arches.values()].some((a) => a !== undefined)) {
-      const binaryData = sleeperBinaryData();
-      sleeperConfigMap = sleeperConfigMapName(JSON.stringify(binaryData));
-      new kplus.ConfigMap(this, 'sleeper', { metadata: { name: sleeperConfigMap, labels: COMMON_LABELS }, binaryData, immutable: true });
-    }
-    for (const pool of props.pools) {
-      const arch = arches.get(pool);
-      const sleeper = arch === undefined || sleeperConfigMap === undefined ? {} : { sleeper: { arch, configMap: sleeperConfigMap } };
+    const sleeperMap = sleeperConfigMap();
+    const arches = props.pools.map((pool) => sleeperArchOf(pool.placement.nodeSelector, props.nodeArch));
+    if (arches.some((a) => a !== undefined))
+      new kplus.ConfigMap(this, 'sleeper', {
+        metadata: { name: sleeperMap.name, labels: COMMON_LABELS },
+        binaryData: { ...sleeperMap.binaryData },
+        immutable: true,
+      });
+    for (const [i, pool] of props.pools.entries()) {
+      const arch = arches[i];
+      const sleeper = arch === undefined ? {} : { sleeper: { arch, configMap: sleeperMap.name } };
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.
       const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes);

@@ -54,7 +54,9 @@ export const HELPER_BINARY = `${HELPER_MOUNT}/busybox`;
 /** Where the helper image keeps its static busybox. */
 export const HELPER_SOURCE = '/bin/busybox';
 /** The sleeper's file in the mount. */
-export const SLEEPER_BINARY = `${HELPER_MOUNT}/sleep`;
+const SLEEPER_FILE = 'sleep';
+/** The sleeper, as the image containers run it. */
+export const SLEEPER_BINARY = `${HELPER_MOUNT}/${SLEEPER_FILE}`;
 /** Longest sleep busybox accepts portably (2^31-1 s, about 68 years). */
 const SLEEP_FOREVER = '2147483647';
 /** Read and execute for all: the pod's non-root user runs it. */
@@ -158,7 +160,7 @@ export class PullDaemonSet extends Construct {
         : kplus.Volume.fromConfigMap(this, 'bin', kplus.ConfigMap.fromConfigMapName(this, 'sleeper-cm', sleeper.configMap), {
             name: HELPER_VOLUME,
             defaultMode: SLEEPER_MODE,
-            items: { [sleeper.arch]: { path: SLEEPER_BINARY.slice(HELPER_MOUNT.length + 1), mode: SLEEPER_MODE } },
+            items: { [sleeper.arch]: { path: SLEEPER_FILE, mode: SLEEPER_MODE } },
           });
     const mountBin = { path: HELPER_MOUNT, volume: binVolume, readOnly: true };
     const sleepCommand = sleeper === undefined ? [HELPER_BINARY, 'sleep', SLEEP_FOREVER] : [SLEEPER_BINARY];

@@ -23,16 +23,10 @@
  * (the foreign one under qemu-user).
  */
 
-import { SLEEPER_ARCHITECTURES } from '../contract/names.js';
+import { isSleeperArch, SLEEPER_ARCHITECTURES, type SleeperArch } from '../contract/names.js';
+import { sleeperConfigMapName } from './naming.js';
 
-export { SLEEPER_ARCHITECTURES };
-/** One of {@link SLEEPER_ARCHITECTURES}. */
-export type SleeperArch = (typeof SLEEPER_ARCHITECTURES)[number];
-
-/** Whether `arch` (a `kubernetes.io/arch` value) has a sleeper. */
-export function isSleeperArch(arch: string): arch is SleeperArch {
-  return (SLEEPER_ARCHITECTURES as readonly string[]).includes(arch);
-}
+export { isSleeperArch, SLEEPER_ARCHITECTURES, type SleeperArch };
 
 /** Instructions as [hex bytes, assembly]; joined, they are the program's code. */
 type Code = readonly (readonly [string, string])[];
@@ -180,4 +174,22 @@ export function sleeperBinaryData(): Record<SleeperArch, string> {
     SleeperArch,
     string
   >;
+}
+
+/** What a namespace's sleeper ConfigMap holds, and its name. */
+export interface SleeperConfigMap {
+  readonly name: string;
+  readonly binaryData: Readonly<Record<SleeperArch, string>>;
+}
+
+/** Built on first use, then shared by every namespace: the bytes, and so the name, never change. */
+let configMap: SleeperConfigMap | undefined;
+
+/** The sleeper ConfigMap of every namespace: named by a hash of its content (it is immutable). */
+export function sleeperConfigMap(): SleeperConfigMap {
+  if (configMap === undefined) {
+    const binaryData = Object.freeze(sleeperBinaryData());
+    configMap = { name: sleeperConfigMapName(JSON.stringify(binaryData)), binaryData };
+  }
+  return configMap;
 }

@@ -1,8 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { arch as hostArch, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { NODE_ARCH } from '../../harness/cluster/config.js';
 import {
   ARCH_LABEL,
   SLEEPER_ARCHITECTURES,
@@ -19,18 +20,16 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** ELF e_machine by architecture. */
 const MACHINES: Record<SleeperArch, number> = { amd64: 62, arm64: 183 };
-/** Node's name for each architecture (process.arch / os.arch()). */
-const NODE_ARCH: Record<SleeperArch, string> = { amd64: 'x64', arm64: 'arm64' };
 /** qemu-user's program for each architecture, for the one the host cannot run. */
 const QEMU: Record<SleeperArch, string> = { amd64: 'qemu-x86_64', arm64: 'qemu-aarch64' };
 
 /** The argv that runs the sleeper of `arch` here: itself, or under qemu-user (fails loudly without it). */
 function runner(arch: SleeperArch, file: string): string[] {
-  if (hostArch() === NODE_ARCH[arch]) return [file];
+  if (arch === NODE_ARCH) return [file];
   const found = spawnSync('sh', ['-c', `command -v ${QEMU[arch]}`], { encoding: 'utf8' });
   if (found.status !== 0)
     throw new Error(
-      `${QEMU[arch]} is needed to run the ${arch} sleeper on this ${hostArch()} host: install qemu-user (.ci/setup-cluster.sh does)`,
+      `${QEMU[arch]} is needed to run the ${arch} sleeper on this ${NODE_ARCH} host: install qemu-user (.ci/setup-cluster.sh does)`,
     );
   return [QEMU[arch], file];
 }
@@ -95,8 +94,8 @@ describe('sleeper binaries', () => {
   });
 
   it('exits 0 on SIGTERM as PID 1 of its own PID namespace, where a process without a handler never sees it', () => {
-    const arch = SLEEPER_ARCHITECTURES.find((a) => NODE_ARCH[a] === hostArch());
-    if (arch === undefined) throw new Error(`no sleeper for this host's architecture ${hostArch()}`);
+    const arch = SLEEPER_ARCHITECTURES.find((a) => a === NODE_ARCH);
+    if (arch === undefined) throw new Error(`no sleeper for this host's architecture ${NODE_ARCH}`);
     const file = path.join(dir, `pid1-${arch}`);
     writeFileSync(file, sleeperBinary(arch));
     chmodSync(file, 0o555);
