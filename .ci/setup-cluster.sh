@@ -8,7 +8,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 T0=$SECONDS
 PKGS=(containerd runc containernetworking-plugins docker-registry skopeo umoci iproute2 socat
       busybox-static iptables conntrack openssl apache2-utils util-linux findutils tar
-      qemu-user)  # qemu-user: test/synth/sleeper.test.ts runs the foreign architecture's sleeper
+      qemu-user   # qemu-user: test/synth/sleeper.test.ts runs the foreign architecture's sleeper
+      binutils)   # binutils: strip, for the reconciler image's node binary (harness/cluster/images.ts)
 
 if [[ "${PREWARM_SKIP_APT:-0}" != 1 ]]; then
   missing=()

@@ -422,7 +422,7 @@ export function reconcilerNodeFlags(): string[] {
 }
 
 /** How the reconciler image's layer is compressed, as the README's step 2 pushes it. */
-const RECONCILER_LAYER_COMPRESSION = 'zstd';
+const RECONCILER_LAYER_COMPRESSION = { format: 'zstd', level: '19' } as const;
 
 /**
  * The prewarm reconciler sidecar image: the compiled files the shipped image holds (the import
@@ -437,7 +437,8 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` before building the reconciler image`);
   const entrypoint = ['/usr/local/bin/node', ...reconcilerNodeFlags(), '/app/lib/src/reconciler/main.js'];
   const hash = createHash('sha256');
-  hash.update(process.execPath + process.version + entrypoint.join(' ') + RECONCILER_LAYER_COMPRESSION);
+  const { format, level } = RECONCILER_LAYER_COMPRESSION;
+  hash.update(`${process.execPath} ${process.version} ${entrypoint.join(' ')} ${format}-${level} stripped`);
   const files = sidecarImageFiles(lib);
   for (const f of files) hash.update(f).update(readFileSync(join(lib, f)));
   const digest = hash.digest('hex').slice(0, 16);
@@ -448,6 +449,9 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
   const node = realpathSync(process.execPath);
   mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
   cpSync(node, join(root, 'usr/local/bin/node'));
+  // As build-image.sh does: without its symbol and debug sections (a Debian node keeps them),
+  // which nothing the sidecar runs reads; 12 MiB less to pull and unpack on every joining node.
+  run(['strip', '--strip-all', join(root, 'usr/local/bin/node')]);
   for (const line of run(['ldd', node]).stdout.split('\n')) {
     const m = /(\/\S+) \(0x/.exec(line);
     if (!m?.[1]) continue;
@@ -465,10 +469,10 @@ export function ensureReconcilerImage(ref: string, repoDir: string, opts: Ensure
     workdir: '/app',
     labels: { 'dev.prewarm.source-hash': digest },
   });
-  // As the README's step 2 pushes it: the layer zstd-compressed.
-  const recompressed = `${layoutDir(`reconciler-${ref}`)}-${RECONCILER_LAYER_COMPRESSION}`;
+  // As the README's step 2 pushes it: the layer zstd-compressed, at the level that pushes least.
+  const recompressed = `${layoutDir(`reconciler-${ref}`)}-${format}`;
   rmSync(recompressed, { recursive: true, force: true });
-  run(['skopeo', 'copy', '--quiet', '--dest-compress-format', RECONCILER_LAYER_COMPRESSION, src, `oci:${recompressed}:img`]);
+  run(['skopeo', 'copy', '--quiet', '--dest-compress-format', format, '--dest-compress-level', level, src, `oci:${recompressed}:img`]);
   pushImage(`oci:${recompressed}:img`, ref);
   writeFileSync(stamp, digest);
 }

@@ -12,14 +12,15 @@
 # The architecture is the host's; for multi-arch images use the Dockerfile with buildx.
 #
 # Push the layout with its layer zstd-compressed (README, step 2, says why):
-#   skopeo copy --dest-compress-format zstd oci:OUT_DIR:TAG docker://REGISTRY/prewarm-reconciler:TAG
-# Needs: umoci (apt-get install umoci), node, npx (tsc from devDependencies), ldd.
+#   skopeo copy --dest-compress-format zstd --dest-compress-level 19 oci:OUT_DIR:TAG docker://REGISTRY/prewarm-reconciler:TAG
+# Needs: umoci (apt-get install umoci), strip (binutils), node, npx (tsc from devDependencies), ldd.
 set -euo pipefail
 
 out=${1:?usage: build-image.sh OUT_DIR [TAG]}
 tag=${2:-latest}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 command -v umoci >/dev/null || { echo "build-image.sh: umoci not found (apt-get install umoci)" >&2; exit 2; }
+command -v strip >/dev/null || { echo "build-image.sh: strip not found (apt-get install binutils)" >&2; exit 2; }
 
 (cd "$repo" && npx tsc -p src/reconciler/tsconfig.json) >&2
 
@@ -30,6 +31,9 @@ rootfs=$work/rootfs
 # node and every library it links, at the same paths (the dynamic loader included).
 node=$(readlink -f "$(command -v node)")
 install -D -m 0755 "$node" "$rootfs/usr/local/bin/node"
+# Without the symbol and debug sections a distribution's node may keep (Debian's does, 12 MiB):
+# nothing the sidecar runs reads them, and every joining node pulls and unpacks this image.
+strip --strip-all "$rootfs/usr/local/bin/node"
 ldd "$node" | grep -o '/[^ )]*' | sort -u | while read -r lib; do
   for p in "$lib" "$(readlink -f "$lib")"; do
     install -D -m 0755 "$(readlink -f "$p")" "$rootfs$p"

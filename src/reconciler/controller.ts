@@ -120,6 +120,13 @@ export class Controller {
   private pod: KPod | undefined;
   /** The pool's other pods on this node by name, as the member watch last showed them. */
   private peers = new Map<string, KPod>();
+  /**
+   * Whether the first list of the pool's pods has answered (or failed). The first reconcile waits
+   * for it, as a controller waits for its caches to sync: a decision from our pod alone would
+   * write a `warming` that the pullers' list, a moment later, already contradicts, and that write
+   * and its read would stand between a node whose pullers are done and its warm label.
+   */
+  private peersListed: boolean;
   private readonly kick = new Kick();
   private readonly resyncMs: number;
   private readonly gateResyncMs: number;
@@ -132,6 +139,7 @@ export class Controller {
     private readonly pools: PoolsFile,
     private readonly opts: ControllerOptions,
   ) {
+    this.peersListed = deps.poolPods === undefined;
     this.resyncMs = opts.resyncMs ?? 300_000;
     this.gateResyncMs = opts.gateResyncMs ?? 30_000;
     this.backoff = new Backoff(opts.backoffInitialMs ?? 1000, opts.backoffMaxMs ?? 60_000, () => deps.clock.random());
@@ -168,7 +176,7 @@ export class Controller {
     while (!stop.signal.aborted) {
       let wait = this.resyncMs;
       try {
-        if (this.pod) {
+        if (this.pod && this.peersListed) {
           const r = await this.reconcile(false);
           wait = r.waitMs;
           deleted = r.deleted;
@@ -335,8 +343,16 @@ export class Controller {
     return this.watchLoop(
       'pool pods',
       async () => {
-        const listed = await source.list();
+        const listed = await source.list().catch((e: unknown) => {
+          // A failed first list must not hold the loop: it goes on from our pod alone, as before.
+          if (!this.peersListed) {
+            this.peersListed = true;
+            this.kick.kick();
+          }
+          throw e;
+        });
         this.peers = new Map(listed.pods.filter((p) => !mine(p)).map((p) => [p.metadata.name ?? '', p]));
+        this.peersListed = true; // the loop kicks once we return
         return listed.resourceVersion;
       },
       (rv, onEvent) => source.watch(rv, onEvent, signal),

@@ -40,6 +40,8 @@ function setup(
     refreshSeconds?: number;
     now?: number;
     opts?: Partial<ControllerOptions>;
+    /** Set on the fake before the controller's first call. */
+    before?: FakeKube['before'];
   } = {},
 ) {
   const clock = new FakeClock(over.now ?? at(60));
@@ -47,6 +49,7 @@ function setup(
     pod(IMAGES, [st.creating('c1'), st.creating('c2')]),
     node({ taints: [gate, { key: 'other', effect: 'NoSchedule' }] }),
   );
+  if (over.before) kube.before = over.before;
   const log = logger();
   const metrics = new Metrics();
   const ctl = new Controller(
@@ -123,6 +126,42 @@ describe('Controller with burst pullers', () => {
     expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
     expect(kube.node.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
     expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm]);
+  });
+
+  it("decides nothing before the pool's first list answers: a slow list, then warm at the first look", async () => {
+    let answer: () => void = () => undefined;
+    const held = new Promise<void>((r) => (answer = r));
+    const { clock, kube } = setup({ poolPods: true, before: (call) => (call === 'LIST pool pods' ? held : Promise.resolve()) });
+    // The pullers are done; the holder's own containers still wait on the kubelet.
+    kube.peers.set(
+      'puller-1-abc',
+      pullerPod('puller-1-abc', IMAGES, [st.running('c1', 'reg/a:1', 20, 'a'), st.running('c2', 'reg/b:1', 25, 'b')]),
+    );
+    await clock.settle();
+    expect(kube.calls).toEqual(['GET pod', 'LIST pool pods', 'WATCH pod']); // no node read, no write
+    answer();
+    await clock.settle();
+    expect(kube.writes()).toEqual(['PATCH node merge', 'PATCH node json', 'POST event']);
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(kube.calls.filter((c) => c === 'GET node')).toHaveLength(1);
+  });
+
+  it("a first list of the pool's pods that fails does not hold the loop: it decides from its own pod, then retries the list", async () => {
+    let failed = false;
+    const { clock, kube } = setup({
+      poolPods: true,
+      before: (call) => {
+        if (call !== 'LIST pool pods' || failed) return Promise.resolve();
+        failed = true;
+        return Promise.reject(new ApiError(403, 'pods is forbidden', 'Forbidden'));
+      },
+    });
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(kube.calls.filter((c) => c === 'LIST pool pods')).toHaveLength(1);
+    await clock.advance(1_000); // the list's backoff: 1 s, jittered down to half
+    expect(kube.calls.filter((c) => c === 'LIST pool pods')).toHaveLength(2);
   });
 
   it('reports a failing lane with its reason, and sees pullers listed before the watch started', async () => {
