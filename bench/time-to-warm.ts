@@ -7,7 +7,7 @@
  *   raw-serial       the same one after another: what a workload pulling its own images gets on a
  *                    kubelet with serializeImagePulls
  *   floor            Ready → a one-container DaemonSet pod whose image is present seen Running
- *                    (support/floor.ts): the least any pod-based puller can take; per profile and
+ *                    (harness/floor.ts): the least any pod-based puller can take; per profile and
  *                    kubelet, printed beside every set's figures
  *   lanes-<L>        prewarm with `spec.lanes: L` (`lanes-default`: the default; `lanes-per-image`:
  *                    one puller per image): `prewarm synth --stdout --reconciler-image <local>`
@@ -93,7 +93,7 @@ import {
   releaseCluster,
   type KubeletKind,
 } from './support/cluster.js';
-import { applyFloor, floorRunningAt } from './support/floor.js';
+import { applyFloor, floorRunningAt } from '../harness/floor.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 import { list } from './support/args.js';
 

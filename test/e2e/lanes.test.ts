@@ -10,8 +10,10 @@
  *    (src/synth/sleeper.ts; the fail pool keeps the helper): the pullers appear beside the holder, every image lands in
  *    containerd, the node turns warm, the pullers go and the taint is removed. Prints time-to-warm
  *    (Ready → warm label, first seen on one node watch) against a raw parallel `crictl pull` of
- *    the same images on a bare containerd in the same run, and the join's timeline (the code of
- *    `prewarm status --node`).
+ *    the same images on a bare containerd in the same run and the pod floor (harness/floor.ts:
+ *    Ready → a one-container pod whose image is present seen Running, on a second node that joins
+ *    the same way after it: the least any pod-based puller takes here), and the join's timeline
+ *    (the code of `prewarm status --node`).
  * 2. Adding one image to the pool rolls the holder and exactly the pullers whose images the split
  *    changes (src/synth/lanes.ts: two of the three here), no other; the node ends warm with the new
  *    image, and the pullers leave again.
@@ -25,6 +27,7 @@ import { rawPull, startBareRuntime, stopBareRuntime } from '../../harness/cluste
 import { addNode, kubectl } from '../../harness/cluster/cluster.js';
 import { NODE_ARCH, REGISTRY } from '../../harness/cluster/config.js';
 import { ensureStandIn, imageInRegistry, normalize } from '../../harness/cluster/images.js';
+import { applyFloor, floorRunningAt } from '../../harness/floor.js';
 import { nodeImages, nodeImagesAsync, type Taint } from '../../harness/cluster/node.js';
 import type { Kube } from '../../harness/kube.js';
 import { podSpecOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
@@ -49,6 +52,8 @@ const SEL = 'e2e.prewarm.dev/lanes';
 const NODE = 'lanes-node';
 const FAIL_NODE = 'lanes-fail';
 const RAW_NODE = 'lanes-raw';
+const FLOOR_NODE = 'lanes-floor';
+const FLOOR_NS = 'e2e-lanes-floor';
 const POOL = 'lanes';
 const FAIL_POOL = 'lanes-fail';
 const LANES = 3;
@@ -131,7 +136,7 @@ describe('lanes on real kubelets', () => {
     ({ kube, watch } = await watchNodes(SEL));
   });
 
-  afterAll(() => cleanUp({ watch, kube, nodes: [NODE, FAIL_NODE], bareRuntimes: [RAW_NODE], namespaces: [NS] }));
+  afterAll(() => cleanUp({ watch, kube, nodes: [NODE, FAIL_NODE, FLOOR_NODE], bareRuntimes: [RAW_NODE], namespaces: [NS, FLOOR_NS] }));
 
   it('a node joins: pullers appear, the images land, the node turns warm, the pullers go, the taint is removed', async () => {
     expect(pullerDaemonSets, 'synth emits pullers for lanes: 3 over 5 images').toBeGreaterThan(0);
@@ -179,8 +184,17 @@ describe('lanes on real kubelets', () => {
     await startBareRuntime(RAW_NODE);
     const rawMs = await rawPull(RAW_NODE, IMAGES);
     await stopBareRuntime(RAW_NODE);
+    // The pod floor, on a node that joins as this one did (CNI stand-in), once this one is quiet.
+    kubectl(['delete', 'namespace', FLOOR_NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
+    await applyFloor(kube, FLOOR_NS, { [SEL]: 'floor' });
+    const f = watch.expect(FLOOR_NODE);
+    await addNode(FLOOR_NODE, { labels: { [SEL]: 'floor' }, cniStandIn: {}, wait: false });
+    expect(await until(f, (x) => x.readyAt !== undefined, Date.now() + 120_000), `${FLOOR_NODE} Ready`).toBe(true);
+    const floorAt = await floorRunningAt(kube, FLOOR_NS, FLOOR_NODE, (f.readyAt as number) + 120_000);
+    expect(floorAt, `the floor pod Running on ${FLOOR_NODE}`).toBeDefined();
+    const floorMs = (floorAt as number) - (f.readyAt as number);
     console.log(
-      `time-to-warm lanes ${NODE}: ${secs(warmMs, 2)}s (raw pull ${secs(rawMs, 2)}s, ratio ${(warmMs / rawMs).toFixed(1)}) [${IMAGES.length} images, ${LANES} lanes, CNI stand-in]`,
+      `time-to-warm lanes ${NODE}: ${secs(warmMs, 2)}s (raw pull ${secs(rawMs, 2)}s, ratio ${(warmMs / rawMs).toFixed(1)}; pod floor ${secs(floorMs, 2)}s) [${IMAGES.length} images, ${LANES} lanes, CNI stand-in]`,
     );
   });
 

@@ -5,10 +5,10 @@
  * is scheduling, the sandbox, one container start and the status the kubelet publishes. It bounds
  * any pod-based puller from below (prewarm's, che's, kube-fledged's Jobs).
  */
-import { IMAGES } from '../../harness/cluster/config.js';
-import type { Kube, KubeObject } from '../../harness/kube.js';
-import { applyAll } from '../../harness/manifests.js';
-import { pollUntil } from '../../harness/time.js';
+import { IMAGES } from './cluster/config.js';
+import type { Kube, KubeObject } from './kube.js';
+import { applyAll } from './manifests.js';
+import { pollUntil } from './time.js';
 
 /** The floor DaemonSet in `namespace`, on the nodes labelled `selector`. */
 export function floorObjects(namespace: string, selector: Record<string, string>): KubeObject[] {
