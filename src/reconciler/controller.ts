@@ -122,9 +122,9 @@ export class Controller {
   private peers = new Map<string, KPod>();
   /**
    * Whether the first list of the pool's pods has answered (or failed). The first reconcile waits
-   * for it, as a controller waits for its caches to sync: a decision from our pod alone would
-   * write a `warming` that the pullers' list, a moment later, already contradicts, and that write
-   * and its read would stand between a node whose pullers are done and its warm label.
+   * for it, as a controller waits for its caches to sync: a decision from our pod alone counts
+   * none of the pullers' images, so its read of the node (and any write) is moot a moment later,
+   * and it stands between a node whose pullers are already done and its warm label.
    */
   private peersListed: boolean;
   private readonly kick = new Kick();
