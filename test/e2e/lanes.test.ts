@@ -148,15 +148,10 @@ describe('lanes on real kubelets', () => {
     // config is in place from the start (kubelet log: pods watched 0.55 s after Ready, sandboxes
     // 2 s after it). The pool's pods do not tolerate not-ready, so they still start at Ready.
     await addNode(NODE, { labels: { [SEL]: 'yes' }, taints: [GATE], cniStandIn: {}, wait: false });
-    // Sample the pullers until the taint is gone: they must have run on the warming node.
-    let sawPullers = 0;
-    const stopAt = Date.now() + 300_000;
-    while (Date.now() < stopAt && !t.taintsGoneAt.has(GATE.key)) {
-      sawPullers = Math.max(sawPullers, (await pullersOnNode(kube, NS, NODE, poolId)).length);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(t.taintsGoneAt.has(GATE.key), `gate taint removed from ${NODE}`).toBe(true);
-    expect(sawPullers, 'puller pods on the warming node').toBe(pullerDaemonSets);
+    // Only the node watch and the recorder's watches run while the node warms: no polling of our
+    // own loads the apiserver during the measured window. That the pullers ran on the node is
+    // read from the recorded timeline below.
+    expect(await until(t, (x) => x.taintsGoneAt.has(GATE.key), Date.now() + 300_000), `gate taint removed from ${NODE}`).toBe(true);
 
     const labelKey = `prewarm.dev/${poolId}`;
     expect(await until(t, (x) => x.labelsAt.has(`${labelKey}=warm`), Date.now() + 10_000)).toBe(true);
