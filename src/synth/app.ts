@@ -16,7 +16,7 @@ import { PullDaemonSet } from './pull-daemonset.js';
 import { addCheck, diagnosticsOf } from './validation.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
-import type { SleeperArch } from './sleeper.js';
+import type { SleeperArch } from '../contract/names.js';
 
 /** Options of a synth run. */
 export interface SynthOptions {

@@ -17,6 +17,7 @@ import {
   MANAGED_BY,
   POOLS_CONFIGMAP,
   POOLS_FILE,
+  type SleeperArch,
 } from '../contract/names.js';
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey } from '../contract/identity.js';
@@ -26,7 +27,7 @@ import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
-import { sleeperArchOf, sleeperConfigMap, type SleeperArch } from './sleeper.js';
+import { sleeperArchOf, sleeperConfigMap } from './sleeper.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
 const FOREIGN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);

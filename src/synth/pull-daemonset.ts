@@ -23,6 +23,7 @@ import {
   NodeState,
   POOLS_MOUNT_PATH,
   SIDECAR_CONTAINER,
+  type SleeperArch,
 } from '../contract/names.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { COMPONENT, holderSelector, pullerSelector, Role } from '../contract/roles.js';
@@ -45,7 +46,6 @@ import { checkPoolObject, type Manifest } from './output-checks.js';
 import { addCheck } from './validation.js';
 import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
 import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../contract/names.js';
-import type { SleeperArch } from './sleeper.js';
 
 /** Where the sleep binary (the sleeper, or the helper's busybox) is mounted in every container. */
 export const HELPER_MOUNT = '/prewarm';

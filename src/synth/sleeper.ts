@@ -26,8 +26,6 @@
 import { isSleeperArch, SLEEPER_ARCHITECTURES, type SleeperArch } from '../contract/names.js';
 import { sleeperConfigMapName } from './naming.js';
 
-export { isSleeperArch, SLEEPER_ARCHITECTURES, type SleeperArch };
-
 /** Instructions as [hex bytes, assembly]; joined, they are the program's code. */
 type Code = readonly (readonly [string, string])[];
 

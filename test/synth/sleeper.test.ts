@@ -4,16 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NODE_ARCH } from '../../harness/cluster/config.js';
-import {
-  ARCH_LABEL,
-  SLEEPER_ARCHITECTURES,
-  isSleeperArch,
-  sleeperArchOf,
-  sleeperBinary,
-  sleeperBinaryData,
-  sleeperListing,
-  type SleeperArch,
-} from '../../src/synth/sleeper.js';
+import { isSleeperArch, SLEEPER_ARCHITECTURES, type SleeperArch } from '../../src/contract/names.js';
+import { ARCH_LABEL, sleeperArchOf, sleeperBinary, sleeperBinaryData, sleeperListing } from '../../src/synth/sleeper.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'prewarm-sleeper-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -10,7 +10,7 @@ import { formatDiagnostic, SpecError } from '../../imagecache/errors.js';
 import type { Bundle } from '../../imagecache/model.js';
 import { synthYaml, type SynthOptions } from '../../synth/app.js';
 import { ownedNamespaceError } from '../../synth/charts.js';
-import { SLEEPER_ARCHITECTURES, type SleeperArch } from '../../synth/sleeper.js';
+import { SLEEPER_ARCHITECTURES, type SleeperArch } from '../../contract/names.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
