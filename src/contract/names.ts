@@ -152,6 +152,13 @@ export const EVENTS_NAMESPACE = 'default';
 /** Where the sidecar serves Prometheus metrics, and where the PodMonitor scrapes them. */
 export const METRICS_PATH = '/metrics';
 
+/**
+ * Where the sidecar answers its startup probe, on the metrics port: 200 once the holder's image
+ * containers may start (src/reconciler/pool.ts `releasesImages`), 503 before. The kubelet starts
+ * the containers after a native sidecar only once its startup probe has succeeded.
+ */
+export const STARTUP_PATH = '/startupz';
+
 /** Defaults shared by the spec model and the sidecar. */
 export const DEFAULTS = {
   deadlineSeconds: 600,

@@ -133,6 +133,10 @@ export class Controller {
   private readonly backoff: Backoff;
   private readonly refresher: Refresher | undefined;
   private lastDecision: PoolDecision | undefined;
+  /** Whether the holder's image containers may start; once true, it stays so ({@link imagesReleased}). */
+  private released = false;
+  /** When this process began to judge, for the startup probe's own deadline. */
+  private readonly startedAt: number;
   constructor(
     private readonly deps: ControllerDeps,
     private readonly config: ReconcilerConfig,
@@ -140,6 +144,7 @@ export class Controller {
     private readonly opts: ControllerOptions,
   ) {
     this.peersListed = deps.poolPods === undefined;
+    this.startedAt = deps.clock.now();
     this.resyncMs = opts.resyncMs ?? 300_000;
     this.gateResyncMs = opts.gateResyncMs ?? 30_000;
     this.backoff = new Backoff(opts.backoffInitialMs ?? 1000, opts.backoffMaxMs ?? 60_000, () => deps.clock.random());
@@ -196,6 +201,22 @@ export class Controller {
     await this.cleanup();
   }
 
+  /**
+   * What the startup probe answers (STARTUP_PATH): whether the holder's image containers may start.
+   * True from the first decision that releases them (src/reconciler/pool.ts `releasesImages`), or
+   * once the pool's deadline has passed since this process started, so a sidecar that never
+   * reaches the apiserver still lets them start and pull; never false again.
+   */
+  imagesReleased(): boolean {
+    if (!this.released && this.deps.clock.now() >= this.startedAt + this.config.deadlineSeconds * 1000) this.release('deadline');
+    return this.released;
+  }
+
+  private release(why: string): void {
+    this.released = true;
+    this.deps.log.info('image containers released', { why });
+  }
+
   /** One reconcile; returns how long to wait before the next one absent any pod event. */
   async reconcile(terminating: boolean): Promise<{ waitMs: number; deleted: boolean }> {
     const { nodes, clock, log, metrics } = this.deps;
@@ -213,6 +234,8 @@ export class Controller {
       sidecarName: this.opts.sidecarName,
       peers,
     });
+    // Before the write: the kubelet's next probe starts the holder's containers meanwhile.
+    if (d.releaseImages && !this.released) this.release(d.state);
     const patch = metadataPatch(this.config, d);
     if (patch) {
       node = await nodes.patchMerge(patch);

@@ -72,7 +72,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
-  const served = config.metricsPort > 0 ? await serveMetrics(metrics, config.metricsHost, config.metricsPort) : undefined;
+  const served =
+    config.metricsPort > 0
+      ? await serveMetrics(metrics, config.metricsHost, config.metricsPort, () => controller.imagesReleased())
+      : undefined;
   log.info('started', {
     metrics: served ? `${config.metricsHost}:${served.port}` : 'off',
     gate: config.gateTaintKey || 'off',

@@ -17,6 +17,7 @@ import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode, KPod } from './kube-types.js';
 import { mergeObservations, observeImages, type ImageObservation } from './observe.js';
+import { matchImages } from '../contract/node-images.js';
 import { partialEvent, pullFailingEvent, warmEvent, type EventIntent } from '../contract/events.js';
 import { compareStrings } from '../contract/order.js';
 
@@ -57,6 +58,8 @@ export interface PoolDecision {
   readonly images: readonly ImageObservation[];
   /** When the pool's deadline passes (ms), while still warming. */
   readonly deadlineAt: number;
+  /** Whether the holder's own image containers may start now ({@link releasesImages}). */
+  readonly releaseImages: boolean;
 }
 
 /** When the node's Ready condition last turned True (ms), if it is True now. */
@@ -99,6 +102,47 @@ function describeFailing(list: readonly FailingImage[]): string {
 
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 
+/** A pod that still runs or will: not being deleted, not ended. */
+const live = (p: KPod): boolean => !p.metadata.deletionTimestamp && p.status?.phase !== 'Failed' && p.status?.phase !== 'Succeeded';
+
+/**
+ * Whether the holder's own image containers may start now: what the sidecar's startup probe
+ * answers (STARTUP_PATH in src/contract/names.ts). While the pool warms and burst pullers on the
+ * node cover every image still missing, the holder's containers wait: each start is a runtime call
+ * and a few API writes, and on a node short of CPU they would land in the window in which the
+ * pullers start theirs, which is the time-to-warm. They may start:
+ * - once the pool is decided (warm or partial), or the pod is going;
+ * - when the kubelet started one of them already (the sidecar restarted beside them);
+ * - when the node's image list names every image still missing (a rollout or a restart on a warm
+ *   node: they start at once, from the images on the node, as before);
+ * - when some image still missing has no live puller on the node (a pool without pullers, pullers
+ *   that cannot be scheduled or were evicted): the holder pulls it itself, as it always did.
+ *
+ * The unpinned moment between the pullers' exit and the holder's starts is no risk to the images:
+ * the kubelet's image GC never removes an image younger than its minimum age (2 min by default).
+ */
+export function releasesImages(
+  state: PoolState | 'terminating',
+  own: readonly ImageObservation[],
+  images: readonly ImageObservation[],
+  peers: readonly KPod[],
+  node: KNode,
+  sidecarName: string,
+): boolean {
+  if (state !== 'warming' || own.some((i) => i.phase === 'present')) return true;
+  const missing = new Set(images.filter((i) => i.phase !== 'present').map((i) => i.image));
+  // By the name the pod gives it and, for `repo:tag@digest`, by `repo@digest`: how the runtime lists a pulled digest.
+  const wanted = [...missing].map((ref) => ({ ref, names: [ref, ref.replace(/:[^/@]+@/, '@')], onNode: false }));
+  if (matchImages(wanted, node.status?.images ?? []).unlisted.length === 0) return true;
+  const covered = new Set(
+    peers
+      .filter(live)
+      .flatMap((p) => observeImages(p, sidecarName).images)
+      .map((i) => i.image),
+  );
+  return [...missing].some((image) => !covered.has(image));
+}
+
 /**
  * Phase 1: our pool's label and annotation.
  *
@@ -135,6 +179,7 @@ export function decidePool(obs: Observed): PoolDecision {
       events: [],
       images,
       deadlineAt,
+      releaseImages: true,
     };
   }
 
@@ -145,7 +190,7 @@ export function decidePool(obs: Observed): PoolDecision {
   // What it records stays as written until the holder shows every image again.
   const allPresent = present.length === images.length;
   if (!allPresent && own?.state === NodeState.Warm && curLabel === NodeState.Warm)
-    return { state: NodeState.Warm, events: [], images, deadlineAt };
+    return { state: NodeState.Warm, events: [], images, deadlineAt, releaseImages: true };
   const pastDeadline = now >= deadlineAt || own?.state === NodeState.Partial || own?.state === NodeState.Warm;
   const state: PoolState = allPresent ? NodeState.Warm : pastDeadline ? NodeState.Partial : 'warming';
 
@@ -206,5 +251,6 @@ export function decidePool(obs: Observed): PoolDecision {
     ...(timeToWarmSeconds !== undefined ? { timeToWarmSeconds } : {}),
     images,
     deadlineAt,
+    releaseImages: releasesImages(state, observed.images, images, obs.peers ?? [], node, obs.sidecarName),
   };
 }

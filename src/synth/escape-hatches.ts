@@ -40,6 +40,19 @@ export interface PodTemplatePatches {
    * an API token.
    */
   readonly sidecar?: string;
+  /**
+   * The sidecar's startup probe: cdk8s-plus-27 refuses any probe on an init container, a native
+   * sidecar's included. Only with {@link sidecar}.
+   */
+  readonly sidecarStartupProbe?: HttpProbe;
+}
+
+/** An HTTP probe as the pod spec holds it, with the port by name. */
+export interface HttpProbe {
+  readonly httpGet: { readonly path: string; readonly port: string };
+  readonly periodSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly failureThreshold: number;
 }
 
 /** Lifetime the kubelet requests for the sidecar's token; it refreshes it at 80 %. */
@@ -88,7 +101,8 @@ function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers
  *   containers, stopped after them;
  * - `terminationMessagePolicy: FallbackToLogsOnError` on the sidecar, so a sidecar that refuses its
  *   configuration shows its one-line reason as the container's termination message (`kubectl
- *   describe pod`), not only in `kubectl logs` (cdk8s-plus-27 has no such field).
+ *   describe pod`), not only in `kubectl logs` (cdk8s-plus-27 has no such field);
+ * - the sidecar's startup probe, which holds back the containers after it until it succeeds.
  */
 export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatches): void {
   const obj = ApiObject.of(workload);
@@ -122,7 +136,12 @@ export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatc
     const sidecar = containerPath(workload, 'initContainers', patches.sidecar);
     // Appends: the pod already has volumes (the helper emptyDir) and the sidecar already has a
     // mount (the pools file).
-    patchAfterSerialisation(obj, JsonPatch.add(`${sidecar}/restartPolicy`, 'Always'));
+    // After serialisation too: the L1 types read a probe's port as `{ value }` and drop a plain one.
+    patchAfterSerialisation(
+      obj,
+      JsonPatch.add(`${sidecar}/restartPolicy`, 'Always'),
+      ...(patches.sidecarStartupProbe === undefined ? [] : [JsonPatch.add(`${sidecar}/startupProbe`, patches.sidecarStartupProbe)]),
+    );
     obj.addJsonPatch(
       JsonPatch.add(`${sidecar}/terminationMessagePolicy`, 'FallbackToLogsOnError'),
       JsonPatch.add(`${POD}/volumes/-`, {

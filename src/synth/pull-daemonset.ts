@@ -24,11 +24,12 @@ import {
   POOLS_MOUNT_PATH,
   SIDECAR_CONTAINER,
   type SleeperArch,
+  STARTUP_PATH,
 } from '../contract/names.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { COMPONENT, holderSelector, pullerSelector, Role } from '../contract/roles.js';
 import { renderSidecarEnv } from '../contract/sidecar-env.js';
-import { patchPullDaemonSet } from './escape-hatches.js';
+import { patchPullDaemonSet, type HttpProbe } from './escape-hatches.js';
 import {
   daemonSetName,
   HELPER_CONTAINER,
@@ -247,7 +248,7 @@ export class PullDaemonSet extends Construct {
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
       maxUnavailable: pool.settings.maxUnavailable,
-      ...(reconciler === undefined ? {} : { sidecar: SIDECAR_CONTAINER }),
+      ...(reconciler === undefined ? {} : { sidecar: SIDECAR_CONTAINER, sidecarStartupProbe: sidecarStartupProbe(pool) }),
     });
 
     // What it knows, checked on the object as rendered (escape hatches included): its size and the
@@ -314,6 +315,25 @@ export class PullDaemonSet extends Construct {
       ),
     });
   }
+}
+
+/** Beyond the deadline, how long the kubelet lets the startup probe fail before it restarts the sidecar. */
+const STARTUP_SLACK_SECONDS = 30;
+
+/**
+ * The sidecar's startup probe: the containers after it (the holder's image containers) start once
+ * it answers 200, which it does when they may (src/reconciler/pool.ts `releasesImages`), and in
+ * any case once the pool's deadline has passed since it started. Asked every second, so they start
+ * at most a second after that; given the deadline and a slack before the kubelet gives up on it.
+ */
+function sidecarStartupProbe(pool: Pool): HttpProbe {
+  const deadlineSeconds = pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds;
+  return {
+    httpGet: { path: STARTUP_PATH, port: METRICS_PORT_NAME },
+    periodSeconds: 1,
+    timeoutSeconds: 1,
+    failureThreshold: deadlineSeconds + STARTUP_SLACK_SECONDS,
+  };
 }
 
 /** cdk8s-plus's downward API fields by their path. */

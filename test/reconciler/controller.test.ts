@@ -16,7 +16,7 @@ import { STARTUP_TOLERATIONS } from '../../src/contract/placement.js';
 import type { KPod } from '../../src/reconciler/kube-types.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeKube } from './fake-kube.js';
-import { IMAGES, SIDECAR, at, config, digest, gate, iso, node, pod, pool, pools, st } from './fixtures.js';
+import { IMAGES, SIDECAR, at, config, digest, gate, iso, node, pod, pool, pools, pullerPod, st } from './fixtures.js';
 
 /** Records warnings, so tests can count retries; DBG=1 prints everything too. */
 function logger(): Logger & { warnings: string[] } {
@@ -84,16 +84,6 @@ function setup(
 /** A second gating pool that selects node-a (it tolerates the node's other taint). */
 const base = pool('base', { tolerations: [{ key: 'other', operator: 'Exists' }] });
 const running = (): ReturnType<typeof pod> => pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 30, 'b')]);
-
-/** A burst puller pod of pool gpu on node-a holding `images` (containers c1..cN) with `statuses`. */
-function pullerPod(name: string, images: string[], statuses: Parameters<typeof pod>[1]): ReturnType<typeof pod> {
-  const p = pod(images, statuses);
-  return {
-    ...p,
-    metadata: { ...p.metadata, name, uid: `uid-${name}` },
-    spec: { ...p.spec, initContainers: [{ name: 'prewarm-init', image: 'reg/busybox:1' }] },
-  };
-}
 
 describe('Controller with burst pullers', () => {
   it('counts an image present once a puller started it, and warms the node while the holder still waits', async () => {
@@ -468,5 +458,43 @@ describe('Backoff', () => {
 
   it('never waits less than 1 ms, which would spin', () => {
     expect(new Backoff(0, 10, () => 0).next()).toBe(1);
+  });
+});
+
+describe('Controller: the startup probe (the holder image containers held back)', () => {
+  it('holds them while pullers cover every missing image, and releases them for good once warm', async () => {
+    const { clock, kube, ctl } = setup({ poolPods: true });
+    kube.peers.set('puller-1-abc', pullerPod('puller-1-abc', IMAGES, [st.creating('c1'), st.creating('c2')]));
+    await clock.settle();
+    expect(kube.calls).toContain('GET node');
+    expect(ctl.imagesReleased()).toBe(false);
+    const done = pullerPod('puller-1-abc', IMAGES, [st.running('c1', 'reg/a:1', 35, 'a'), st.running('c2', 'reg/b:1', 36, 'b')]);
+    kube.setPeer(done, 'MODIFIED');
+    await clock.settle();
+    expect(kube.node.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
+    expect(ctl.imagesReleased()).toBe(true);
+    // The pullers leave and the holder's containers have not started yet: still released.
+    kube.setPeer(done, 'DELETED');
+    await clock.settle();
+    expect(ctl.imagesReleased()).toBe(true);
+  });
+
+  it('releases them at the first decision when no puller is on the node to pull the images', async () => {
+    const { clock, ctl } = setup({ poolPods: true });
+    expect(ctl.imagesReleased()).toBe(false);
+    await clock.settle();
+    expect(ctl.imagesReleased()).toBe(true);
+  });
+
+  it('releases them once the deadline has passed since it started, though the apiserver never answered', async () => {
+    const { clock, ctl, kube } = setup({
+      poolPods: true,
+      before: () => Promise.reject(new ApiError(503, 'unavailable', 'ServiceUnavailable')),
+    });
+    await clock.advance(599_000);
+    expect(kube.node.metadata.labels).toBeUndefined();
+    expect(ctl.imagesReleased()).toBe(false);
+    await clock.advance(1_000);
+    expect(ctl.imagesReleased()).toBe(true);
   });
 });

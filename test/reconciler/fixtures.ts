@@ -143,6 +143,16 @@ export function pod(
   };
 }
 
+/** A burst puller of the pool with `images`: like {@link pod}, without the sidecar. */
+export function pullerPod(name: string, images: string[], statuses: ContainerStatus[], over: { deleting?: boolean } = {}): KPod {
+  const p = pod(images, statuses, over);
+  return {
+    ...p,
+    metadata: { ...p.metadata, name, uid: `uid-${name}` },
+    spec: { ...p.spec, initContainers: [{ name: 'prewarm-init', image: 'reg/busybox:1' }] },
+  };
+}
+
 /** What a reconcile observes, 60 s after T0: pool gpu still pulling both images on a gated node. */
 export function observed(over: Partial<Observed> = {}): Observed {
   return {

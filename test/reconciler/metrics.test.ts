@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { serveMetrics } from '../../src/reconciler/adapters/system.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
+import { STARTUP_PATH } from '../../src/contract/names.js';
 
 describe('Metrics exposition', () => {
   it('renders the text format: HELP/TYPE, sorted labels, histogram buckets, sum and count', () => {
@@ -52,6 +53,20 @@ describe('Metrics exposition', () => {
       expect(await r.text()).toContain('prewarm_pool_warm{pool="gpu"} 1');
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${port}/nope`)).status).toBe(404);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('answers the startup probe as it is told: 503 until the image containers may start, 200 from then on', async () => {
+    let released = false;
+    const { server, port } = await serveMetrics(new Metrics(), '127.0.0.1', 0, () => released);
+    try {
+      const held = await fetch(`http://127.0.0.1:${port}${STARTUP_PATH}`);
+      expect([held.status, await held.text()]).toEqual([503, 'warming\n']);
+      released = true;
+      const ok = await fetch(`http://127.0.0.1:${port}${STARTUP_PATH}`);
+      expect([ok.status, await ok.text()]).toEqual([200, 'ok\n']);
     } finally {
       server.close();
     }

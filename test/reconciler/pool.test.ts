@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { parseAnnotation, renderAnnotation, type PoolAnnotation } from '../../src/contract/annotation.js';
 import { metadataPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
+import type { KNode } from '../../src/reconciler/kube-types.js';
 import { EventReason } from '../../src/reconciler/reasons.js';
-import { IMAGES, at, config, digest, gate, iso, node, observed as obs, pod, st } from './fixtures.js';
+import { IMAGES, at, config, digest, gate, iso, node, observed as obs, pod, pullerPod, st } from './fixtures.js';
 
 const ownAnn = (a: Partial<PoolAnnotation>): string => renderAnnotation({ v: 1, pod: 'pull-a-xyz', state: 'warming', images: 2, ...a });
 
@@ -209,5 +210,74 @@ describe('decidePool', () => {
     const d = decidePool(obs({ pod: pod(IMAGES, [st.creating('c1'), st.creating('c2')], { createdAt: 5000 }), now: at(5100) }));
     expect(d.state).toBe('warming');
     expect(d.deadlineAt).toBe(at(5600));
+  });
+});
+
+describe('decidePool: whether the holder image containers may start (releaseImages)', () => {
+  const waiting = pod(IMAGES, [st.creating('c1'), st.creating('c2')]);
+  const pending = (name: string, images: string[], over: { deleting?: boolean } = {}) =>
+    pullerPod(
+      name,
+      images,
+      images.map((_, i) => st.creating(`c${i + 1}`)),
+      over,
+    );
+  const listing = (n: KNode, names: string[][]): KNode => ({
+    ...n,
+    status: { ...n.status, images: names.map((ns) => ({ names: ns, sizeBytes: 1 })) },
+  });
+  const release = (over: Parameters<typeof obs>[0]) => decidePool(obs({ pod: waiting, ...over })).releaseImages;
+
+  it.each([
+    ['one puller holds every missing image', [pending('p1', IMAGES)]],
+    ['two lanes hold one image each', [pending('p1', ['reg/a:1']), pending('p2', ['reg/b:1'])]],
+    [
+      'a lane already started its image, the other still pulls',
+      [pullerPod('p1', ['reg/a:1'], [st.running('c1', 'reg/a:1')]), pending('p2', ['reg/b:1'])],
+    ],
+    [
+      'a lane fails its pull: it retries, the holder would fail alike',
+      [pending('p1', ['reg/a:1']), pullerPod('p2', ['reg/b:1'], [st.waiting('c1', 'ErrImagePull')])],
+    ],
+  ])('holds them while warming and %s', (_, peers) => {
+    expect(release({ peers })).toBe(false);
+  });
+
+  it.each([
+    ['no puller is on the node', []],
+    ['the only puller of an image is being deleted', [pending('p1', ['reg/a:1']), pending('p2', ['reg/b:1'], { deleting: true })]],
+    ['the only puller of an image failed', [pending('p1', ['reg/a:1']), { ...pending('p2', ['reg/b:1']), status: { phase: 'Failed' } }]],
+    ['no puller holds one of the images (a puller of an older template)', [pending('p1', ['reg/a:1', 'reg/old:1'])]],
+  ])('releases them while warming when %s: the holder pulls itself', (_, peers) => {
+    expect(release({ peers })).toBe(true);
+  });
+
+  it('releases them once warm, once partial, and when the pod is going', () => {
+    const done = pullerPod('p1', IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.running('c2', 'reg/b:1', 40, 'b')]);
+    expect(decidePool(obs({ pod: waiting, peers: [done] }))).toMatchObject({ state: 'warm', releaseImages: true });
+    expect(decidePool(obs({ pod: waiting, peers: [pending('p1', IMAGES)], now: at(700) }))).toMatchObject({
+      state: 'partial',
+      releaseImages: true,
+    });
+    expect(decidePool(obs({ pod: waiting, peers: [pending('p1', IMAGES)], terminating: true }))).toMatchObject({
+      state: 'terminating',
+      releaseImages: true,
+    });
+  });
+
+  it('releases them when the kubelet already started one of them (the sidecar restarted beside them)', () => {
+    const holder = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]);
+    expect(decidePool(obs({ pod: holder, peers: [pending('p1', IMAGES)] }))).toMatchObject({ state: 'warming', releaseImages: true });
+  });
+
+  it('releases them when the node lists every missing image (a rollout on a warm node), by tag or by digest', () => {
+    const peers = [pending('p1', IMAGES)];
+    expect(release({ peers, node: listing(node({ taints: [gate] }), [['reg/a:1', 'reg/a@sha256:1'], ['reg/b:1']]) })).toBe(true);
+    expect(release({ peers, node: listing(node({ taints: [gate] }), [['reg/a:1']]) })).toBe(false);
+    const pinned = ['reg/a:1@sha256:' + 'a'.repeat(64), 'host:5000/b:2@sha256:' + 'b'.repeat(64)];
+    const byDigest = pod(pinned, [st.creating('c1'), st.creating('c2')]);
+    const listed = listing(node({ taints: [gate] }), [['reg/a@sha256:' + 'a'.repeat(64)], ['host:5000/b@sha256:' + 'b'.repeat(64)]]);
+    expect(decidePool(obs({ pod: byDigest, peers: [pending('p1', pinned)], node: listed })).releaseImages).toBe(true);
+    expect(decidePool(obs({ pod: byDigest, peers: [pending('p1', pinned)] })).releaseImages).toBe(false);
   });
 });

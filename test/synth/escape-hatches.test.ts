@@ -120,6 +120,15 @@ describe('escape hatches', () => {
     expect(daemonSet().spec.template.spec.initContainers[0].terminationMessagePolicy).toBeUndefined();
   });
 
+  it('gives the sidecar its startup probe as written, the port by name, and no other container one', () => {
+    const probe = { httpGet: { path: '/startupz', port: 'metrics' }, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 630 };
+    const spec = daemonSet({ sidecar: 'b', sidecarStartupProbe: probe }).spec.template.spec;
+    expect(spec.initContainers[0].startupProbe).toEqual(probe);
+    expect(spec.initContainers[1].startupProbe).toBeUndefined();
+    expect(spec.containers[0].startupProbe).toBeUndefined();
+    expect(daemonSet({ sidecar: 'b' }).spec.template.spec.initContainers[0].startupProbe).toBeUndefined();
+  });
+
   it('refuses to patch a sidecar the pod template does not have', () => {
     expect(() => daemonSet({ sidecar: 'prewarm-reconciler' })).toThrow('the pod template has no init container named "prewarm-reconciler"');
     // A container of that name is not the sidecar: the sidecar is an init container.

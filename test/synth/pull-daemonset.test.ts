@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/imagecache/model.js';
 import { PullDaemonSet } from '../../src/synth/pull-daemonset.js';
 import { only, poolOf } from '../helpers.js';
+import { STARTUP_PATH } from '../../src/contract/names.js';
 
 function synth(pool: Pool, withSidecar = false) {
   const chart = Testing.chart();
@@ -146,6 +147,19 @@ describe('PullDaemonSet', () => {
       PREWARM_REFRESH_SECONDS: '21600',
       PREWARM_METRICS_PORT: '9464',
     });
+  });
+
+  it("holds the holder's image containers behind the sidecar's startup probe, for the pool's deadline and a slack", () => {
+    const sidecar = synth(custom, true).spec.template.spec.initContainers[0];
+    expect(sidecar.startupProbe).toEqual({
+      httpGet: { path: STARTUP_PATH, port: 'metrics' },
+      periodSeconds: 1,
+      timeoutSeconds: 1,
+      failureThreshold: 900 + 30,
+    });
+    expect(synth(custom).spec.template.spec.initContainers.every((c: { startupProbe?: unknown }) => c.startupProbe === undefined)).toBe(
+      true,
+    );
   });
 
   it('prepares refreshing pools: shared PID namespace, Always for tags, container names, mounted pull secrets', () => {

@@ -1,8 +1,8 @@
-/** The real clock and the `/metrics` + `/healthz` HTTP server. */
+/** The real clock and the `/metrics`, `/healthz` and startup-probe HTTP server. */
 import http from 'node:http';
 import type { Metrics } from '../metrics.js';
 import { EXPOSITION_CONTENT_TYPE } from '../metrics.js';
-import { METRICS_PATH } from '../../contract/names.js';
+import { METRICS_PATH, STARTUP_PATH } from '../../contract/names.js';
 import type { Clock } from '../ports.js';
 
 /** Wall clock; sleeps are unref'd timers so they never keep a stopping process alive. */
@@ -23,10 +23,16 @@ export const systemClock: Clock = {
 };
 
 /**
- * Serves `GET /metrics` and `GET /healthz` on `host:port` (the pod IP, never all interfaces).
- * Resolves with the server once it listens and with the actual port (for port 0 in tests).
+ * Serves `GET /metrics`, `GET /healthz` and the startup probe ({@link STARTUP_PATH}: 200 when
+ * `started()` says so, else 503) on `host:port` (the pod IP, never all interfaces). Resolves with
+ * the server once it listens and with the actual port (for port 0 in tests).
  */
-export function serveMetrics(metrics: Metrics, host: string, port: number): Promise<{ server: http.Server; port: number }> {
+export function serveMetrics(
+  metrics: Metrics,
+  host: string,
+  port: number,
+  started: () => boolean = () => true,
+): Promise<{ server: http.Server; port: number }> {
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405).end();
@@ -39,6 +45,9 @@ export function serveMetrics(metrics: Metrics, host: string, port: number): Prom
         .end(req.method === 'HEAD' ? undefined : body);
     } else if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+    } else if (req.url === STARTUP_PATH) {
+      const ok = started();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'warming\n');
     } else {
       res.writeHead(404).end();
     }
