@@ -12,7 +12,7 @@
  */
 import { ANNOTATION_VERSION, parseAnnotation, renderAnnotation, type FailingImage, type PoolAnnotation } from '../contract/annotation.js';
 import { NodeState } from '../contract/names.js';
-import { conditionTrueSince, timeOf } from '../contract/pod-status.js';
+import { conditionTrueSince, PULL_FAILURE_REASONS, timeOf } from '../contract/pod-status.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode, KPod } from './kube-types.js';
@@ -83,12 +83,17 @@ export function warmOrigin(pod: KPod, node: KNode, now: number): number {
  * Failure entries, with ErrImagePull and ImagePullBackOff folded into one reason: the kubelet
  * alternates between them and we must not rewrite the annotation on every flip. The back-off
  * message ("Back-off pulling image …") says nothing, so the last real message is kept from the
- * previous annotation when we have one.
+ * previous annotation when we have one. An image that only waits now keeps the failure the previous
+ * annotation gave it: on a partial node the pullers that showed it leave, and the holder's own
+ * container waits to start (or to retry) before it shows the failure again.
  */
 function failures(list: readonly ImageObservation[], prev: PoolAnnotation | undefined): FailingImage[] {
   const prevMsg = new Map((prev?.failing ?? []).map((f) => [`${f.image}\u0000${f.reason}`, f.message]));
+  const prevFailure = new Map((prev?.failing ?? []).filter((f) => PULL_FAILURE_REASONS.has(f.reason)).map((f) => [f.image, f]));
   return list
     .map((o): FailingImage => {
+      const kept = o.phase === 'pending' ? prevFailure.get(o.image) : undefined;
+      if (kept !== undefined) return kept;
       const reason = o.reason === 'ImagePullBackOff' ? 'ErrImagePull' : (o.reason ?? 'Pending');
       const message = o.reason === 'ImagePullBackOff' ? (prevMsg.get(`${o.image}\u0000${reason}`) ?? o.message) : o.message;
       return { image: o.image, reason, ...(message ? { message } : {}) };

@@ -289,12 +289,24 @@ describe('gating on real kubelets', () => {
     );
 
     // The pull pod runs all its containers, the native sidecar among them. The sidecar started
-    // before the taint went (it is what removes it). The holder's image containers need not have:
-    // an image counts as present once a container of it started in any pod of the pool, or its
-    // image ID is known, so with burst pullers the holder may start its own containers after the
-    // node is warm (seen in CI: one started 0.2 s after). That every image was present before the
-    // taint went is the annotation's digests and warmAt below.
-    const pull = await pullPodOn(kube, gated, NODE_A);
+    // before the taint went (it is what removes it). The holder's image containers did not: while
+    // burst pullers pull, they wait behind the sidecar's startup probe, which lets them start once
+    // the node is warm (src/reconciler/pool.ts releasesImages), so they run a moment after the
+    // taint went. That every image was present before the taint went is the annotation's digests
+    // and warmAt below.
+    let pull: KubeObject | undefined;
+    await waitFor(
+      `every container of the pull pod on ${NODE_A} running`,
+      async () => {
+        pull = await pullPodOn(kube, gated, NODE_A);
+        const all = [...(pull?.status?.initContainerStatuses ?? []), ...(pull?.status?.containerStatuses ?? [])];
+        return all
+          .filter((c: { name: string }) => c.name !== HELPER_CONTAINER)
+          .every((c: { state?: { running?: unknown } }) => c.state?.running !== undefined);
+      },
+      60_000,
+      500,
+    );
     expect(pull, describePool(gated)).toBeDefined();
     const statuses = [...(pull?.status?.initContainerStatuses ?? []), ...(pull?.status?.containerStatuses ?? [])].filter(
       (c: { name: string }) => c.name !== HELPER_CONTAINER,

@@ -110,6 +110,30 @@ describe('decidePool', () => {
     );
   });
 
+  it('keeps the failure it wrote for an image that now only waits (the puller that showed it left a partial node)', () => {
+    const ann = ownAnn({
+      state: 'partial',
+      present: 1,
+      failing: [{ image: 'reg/b:1', reason: 'ErrImagePull', message: 'manifest unknown' }],
+    });
+    const n = node({ labels: { 'prewarm.dev/gpu': 'partial' }, annotations: { 'status.prewarm.dev/gpu': ann } });
+    const waitingHolder = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.waiting('c2', 'PodInitializing', '')]);
+    const d = decidePool(obs({ node: n, pod: waitingHolder, now: at(700) }));
+    expect(d.state).toBe('partial');
+    expect(parseAnnotation(d.annotation ?? ann)?.failing).toEqual([
+      { image: 'reg/b:1', reason: 'ErrImagePull', message: 'manifest unknown' },
+    ]);
+    // A wait it never saw fail is written as the wait; a new failure replaces the old one.
+    const fresh = decidePool(obs({ pod: waitingHolder, now: at(700) }));
+    expect(parseAnnotation(fresh.annotation ?? undefined)?.failing).toEqual([{ image: 'reg/b:1', reason: 'PodInitializing' }]);
+    const again = decidePool(
+      obs({ node: n, pod: pod(IMAGES, [st.running('c1', 'reg/a:1'), st.waiting('c2', 'InvalidImageName', 'bad')]), now: at(700) }),
+    );
+    expect(parseAnnotation(again.annotation ?? undefined)?.failing).toEqual([
+      { image: 'reg/b:1', reason: 'InvalidImageName', message: 'bad' },
+    ]);
+  });
+
   it('does not fail open one millisecond before the deadline', () => {
     const p = pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]);
     expect(decidePool(obs({ pod: p, now: at(610) - 1 })).state).toBe('warming');
