@@ -121,7 +121,10 @@ const live = (p: KPod): boolean => !p.metadata.deletionTimestamp && p.status?.ph
  * - when the node's image list names every image still missing (a rollout or a restart on a warm
  *   node: they start at once, from the images on the node, as before);
  * - when some image still missing has no live puller on the node (a pool without pullers, pullers
- *   that cannot be scheduled or were evicted): the holder pulls it itself, as it always did.
+ *   that cannot be scheduled or were evicted): the holder pulls it itself, as it always did;
+ * - when a pull fails in a puller (its image, or its helper init container): holding back gains
+ *   nothing then, and the holder's own containers show the kubelet's reason where doctor and
+ *   `kubectl get pods` look for it, as they did before.
  *
  * The unpinned moment between the pullers' exit and the holder's starts is no risk to the images:
  * the kubelet's image GC never removes an image younger than its minimum age (2 min by default).
@@ -139,12 +142,9 @@ export function releasesImages(
   // By the name the pod gives it and, for `repo:tag@digest`, by `repo@digest`: how the runtime lists a pulled digest.
   const wanted = [...missing].map((ref) => ({ ref, names: [ref, ref.replace(/:[^/@]+@/, '@')], onNode: false }));
   if (matchImages(wanted, node.status?.images ?? []).unlisted.length === 0) return true;
-  const covered = new Set(
-    peers
-      .filter(live)
-      .flatMap((p) => observeImages(p, sidecarName).images)
-      .map((i) => i.image),
-  );
+  const seen = peers.filter(live).map((p) => observeImages(p, sidecarName));
+  if (images.some((i) => i.phase === 'failing') || seen.some((o) => o.blockers.length > 0)) return true;
+  const covered = new Set(seen.flatMap((o) => o.images).map((i) => i.image));
   return [...missing].some((image) => !covered.has(image));
 }
 

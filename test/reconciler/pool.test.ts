@@ -259,10 +259,6 @@ describe('decidePool: whether the holder image containers may start (releaseImag
       'a lane already started its image, the other still pulls',
       [pullerPod('p1', ['reg/a:1'], [st.running('c1', 'reg/a:1')]), pending('p2', ['reg/b:1'])],
     ],
-    [
-      'a lane fails its pull: it retries, the holder would fail alike',
-      [pending('p1', ['reg/a:1']), pullerPod('p2', ['reg/b:1'], [st.waiting('c1', 'ErrImagePull')])],
-    ],
   ])('holds them while warming and %s', (_, peers) => {
     expect(release({ peers })).toBe(false);
   });
@@ -272,6 +268,20 @@ describe('decidePool: whether the holder image containers may start (releaseImag
     ['the only puller of an image is being deleted', [pending('p1', ['reg/a:1']), pending('p2', ['reg/b:1'], { deleting: true })]],
     ['the only puller of an image failed', [pending('p1', ['reg/a:1']), { ...pending('p2', ['reg/b:1']), status: { phase: 'Failed' } }]],
     ['no puller holds one of the images (a puller of an older template)', [pending('p1', ['reg/a:1', 'reg/old:1'])]],
+    [
+      'a lane fails its pull (the holder shows the reason itself)',
+      [pending('p1', ['reg/a:1']), pullerPod('p2', ['reg/b:1'], [st.waiting('c1', 'ErrImagePull')])],
+    ],
+    [
+      "a lane's helper init container cannot be pulled",
+      [
+        pending('p1', ['reg/a:1']),
+        {
+          ...pending('p2', ['reg/b:1']),
+          status: { phase: 'Pending', initContainerStatuses: [st.waiting('prewarm-init', 'ImagePullBackOff')] },
+        },
+      ],
+    ],
   ])('releases them while warming when %s: the holder pulls itself', (_, peers) => {
     expect(release({ peers })).toBe(true);
   });
