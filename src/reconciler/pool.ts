@@ -107,6 +107,9 @@ function describeFailing(list: readonly FailingImage[]): string {
 
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 
+/** What one of the pool's other pods on the node shows: {@link observeImages}, and whether it still runs or will. */
+type PeerObservation = ReturnType<typeof observeImages> & { readonly live: boolean };
+
 /** A pod that still runs or will: not being deleted, not ended. */
 const live = (p: KPod): boolean => !p.metadata.deletionTimestamp && p.status?.phase !== 'Failed' && p.status?.phase !== 'Succeeded';
 
@@ -133,16 +136,15 @@ export function releasesImages(
   state: PoolState | 'terminating',
   own: readonly ImageObservation[],
   images: readonly ImageObservation[],
-  peers: readonly KPod[],
+  peers: readonly PeerObservation[],
   node: KNode,
-  sidecarName: string,
 ): boolean {
   if (state !== 'warming' || own.some((i) => i.phase === 'present')) return true;
   const missing = new Set(images.filter((i) => i.phase !== 'present').map((i) => i.image));
   // By the name the pod gives it and, for `repo:tag@digest`, by `repo@digest`: how the runtime lists a pulled digest.
   const wanted = [...missing].map((ref) => ({ ref, names: [ref, ref.replace(/:[^/@]+@/, '@')], onNode: false }));
   if (matchImages(wanted, node.status?.images ?? []).unlisted.length === 0) return true;
-  const seen = peers.filter(live).map((p) => observeImages(p, sidecarName));
+  const seen = peers.filter((p) => p.live);
   if (images.some((i) => i.phase === 'failing') || seen.some((o) => o.blockers.length > 0)) return true;
   const covered = new Set(seen.flatMap((o) => o.images).map((i) => i.image));
   return [...missing].some((image) => !covered.has(image));
@@ -168,9 +170,10 @@ export function decidePool(obs: Observed): PoolDecision {
   const deadlineAt = origin + config.deadlineSeconds * 1000;
   const observed = observeImages(pod, obs.sidecarName);
   const { blockers } = observed;
+  const peers = (obs.peers ?? []).map((p) => ({ live: live(p), ...observeImages(p, obs.sidecarName) }));
   const images = mergeObservations(
     observed.images,
-    (obs.peers ?? []).map((p) => observeImages(p, obs.sidecarName).images),
+    peers.map((p) => p.images),
   );
 
   const change = (want: string | null, cur: string | undefined): string | null | undefined =>
@@ -256,6 +259,6 @@ export function decidePool(obs: Observed): PoolDecision {
     ...(timeToWarmSeconds !== undefined ? { timeToWarmSeconds } : {}),
     images,
     deadlineAt,
-    releaseImages: releasesImages(state, observed.images, images, obs.peers ?? [], node, obs.sidecarName),
+    releaseImages: releasesImages(state, observed.images, images, peers, node),
   };
 }
