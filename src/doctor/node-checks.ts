@@ -105,7 +105,9 @@ function checkSidecar(holders: readonly Pod[], finding: NodeFinding): void {
         `the reconciler image ${c.image ?? ''} cannot be pulled here (${where}: ${reason}${message ? `: ${excerpt(message, MAX_REMOTE_CHARS)}` : ''}): nothing marks this node warm, and its gating taint stays`,
         "check --reconciler-image, that nodes reach its registry, and the pool's imagePullSecrets; then the DaemonSet retries by itself",
       );
-    } else if (c.ready === true) {
+    } else if (c.state?.running !== undefined && c.state.running !== null) {
+      // Running, not ready: ready waits for its startup probe, which holds back the holder's image
+      // containers while the node warms (src/reconciler/pool.ts releasesImages).
       finding(Check.reconcilerImage, 'ok', `reconciler running in ${where}`);
     }
   }

@@ -70,7 +70,7 @@ function holder(
   return [ds, ...pullers];
 }
 
-function holderPod(id: string, node: string, sidecar: 'running' | 'ErrImagePull' = 'running'): Pod {
+function holderPod(id: string, node: string, sidecar: 'running' | 'held' | 'ErrImagePull' = 'running'): Pod {
   return {
     metadata: {
       name: `prewarm-${id}-${node}`,
@@ -87,7 +87,10 @@ function holderPod(id: string, node: string, sidecar: 'running' | 'ErrImagePull'
           name: SIDECAR_CONTAINER,
           image: 'ghcr.io/prewarm-dev/reconciler:0.1.0',
           ready: sidecar === 'running',
-          state: sidecar === 'running' ? {} : { waiting: { reason: 'ErrImagePull', message: 'not found' } },
+          state:
+            sidecar === 'ErrImagePull'
+              ? { waiting: { reason: 'ErrImagePull', message: 'not found' } }
+              : { running: { startedAt: new Date(NOW - 30_000) } },
         },
       ],
     },
@@ -475,6 +478,15 @@ describe('diagnose', () => {
       level: 'info',
       message: `gating taint ${GATE} is on the node; the sidecars remove it at the latest in 30s`,
     });
+  });
+
+  it('a sidecar that runs is reported running, ready or still holding its startup probe back (a warming node)', () => {
+    for (const sidecar of ['running', 'held'] as const) {
+      const r = diagnose(input({ pods: ok([holderPod('gpu', 'n1', sidecar)]) }));
+      expect(find(r.findings, Check.reconcilerImage, 'node n1'), sidecar).toEqual([
+        expect.objectContaining({ level: 'ok', message: 'reconciler running in prewarm/prewarm-gpu-n1' }),
+      ]);
+    }
   });
 
   it('the reconciler image failing to pull on a node is an error naming the node and reason', () => {
