@@ -11,7 +11,6 @@ import type { Bundle, Pool } from '../imagecache/model.js';
 import { ReconcilerAccess } from './access.js';
 import {
   DEFAULT_GATE_TAINT_KEY,
-  DEFAULTS,
   LABEL_MANAGED_BY,
   LABEL_PART_OF,
   MANAGED_BY,
@@ -23,7 +22,7 @@ import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey } from '../contract/identity.js';
 import { SERVICE_ACCOUNT } from '../contract/access-names.js';
 import { pullerLanes, sidecarImageLane } from './lanes.js';
-import { PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
+import { deadlineSecondsOf, PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
@@ -142,7 +141,7 @@ export function poolEntryOf(pool: Pool): PoolEntry {
     nodeLabelKey: nodeLabelKey(pool.id),
     placement: pool.placement,
     gateTaintKey: pool.settings.gate?.taintKey ?? '',
-    deadlineSeconds: pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds,
+    deadlineSeconds: deadlineSecondsOf(pool),
   };
 }
 

@@ -248,7 +248,9 @@ export class PullDaemonSet extends Construct {
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
       maxUnavailable: pool.settings.maxUnavailable,
-      ...(reconciler === undefined ? {} : { sidecar: SIDECAR_CONTAINER, sidecarStartupProbe: sidecarStartupProbe(pool) }),
+      ...(reconciler === undefined
+        ? {}
+        : { sidecar: SIDECAR_CONTAINER, sidecarStartupProbe: sidecarStartupProbe(deadlineSecondsOf(pool)) }),
     });
 
     // What it knows, checked on the object as rendered (escape hatches included): its size and the
@@ -308,13 +310,18 @@ export class PullDaemonSet extends Construct {
           nodeLabelKey: nodeLabelKey(this.poolId),
           nodeAnnotationKey: nodeAnnotationKey(this.poolId),
           gateTaintKey: gate?.taintKey ?? '',
-          deadlineSeconds: gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds,
+          deadlineSeconds: deadlineSecondsOf(pool),
           refreshSeconds: pool.settings.refreshSeconds,
           metricsPort,
         }).map((v) => [v.name, 'value' in v ? kplus.EnvValue.fromValue(v.value) : kplus.EnvValue.fromFieldRef(envFieldPath(v.fieldPath))]),
       ),
     });
   }
+}
+
+/** The pool's deadline in seconds, as its sidecar and pools.json are told it: the gate's, or the default. */
+export function deadlineSecondsOf(pool: Pool): number {
+  return pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds;
 }
 
 /** Beyond the deadline, how long the kubelet lets the startup probe fail before it restarts the sidecar. */
@@ -326,8 +333,7 @@ const STARTUP_SLACK_SECONDS = 30;
  * any case once the pool's deadline has passed since it started. Asked every second, so they start
  * at most a second after that; given the deadline and a slack before the kubelet gives up on it.
  */
-function sidecarStartupProbe(pool: Pool): HttpProbe {
-  const deadlineSeconds = pool.settings.gate?.deadlineSeconds ?? DEFAULTS.deadlineSeconds;
+function sidecarStartupProbe(deadlineSeconds: number): HttpProbe {
   return {
     httpGet: { path: STARTUP_PATH, port: METRICS_PORT_NAME },
     periodSeconds: 1,
