@@ -187,6 +187,9 @@ export async function watch(
   const started = Date.now();
   let last = '';
   let previous: StatusReport | undefined;
+  // Set when the last sleep ran to the timeout: the read after it is the last. Date.now() is not
+  // asked again then, since a timer may fire a millisecond before the wall clock says it is due.
+  let atTimeout = false;
   for (;;) {
     let report: StatusReport;
     try {
@@ -202,9 +205,10 @@ export async function watch(
       io.stdout(tty ? `\u001b[H\u001b[2J${text}` : `${text}\n`);
       last = text;
     }
-    if (report.allWarm) return report;
+    if (report.allWarm || atTimeout) return report;
     const left = timeoutMs === undefined ? Infinity : started + timeoutMs - Date.now();
     if (left <= 0) return report;
+    atTimeout = left <= args.intervalMs;
     await new Promise((r) => setTimeout(r, Math.min(args.intervalMs, left)));
   }
 }
