@@ -42,6 +42,8 @@
  * Every lanes configuration synthesizes with `--node-arch` of the harness's nodes, so its pods run
  * the sleeper (src/synth/sleeper.ts); `lanes-<x>-helper` synthesizes without it, so its pods keep
  * the helper init container, as a pool whose architecture synth cannot know does.
+ * `lanes-<x>-baked` joins nodes that start with the reconciler's image in containerd, as a node
+ * image that carries it (beside pause) would: what the sidecar's own pull costs a join.
  *
  * --cni-delay S: every node with a kubelet joins with the harness's CNI stand-in
  * (harness/cluster/cni-stand-in.ts), which pulls its own image, waits S seconds, then writes the
@@ -154,7 +156,7 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper)?|kf-(0s|1m|15m))$/.test(c))
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked)?|kf-(0s|1m|15m))$/.test(c))
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
@@ -319,7 +321,7 @@ async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ 
       ns,
       ...(helper ? [] : ['--node-arch', NODE_ARCH]),
     ]);
-  const v = config.slice('lanes-'.length, helper ? -'-helper'.length : undefined);
+  const v = config.slice('lanes-'.length).replace(/-(helper|baked)$/, '');
   if (v === 'early') return { lanes: LANES_SETTING.default, objects: await synth(LANES_SETTING.default, true) };
   if (v !== 'per-image') {
     const lanes = v === 'default' ? LANES_SETTING.default : Number(v);
@@ -346,7 +348,9 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
     const name = freshNodeName('pw');
     const recorder = draw && i === 1 ? new TimelineRecorder(kube, name) : undefined;
     await recorder?.start();
-    const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI);
+    // A `-baked` node starts with the reconciler's image, as a node image that carries it would.
+    const baked = config.endsWith('-baked') ? [RECONCILER_IMAGE] : undefined;
+    const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI, baked);
     try {
       let pullers = 0;
       const countPullers = async (): Promise<void> => {

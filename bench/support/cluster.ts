@@ -35,10 +35,18 @@ export async function join(
   kubelet: KubeletKind = 'parallel',
   /** Join without a CNI config: the harness's CNI stand-in writes it (the network start-up window). */
   cniStandIn?: CniStandInOptions,
+  /** Images the node starts with, as a node image that carries them. */
+  preloadImages?: readonly string[],
 ): Promise<NodeTimes> {
   if (loadSpec(name)) await removeNode(name).catch(() => undefined);
   const t = watch.expect(name);
-  await addNode(name, { labels, wait: false, serializeImagePulls: kubelet === 'serial', ...(cniStandIn ? { cniStandIn } : {}) });
+  await addNode(name, {
+    labels,
+    wait: false,
+    serializeImagePulls: kubelet === 'serial',
+    ...(cniStandIn ? { cniStandIn } : {}),
+    ...(preloadImages?.length ? { preloadImages } : {}),
+  });
   return t;
 }
 

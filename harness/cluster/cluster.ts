@@ -209,6 +209,8 @@ export interface AddNodeOptions {
   imageFsMiB?: number;
   /** Joins without a CNI config; a host-network pod in kube-system writes it (cni-stand-in.ts). */
   cniStandIn?: CniStandInOptions;
+  /** Images in the node's containerd before its kubelet starts (see {@link NodeSpec.preloadImages}). */
+  preloadImages?: readonly string[];
   /** Wait for Ready (default true). */
   wait?: boolean;
   timeoutMs?: number;
@@ -243,6 +245,7 @@ export async function addNode(name: string, opts: AddNodeOptions = {}): Promise<
     ...(opts.kubeletExtra ? { kubeletExtra: opts.kubeletExtra } : {}),
     ...(opts.imageFsMiB !== undefined ? { imageFsMiB: opts.imageFsMiB } : {}),
     ...(opts.cniStandIn !== undefined ? { cniStandIn: cniStandInSpec(opts.cniStandIn) } : {}),
+    ...(opts.preloadImages?.length ? { preloadImages: opts.preloadImages } : {}),
   };
   if (spec.cniStandIn !== undefined) ensureCniStandInImage();
   await startNode(spec);

@@ -53,6 +53,11 @@ export interface NodeSpec {
    * a free loop device. @default the host's file system
    */
   imageFsMiB?: number;
+  /**
+   * Images put in the node's containerd before its kubelet starts, beside pause: a node image
+   * that carries them (the bench's `-baked` configurations carry the reconciler's). @default none
+   */
+  preloadImages?: readonly string[];
 }
 
 export const DEFAULT_IMAGE_GC: ImageGcPolicy = {
@@ -367,21 +372,22 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
   ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tailLog(containerdDaemon(spec.name))}`);
   });
-  if (!spec.bare) preloadPause(p, n.ns);
+  if (!spec.bare) for (const ref of [IMAGES.pause, ...(spec.preloadImages ?? [])]) preloadImage(p, n.ns, ref);
 }
 
 /**
- * Puts the sandbox (pause) image in the node's containerd before its kubelet starts, as node
- * images have it: EKS, GKE and AKS images and kind's carry it, and kubeadm pulls it in preflight.
- * Without it, the first pod on a harness node also waited for that pull, which no cloud node does.
- * A no-op when the image is already there (a restarted node).
+ * Puts an image in the node's containerd before its kubelet starts, as a node image carries it:
+ * the sandbox (pause) image on every node (EKS, GKE and AKS images and kind's carry it, and
+ * kubeadm pulls it in preflight; without it, the first pod on a harness node also waited for that
+ * pull, which no cloud node does), and those of {@link NodeSpec.preloadImages}. A no-op when the
+ * image is already there (a restarted node).
  */
-function preloadPause(p: NodePaths, netns: string): void {
+function preloadImage(p: NodePaths, netns: string, ref: string): void {
   const listed = run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'], { timeoutMs: 30_000 }).stdout.split('\n');
   // ctr pull asks the registry even for an image it has; a restarted node must not need the registry.
-  if (listed.includes(IMAGES.pause)) return;
+  if (listed.includes(ref)) return;
   // From the node's network namespace, where the registries are reachable, as containerd's own pulls are.
-  run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', '--hosts-dir', CERTS_D, IMAGES.pause], {
+  run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', '--hosts-dir', CERTS_D, ref], {
     timeoutMs: 60_000,
     netns,
   });
