@@ -307,12 +307,18 @@ function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boo
 const pullerDaemonSets = (objs: readonly KubeObject[]) =>
   objs.filter((o) => o.kind === 'DaemonSet' && o.spec?.template?.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
 
+/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked]`. */
+function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean } {
+  const m = /^lanes-(.+?)(-helper|-baked)?$/.exec(config);
+  return { variant: m?.[1] ?? '', helper: m?.[2] === '-helper', baked: m?.[2] === '-baked' };
+}
+
 /**
  * The synth output of a lanes configuration. `lanes-per-image` takes the least `lanes` that gives
  * every image its own puller (whether the holder counts as a lane is the synth's business).
  */
 async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ lanes: number; objects: KubeObject[] } | undefined> {
-  const helper = config.endsWith('-helper');
+  const { variant: v, helper } = lanesConfig(config);
   const synth = (lanes: number, earlyPull = false) =>
     synthObjects(imageCacheSpec(set, ns, lanes, earlyPull), [
       '--reconciler-image',
@@ -321,7 +327,6 @@ async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ 
       ns,
       ...(helper ? [] : ['--node-arch', NODE_ARCH]),
     ]);
-  const v = config.slice('lanes-'.length).replace(/-(helper|baked)$/, '');
   if (v === 'early') return { lanes: LANES_SETTING.default, objects: await synth(LANES_SETTING.default, true) };
   if (v !== 'per-image') {
     const lanes = v === 'default' ? LANES_SETTING.default : Number(v);
@@ -349,7 +354,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
     const recorder = draw && i === 1 ? new TimelineRecorder(kube, name) : undefined;
     await recorder?.start();
     // A `-baked` node starts with the reconciler's image, as a node image that carries it would.
-    const baked = config.endsWith('-baked') ? [RECONCILER_IMAGE] : undefined;
+    const baked = lanesConfig(config).baked ? [RECONCILER_IMAGE] : undefined;
     const t: NodeTimes = await joinNode(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI, baked);
     try {
       let pullers = 0;

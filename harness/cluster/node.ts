@@ -372,25 +372,27 @@ export async function startContainerd(spec: NodeSpec): Promise<void> {
   ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}\n${tailLog(containerdDaemon(spec.name))}`);
   });
-  if (!spec.bare) for (const ref of [IMAGES.pause, ...(spec.preloadImages ?? [])]) preloadImage(p, n.ns, ref);
+  if (!spec.bare) preloadImages(p, n.ns, [IMAGES.pause, ...(spec.preloadImages ?? [])]);
 }
 
 /**
- * Puts an image in the node's containerd before its kubelet starts, as a node image carries it:
+ * Puts images in the node's containerd before its kubelet starts, as a node image carries them:
  * the sandbox (pause) image on every node (EKS, GKE and AKS images and kind's carry it, and
  * kubeadm pulls it in preflight; without it, the first pod on a harness node also waited for that
- * pull, which no cloud node does), and those of {@link NodeSpec.preloadImages}. A no-op when the
- * image is already there (a restarted node).
+ * pull, which no cloud node does), and those of {@link NodeSpec.preloadImages}. Those already
+ * there (a restarted node) are left as they are.
  */
-function preloadImage(p: NodePaths, netns: string, ref: string): void {
-  const listed = run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'], { timeoutMs: 30_000 }).stdout.split('\n');
+function preloadImages(p: NodePaths, netns: string, refs: readonly string[]): void {
+  const listed = new Set(
+    run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'ls', '-q'], { timeoutMs: 30_000 }).stdout.split('\n'),
+  );
   // ctr pull asks the registry even for an image it has; a restarted node must not need the registry.
-  if (listed.includes(ref)) return;
-  // From the node's network namespace, where the registries are reachable, as containerd's own pulls are.
-  run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', '--hosts-dir', CERTS_D, ref], {
-    timeoutMs: 60_000,
-    netns,
-  });
+  for (const ref of refs.filter((r) => !listed.has(r)))
+    // From the node's network namespace, where the registries are reachable, as containerd's own pulls are.
+    run(['ctr', '-a', p.containerdSock, '-n', 'k8s.io', 'images', 'pull', '--plain-http', '--hosts-dir', CERTS_D, ref], {
+      timeoutMs: 60_000,
+      netns,
+    });
 }
 
 export function startKubelet(spec: NodeSpec): Promise<void> {
