@@ -7,8 +7,10 @@ import type { PoolSettings } from './model.js';
 import { parseImageRef, type ImageRef } from '../oci/reference.js';
 import type { RawSpec } from './shapes.js';
 
-const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
-const DEFAULT_MAX_UNAVAILABLE = '10%';
+/** The helper image a pool gets when no ImageCache of it sets `spec.helperImage`. */
+export const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
+/** The rollout's maxUnavailable when no ImageCache of the pool sets one. */
+export const DEFAULT_MAX_UNAVAILABLE = '10%';
 /**
  * Lanes per pool: why the default is 4 is measured in docs/benchmarks.md (Lanes); the cap keeps a
  * joining node's pod slots and IPs, one per puller during warm-up, bounded.

@@ -366,10 +366,24 @@ export function stringMap(
   };
 }
 
+/** What the spec reference (docs/spec.md) says of a field. */
+export interface FieldDoc {
+  /** The value's type as a spec writes it. */
+  readonly type: string;
+  readonly description: string;
+  /** What a spec that leaves the field out gets. */
+  readonly default?: string;
+  /** Bounds beyond the type. */
+  readonly limits?: string;
+}
+
 /** A field of an object shape. */
 export interface Field<T> {
   readonly read: Reader<T>;
   readonly required?: boolean;
+  readonly doc?: FieldDoc;
+  /** The fields of a nested object, or of each object of a list, for the spec reference. */
+  readonly fields?: Readonly<Record<string, Field<unknown>>>;
 }
 
 /** Field readers of an object, keyed by field name. */
