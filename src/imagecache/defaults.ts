@@ -12,8 +12,8 @@ export const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
 /** The rollout's maxUnavailable when no ImageCache of the pool sets one. */
 export const DEFAULT_MAX_UNAVAILABLE = '10%';
 /**
- * Lanes per pool: why the default is 4 is measured in docs/benchmarks.md (Lanes); the cap keeps a
- * joining node's pod slots and IPs, one per puller during warm-up, bounded.
+ * Lanes per pool (docs/benchmarks.md, lanes, for the default); the cap keeps a joining node's pod
+ * slots and IPs, one per puller during warm-up, bounded.
  */
 export const LANES = { default: 4, min: 1, max: 16 } as const;
 
@@ -32,7 +32,7 @@ export function toSettings(spec: Partial<RawSpec>): PoolSettings {
     refreshSeconds: spec.refresh?.value.interval ?? DEFAULTS.refreshSeconds,
     lanes: spec.lanes ?? LANES.default,
     // Off unless asked for: host networking relaxes the namespace's Pod Security enforce level, and
-    // on a kubelet that pulls serially an early pull can delay the node's Ready (README).
+    // on a kubelet that pulls serially an early pull can delay the node's Ready (docs/architecture.md).
     earlyPull: spec.earlyPull ?? false,
   };
 }

@@ -21,15 +21,15 @@ const YAML_FILE = /\.ya?ml$/i;
 /**
  * The largest spec file read, in bytes. The apiserver refuses objects over about 1.5 MiB, so a
  * file of ImageCaches larger than this is a mistake or an attack; the limit keeps a run's memory
- * and time bounded (a 70 MB document took 32 s and 2 GB before).
+ * and time bounded.
  */
 export const MAX_SPEC_FILE_BYTES = 4 * 1024 * 1024;
 
 /**
  * The most spec bytes one run reads over all its files. Every file's text is held until the run
- * ends, and reading YAML takes far more memory than the text (README, Limits): without a bound
- * across files, many files each under {@link MAX_SPEC_FILE_BYTES} would run the Argo CD sidecar
- * out of memory. 16 MiB holds the 10,000 ImageCaches of `bench:synth` (11.7 MB).
+ * ends, and reading YAML takes far more memory than the text (docs/benchmarks.md, loader memory):
+ * without a bound across files, many files each under {@link MAX_SPEC_FILE_BYTES} would run the
+ * Argo CD sidecar out of memory. It holds the largest bundle `bench:synth` generates.
  */
 export const MAX_RUN_SPEC_BYTES = 16 * 1024 * 1024;
 

@@ -20,7 +20,7 @@ export const MAX_YAML_DEPTH = 64;
 /**
  * Keys, values and list items per document, at most, before aliases are expanded. The apiserver
  * takes objects up to about 1.5 MiB; 100,000 nodes is more than that holds in any ImageCache, and
- * bounds the memory one document's tree takes (about 1 to 2 KiB per node as composed).
+ * bounds the memory one document's tree takes.
  */
 export const MAX_YAML_NODES = 100_000;
 
