@@ -1,9 +1,9 @@
 /**
  * Bounds checked on the model before any construct is built. Synth builds every pull pod in
- * memory before it can measure the output, at about 23 KiB of heap per image (holder and burst
- * puller together), so a bundle far over the output's limits would run the process out of memory
- * (25,000 images took 700 MiB and minutes) before the output checks (output-checks.ts) could refuse it. These checks refuse
- * such a bundle up front, with the same reason the output checks would give, or the run's own bound.
+ * memory before it can measure the output, so a bundle far over the output's limits would run the
+ * process out of memory before the output checks (output-checks.ts) could refuse it. These checks
+ * refuse such a bundle up front, with the same reason the output checks would give, or the run's
+ * own bound.
  */
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
@@ -22,8 +22,8 @@ export const MAX_POOL_IMAGES = Math.floor(OUTPUT_LIMITS.objectBytes.limit / MIN_
 
 /**
  * Images over all the pools of one run (an image in two pools counts twice), at most: what bounds
- * synth's memory. 10,000 images take about 400 MiB at peak (README, Limits), under the 768 MiB
- * that the Argo CD sidecar is given; `bench:synth`'s largest bundle holds exactly 10,000.
+ * synth's memory, within the Argo CD sidecar's memory limit (docs/benchmarks.md, loader memory).
+ * `bench:synth`'s largest bundle holds exactly this many.
  */
 export const MAX_RUN_IMAGES = 10_000;
 

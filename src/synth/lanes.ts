@@ -1,32 +1,14 @@
 /**
- * Lanes: how a pool's images are split across the pods that pull them in parallel while a node
- * warms. The holder (the pool's DaemonSet) keeps every image and runs the sidecar. `lanes` is how
- * many pods pull the images at once: with `lanes: 1` the holder pulls them itself, with `lanes: L
- * > 1` L burst pullers do (never more than the pool has images) and the holder pulls none, so a
- * warming node runs L+1 pods of the pool. The kubelet pulls one pod's images one after another, so
- * the pullers pull about L images at a time (where the kubelet pulls in parallel at all:
- * `serializeImagePulls: false`). One puller would pull the holder's own sequence, no faster, so
- * there is no setting with one.
- *
- * Every image is assigned to a puller; the holder has no share of its own. Measured on real
- * kubelets (docs/benchmarks.md): the kubelet publishes a pod's container statuses only after it
- * has started every container of the pod (one SyncPod), so an image only the holder pulled is seen
- * as present only once the holder has started all of its containers, after its sidecar's own pull.
- *
- * A lane finishes when its last image has started, so the slowest lane sets the warm-up. Bytes are
- * unknown at synth, so the split evens out image counts: with N images over P = L numbered
- * lanes, q = floor(N/P), exactly N mod P lanes pull q+1 images and the others q (max - min <= 1;
- * a pool of fewer than P images gets one puller per image).
+ * Lanes: how a pool's images are split across the burst pullers that pull them in parallel while
+ * a node warms (docs/architecture.md, lanes). Every image goes to a puller, and the holder keeps a
+ * share of none. Bytes are unknown at synth, so the split evens out image counts: with N images
+ * over L lanes, q = floor(N/L), exactly N mod L lanes pull q+1 images and the others q.
  *
  * Which image goes where: images are placed in a fixed order (by a hash of the image), each on the
- * lane it ranks highest (rendezvous hashing: the highest hash of (image, lane)) among the lanes that
- * still have room for it, where a lane has room below q images, or at q while fewer than N mod P
- * lanes hold q+1. Without the room rule this is plain rendezvous, which moves no other image when
- * one is added but was measured far too uneven (5 images over 3 lanes: 4, 1 and none). With it,
- * adding or removing one image usually changes one or two pullers, but can cascade: an image that
- * finds its lane full goes to its next choice, which may push a later one on. No split that is a
- * pure function of the image set was found that keeps both max - min <= 1 and a constant bound;
- * the evenness is exact and the cascade is measured (test/synth/lanes.test.ts, the README).
+ * lane it ranks highest (rendezvous hashing) among the lanes that still have room, where a lane has
+ * room below q images, or at q while fewer than N mod L lanes hold q+1. Plain rendezvous would move
+ * no other image when one is added, but is uneven; with the room rule the split is exact, and an
+ * image that finds its lane full may push a later one on (`npm run bench:lanes` measures how far).
  *
  * Lane numbers are stable identities: a lane whose images do not change keeps its name and its
  * pod template, so only changed lanes roll. Pure and deterministic.

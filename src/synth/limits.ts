@@ -1,6 +1,6 @@
 /**
  * The size limits of synth's output: what the apiserver, etcd and client-side apply refuse, in one
- * table, measured on an object's compact JSON. The README's "Limits" table states the same numbers.
+ * table, measured on an object's compact JSON. docs/cli.md (Limits) states the same numbers.
  */
 import type { Severity } from '../imagecache/errors.js';
 import { POOLS_CONFIGMAP } from '../contract/names.js';

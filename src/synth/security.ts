@@ -33,11 +33,9 @@ export const POD_SECURITY: kplus.PodSecurityContextProps = {
 
 /**
  * A cached image's container only sleeps: it needs almost nothing, and its requests are counted
- * once per image per node, so they stay tiny. The CPU limit is not tiny on purpose: the runtime's
- * `runc init` and the exec of busybox run inside the container's cgroup and need about 25-40 ms of
- * CPU to start it. Under a 10m limit (1 ms per 100 ms CFS period) that took 2.5-4 s per container
- * on the harness, one container after another, and was the largest part of a node's warm-up
- * (docs/benchmarks.md, the waterfall); under 250m it takes about 0.1 s. A sleeping process uses
+ * once per image per node, so they stay tiny. The CPU limit is not tiny on purpose: `runc init`
+ * and the exec of busybox run inside the container's cgroup, and a tiny limit throttles every
+ * start, one container after another, on the critical path of a warm-up. A sleeping process uses
  * none of it.
  */
 export const IMAGE_RESOURCES: kplus.ContainerResources = {
@@ -52,12 +50,10 @@ export const HELPER_RESOURCES: kplus.ContainerResources = {
 };
 
 /**
- * The sidecar reconciler: one watch and a metrics endpoint (see bench:footprint). Idle almost all
- * the time, so it requests next to nothing; the limit is for its start, which is on the critical
- * path of every join: Node.js, TLS, the first list and the node patch take about 0.2 s of CPU, and
- * under the former 200m limit (20 ms per 100 ms CFS period) the label came 1.9-2.2 s after the last
- * image reached containerd, against 0.8-1.4 s under 1000m (bench:time-to-warm, small5, loopback,
- * 3 nodes each; docs/benchmarks.md). One core still bounds a sidecar gone wrong.
+ * The sidecar reconciler: one watch and a metrics endpoint. Idle almost all the time, so it
+ * requests next to nothing; the limit is for its start (Node.js, TLS, the first list, the node
+ * patch), which is on the critical path of every join and slows under a small limit. One core
+ * still bounds a sidecar gone wrong.
  */
 export const SIDECAR_RESOURCES: kplus.ContainerResources = {
   cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(1000) },

@@ -4,11 +4,10 @@
  * GC never removes an image a running container uses).
  *
  * It ships in a ConfigMap of the pool's namespace (`prewarm-sleeper-<hash>`, src/synth/naming.ts),
- * mounted executable, so a pull pod needs no init container to copy a binary in. An init container costs
- * every pod its own image pull, its start and exit, and then the kubelet's next 1 s relist before
- * the image containers start: about 2 s of each burst puller's warm-up on the harness, more on a
- * remote registry (docs/benchmarks.md). A ConfigMap volume is mounted before the sandbox starts,
- * from the apiserver the kubelet already talks to.
+ * mounted executable, so a pull pod needs no init container to copy a binary in: an init container
+ * costs every pod its own image pull, its start and exit, and the kubelet's next relist before the
+ * image containers start. A ConfigMap volume is mounted before the sandbox starts, from the
+ * apiserver the kubelet already talks to (docs/architecture.md, the sleeper and the helper).
  *
  * A ConfigMap holds bytes for one architecture, and a DaemonSet's pod template is the same on
  * every node, so the sleeper serves pools whose architecture synth knows
