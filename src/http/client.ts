@@ -1,13 +1,8 @@
 /**
  * A thin JSON client over node:http/node:https, shared by the sidecar's apiserver and registry
- * adapters and by the CLI. A leaf below the OCI client, the sidecar and the CLI: it imports only
- * node built-ins, {@link ApiError} and the quoting of untrusted text.
- *
- * Why not @kubernetes/client-node at run time: importing it costs 50–70 MiB of RSS in Node 20
- * (node-fetch, openid-client, ws, js-yaml, the generated models; measured with
- * `--max-old-space-size=32`), over the sidecar's 48 MiB budget on its own. The sidecar needs four
- * apiserver calls (GET/watch pod, GET/PATCH node, POST event), which this file covers in ~150 lines.
- * Not even global `fetch`: it lazily loads undici, several MiB more.
+ * adapters and by the CLI. It imports only node built-ins, {@link ApiError} and the quoting of
+ * untrusted text: @kubernetes/client-node, or even global `fetch` (undici), would cost the sidecar
+ * more memory than its budget allows for the few calls it makes (docs/benchmarks.md, footprint).
  */
 import http from 'node:http';
 import https from 'node:https';

@@ -41,7 +41,7 @@ export interface GateDecision {
  * `node.creationTimestamp + max(deadline of the gating pools) + ABSOLUTE_GRACE_SECONDS`. The node's
  * creationTimestamp is immutable, so that bound cannot move. The only case not covered is a node
  * where no sidecar runs at all (e.g. the reconciler image itself cannot be pulled): then there is
- * no process on the node to act, which the README documents with the alert to set.
+ * no process on the node to act, which docs/architecture.md (the gate) documents with the alert to set.
  */
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;

@@ -1,9 +1,8 @@
 /**
  * The core/v1 objects the sidecar reads, typed as they arrive on the wire (JSON, timestamps as
  * RFC 3339 strings). Pods and their statuses are the contract's (src/contract/pod-status.ts),
- * which status, the timeline and doctor read too. We do not use @kubernetes/client-node's model
- * classes at run time: importing that package costs ~50 MiB of RSS (measured in
- * bench/footprint.ts's notes), more than the sidecar's whole budget.
+ * which status, the timeline and doctor read too. Not @kubernetes/client-node's model classes:
+ * importing that package at run time would exceed the sidecar's memory budget.
  */
 import type { NodeImage } from '../contract/node-images.js';
 import type { Condition, ObjectMeta, Pod } from '../contract/pod-status.js';

@@ -1,8 +1,7 @@
 /**
  * The options that decide what synth emits, shared by `synth` and `validate`: validate runs the
  * same synthesis and writes nothing, so a CI gate on validate refuses exactly what synth refuses,
- * for the same invocation. These options are the trusted side of the trust boundary (the README's
- * untrusted-input section): a spec can never set any of them.
+ * for the same invocation. These options are the trusted side of the trust boundary (docs/security.md): a spec can never set any of them.
  */
 import type { Argv } from 'yargs';
 import { gateKeyAllowanceError } from '../../contract/gate-key.js';
