@@ -1,27 +1,11 @@
 /**
  * Least-privilege access of the reconciler sidecar: its ServiceAccounts, RBAC, and a
- * ValidatingAdmissionPolicy that narrows what RBAC cannot express.
- *
- * RBAC alone cannot limit a `patch nodes` grant to one node or to some fields, so:
- * - RBAC grants exactly the calls the sidecar makes (src/reconciler/adapters/kube.ts): `get`,
- *   `patch` on nodes (cluster-wide, ClusterRoleBinding); `get`, `list`, `watch` on pods only in the
- *   pool namespaces (RoleBindings); `create` on events only in `default`, the one namespace where
- *   the apiserver accepts core/v1 Events about a Node (a RoleBinding there). No wildcards, no
- *   Secrets (pull secrets reach the sidecar as mounted volumes), no cluster-wide lists. The pod
- *   list is the sidecar's one list, of its pool's pods on its node (holder and burst pullers, by
- *   label and `spec.nodeName`); RBAC cannot narrow a list to a selector, so the grant covers any
- *   pod list in those namespaces, which hold only prewarm's pods when prewarm owns them. Events
- *   are only ever created (unique names, no series), so `patch events` is not granted.
- * - The admission policy lets that ServiceAccount change, on a node, only labels under
- *   `prewarm.dev/`, annotations under `status.prewarm.dev/`, and only remove (never add or edit)
- *   the gating taints; and only on the node its token is bound to: the pod-bound token carries the
- *   pod's node in `request.userInfo.extra['authentication.kubernetes.io/node-name']`
- *   (feature ServiceAccountTokenPodNodeInfo: alpha 1.29, beta and on by default in 1.30, GA in
- *   1.32). On older clusters the claim is missing and every write is denied (fail closed): set
- *   `requireNodeClaim: false` there, accepting that one compromised sidecar may edit prewarm keys
- *   of other nodes. `admissionregistration.k8s.io/v1` policies need Kubernetes 1.30.
- *
- * Cluster-scoped objects carry no namespace; the construct refuses a chart that has one.
+ * ValidatingAdmissionPolicy that narrows what RBAC cannot express (docs/architecture.md, access).
+ * RBAC grants exactly the calls the sidecar makes (src/reconciler/adapters/kube.ts); the policy
+ * limits its node writes to prewarm's keys, to removing the gate taints, and to the node its
+ * pod-bound token names. Without that token claim every write is denied (fail closed) unless
+ * `requireNodeClaim: false`. Cluster-scoped objects carry no namespace; the construct refuses a
+ * chart that has one.
  */
 import { ApiObject, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';

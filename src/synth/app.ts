@@ -26,18 +26,9 @@ export interface SynthOptions {
    */
   readonly reconciler?: ReconcilerProps;
   /**
-   * Namespaces prewarm owns. An owned namespace is emitted with Pod Security `restricted`
-   * enforced (or, holding a pool with `earlyPull`, `privileged` enforced under an admission policy
-   * that holds its pods to restricted and its host-network pods to the early-puller shape: see
-   * src/synth/early-pull.ts; such a pool may be in no other namespace), and, like any object in the output, a GitOps prune deletes it with everything in
-   * it once no ImageCache names it. Own only namespaces that hold nothing but prewarm's pull pods,
-   * such as a dedicated `prewarm`.
-   *
-   * Every other namespace an ImageCache names is still emitted, so the output applies to a fresh
-   * cluster, but bare: no labels, so no Pod Security level is imposed on workloads prewarm knows
-   * nothing of (kube-fledged's Jobs, an application's own pods), and annotated so that neither
-   * Argo CD nor Flux ever prunes or deletes it. `default`, `kube-system`, `kube-public` and
-   * `kube-node-lease` are never emitted, and can never be owned.
+   * Namespaces prewarm owns: emitted with Pod Security enforced, and pruned with the output once no
+   * ImageCache names them. Every other namespace is emitted bare and protected from GitOps pruning
+   * (docs/cli.md, namespaces).
    * @default - none: prewarm owns no namespace
    */
   readonly ownedNamespaces?: readonly string[];
@@ -48,23 +39,15 @@ export interface SynthOptions {
    */
   readonly podMonitor?: boolean;
   /**
-   * Gate taint keys a spec may choose beyond those under `prewarm.dev/`, which are always allowed:
-   * each an exact key, or a prefix ending in `/` that admits the keys starting with it (e.g.
-   * `startup-taint.cluster-autoscaler.kubernetes.io/`). A gate key is a taint the sidecars remove
-   * from nodes, and a spec is untrusted, so only the caller may widen this (as `--allow-gate-key`).
-   * Never admitted, whatever is allowed: a key the pool's own tolerations tolerate, and Kubernetes'
-   * own node taints (`node.kubernetes.io/`, `node-role.kubernetes.io/`,
-   * `node.cloudprovider.kubernetes.io/`). See src/contract/gate-key.ts.
+   * Gate taint keys a spec may choose beyond those under `prewarm.dev/`: exact keys, or prefixes
+   * ending in `/`. A gate key is a taint the sidecars remove and a spec is untrusted, so only the
+   * caller may widen this (src/contract/gate-key.ts says what is never admitted).
    * @default - none: only `prewarm.dev/` keys
    */
   readonly allowedGateKeys?: readonly string[];
   /**
-   * The architecture (`kubernetes.io/arch`) of every node in the cluster, stated by the caller (as
-   * `--node-arch`). With it, every pool's pods run the sleeper mounted from a ConfigMap and need no
-   * helper init container (src/synth/sleeper.ts); without it, only the pools whose nodeSelector
-   * names the architecture do. A pool whose nodeSelector names another architecture keeps that
-   * one. A wrong statement leaves the pods of other nodes failing to start (`exec format error`),
-   * so the spec never makes it.
+   * The architecture of every node in the cluster, stated by the caller: every pool then runs the
+   * sleeper (src/synth/sleeper.ts). A wrong one leaves pods failing to start, so a spec never sets it.
    * @default - not stated
    */
   readonly nodeArch?: SleeperArch;
@@ -78,12 +61,8 @@ export interface SynthOptions {
 
 /**
  * Adds prewarm's charts for `bundle` to an existing cdk8s App: one without a namespace for
- * cluster-scoped objects, then one per namespace. Charts are added in sorted
- * order, so output is byte-identical for the same bundle.
- *
- * Throws a SpecError, before anything can be written, when the output would be wrong or refused:
- * a gate key the spec may not choose, early pulling outside an owned namespace or without pullers, two pools or two containers sharing a name, an object over
- * the apiserver's size limits, a bundle too large to build in memory (src/synth/budget.ts).
+ * cluster-scoped objects, then one per namespace, in sorted order. Throws a SpecError, before
+ * anything can be written, when the output would be wrong or refused.
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   if (options.podMonitor === true && options.reconciler === undefined)
@@ -126,11 +105,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   );
 }
 
-/**
- * Checks of the whole output of `charts`: object names unique across it, the objects no pool made
- * (the pools ConfigMap of each namespace alike, once), the memory a warming node's pull pods
- * request, counting every holder and puller, and owned namespaces left without an ImageCache.
- */
+/** Checks of what spans the whole output: names, shared objects, a warming node's memory, owned namespaces. */
 function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[]): Diagnostic[] {
   const constructs = charts.flatMap((c) => c.node.findAll());
   const daemonSets = constructs.filter((c): c is PullDaemonSet => c instanceof PullDaemonSet);

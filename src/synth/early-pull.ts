@@ -1,23 +1,10 @@
 /**
- * Pod Security for early pullers. They use the host network, which Pod Security `baseline` and
- * `restricted` forbid, so an owned namespace that holds an early-pull pool enforces `privileged`
- * (src/synth/security.ts EARLY_PULL_NAMESPACE_POD_SECURITY) and this ValidatingAdmissionPolicy
- * enforces in its place: every pod created there must be restricted, and a pod on the host network
- * must also have the early-puller shape that src/synth/pull-daemonset.ts renders:
- * - the puller label ({@link LABEL_PULLER});
- * - no ports at all (on the host network a container port is a port of the node);
- * - no service-account token (`automountServiceAccountToken: false`), and only emptyDir volumes and
- *   the sleeper's ConfigMap (src/synth/sleeper.ts), named {@link SLEEPER_CONFIGMAP_PREFIX}…;
- * - every container as uid {@link RUN_AS_USER} with `runAsNonRoot`, a read-only root filesystem,
- *   all capabilities dropped and none added, and seccomp `RuntimeDefault`;
- * - as restricted requires of every pod: no host PID or IPC namespace, nothing privileged, no
- *   privilege escalation.
- *
- * "Restricted" here is Pod Security's restricted level (v1.36) written in CEL, and in a few corners
- * stricter, since the namespace holds only prewarm's pods: no sysctls at all, and no `image`
- * volumes. The policy judges pod creation and ephemeral containers (`kubectl debug`); nothing else
- * of a pod's security can change after creation. It applies only in the namespaces its binding
- * names (by `kubernetes.io/metadata.name`, which the apiserver sets on every namespace).
+ * Pod Security for early pullers (docs/architecture.md, early pullers). They use the host network,
+ * which `baseline` and `restricted` forbid, so an owned namespace that holds an early-pull pool
+ * enforces `privileged` and this ValidatingAdmissionPolicy enforces in its place: every pod created
+ * there must be restricted (Pod Security's level in CEL, a few corners stricter), and a pod on the
+ * host network must also have the early-puller shape that src/synth/pull-daemonset.ts renders. It
+ * judges pod creation and ephemeral containers, in the namespaces its binding names.
  *
  * Validations are listed with the host-network shape first, so a host-network pod is told what an
  * early puller must be; the apiserver reports the first that fails.

@@ -1,18 +1,12 @@
 /**
  * Checks of the rendered objects that Kubernetes would make too late, or never: names that two
  * objects or two containers share, and objects the apiserver refuses for their size or that a user
- * would regret. A pool's DaemonSet checks itself (src/synth/pull-daemonset.ts), pointing at its
- * pool's entry; what no single pool made is checked over the whole output (src/synth/app.ts).
+ * would regret. A pool's DaemonSet checks itself (src/synth/pull-daemonset.ts); what no single pool
+ * made is checked over the whole output (src/synth/app.ts).
  *
- * Derived names keep their 8-hex-digit (32-bit) hashes, and a collision is refused here rather
- * than made unlikely by longer hashes. A pool id is the DaemonSet's name, its immutable selector
- * value and the cluster-wide node label key; lengthening the hash would rename every existing
- * DaemonSet and node label on upgrade: each pull DaemonSet deleted and recreated at once on every
- * node (no rolling update), warm labels reset, gates re-closed. Existing outputs never hold a
- * collision that matters (the apiserver refused duplicate containers, and a DaemonSet replaced by
- * its twin was lost), so refusing keeps every working name as it is. Among names that share their
- * readable part, a pair collides with probability 2^-32 (about 10^-4 for 1,000 such names); the
- * messages say how to step around it.
+ * Derived names keep their 8-hex-digit hashes, and a collision is refused here rather than made
+ * unlikely by longer ones: a pool id is a DaemonSet name, an immutable selector value and a node
+ * label key, so lengthening the hash would rename every DaemonSet and node label on upgrade.
  */
 import type { Diagnostic, Location } from '../imagecache/errors.js';
 import type { Pool } from '../imagecache/model.js';

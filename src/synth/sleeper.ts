@@ -1,25 +1,14 @@
 /**
  * The sleeper: the static program every image container of a pull pod runs instead of its image's
- * own entrypoint, so that images without a shell work and each stays in use (the kubelet's image
- * GC never removes an image a running container uses).
+ * own entrypoint, shipped in a ConfigMap so a pull pod needs no helper init container
+ * (docs/architecture.md, the sleeper and the helper). A ConfigMap holds bytes for one
+ * architecture, so it serves only pools whose architecture synth knows.
  *
- * It ships in a ConfigMap of the pool's namespace (`prewarm-sleeper-<hash>`, src/synth/naming.ts),
- * mounted executable, so a pull pod needs no init container to copy a binary in: an init container
- * costs every pod its own image pull, its start and exit, and the kubelet's next relist before the
- * image containers start. A ConfigMap volume is mounted before the sandbox starts, from the
- * apiserver the kubelet already talks to (docs/architecture.md, the sleeper and the helper).
- *
- * A ConfigMap holds bytes for one architecture, and a DaemonSet's pod template is the same on
- * every node, so the sleeper serves pools whose architecture synth knows
- * (src/synth/pull-daemonset.ts); other pools keep the helper init container.
- *
- * What it does, in 103 (amd64) or 116 (arm64) bytes of code: installs a handler for SIGTERM and
- * SIGINT that exits 0 (as PID 1 of its container a process without a handler never sees them, so
- * the kubelet would wait out the grace period), then waits for signals forever. It makes no other
- * system call, opens no file and needs no capability, so it runs under Pod Security `restricted`
- * and the runtime's default seccomp profile. Each machine-code instruction is listed with its
- * assembly; the bytes were produced by GNU as, and test/synth/sleeper.test.ts runs both binaries
- * (the foreign one under qemu-user).
+ * It installs a handler for SIGTERM and SIGINT that exits 0 (as PID 1 a process without a handler
+ * never sees them, so the kubelet would wait out the grace period), then waits for signals. It
+ * makes no other system call, so it runs under Pod Security `restricted` and the default seccomp
+ * profile. Each instruction is listed with its assembly; test/synth/sleeper.test.ts runs both
+ * binaries (the foreign one under qemu-user).
  */
 
 import { isSleeperArch, SLEEPER_ARCHITECTURES, type SleeperArch } from '../contract/names.js';
