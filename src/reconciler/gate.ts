@@ -26,22 +26,11 @@ export interface GateDecision {
 }
 
 /**
- * Phase 2: the gating taint, decided on the node as returned by our own label write.
- *
- * Race between sidecars of several pools on one node: each writes its own label first and reads
- * the result of that write. Writes to one object are serialized by the apiserver, so whichever
- * sidecar writes last sees every other pool's label in its response, and it is the one that finds
- * all pools warm and removes the taint. Nobody can miss it: if A writes before B, B's response
- * contains A's label. Two sidecars may both decide to remove; the removal is a JSON patch with a
- * `test` on the taint's index, so the second one fails the test, re-reads, and sees no taint.
- *
- * Never left behind forever: our own pool turns partial at its deadline, and even if some other
- * pool selecting the node never reports (its pod never starts, its image is unpullable, pools.json
- * is stale), every sidecar on the node removes the taint at the absolute bound
- * `node.creationTimestamp + max(deadline of the gating pools) + ABSOLUTE_GRACE_SECONDS`. The node's
- * creationTimestamp is immutable, so that bound cannot move. The only case not covered is a node
- * where no sidecar runs at all (e.g. the reconciler image itself cannot be pulled): then there is
- * no process on the node to act, which docs/architecture.md (the gate) documents with the alert to set.
+ * Phase 2: the gating taint, decided on the node as returned by our own label write, so the
+ * sidecar that writes last sees every other pool's label and lifts the taint; a second remover
+ * fails the JSON patch's `test`. The taint also goes at our deadline and at the absolute bound
+ * (`node.creationTimestamp + max(deadline of the gating pools) + ABSOLUTE_GRACE_SECONDS`), which
+ * cannot move. The race and the one case left uncovered: docs/architecture.md, the gate.
  */
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;

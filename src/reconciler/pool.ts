@@ -115,22 +115,9 @@ const live = (p: KPod): boolean => !p.metadata.deletionTimestamp && p.status?.ph
 
 /**
  * Whether the holder's own image containers may start now: what the sidecar's startup probe
- * answers (STARTUP_PATH in src/contract/names.ts). While the pool warms and burst pullers on the
- * node cover every image still missing, the holder's containers wait: each start is a runtime call
- * and a few API writes, and on a node short of CPU they would land in the window in which the
- * pullers start theirs, which is the time-to-warm. They may start:
- * - once the pool is decided (warm or partial), or the pod is going;
- * - when the kubelet started one of them already (the sidecar restarted beside them);
- * - when the node's image list names every image still missing (a rollout or a restart on a warm
- *   node: they start at once, from the images on the node, as before);
- * - when some image still missing has no live puller on the node (a pool without pullers, pullers
- *   that cannot be scheduled or were evicted): the holder pulls it itself, as it always did;
- * - when a pull fails in a puller (its image, or its helper init container): holding back gains
- *   nothing then, and the holder's own containers show the kubelet's reason where doctor and
- *   `kubectl get pods` look for it, as they did before.
- *
- * The unpinned moment between the pullers' exit and the holder's starts is no risk to the images:
- * the kubelet's image GC never removes an image younger than its minimum age (2 min by default).
+ * answers (STARTUP_PATH in src/contract/names.ts). They wait while burst pullers on the node cover
+ * every image still missing, so their starts stay out of the pullers' window; each case that
+ * releases them is listed, with why, in docs/architecture.md (the holder's image containers).
  */
 export function releasesImages(
   state: PoolState | 'terminating',

@@ -1,19 +1,9 @@
 /**
  * The moved-tag refresh: a loop of its own beside the controller's reconciles ({@link Refresher}),
  * and its pure part (which containers may be refreshed, how long to wait between passes).
- *
- * Why restarting the one container is the cheapest correct re-pull:
- * - A tag whose digest did not change costs one HEAD request and zero bytes: we compare the
- *   registry's digest with the running container's imageID before doing anything.
- * - When it moved, the sidecar stops that container's process (shared PID namespace, same UID; no
- *   API call, no extra RBAC). The kubelet restarts it; with `imagePullPolicy: Always` it resolves
- *   the tag again and pulls only the layers it lacks. The other containers keep running, the pod
- *   keeps its name and the node keeps its label.
- * - Deleting our own pod would also work but needs `delete pods` RBAC, re-resolves every image of
- *   the pool, and drops the label until the new pod is warm. Patching the pod's image to
- *   `repo@digest` needs `patch pods`. Both cost more privilege for no gain.
- * - With `IfNotPresent` a restart would not pull (the old image still carries the tag locally),
- *   so such containers are never restarted: that would loop forever without effect.
+ * Restarting the one container whose tag moved is the cheapest correct re-pull: no API call, no
+ * extra RBAC, the pod and the node's label stay (src/reconciler/README.md, moved tags). Containers
+ * under `IfNotPresent` are never restarted: the restart would find the old image under the tag.
  */
 import type { KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
