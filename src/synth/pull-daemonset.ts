@@ -189,11 +189,8 @@ export class PullDaemonSet extends Construct {
     });
     this.workload.select(kplus.LabelSelector.of({ labels: selector }));
 
-    // The sidecar comes first, as a native sidecar (an init container with `restartPolicy: Always`,
-    // set in escape-hatches.ts): the kubelet pulls and starts it before anything else of the pod,
-    // so it watches the pool's pods while the burst pullers pull, instead of after the helper and
-    // its own pull. It can then report failures and enforce a deadline shorter than the pulls, and
-    // on deletion the kubelet stops it after the image containers.
+    // The sidecar comes first, as a native sidecar (escape-hatches.ts), so it watches the pool's
+    // pods while the pullers pull (docs/architecture.md, the holder's sidecar).
     if (reconciler !== undefined) this.addReconciler(pool, reconciler);
     // With the sleeper there is nothing to copy: its ConfigMap is mounted before the sandbox starts.
     if (sleeper === undefined)
