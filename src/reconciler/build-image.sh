@@ -11,7 +11,7 @@
 # The sidecar has no runtime npm dependencies (see src/http/client.ts), so no node_modules.
 # The architecture is the host's; for multi-arch images use the Dockerfile with buildx.
 #
-# Push the layout with its layer zstd-compressed (README, step 2, says why):
+# Push the layout with its layer zstd-compressed (docs/benchmarks.md, the sidecar image, says why):
 #   skopeo copy --dest-compress-format zstd --dest-compress-level 7 oci:OUT_DIR:TAG docker://REGISTRY/prewarm-reconciler:TAG
 # Needs: umoci (apt-get install umoci), strip (binutils), node, npx (tsc from devDependencies), ldd.
 set -euo pipefail

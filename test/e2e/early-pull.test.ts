@@ -77,7 +77,7 @@ describe('early pullers on a node with a network start-up window', () => {
     prepareImages(objects);
     const applied = applyServerSide(objects.map((o) => JSON.stringify(o)).join('\n---\n'));
     // Pod Security warn stays restricted in the owned namespace: a warning for the early pullers'
-    // host network, by design (README, Early pulling), and no other (kubectl prints a warning once).
+    // host network, by design (docs/architecture.md, early pullers), and no other (kubectl prints a warning once).
     expect(objects.some((o) => o.kind === 'DaemonSet' && o.spec?.template?.spec?.hostNetwork === true)).toBe(true);
     expect(applied.warnings, applied.stderr).toEqual([HOST_NETWORK_WARNING]);
     ({ kube, watch } = await watchNodes(SEL));

@@ -18,7 +18,7 @@ export interface ApplyResult {
 
 /**
  * The one warning applying early pullers gives: their owned namespace keeps Pod Security `warn` at
- * restricted, so their host network is reported (README, Early pulling); kubectl prints it once.
+ * restricted, so their host network is reported (docs/architecture.md, early pullers); kubectl prints it once.
  */
 export const HOST_NETWORK_WARNING = 'Warning: would violate PodSecurity "restricted:latest": host namespaces (hostNetwork=true)';
 
