@@ -2,13 +2,12 @@
  * The shapes of an ImageCache as written: the raw fields of each part, and the field set each API
  * version accepts (kube-fledged's is a subset of prewarm's), with the reader of every field.
  */
-import { LIMITS } from '../contract/names.js';
+import { LANES, LIMITS } from '../contract/names.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion } from './model.js';
 import { bool, checked, ignored, int, list, object, str, stringMap, type Read, type Shape } from './read.js';
 import type { ImageRef } from '../oci/reference.js';
 import { image, durationIn, maxUnavailable, oneOf } from './fields.js';
-import { LANES } from './defaults.js';
 
 /** `metadata` as written. */
 export interface RawMetadata {
