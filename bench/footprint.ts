@@ -41,7 +41,7 @@ import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LABEL_POOL_MEMBER } from '../src/cont
 import { nodeAnnotationKey, nodeLabelKey } from '../src/contract/identity.js';
 import { renderSidecarEnv, resolveSidecarEnv } from '../src/contract/sidecar-env.js';
 import type { KPod } from '../src/reconciler/kube-types.js';
-import { LANES_SETTING } from '../src/imagecache/defaults.js';
+import { LANES } from '../src/contract/names.js';
 
 /** The node flags of the image's entrypoint (src/reconciler/Dockerfile), unless BENCH_NODE_FLAGS replaces them. */
 export const SIDECAR_NODE_FLAGS = process.env.BENCH_NODE_FLAGS
@@ -66,7 +66,7 @@ const sizes = (args.includes('--images') ? (args[args.indexOf('--images') + 1] ?
   .filter((n) => Number.isInteger(n) && n > 0);
 const runs = numberArg('--runs', 1);
 /** Burst pullers beside the holder, the images dealt out among them (0: the holder pulls alone); default: the default lanes' pullers. */
-const pullerCount = args.includes('--pullers') ? Math.max(0, Number(args[args.indexOf('--pullers') + 1]) || 0) : LANES_SETTING.default;
+const pullerCount = args.includes('--pullers') ? Math.max(0, Number(args[args.indexOf('--pullers') + 1]) || 0) : LANES.default;
 
 function status(pid: number): Record<string, number> {
   const out: Record<string, number> = {};

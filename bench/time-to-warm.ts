@@ -82,7 +82,7 @@ import { TimelineRecorder } from '../harness/timeline-recorder.js';
 import { pullersOnNode } from '../harness/pullers.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
 import { LABEL_PULLER } from '../src/contract/names.js';
-import { LANES_SETTING } from '../src/imagecache/defaults.js';
+import { LANES } from '../src/contract/names.js';
 import { buildTimeline } from '../src/status/timeline.js';
 import { renderTimelineSvg } from '../src/status/timeline-render.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
@@ -327,16 +327,16 @@ async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ 
       ns,
       ...(helper ? [] : ['--node-arch', NODE_ARCH]),
     ]);
-  if (v === 'early') return { lanes: LANES_SETTING.default, objects: await synth(LANES_SETTING.default, true) };
+  if (v === 'early') return { lanes: LANES.default, objects: await synth(LANES.default, true) };
   if (v !== 'per-image') {
-    const lanes = v === 'default' ? LANES_SETTING.default : Number(v);
+    const lanes = v === 'default' ? LANES.default : Number(v);
     return { lanes, objects: await synth(lanes) };
   }
-  for (let lanes = set.images.length; lanes <= Math.min(LANES_SETTING.max, set.images.length + 1); lanes++) {
+  for (let lanes = set.images.length; lanes <= Math.min(LANES.max, set.images.length + 1); lanes++) {
     const objects = await synth(lanes);
     if (pullerDaemonSets(objects) >= set.images.length) return { lanes, objects };
   }
-  log(`${set.name} ${config}: more images than lanes can give pullers (max ${LANES_SETTING.max}); skipped`);
+  log(`${set.name} ${config}: more images than lanes can give pullers (max ${LANES.max}); skipped`);
   return undefined;
 }
 
@@ -597,7 +597,7 @@ async function main(): Promise<void> {
   }
   const sum = summary();
   const f = saveResults(RESULT, {
-    defaultLanes: LANES_SETTING.default,
+    defaultLanes: LANES.default,
     profiles: Object.fromEntries(profiles.map((p) => [p, describeProfile(shapes[p])])),
     kubelets,
     configs,

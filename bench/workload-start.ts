@@ -27,7 +27,7 @@ import { ensureStandIn } from '../harness/cluster/images.js';
 import { registryProfile, setRegistryProfile } from '../harness/cluster/registry.js';
 import { describeProfile, LOOPBACK, parseRegistryProfile, PROFILE_NAMES, type ProfileName } from '../harness/cluster/registry-profile.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../src/contract/names.js';
-import { LANES_SETTING } from '../src/imagecache/defaults.js';
+import { LANES } from '../src/contract/names.js';
 import { addNode, kubectl } from '../harness/cluster/cluster.js';
 import { Kube } from '../harness/kube.js';
 import { applyAll, poolsOf, prepareImages, synthObjects } from '../harness/manifests.js';
@@ -139,7 +139,7 @@ async function main(): Promise<void> {
     for (const profile of profiles) {
       const shape = profile === 'remote' ? parseRegistryProfile('remote') : LOOPBACK;
       await setRegistryProfile(shape);
-      log(`profile ${describeProfile(shape)}; prewarm lanes ${LANES_SETTING.default} (the default)`);
+      log(`profile ${describeProfile(shape)}; prewarm lanes ${LANES.default} (the default)`);
       for (const kubelet of kubelets)
         for (const form of shapes)
           for (const mode of modes)
@@ -208,7 +208,7 @@ async function main(): Promise<void> {
     imageMiB: MIB,
     poolImages: IMAGES.length,
     workloads: WORKLOADS,
-    lanes: LANES_SETTING.default,
+    lanes: LANES.default,
     reps: args.reps,
     medianMs: medians,
     samples,

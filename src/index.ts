@@ -6,7 +6,8 @@ export { addPrewarmCharts, createApp, synthYaml, type SynthOptions } from './syn
 export { ClusterChart, NamespaceChart, type ClusterChartProps, type NamespaceChartProps } from './synth/charts.js';
 export { PullDaemonSet, type PullDaemonSetProps, type ReconcilerProps } from './synth/pull-daemonset.js';
 export { ReconcilerPodMonitor, type ReconcilerPodMonitorProps } from './synth/pod-monitor.js';
-export { loadBundle, MAX_RUN_SPEC_BYTES, MAX_SPEC_FILE_BYTES, type LoadOptions, type LoadResult } from './imagecache/load.js';
+export { loadBundle, MAX_RUN_SPEC_BYTES, type LoadOptions, type LoadResult } from './imagecache/load.js';
+export { MAX_SPEC_FILE_BYTES } from './files/read.js';
 export { parseFiles, type ParseOptions, type ParseResult, type SourceFile } from './imagecache/parse.js';
 export { buildBundle, type BundleResult } from './imagecache/bundle.js';
 export { formatDiagnostic, formatDiagnostics, SpecError, type Diagnostic, type Location, type Skipped } from './imagecache/errors.js';

@@ -30,26 +30,27 @@ const FORBIDDEN: Readonly<Record<string, readonly string[]>> = {
  */
 const LAYERS: Readonly<Record<string, readonly string[]>> = {
   text: [],
+  files: [],
   contract: [],
   'version.ts': [],
   http: ['text'],
-  oci: ['http', 'contract', 'text'],
-  imagecache: ['oci', 'http', 'contract', 'text'],
+  oci: ['http', 'contract', 'text', 'files'],
+  imagecache: ['oci', 'http', 'contract', 'text', 'files'],
   synth: ['imagecache', 'oci', 'http', 'contract', 'text'],
   migrate: ['imagecache', 'oci', 'contract', 'text'],
   reconciler: ['oci', 'http', 'contract', 'text'],
   status: ['oci', 'http', 'contract', 'text'],
   doctor: ['status', 'oci', 'http', 'contract', 'text'],
-  cli: ['doctor', 'status', 'migrate', 'synth', 'imagecache', 'oci', 'http', 'contract', 'text', 'version.ts'],
-  'index.ts': ['synth', 'imagecache', 'oci', 'contract', 'version.ts'],
+  cli: ['doctor', 'status', 'migrate', 'synth', 'imagecache', 'oci', 'http', 'contract', 'text', 'files', 'version.ts'],
+  'index.ts': ['synth', 'imagecache', 'oci', 'contract', 'files', 'version.ts'],
   'main.ts': ['cli'],
 };
 
-/** Imports in src/ that point up the layers today, as "file -> module" with the reason each stays. */
-const LAYER_EXCEPTIONS: Readonly<Record<string, string>> = {
-  // File-system access stays in one loader, so the docker config is read by it.
-  'src/oci/docker-config.ts -> src/imagecache/load.ts': 'reads the docker config through the one bounded file reader',
-};
+/**
+ * Imports in src/ allowed to point up the layers, as "file -> module" with the reason each stays.
+ * Empty: a new entry is a decision to argue for in review.
+ */
+const LAYER_EXCEPTIONS: Readonly<Record<string, string>> = {};
 
 /** What harness/ and bench/ may import from src/: the public entry points, the contract and the HTTP leaf. */
 const PUBLIC = ['src/index.ts', 'src/cli/main.ts', 'src/cli/exit-codes.ts', 'src/contract/', 'src/http/'];
@@ -60,7 +61,6 @@ const PUBLIC_EXCEPTIONS: Readonly<Record<string, string>> = {
   'src/reconciler/ports.ts': 'the JSON patch operation the fake apiserver applies as the sidecar sends it',
   'src/status/timeline.ts': 'the time-to-warm bench and the timeline recorder build the timeline `prewarm status --node` prints',
   'src/status/timeline-render.ts': 'the time-to-warm bench draws the same waterfall as `prewarm status --node`',
-  'src/imagecache/defaults.ts': 'the lanes setting the benchmarks sweep',
   'src/synth/lanes.ts': 'bench:lanes measures the split itself (evenness, pullers changed per image)',
   'src/oci/reference.ts': 'bench:lanes builds the image references the split takes',
   'src/imagecache/duration.ts': 'the kube-fledged model reads durations as the spec does',
@@ -200,8 +200,9 @@ describe('layers', () => {
     ['src/status/x.ts', "import type { Gate } from '../reconciler/gate.js';", ['../reconciler/gate.js -> src/reconciler/gate.ts']],
     ['src/version.ts', "import { GROUP } from './contract/names.js';", ['./contract/names.js -> src/contract/names.ts']],
     ['src/cli/x.ts', "import { VERSION } from '../version.js';\nimport { addPrewarmCharts } from '../synth/app.js';", []],
-    ['src/oci/docker-config.ts', "import { readNamedFile } from '../imagecache/load.js';", []],
+    ['src/oci/docker-config.ts', "import { readNamedFile } from '../files/read.js';", []],
     ['src/oci/keyring.ts', "import { readNamedFile } from '../imagecache/load.js';", ['../imagecache/load.js -> src/imagecache/load.ts']],
+    ['src/files/x.ts', "import { compareStrings } from '../contract/order.js';", ['../contract/order.js -> src/contract/order.ts']],
     ['harness/x.ts', "import { createApp } from '../src/index.js';\nimport { roleOf } from '../src/contract/roles.js';", []],
     ['harness/x.ts', "import { synthYaml } from '../src/synth/app.js';", ['../src/synth/app.js -> src/synth/app.ts']],
     ['bench/support/x.ts', "import { ApiError } from '../../src/http/api-error.js';", []],
@@ -210,5 +211,77 @@ describe('layers', () => {
     ['test/x.test.ts', "import { decide } from '../src/reconciler/gate.js';", []],
   ])('the check itself: %s with %j', (file, text, want) => {
     expect(layerViolations(file, text)).toEqual(want);
+  });
+});
+
+/** The import graph of the .ts files under `dir`: each file -> the files of that set it imports (type-only included). */
+function importGraph(files: readonly string[], read: (file: string) => string): Map<string, string[]> {
+  const known = new Set(files.map((f) => f.split(sep).join('/')));
+  const graph = new Map<string, string[]>();
+  for (const f of files) {
+    const from = f.split(sep).join('/');
+    const to = specifiers(read(f))
+      .filter((s) => s.startsWith('.'))
+      .map((s) => target(f, s))
+      .filter((t) => known.has(t));
+    graph.set(from, [...new Set(to)].sort());
+  }
+  return graph;
+}
+
+/** The import cycles of a graph: its strongly connected components of more than one file, or a file importing itself (Tarjan). */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v) ?? 0);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) ?? 0, low.get(w) ?? 0));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v) ?? 0, index.get(w) ?? 0));
+      }
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = stack.pop(); w !== undefined; w = w === v ? undefined : stack.pop()) {
+      onStack.delete(w);
+      component.push(w);
+    }
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+describe('cycles', () => {
+  it.each(['src', 'harness'])('no import cycle under %s/, type-only imports included', (dir) => {
+    const graph = importGraph(tsFiles(dir), (f) => readFileSync(join(ROOT, f), 'utf8'));
+    expect(graph.size).toBeGreaterThan(0);
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  it.each([
+    [{ 'src/a.ts': "import { b } from './b.js';", 'src/b.ts': "import type { A } from './a.js';" }, [['src/a.ts', 'src/b.ts']]],
+    [
+      {
+        'src/a.ts': "import { b } from './b.js';",
+        'src/b.ts': "import { c } from './c.js';",
+        'src/c.ts': "export type { A } from './a.js';",
+      },
+      [['src/a.ts', 'src/b.ts', 'src/c.ts']],
+    ],
+    [{ 'src/a.ts': "import { b } from './b.js';", 'src/b.ts': "import { c } from './c.js';", 'src/c.ts': '' }, []],
+    [{ 'src/a.ts': "import { a } from './a.js';" }, [['src/a.ts']]],
+  ])('the check itself: %j', (texts: Record<string, string>, want) => {
+    const graph = importGraph(Object.keys(texts), (f) => texts[f] ?? '');
+    expect(cycles(graph)).toEqual(want);
   });
 });

@@ -16,7 +16,7 @@ import { homedir } from 'node:os';
 import { existsSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { isMap, parseDocument, type YAMLError } from 'yaml';
-import { readNamedFile } from '../imagecache/load.js';
+import { readNamedFile } from '../files/read.js';
 import { request } from '../http/client.js';
 import { CliError, ExitCode } from './exit-codes.js';
 

@@ -159,6 +159,13 @@ export const METRICS_PATH = '/metrics';
  */
 export const STARTUP_PATH = '/startupz';
 
+/**
+ * Lanes per pool (`spec.lanes`): the default, and the range a spec may set. The default is chosen
+ * in docs/benchmarks.md (Lanes); the cap bounds a joining node's pod slots and IPs, one per burst
+ * puller while it warms.
+ */
+export const LANES = { default: 4, min: 1, max: 16 } as const;
+
 /** Defaults shared by the spec model and the sidecar. */
 export const DEFAULTS = {
   deadlineSeconds: 600,

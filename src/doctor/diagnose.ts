@@ -6,7 +6,8 @@
  * other checks) and renders the findings (./report.ts).
  */
 import { compareStrings } from '../contract/order.js';
-import { checkEarlyPullPolicy, checkPolicy, checkRollouts, checkSecrets, checkSleeper, checkVersion, poolsOf } from './checks.js';
+import { checkEarlyPullPolicy, checkPolicy, checkRollouts, checkSecrets, checkSleeper, checkVersion } from './checks.js';
+import { poolsOf } from './pools.js';
 import type { DoctorInput } from './input.js';
 import { checkNodes } from './node-checks.js';
 import { fixFor, optionalFix, unread } from './reads.js';

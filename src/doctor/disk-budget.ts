@@ -29,19 +29,11 @@ import type { Platform } from '../oci/manifest.js';
 import { parseImageRef } from '../oci/reference.js';
 import { plural } from '../text/plural.js';
 import { excerpt } from '../text/quote.js';
-import { managed } from './checks.js';
-import type { ClusterRead, DoctorNode, KubeletConfig } from './input.js';
+import type { ClusterRead, DoctorNode, ImageFsStats, KubeletConfig } from './input.js';
+import { managed } from './pools.js';
 import { fixFor, KUBELET_FIX, unread } from './reads.js';
 import type { Level } from './report.js';
 import { isObject } from '../text/json.js';
-
-/** `node.runtime.imageFs` of the kubelet's summary API, checked. */
-export interface ImageFsStats {
-  readonly capacityBytes: number;
-  readonly usedBytes: number;
-  /** At most the capacity (the kubelet's GC caps it so too). */
-  readonly availableBytes: number;
-}
 
 /** The largest file system believed (8 PiB, the last exact number): a kubelet that reports more is not read. */
 const MAX_FS_BYTES = Number.MAX_SAFE_INTEGER;

@@ -4,7 +4,14 @@
  */
 
 import type { Opt, Pod } from '../contract/pod-status.js';
-import type { ImageFsStats } from './disk-budget.js';
+
+/** `node.runtime.imageFs` of the kubelet's summary API, checked. */
+export interface ImageFsStats {
+  readonly capacityBytes: number;
+  readonly usedBytes: number;
+  /** At most the capacity (the kubelet's GC caps it so too). */
+  readonly availableBytes: number;
+}
 
 /** Labels of an object, when it has any. */
 export type Labels = Opt<Readonly<Record<string, string>>>;

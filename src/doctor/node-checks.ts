@@ -9,7 +9,7 @@ import { PULL_FAILURE_REASONS, statusOf, timeOf, type Pod } from '../contract/po
 import { parseQuantity } from '../contract/quantity.js';
 import { isHolder, isPuller, poolOf } from '../contract/roles.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../contract/gate-key.js';
-import { byName, lanesOf, managed, type PoolView } from './checks.js';
+import { byName, lanesOf, managed, type PoolView } from './pools.js';
 import { checkDiskBudget } from './disk-budget.js';
 import type { DoctorInput, DoctorNode, KubeletConfig } from './input.js';
 import { fixFor, KUBELET_FIX, optionalFix, unread } from './reads.js';

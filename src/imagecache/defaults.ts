@@ -2,20 +2,10 @@
  * The pool settings a spec leaves out, resolved once: the helper image, the rollout's
  * maxUnavailable, the gate, the refresh interval, the lanes and early pulling.
  */
-import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LANES } from '../contract/names.js';
 import type { PoolSettings } from './model.js';
 import { parseImageRef, type ImageRef } from '../oci/reference.js';
-import type { RawSpec } from './shapes.js';
-
-/** The helper image a pool gets when no ImageCache of it sets `spec.helperImage`. */
-export const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
-/** The rollout's maxUnavailable when no ImageCache of the pool sets one. */
-export const DEFAULT_MAX_UNAVAILABLE = '10%';
-/**
- * Lanes per pool (docs/benchmarks.md, lanes, for the default); the cap keeps a joining node's pod
- * slots and IPs, one per puller during warm-up, bounded.
- */
-export const LANES = { default: 4, min: 1, max: 16 } as const;
+import { DEFAULT_HELPER_IMAGE, DEFAULT_MAX_UNAVAILABLE, type RawSpec } from './shapes.js';
 
 /** A pool's settings from a read spec, each missing field given its default. */
 export function toSettings(spec: Partial<RawSpec>): PoolSettings {
@@ -42,6 +32,3 @@ function defaultHelperImage(): ImageRef {
   if (!parsed.ok) throw new Error(`built-in helper image is invalid: ${parsed.error}`);
   return parsed.ref;
 }
-
-/** The lane count a pool gets when no ImageCache sets `spec.lanes`, and the range it may take. */
-export const LANES_SETTING = LANES;

@@ -2,14 +2,18 @@
  * The shapes of an ImageCache as written: the raw fields of each part, and the field set each API
  * version accepts (kube-fledged's is a subset of prewarm's), with the reader of every field.
  */
-import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, GROUP, LIMITS } from '../contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, GROUP, LANES, LIMITS } from '../contract/names.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion } from './model.js';
 import { bool, checked, ignored, int, list, object, str, stringMap, type Field, type FieldDoc, type Read, type Shape } from './read.js';
 import type { ImageRef } from '../oci/reference.js';
 import { image, durationIn, maxUnavailable, oneOf } from './fields.js';
-import { DEFAULT_HELPER_IMAGE, DEFAULT_MAX_UNAVAILABLE, LANES } from './defaults.js';
 import { formatDuration } from './duration.js';
+
+/** The helper image a pool gets when no ImageCache of it sets `spec.helperImage`. */
+export const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
+/** The rollout's maxUnavailable when no ImageCache of the pool sets one. */
+export const DEFAULT_MAX_UNAVAILABLE = '10%';
 
 /** `metadata` as written. */
 export interface RawMetadata {

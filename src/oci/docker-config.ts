@@ -13,7 +13,7 @@
 import { execFile } from 'node:child_process';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { readNamedFile } from '../imagecache/load.js';
+import { readNamedFile } from '../files/read.js';
 import { DOCKER_HUB, DOCKER_HUB_API, DOCKER_HUB_SERVER, Keyring, type Credential } from './keyring.js';
 
 /** A docker config that was named but cannot be read, or a credential helper that failed. */

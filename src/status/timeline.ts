@@ -346,6 +346,93 @@ function firstSeen(pods: Iterable<PodFacts>, nodeEvents: readonly TimelineEvent[
   return times.length > 0 ? Math.min(...times) : now;
 }
 
+/** One image container's row, when it has anything to show, with when it started and whether Events were dropped. */
+interface ImageRowOf {
+  readonly row: TimelineRow;
+  readonly started: number | undefined;
+  readonly droppedEvents: boolean;
+}
+
+/** The spans and outcome of one image container, from its Events and the kubelet's statuses. */
+function imageRow(f: PodFacts, c: string, containerEvents: readonly TimelineEvent[], at: (t: number) => number): ImageRowOf | undefined {
+  // Init containers that run to completion (the helper) are the pod's init phase, not a row;
+  // native sidecars are rows.
+  const evs = containerEvents.filter(
+    (e) => containerOf(e) === c && (f.containers.has(c) || !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? '')),
+  );
+  if (evs.length === 0 && !f.containers.has(c)) return undefined;
+  const pulled = evs.find((e) => e.reason === 'Pulled');
+  const pulling = evs.find((e) => e.reason === 'Pulling');
+  const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
+  const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
+  const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;
+  const spans: Span[] = [];
+  let outcome: TimelineRow['outcome'] = 'waiting';
+  let pullSeconds: number | undefined;
+  let droppedEvents = false;
+  const pulledAt = pulled === undefined ? undefined : eventMs(pulled);
+  if (pulled !== undefined && pulledAt !== undefined) {
+    pullSeconds = pullSecondsOf(pulled.message ?? '');
+    if (pullSeconds === undefined) {
+      outcome = 'present';
+      spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
+    } else {
+      outcome = 'pulled';
+      // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
+      // Pulled event and is exactly as long as the kubelet says.
+      spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
+    }
+  } else if (failed !== undefined) {
+    outcome = 'failed';
+    const from = eventMs(pulling ?? failed);
+    if (from !== undefined)
+      spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
+  } else if (pulling !== undefined) {
+    const from = eventMs(pulling);
+    // The image is there (the container started, or the runtime reported its imageID) but the
+    // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
+    // its burst, which a pod of a dozen images exceeds. The pull ended by the start.
+    if (started !== undefined || f.present.has(c)) {
+      outcome = 'pulled';
+      droppedEvents = true;
+    }
+    if (from !== undefined)
+      spans.push({
+        kind: 'pulling',
+        from: at(from),
+        ...(started === undefined ? {} : { to: at(Math.max(from, started)), note: 'end not reported' }),
+      });
+  } else if (started !== undefined || f.present.has(c)) {
+    outcome = 'present';
+    droppedEvents = f.events.length > 0;
+  }
+  if (started !== undefined) spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
+  const row: TimelineRow = {
+    kind: 'image',
+    pod: f.name,
+    label: image,
+    spans,
+    outcome,
+    ...(pullSeconds === undefined ? {} : { pullSeconds: round(pullSeconds) }),
+  };
+  return { row, started, droppedEvents };
+}
+
+/** The pod's own phases: pending, sandbox, init, then its containers until the last one started. */
+function podPhaseSpans(f: PodFacts, lastStarted: number | undefined, at: (t: number) => number): Span[] {
+  const podSpans: Span[] = [];
+  const phase = (kind: SpanKind, from: number | undefined, to: number | undefined) => {
+    if (from !== undefined) podSpans.push({ kind, from: at(from), ...(to === undefined ? {} : { to: at(Math.max(from, to)) }) });
+  };
+  phase('pending', f.created, f.scheduled);
+  phase('sandbox', f.scheduled, f.sandbox);
+  phase('init', f.sandbox, f.initialized);
+  const allStarted =
+    f.containers.size > 0 ? [...f.containers.keys()].every((c) => f.started.has(c)) : f.deleted !== undefined || lastStarted !== undefined;
+  phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
+  return podSpans;
+}
+
 /**
  * One pod's rows: the pod's phases, then one row per image container in the kubelet's order
  * (spec order; gone pods: event order). `droppedEvents` tells that the kubelet's spam filter
@@ -359,93 +446,24 @@ function podRows(f: PodFacts, at: (t: number) => number, now: number, notes: str
   // its sandbox was up (the kubelet starts pulling only then).
   const containerEvents = f.events.filter((e) => containerOf(e) !== undefined);
   f.sandbox ??= min(containerEvents.map(eventMs));
-  const killed = min(byReason('Killing').map(eventMs));
-  f.deleted ??= killed;
+  f.deleted ??= min(byReason('Killing').map(eventMs));
   if (f.events.length === 0 && f.created !== undefined && (now - f.created) / 1000 > EVENT_TTL_SECONDS)
     notes.push(
       `no Events left for pod ${f.name}: the apiserver keeps Events ${EVENT_TTL_SECONDS / 3600} h by default, so pulls are shown from container statuses only`,
     );
-
   const names = new Set([...f.containers.keys(), ...containerEvents.map((e) => containerOf(e) ?? '')]);
   const imageRows: TimelineRow[] = [];
   let lastStarted: number | undefined;
   let droppedEvents = false;
   for (const c of names) {
-    // Init containers that run to completion (the helper) are the pod's init phase, not a row;
-    // native sidecars are rows.
-    const evs = containerEvents.filter(
-      (e) => containerOf(e) === c && (f.containers.has(c) || !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? '')),
-    );
-    if (evs.length === 0 && !f.containers.has(c)) continue;
-    const pulled = evs.find((e) => e.reason === 'Pulled');
-    const pulling = evs.find((e) => e.reason === 'Pulling');
-    const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
-    const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
-    if (started !== undefined) lastStarted = Math.max(lastStarted ?? started, started);
-    const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;
-    const spans: Span[] = [];
-    let outcome: TimelineRow['outcome'] = 'waiting';
-    let pullSeconds: number | undefined;
-    const pulledAt = pulled === undefined ? undefined : eventMs(pulled);
-    if (pulled !== undefined && pulledAt !== undefined) {
-      pullSeconds = pullSecondsOf(pulled.message ?? '');
-      if (pullSeconds === undefined) {
-        outcome = 'present';
-        spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
-      } else {
-        outcome = 'pulled';
-        // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
-        // Pulled event and is exactly as long as the kubelet says.
-        spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
-      }
-    } else if (failed !== undefined) {
-      outcome = 'failed';
-      const from = eventMs(pulling ?? failed);
-      if (from !== undefined)
-        spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
-    } else if (pulling !== undefined) {
-      const from = eventMs(pulling);
-      // The image is there (the container started, or the runtime reported its imageID) but the
-      // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
-      // a burst of 25, which a pod of a dozen images exceeds. The pull ended by the start.
-      const done = started !== undefined || f.present.has(c);
-      if (done) {
-        outcome = 'pulled';
-        droppedEvents = true;
-      }
-      if (from !== undefined)
-        spans.push({
-          kind: 'pulling',
-          from: at(from),
-          ...(started === undefined ? {} : { to: at(Math.max(from, started)), note: 'end not reported' }),
-        });
-    } else if (started !== undefined || f.present.has(c)) {
-      outcome = 'present';
-      droppedEvents ||= f.events.length > 0;
-    }
-    if (started !== undefined)
-      spans.push({ kind: 'running', from: at(started), ...(f.deleted === undefined ? {} : { to: at(f.deleted) }) });
-    imageRows.push({
-      kind: 'image',
-      pod: f.name,
-      label: image,
-      spans,
-      outcome,
-      ...(pullSeconds === undefined ? {} : { pullSeconds: round(pullSeconds) }),
-    });
+    const r = imageRow(f, c, containerEvents, at);
+    if (r === undefined) continue;
+    if (r.started !== undefined) lastStarted = Math.max(lastStarted ?? r.started, r.started);
+    droppedEvents ||= r.droppedEvents;
+    imageRows.push(r.row);
   }
-
-  const podSpans: Span[] = [];
-  const phase = (kind: SpanKind, from: number | undefined, to: number | undefined) => {
-    if (from !== undefined) podSpans.push({ kind, from: at(from), ...(to === undefined ? {} : { to: at(Math.max(from, to)) }) });
-  };
-  phase('pending', f.created, f.scheduled);
-  phase('sandbox', f.scheduled, f.sandbox);
-  phase('init', f.sandbox, f.initialized);
-  const allStarted =
-    f.containers.size > 0 ? [...f.containers.keys()].every((c) => f.started.has(c)) : f.deleted !== undefined || lastStarted !== undefined;
-  phase('containers', f.initialized ?? f.sandbox, allStarted ? lastStarted : undefined);
-  return { rows: [{ kind: 'pod', pod: f.name, label: f.label, spans: podSpans }, ...imageRows], droppedEvents };
+  const pod: TimelineRow = { kind: 'pod', pod: f.name, label: f.label, spans: podPhaseSpans(f, lastStarted, at) };
+  return { rows: [pod, ...imageRows], droppedEvents };
 }
 
 /** Ready (when the node is), then the marks of the sidecar's Events about the node, in time order. */

@@ -8,7 +8,8 @@ import {
   LABEL_PULLER,
   SIDECAR_CONTAINER,
 } from '../../src/contract/names.js';
-import { boundNamespaces, minorOf, poolsOf, pullSecretsOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
+import { boundNamespaces, minorOf, STUCK_AFTER_SECONDS } from '../../src/doctor/checks.js';
+import { poolsOf, pullSecretsOf } from '../../src/doctor/pools.js';
 import { parseAllDocuments } from 'yaml';
 import { synthYaml } from '../../src/synth/app.js';
 import { bundleOf } from '../helpers.js';

@@ -13,11 +13,10 @@ import {
   sizeKey,
   thresholdsOf,
   usagePercent,
-  type ImageFsStats,
   type PinnedBytes,
 } from '../../src/doctor/disk-budget.js';
 import { diagnose } from '../../src/doctor/diagnose.js';
-import type { ClusterRead, DoctorInput, DoctorNode } from '../../src/doctor/input.js';
+import type { ClusterRead, DoctorInput, DoctorNode, ImageFsStats } from '../../src/doctor/input.js';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;

@@ -11,7 +11,8 @@ import { dirname, join, relative, sep } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SpecError, type Diagnostic } from '../../src/imagecache/errors.js';
-import { loadBundle, MAX_SPEC_FILE_BYTES, readSources } from '../../src/imagecache/load.js';
+import { loadBundle, readSources } from '../../src/imagecache/load.js';
+import { MAX_SPEC_FILE_BYTES } from '../../src/files/read.js';
 
 const SECRET = 'SECRET-outside-the-roots';
 

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpecError, type Diagnostic } from '../../src/imagecache/errors.js';
-import { loadBundle, MAX_SPEC_FILE_BYTES, readSources } from '../../src/imagecache/load.js';
+import { loadBundle, readSources } from '../../src/imagecache/load.js';
+import { MAX_SPEC_FILE_BYTES } from '../../src/files/read.js';
 
 const doc = (name: string) =>
   `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;

@@ -9,10 +9,10 @@
  * cannot be reached, or answers no read).
  */
 import type { Argv } from 'yargs';
-import { pullSecretsOf } from '../../doctor/checks.js';
+import { pullSecretsOf } from '../../doctor/pools.js';
 import { diagnose } from '../../doctor/diagnose.js';
-import { imageFsOf, imagesToSize, nodesWithPools, type ImageFsStats, type ImageToSize } from '../../doctor/disk-budget.js';
-import type { ClusterRead, DoctorInput, KubeletConfig } from '../../doctor/input.js';
+import { imageFsOf, imagesToSize, nodesWithPools, type ImageToSize } from '../../doctor/disk-budget.js';
+import type { ClusterRead, DoctorInput, ImageFsStats, KubeletConfig } from '../../doctor/input.js';
 import { ApiError } from '../../http/api-error.js';
 import { askInTurn, OciRegistry, registryHost, registryRef } from '../../oci/client.js';
 import { DockerConfigError, loadRegistryCredentials } from '../../oci/docker-config.js';
