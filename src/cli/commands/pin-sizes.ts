@@ -3,7 +3,7 @@
  * specs (src/imagecache/sizes.ts), measured from the registry at the digest the spec pins. A size
  * is a hint: an image the registry will not size is reported and left out, never a failure of pin.
  */
-import { lstat, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { askInTurn, type OciRegistry } from '../../oci/client.js';
 import { formatDiagnostics } from '../../imagecache/errors.js';
@@ -33,7 +33,7 @@ interface LockPlan {
 export async function planLocks(paths: readonly string[], files: readonly PinnedFile[]): Promise<LockPlan[]> {
   const plans = new Map<string, Set<string>>();
   for (const path of paths) {
-    const isDir = await lstat(path).then(
+    const isDir = await stat(path).then(
       (s) => s.isDirectory(),
       () => false,
     );
