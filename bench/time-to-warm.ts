@@ -85,7 +85,7 @@ import { pullersOnNode } from '../harness/pullers.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
 import { LABEL_PULLER } from '../src/contract/names.js';
 import { LANES_SETTING } from '../src/imagecache/defaults.js';
-import { LOCK_FILE } from '../src/imagecache/sizes.js';
+import { LOCK_FILE } from '../src/index.js';
 import { run as runCli } from '../src/cli/main.js';
 import { ExitCode } from '../src/cli/exit-codes.js';
 import { buildTimeline } from '../src/status/timeline.js';
