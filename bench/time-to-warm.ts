@@ -15,6 +15,8 @@
  *                    label, and to the images in the node's containerd
  *   lanes-early      the default lanes with `spec.earlyPull: true`: the pullers start in the network
  *                    start-up window; needs --cni-delay (issue 23)
+ *   lanes-<x>-bytes  the same after `prewarm pin` of the spec folder: digests pinned and sizes in
+ *                    its prewarm.lock, so the pullers split by bytes (issue 38)
  *   kf-<period>      the kube-fledged model (bench/kubefledged/model.ts) with that refresh period;
  *                    one model per profile and kubelet serves every set, nodes joining at Ready
  *                    phases spread over one period
@@ -50,7 +52,7 @@
  * CNI config, so the node is NotReady in between, as a cloud node is until its CNI runs. Each node
  * then also reports registration → Ready and registration → warm.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
@@ -83,6 +85,9 @@ import { pullersOnNode } from '../harness/pullers.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
 import { LABEL_PULLER } from '../src/contract/names.js';
 import { LANES } from '../src/contract/names.js';
+import { LOCK_FILE } from '../src/index.js';
+import { run as runCli } from '../src/cli/main.js';
+import { ExitCode } from '../src/cli/exit-codes.js';
 import { buildTimeline } from '../src/status/timeline.js';
 import { renderTimelineSvg } from '../src/status/timeline-render.js';
 import { ensureKfBusybox, installKubeFledged, KF_IMAGECACHES, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
@@ -107,7 +112,7 @@ const CONFIGS_DEFAULT = 'raw,raw-serial,floor,lanes-1,lanes-default,lanes-per-im
 
 const args = yargs(hideBin(process.argv))
   .scriptName('bench:time-to-warm')
-  .option('sets', { type: 'string', default: 'small5,ml5,large5', describe: 'image sets (small5, ml5, large5, many50, many200)' })
+  .option('sets', { type: 'string', default: 'small5,ml5,large5', describe: 'image sets (small5, ml5, ml, large5, many50, many200)' })
   .option('profiles', { type: 'string', default: PROFILE_NAMES.join(','), describe: 'registry profiles: loopback, remote' })
   .option('kubelets', { type: 'string', default: KUBELET_KINDS.join(','), describe: 'kubelet image pulls: parallel, serial' })
   .option('configs', {
@@ -146,6 +151,9 @@ const SETS: Record<string, ImageSet> = {
   small5: imageSet('small5', [8, 16, 24, 32, 48], 3, 240_000),
   // Shaped like a GPU pool (examples/): two images hold 87 % of the bytes.
   ml5: imageSet('ml5', [192, 128, 16, 16, 16], 3, 300_000),
+  // A GPU pool at the same 1/16 scale: two serving images (vLLM, Triton) with 85 % of the bytes,
+  // one mid-sized application image, two small tools.
+  ml: imageSet('ml', [192, 160, 48, 8, 4], 3, 300_000),
   large5: imageSet('large5', [128, 160, 208, 240, 288], 3, 300_000),
   many50: imageSet('many50', Array<number>(50).fill(4096 / MIB), 2, 300_000),
   many200: imageSet('many200', Array<number>(200).fill(4096 / MIB), 2, 600_000),
@@ -156,7 +164,7 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked)?|kf-(0s|1m|15m))$/.test(c))
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?|kf-(0s|1m|15m))$/.test(c))
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
@@ -285,8 +293,8 @@ async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number)
   await kube.delete(`/api/v1/namespaces/${ns}`);
 }
 
-function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boolean): string {
-  const specs = join(STATE_DIR, 'bench-specs', `ttw-${set.name}-${lanes}${earlyPull ? '-early' : ''}`);
+function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boolean, bytes = false): string {
+  const specs = join(STATE_DIR, 'bench-specs', `ttw-${set.name}-${lanes}${earlyPull ? '-early' : ''}${bytes ? '-bytes' : ''}`);
   mkdirSync(specs, { recursive: true });
   writeFileSync(
     join(specs, 'imagecache.yaml'),
@@ -307,10 +315,20 @@ function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boo
 const pullerDaemonSets = (objs: readonly KubeObject[]) =>
   objs.filter((o) => o.kind === 'DaemonSet' && o.spec?.template?.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
 
-/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked]`. */
-function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean } {
-  const m = /^lanes-(.+?)(-helper|-baked)?$/.exec(config);
-  return { variant: m?.[1] ?? '', helper: m?.[2] === '-helper', baked: m?.[2] === '-baked' };
+/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked|-bytes]`. */
+function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean; bytes: boolean } {
+  const m = /^lanes-(.+?)(-helper|-baked|-bytes)?$/.exec(config);
+  return { variant: m?.[1] ?? '', helper: m?.[2] === '-helper', baked: m?.[2] === '-baked', bytes: m?.[2] === '-bytes' };
+}
+
+/**
+ * `prewarm pin` of a bench spec folder against the harness's plain registry: digests into the
+ * spec and sizes into its prewarm.lock, as a user's repository would hold them (`-bytes`).
+ */
+async function pinSpecs(specs: string): Promise<void> {
+  let err = '';
+  const code = await runCli(['pin', specs, '--plain-http', REGISTRY.plain], { stdout: () => undefined, stderr: (t) => (err += t) });
+  if (code !== ExitCode.Success || !existsSync(join(specs, LOCK_FILE))) throw new Error(`prewarm pin ${specs} exited ${code}: ${err}`);
 }
 
 /**
@@ -318,15 +336,18 @@ function lanesConfig(config: string): { variant: string; helper: boolean; baked:
  * every image its own puller (whether the holder counts as a lane is the synth's business).
  */
 async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ lanes: number; objects: KubeObject[] } | undefined> {
-  const { variant: v, helper } = lanesConfig(config);
-  const synth = (lanes: number, earlyPull = false) =>
-    synthObjects(imageCacheSpec(set, ns, lanes, earlyPull), [
+  const { variant: v, helper, bytes } = lanesConfig(config);
+  const synth = async (lanes: number, earlyPull = false) => {
+    const specs = imageCacheSpec(set, ns, lanes, earlyPull, bytes);
+    if (bytes) await pinSpecs(specs);
+    return synthObjects(specs, [
       '--reconciler-image',
       RECONCILER_IMAGE,
       '--own-namespace',
       ns,
       ...(helper ? [] : ['--node-arch', NODE_ARCH]),
     ]);
+  };
   if (v === 'early') return { lanes: LANES.default, objects: await synth(LANES.default, true) };
   if (v !== 'per-image') {
     const lanes = v === 'default' ? LANES.default : Number(v);

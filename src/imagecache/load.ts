@@ -15,6 +15,7 @@ import type { Bundle } from './model.js';
 import { parseFiles, type ParseOptions, type SourceFile } from './parse.js';
 import { compareStrings } from '../contract/order.js';
 import { formatBytes, readRegularFile } from '../files/read.js';
+import { LOCK_FILE, parseLock, sizeBundle, type SizeLock, type UnsizedImage } from './sizes.js';
 
 const YAML_FILE = /\.ya?ml$/i;
 
@@ -44,6 +45,10 @@ export interface LoadResult {
   readonly imageCaches: number;
   /** Input passed over on purpose: other manifests, plain YAML, Helm templates. */
   readonly skipped: Skipped;
+  /** The lock files read (./sizes.ts), as named; none when the roots hold none. */
+  readonly lockFiles: readonly string[];
+  /** Images of split pools without a usable size in the lock files (none without lock files). */
+  readonly unsized: readonly UnsizedImage[];
 }
 
 /**
@@ -53,7 +58,8 @@ export interface LoadResult {
  */
 export async function loadBundle(paths: readonly string[], options: LoadOptions = {}): Promise<LoadResult> {
   const diagnostics: Diagnostic[] = [];
-  const { files, helmTemplates } = await readTree(paths, diagnostics, options.exclude ?? []);
+  const { files, helmTemplates, roots } = await readTree(paths, diagnostics, options.exclude ?? []);
+  const locks = await readLocks(paths, roots, diagnostics);
   const parsed = parseFiles(files, options);
   const skipped = { ...parsed.skipped, helmTemplates };
   // Loops, not push(...list): spreading passes every item as an argument, and past about 125,000
@@ -62,7 +68,41 @@ export async function loadBundle(paths: readonly string[], options: LoadOptions 
   const grouped = buildBundle(parsed.caches);
   for (const d of grouped.diagnostics) diagnostics.push(d);
   if (diagnostics.some((d) => d.severity === 'error')) throw new SpecError(diagnostics, skipped);
-  return { bundle: grouped.bundle, warnings: diagnostics, imageCaches: parsed.caches.length, skipped };
+  const { bundle, unsized } = sizeBundle(grouped.bundle, locks);
+  const lockFiles = locks.map((l) => l.file);
+  return { bundle, warnings: diagnostics, imageCaches: parsed.caches.length, skipped, lockFiles, unsized };
+}
+
+/**
+ * The lock file of each root: in a folder named, or beside a file named. Read as spec files are
+ * (inside the roots, regular files only, bounded); a root without one has none. A lock that cannot
+ * be read or is malformed is an error, never passed over: it would change the split unseen.
+ */
+async function readLocks(paths: readonly string[], roots: readonly string[], diagnostics: Diagnostic[]): Promise<SizeLock[]> {
+  const byReal = new Map<string, string>();
+  for (const path of paths) {
+    const isDir = await stat(path).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    const lock = join(isDir ? path : dirname(path), LOCK_FILE);
+    if ((await lstat(lock).catch(() => undefined)) === undefined) continue;
+    // The folder of a named file is not a root: a lock there is read while it stays in that folder.
+    const real = await locate(lock, isDir ? roots : [await realpath(dirname(path)).catch(() => '')], diagnostics);
+    if (real !== undefined && !byReal.has(real)) byReal.set(real, lock);
+  }
+  const locks: SizeLock[] = [];
+  for (const [real, shown] of [...byReal].sort((a, b) => compareStrings(a[1], b[1]))) {
+    const text = await readRegularFile(real, 'lock file');
+    if (typeof text !== 'string') {
+      diagnostics.push(fileError(shown, text.problem));
+      continue;
+    }
+    const { lock, diagnostics: found } = parseLock(text, shown);
+    for (const d of found) diagnostics.push(d);
+    if (lock !== undefined) locks.push(lock);
+  }
+  return locks;
 }
 
 /**
@@ -83,7 +123,7 @@ async function readTree(
   paths: readonly string[],
   diagnostics: Diagnostic[],
   exclude: readonly string[],
-): Promise<{ files: SourceFile[]; helmTemplates: number }> {
+): Promise<{ files: SourceFile[]; helmTemplates: number; roots: string[] }> {
   const excluded = exclude.map((e) => resolve(e));
   const isExcluded = (path: string) => excluded.some((e) => within(resolve(path), e));
   const roots: string[] = [];
@@ -145,7 +185,7 @@ async function readTree(
     }
     out.push({ path: shown, text: read });
   }
-  return { files: out.sort((a, b) => compareStrings(a.path, b.path)), helmTemplates };
+  return { files: out.sort((a, b) => compareStrings(a.path, b.path)), helmTemplates, roots };
 }
 
 /**

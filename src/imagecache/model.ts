@@ -150,4 +150,11 @@ export interface Bundle {
   readonly pools: readonly Pool[];
   /** Namespaces that hold at least one pool, sorted. */
   readonly namespaces: readonly string[];
+  /**
+   * Compressed bytes of images, by canonical reference (with digest), as the repository's lock
+   * files record them (./sizes.ts); only images whose entry is fresh. A pool whose every image
+   * is here splits its pullers by bytes (src/synth/lanes.ts).
+   * @default - no sizes: every pool splits by image count
+   */
+  readonly imageBytes?: ReadonlyMap<string, number>;
 }

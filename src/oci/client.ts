@@ -13,7 +13,7 @@ import { request, type HttpResponse } from '../http/client.js';
 import { quote } from '../text/quote.js';
 import { checkDigest, parseImageRef, type ImageRef } from './reference.js';
 import { DOCKER_HUB, DOCKER_HUB_API, type Credential, type Keyring } from './keyring.js';
-import { compressedBytes, isIndex, parseManifest, platformDigest, type Platform } from './manifest.js';
+import { imageBytes, isIndex, parseManifest, platformDigest, type ImageBytes, type Platform } from './manifest.js';
 
 /**
  * Parses a reference to resolve, by the one parser synthesis uses (src/oci/reference.ts),
@@ -212,6 +212,14 @@ export class OciRegistry {
    * Rejects with an {@link ApiError} on anything the registry cannot back up.
    */
   async compressedSize(image: string, platform: Platform): Promise<number> {
+    return (await this.imageSize(image, platform)).compressed;
+  }
+
+  /**
+   * The size of `image` for `platform` as its manifest states it: compressed, and uncompressed
+   * where the manifest tells it (src/oci/manifest.ts). Requests and checks as {@link compressedSize}.
+   */
+  async imageSize(image: string, platform: Platform): Promise<ImageBytes> {
     const ref = registryRef(image);
     const host = registryHost(ref.domain);
     let reference = ref.digest ?? ref.tag ?? 'latest';
@@ -222,7 +230,7 @@ export class OciRegistry {
         throw new ApiError(200, `${host} sent a manifest that hashes to ${digest} for ${reference}; not trusted`);
       try {
         const doc = parseManifest(r.body);
-        if (!isIndex(doc)) return compressedBytes(doc);
+        if (!isIndex(doc)) return imageBytes(doc);
         if (depth > 0) break;
         reference = platformDigest(doc, platform);
       } catch (err) {

@@ -1,8 +1,11 @@
 /**
- * What an image takes in a registry, read from its manifests: the compressed size of one
- * platform's image (its config and layers, as the manifest states them). Pure; the requests are
- * the client's (./client.ts). A registry is untrusted: every field is checked, and a size no real
- * image has is refused rather than added up.
+ * What an image takes in a registry, read from its manifests: the one home of "the size of an
+ * image" that `doctor` and `pin` share. The compressed size of one platform's image is its config
+ * and layers as the manifest states them. The uncompressed size is known only where the manifest
+ * tells it for every layer: a layer stored uncompressed (a plain tar media type), or one that
+ * carries the eStargz annotation of its uncompressed size; the OCI manifest has no field for it
+ * otherwise. Pure; the requests are the client's (./client.ts). A registry is untrusted: every
+ * field is checked, and a size no real image has is refused rather than added up.
  */
 import { MAX_IMAGE_BYTES } from '../contract/node-images.js';
 import { isObject } from '../text/json.js';
@@ -63,14 +66,52 @@ export function platformDigest(index: Json, platform: Platform): string {
 
 /** The compressed size of an image manifest: its config's and its layers' sizes, added up. */
 export function compressedBytes(manifest: Json): number {
+  return imageBytes(manifest).compressed;
+}
+
+/** An image's size as its manifest states it. */
+export interface ImageBytes {
+  /** Config and layers as stored in the registry: what a pull transfers. */
+  readonly compressed: number;
+  /** Config and layers unpacked, when the manifest tells it for every layer; else undefined. */
+  readonly uncompressed?: number;
+}
+
+/** Layer media types stored without compression: their size is their unpacked size. */
+const PLAIN_LAYER_TYPES: ReadonlySet<string> = new Set([
+  'application/vnd.oci.image.layer.v1.tar',
+  'application/vnd.docker.image.rootfs.diff.tar',
+]);
+
+/** The eStargz annotation that states a compressed layer's unpacked size (containerd stargz-snapshotter). */
+export const UNCOMPRESSED_SIZE_ANNOTATION = 'containerd.io/snapshot/stargz/uncompressed_size';
+
+/** A layer's unpacked size when the manifest states it; undefined otherwise. A stated size must be believable. */
+function unpackedSize(layer: Json, stored: number, what: string): number | undefined {
+  if (typeof layer['mediaType'] === 'string' && PLAIN_LAYER_TYPES.has(layer['mediaType'])) return stored;
+  const annotations = layer['annotations'];
+  const stated = isObject(annotations) ? annotations[UNCOMPRESSED_SIZE_ANNOTATION] : undefined;
+  if (stated === undefined) return undefined;
+  const n = typeof stated === 'string' && /^[0-9]{1,16}$/.test(stated) ? Number(stated) : Number.NaN;
+  return blobSize(Number.isNaN(n) ? stated : n, `${what}'s ${UNCOMPRESSED_SIZE_ANNOTATION}`);
+}
+
+/** An image manifest's sizes: compressed always, uncompressed where every layer states it. */
+export function imageBytes(manifest: Json): ImageBytes {
   if (isIndex(manifest)) throw new Error('an index, not an image manifest');
   const config = manifest['config'];
   const layers = manifest['layers'];
   if (!isObject(config) || !Array.isArray(layers)) throw new Error('the manifest has no config and layers (schema 1 is not read)');
-  let total = blobSize(config['size'], 'the config');
+  const configBytes = blobSize(config['size'], 'the config');
+  let total = configBytes;
+  let unpacked: number | undefined = configBytes;
   for (const [i, layer] of layers.entries()) {
-    total += blobSize(isObject(layer) ? layer['size'] : undefined, `layer ${i + 1}`);
+    const what = `layer ${i + 1}`;
+    const stored = blobSize(isObject(layer) ? layer['size'] : undefined, what);
+    total += stored;
     if (total > MAX_IMAGE_BYTES) throw new Error(`the layers add up to more than ${MAX_IMAGE_BYTES} bytes`);
+    const size = isObject(layer) ? unpackedSize(layer, stored, what) : undefined;
+    unpacked = unpacked === undefined || size === undefined || unpacked + size > MAX_IMAGE_BYTES ? undefined : unpacked + size;
   }
-  return total;
+  return unpacked === undefined || layers.length === 0 ? { compressed: total } : { compressed: total, uncompressed: unpacked };
 }

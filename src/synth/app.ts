@@ -92,6 +92,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
         ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
         podMonitor: options.podMonitor === true,
         ...(options.nodeArch === undefined ? {} : { nodeArch: options.nodeArch }),
+        ...(bundle.imageBytes === undefined ? {} : { imageBytes: bundle.imageBytes }),
       }),
     );
   }

@@ -82,6 +82,12 @@ export interface NamespaceChartProps {
    * @default - only pools that select on `kubernetes.io/arch` run the sleeper
    */
   readonly nodeArch?: SleeperArch;
+  /**
+   * Compressed bytes of images by canonical reference (`Bundle.imageBytes`): a pool whose every
+   * image is here splits its pullers by bytes.
+   * @default - every pool splits by image count
+   */
+  readonly imageBytes?: ReadonlyMap<string, number>;
 }
 
 /** A namespace's objects: the Namespace, the pull DaemonSets, and what the sidecars need. */
@@ -111,7 +117,7 @@ export class NamespaceChart extends Chart {
       const sleeper = arch === undefined ? {} : { sleeper: { arch, configMap: sleeperMap.name } };
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.
-      const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes);
+      const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes, props.imageBytes);
       new PullDaemonSet(this, `pool-${pool.id}`, {
         pool,
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),

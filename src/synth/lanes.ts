@@ -1,8 +1,18 @@
 /**
  * Lanes: how a pool's images are split across the burst pullers that pull them in parallel while
  * a node warms (docs/architecture.md, lanes). Every image goes to a puller, and the holder keeps a
- * share of none. Bytes are unknown at synth, so the split evens out image counts: with N images
- * over L lanes, q = floor(N/L), exactly N mod L lanes pull q+1 images and the others q.
+ * share of none.
+ *
+ * With sizes (the repository's lock file, src/imagecache/sizes.ts, records every image of the pool
+ * at the digest its spec pins), the split evens out bytes: longest first, each image to the puller
+ * with the fewest bytes so far (ties by rendezvous hash), over P = min(L, N) pullers. No puller
+ * carries more than the largest image plus the average share, since the last image a puller got
+ * found it at or below the average. The holder's own share is its sidecar's image; an early pool's
+ * pullers carry that image on the lightest puller instead (see sidecarImageLane).
+ *
+ * Without sizes (no lock file, or any image of the pool missing or stale in it), the split evens
+ * out image counts: with N images over L lanes, q = floor(N/L), exactly N mod L lanes pull q+1
+ * images and the others q.
  *
  * Which image goes where: images are placed in a fixed order (by a hash of the image), each on the
  * lane it ranks highest (rendezvous hashing) among the lanes that still have room, where a lane has
@@ -22,6 +32,8 @@ export interface PullerLane {
   /** `1`..`L`: the lane's number, the stable part of its DaemonSet's name. */
   readonly key: string;
   readonly images: readonly ImageRef[];
+  /** The images' compressed bytes, added up: set when the split was by bytes. */
+  readonly bytes?: number;
 }
 
 /** The first 48 bits of SHA-256 of `text`: exact in a double. */
@@ -29,11 +41,53 @@ function hash48(text: string): number {
   return createHash('sha256').update(text).digest().readUIntBE(0, 6);
 }
 
-/** The pool's burst pullers for `lanes` lanes (none for one lane), sorted by lane number. */
-export function pullerLanes(images: readonly ImageRef[], lanes: number): PullerLane[] {
+/** Lanes in the order `image` prefers them: the highest rendezvous hash of (image, lane) first. */
+function preference(image: ImageRef, count: number): number[] {
+  return Array.from({ length: count }, (_, lane) => ({ lane, weight: hash48(`${image.canonical}\u0000${lane + 1}`) }))
+    .sort((a, b) => b.weight - a.weight || a.lane - b.lane)
+    .map((c) => c.lane);
+}
+
+/**
+ * The pool's burst pullers for `lanes` lanes (none for one lane), sorted by lane number: split by
+ * bytes when `bytes` (compressed bytes by canonical reference) holds every image, else by count.
+ */
+export function pullerLanes(images: readonly ImageRef[], lanes: number, bytes?: ReadonlyMap<string, number>): PullerLane[] {
   if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`lanes must be a positive integer, got ${lanes}`);
   const count = lanes === 1 ? 0 : lanes;
   if (count === 0 || images.length === 0) return [];
+  if (bytes !== undefined && images.every((i) => bytes.has(i.canonical))) return byBytes(images, count, bytes);
+  return byCount(images, count);
+}
+
+/** Longest-processing-time first over `count` lanes, ties by rendezvous hash (see the file's comment). */
+function byBytes(images: readonly ImageRef[], count: number, bytes: ReadonlyMap<string, number>): PullerLane[] {
+  const size = (i: ImageRef): number => bytes.get(i.canonical) ?? 0;
+  const order = images
+    .map((image) => ({ image, size: size(image), rank: hash48(image.canonical) }))
+    .sort((a, b) => b.size - a.size || a.rank - b.rank || compareStrings(a.image.canonical, b.image.canonical));
+  const used = Math.min(count, images.length);
+  const load: number[] = Array.from({ length: count }, () => 0);
+  const held: number[] = Array.from({ length: count }, () => 0);
+  const out: ImageRef[][] = Array.from({ length: count }, () => []);
+  for (const { image, size: s } of order) {
+    // While fewer than `used` lanes hold an image, an empty lane is always the lightest: every
+    // image lands on its own puller first, as the count split does for small pools.
+    const open = held.filter((h) => h > 0).length < used;
+    let pick = -1;
+    for (const lane of preference(image, count)) {
+      if (open && held[lane] !== 0) continue;
+      if (pick === -1 || (load[lane] as number) < (load[pick] as number)) pick = lane;
+    }
+    out[pick]?.push(image);
+    load[pick] = (load[pick] as number) + s;
+    held[pick] = (held[pick] as number) + 1;
+  }
+  return out.flatMap((l, lane) => (l.length === 0 ? [] : [{ key: String(lane + 1), images: l, bytes: load[lane] as number }]));
+}
+
+/** The even split by image count, placed by rendezvous hashing with room (see the file's comment). */
+function byCount(images: readonly ImageRef[], count: number): PullerLane[] {
   const q = Math.floor(images.length / count);
   const r = images.length % count;
   // Ties of 2^-48 are broken by the canonical reference, so the order never depends on the input's.
@@ -43,28 +97,27 @@ export function pullerLanes(images: readonly ImageRef[], lanes: number): PullerL
   const out: ImageRef[][] = Array.from({ length: count }, () => []);
   let full = 0; // lanes holding q+1 images
   for (const { image } of order) {
-    const choices = out
-      .map((_, lane) => ({ lane, weight: hash48(`${image.canonical}\u0000${lane + 1}`) }))
-      .sort((a, b) => b.weight - a.weight || a.lane - b.lane);
     // Some lane always has room: fewer than N images are placed, and the rooms add up to N.
-    const pick = choices.find(({ lane }) => {
+    const pick = preference(image, count).find((lane) => {
       const held = out[lane]?.length ?? 0;
       return held < q || (held === q && full < r);
     });
     if (pick === undefined) throw new Error('unreachable: no lane has room');
-    if ((out[pick.lane]?.length ?? 0) === q) full++;
-    out[pick.lane]?.push(image);
+    if ((out[pick]?.length ?? 0) === q) full++;
+    out[pick]?.push(image);
   }
   return out.flatMap((l, lane) => (l.length === 0 ? [] : [{ key: String(lane + 1), images: l }]));
 }
 
 /**
- * The lane whose puller also pulls the sidecar's image when the pool pulls early: the one with the
- * fewest images (of those, the last), so the holder, which starts only once the node has a
- * network, finds its sidecar's image present along with the pool's. Undefined without pullers.
+ * The lane whose puller also pulls the sidecar's image when the pool pulls early: the lightest one
+ * (the fewest bytes when the split was by bytes, else the fewest images; of equals, the last), so
+ * the holder, which starts only once the node has a network, finds its sidecar's image present
+ * along with the pool's. Undefined without pullers.
  */
 export function sidecarImageLane(lanes: readonly PullerLane[]): PullerLane | undefined {
+  const weigh = lanes.every((l) => l.bytes !== undefined) ? (l: PullerLane) => l.bytes ?? 0 : (l: PullerLane) => l.images.length;
   let pick: PullerLane | undefined;
-  for (const lane of lanes) if (pick === undefined || lane.images.length <= pick.images.length) pick = lane;
+  for (const lane of lanes) if (pick === undefined || weigh(lane) <= weigh(pick)) pick = lane;
   return pick;
 }

@@ -624,9 +624,10 @@ describe('prewarm pin (no registry needed)', () => {
     const pinned = `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c, namespace: ns}\nspec:\n  cacheSpec:\n    - images: [busybox@sha256:${'a'.repeat(64)}]\n`;
     const dir = await specDir({ 'a.yaml': pinned });
     for (const argv of [
-      ['pin', '--plain-http', 'r1:5000', dir],
-      ['pin', '--plain-http', 'r1:5000', '--plain-http', 'r2:5000', dir, '--dry-run'],
-      ['pin', dir, '--plain-http', 'r1:5000'],
+      // --no-sizes: the image is pinned already, and with sizes pin would ask its registry for them.
+      ['pin', '--plain-http', 'r1:5000', '--no-sizes', dir],
+      ['pin', '--plain-http', 'r1:5000', '--plain-http', 'r2:5000', dir, '--dry-run', '--no-sizes'],
+      ['pin', dir, '--plain-http', 'r1:5000', '--no-sizes'],
     ]) {
       const r = await cli(...argv);
       expect(r.code, `${argv.join(' ')}: ${r.stderr}`).toBe(ExitCode.Success);

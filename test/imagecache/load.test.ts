@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SpecError, type Diagnostic } from '../../src/imagecache/errors.js';
 import { loadBundle, readSources } from '../../src/imagecache/load.js';
 import { MAX_SPEC_FILE_BYTES } from '../../src/files/read.js';
+import { renderLock } from '../../src/imagecache/sizes.js';
+import { pullerLanes } from '../../src/synth/lanes.js';
 
 const doc = (name: string) =>
   `apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ns}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
@@ -355,5 +357,57 @@ describe('loadBundle: encodings and files named twice', () => {
     const result = await loadBundle(paths(dir));
     expect(result.imageCaches).toBe(1);
     expect(result.warnings).toEqual([]);
+  });
+});
+
+describe('loadBundle and the lock file', () => {
+  const D = (c: string) => `sha256:${c.repeat(64)}`;
+  const spec = (images: string[]) =>
+    `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: ml, namespace: ml}\nspec:\n  lanes: 3\n  cacheSpec:\n  - images: [${images.join(', ')}]\n`;
+  const names = ['vllm', 'triton', 'torch', 'tool-a', 'tool-b'];
+  const sizes = [192, 128, 32, 8, 8];
+
+  it('reads the sizes of a folder root into the bundle, which splits the pool by bytes; none without a lock', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-lock-'));
+    await writeFile(join(dir, 'ml.yaml'), spec(names.map((n, i) => `registry.example/ml/${n}:1@${D(String(i))}`)));
+    const bare = await loadBundle([dir]);
+    expect(bare.bundle.imageBytes).toBeUndefined();
+    expect(bare.lockFiles).toEqual([]);
+    await writeFile(
+      join(dir, 'prewarm.lock'),
+      renderLock(
+        'linux/amd64',
+        names.map((n, i) => ({ image: `registry.example/ml/${n}:1`, digest: D(String(i)), compressed: (sizes[i] ?? 0) << 20 })),
+      ),
+    );
+    const sized = await loadBundle([dir]);
+    expect(sized.lockFiles).toEqual([join(dir, 'prewarm.lock')]);
+    expect(sized.unsized).toEqual([]);
+    const pool = sized.bundle.pools[0];
+    const lanes = pullerLanes(pool?.images ?? [], 3, sized.bundle.imageBytes);
+    expect(lanes.map((l) => (l.bytes ?? 0) >> 20).sort((a, b) => a - b)).toEqual([48, 128, 192]);
+    // A named file finds the lock beside it too.
+    expect((await loadBundle([join(dir, 'ml.yaml')])).lockFiles).toEqual([join(dir, 'prewarm.lock')]);
+  });
+
+  it('lists images whose size is missing, and refuses a lock that is a link out of the roots', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-lock-'));
+    await writeFile(join(dir, 'ml.yaml'), spec([`registry.example/ml/a:1@${D('1')}`, 'registry.example/ml/b:1']));
+    await writeFile(
+      join(dir, 'prewarm.lock'),
+      renderLock('linux/amd64', [{ image: 'registry.example/ml/a:1', digest: D('1'), compressed: 5 }]),
+    );
+    const r = await loadBundle([dir]);
+    expect(r.unsized.map((u) => `${u.image} ${u.problem} ${u.pools.join(',')}`)).toEqual(['registry.example/ml/b:1 unpinned all-8ad5bcb8']);
+    const other = await mkdtemp(join(tmpdir(), 'prewarm-lock-outside-'));
+    await writeFile(join(other, 'secret'), SECRET);
+    const linked = await mkdtemp(join(tmpdir(), 'prewarm-lock-'));
+    await writeFile(join(linked, 'ml.yaml'), spec(['registry.example/ml/a:1']));
+    await symlink(join(other, 'secret'), join(linked, 'prewarm.lock'));
+    const err = await loadBundle([linked]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SpecError);
+    const text = (err as SpecError).diagnostics.map((d) => d.message).join('\n');
+    expect(text).toContain('outside the spec roots');
+    expect(text).not.toContain(SECRET);
   });
 });

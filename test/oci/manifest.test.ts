@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { compressedBytes, isIndex, MAX_IMAGE_BYTES, parseManifest, platformDigest } from '../../src/oci/manifest.js';
+import {
+  compressedBytes,
+  imageBytes,
+  isIndex,
+  UNCOMPRESSED_SIZE_ANNOTATION,
+  MAX_IMAGE_BYTES,
+  parseManifest,
+  platformDigest,
+} from '../../src/oci/manifest.js';
 
 const manifest = (sizes: unknown[], config: unknown = 100) => ({
   schemaVersion: 2,
@@ -25,6 +33,22 @@ describe('compressedBytes', () => {
   it('refuses an index, and a manifest without config and layers (schema 1)', () => {
     expect(() => compressedBytes({ manifests: [] })).toThrow('an index, not an image manifest');
     expect(() => compressedBytes({ schemaVersion: 1, fsLayers: [] })).toThrow('schema 1 is not read');
+  });
+});
+
+describe('imageBytes', () => {
+  const layer = (size: number, extra: object = {}) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', size, ...extra });
+  it('states the uncompressed size only where every layer tells it: a plain tar, or the eStargz annotation', () => {
+    const m = (layers: object[]) => ({ schemaVersion: 2, config: { size: 10 }, layers });
+    expect(imageBytes(m([layer(100), layer(200)]))).toEqual({ compressed: 310 });
+    const told = m([
+      { mediaType: 'application/vnd.oci.image.layer.v1.tar', size: 100 },
+      layer(200, { annotations: { [UNCOMPRESSED_SIZE_ANNOTATION]: '900' } }),
+    ]);
+    expect(imageBytes(told)).toEqual({ compressed: 310, uncompressed: 1010 });
+    const half = m([layer(100), layer(200, { annotations: { [UNCOMPRESSED_SIZE_ANNOTATION]: '900' } })]);
+    expect(imageBytes(half)).toEqual({ compressed: 310 });
+    expect(() => imageBytes(m([layer(1, { annotations: { [UNCOMPRESSED_SIZE_ANNOTATION]: '-3' } })]))).toThrow('no believable size');
   });
 });
 

@@ -107,7 +107,76 @@ describe('pullerLanes', () => {
   });
 });
 
+describe('pullerLanes by bytes', () => {
+  /** A pool with a size for every image: 1 B to 20 GB, often several of one size. */
+  const sized = (max: number) =>
+    fc
+      .tuple(
+        pool(max),
+        fc.array(fc.oneof(fc.integer({ min: 1, max: 20e9 }), fc.constantFrom(1000, 5e8)), { minLength: max, maxLength: max }),
+      )
+      .map(([all, bytes]) => ({ all, bytes: new Map(all.map((i, n) => [i.canonical, bytes[n] ?? 1])) }));
+  const total = (lanes: readonly PullerLane[], bytes: ReadonlyMap<string, number>) =>
+    lanes.map((l) => l.images.reduce((n, i) => n + (bytes.get(i.canonical) ?? 0), 0));
+
+  it('puts every image on one of min(L, N) pullers, and no puller carries more than the largest image plus the average', () => {
+    fc.assert(
+      fc.property(sized(40), fc.integer({ min: 2, max: 16 }), ({ all, bytes }, lanes) => {
+        const got = pullerLanes(all, lanes, bytes);
+        expect(got.length).toBe(Math.min(all.length, lanes));
+        expect(got.flatMap((l) => l.images.map((i) => i.canonical)).sort()).toEqual(all.map((i) => i.canonical).sort());
+        const loads = total(got, bytes);
+        expect(got.map((l) => l.bytes)).toEqual(loads);
+        const sum = loads.reduce((a, b) => a + b, 0);
+        const largest = Math.max(...bytes.values());
+        for (const load of loads) expect(load).toBeLessThanOrEqual(largest + sum / got.length);
+      }),
+    );
+  });
+
+  it('is deterministic: the same split whatever the input order', () => {
+    fc.assert(
+      fc.property(sized(30), fc.integer({ min: 2, max: 8 }), ({ all, bytes }, lanes) => {
+        expect(pullerLanes([...all].reverse(), lanes, bytes)).toEqual(pullerLanes(all, lanes, bytes));
+      }),
+    );
+  });
+
+  it('gives each of the two large images of an ML pool a puller of its own, and the small ones to a third', () => {
+    const all = ['vllm', 'triton', 'torch', 'tool-a', 'tool-b'].map(ref);
+    const bytes = new Map(all.map((i, n) => [i.canonical, [192, 128, 32, 8, 8][n] ?? 0]));
+    const got = pullerLanes(all, 3, bytes);
+    expect(got.map((l) => l.bytes).sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual([48, 128, 192]);
+  });
+
+  it('adding an image smaller than every other changes one puller', () => {
+    fc.assert(
+      fc.property(sized(30), fc.integer({ min: 2, max: 8 }), ({ all, bytes }, lanes) => {
+        const before = pullerLanes(all, lanes, bytes);
+        const extra = ref('zz-smallest');
+        const after = pullerLanes([...all, extra], lanes, new Map([...bytes, [extra.canonical, 0]]));
+        expect(pullersChanged(before, after)).toBeLessThanOrEqual(1);
+      }),
+    );
+  });
+
+  it('falls back to the count split when any image has no size, byte for byte', () => {
+    const all = images(7);
+    const partial = new Map(all.slice(1).map((i) => [i.canonical, 100]));
+    expect(pullerLanes(all, 3, partial)).toEqual(pullerLanes(all, 3));
+    expect(pullerLanes(all, 3, new Map())).toEqual(pullerLanes(all, 3));
+  });
+});
+
 describe('sidecarImageLane', () => {
+  it('is the lane with the fewest bytes when the split was by bytes', () => {
+    const lane = (key: string, n: number, bytes: number): PullerLane => ({
+      key,
+      images: Array.from({ length: n }, (_, i) => ref(`lane-${key}-${i}`)),
+      bytes,
+    });
+    expect(sidecarImageLane([lane('1', 1, 900), lane('2', 3, 100), lane('3', 1, 800)])?.key).toBe('2');
+  });
   const lane = (key: string, n: number): PullerLane => ({ key, images: Array.from({ length: n }, (_, i) => ref(`lane-${key}-${i}`)) });
   it('is the lane with the fewest images, the last of several such', () => {
     expect(sidecarImageLane([lane('1', 2), lane('2', 1), lane('3', 2)])?.key).toBe('2');

@@ -8,6 +8,9 @@ import { plural } from '../../text/plural.js';
 import { readSources } from '../../imagecache/load.js';
 import { parseFiles } from '../../imagecache/parse.js';
 import { applyPins, findImages, needsPin, pinnedRef } from '../../imagecache/pin.js';
+import { checkPlatform, DEFAULT_LOCK_PLATFORM, LOCK_FILE } from '../../imagecache/sizes.js';
+import { parseImageRef } from '../../oci/reference.js';
+import { planLocks, recordSizes } from './pin-sizes.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { readEditable, writeAll } from '../rewrite.js';
@@ -20,6 +23,8 @@ interface PinArgs {
   readonly plainHttp?: readonly string[] | undefined;
   readonly dockerConfig?: string | undefined;
   readonly requestTimeout: string;
+  readonly sizes: boolean;
+  readonly platform: string;
 }
 
 /** Registers the command. */
@@ -28,9 +33,19 @@ export function pinCommand(io: Io) {
     command: 'pin <paths..>',
     describe: 'Resolve image tags to digests (tag@sha256:…) and rewrite the spec files, keeping their formatting',
     builder: (y: Argv) =>
-      requestTimeoutOption(checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http']))
+      requestTimeoutOption(checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath, platform: checkPlatform }, ['plain-http']))
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
+        .option('sizes', {
+          type: 'boolean',
+          default: true,
+          describe: `Record each image's size in ${LOCK_FILE} beside the specs, for synth to split pullers by bytes (--no-sizes: only pin)`,
+        })
+        .option('platform', {
+          type: 'string',
+          default: DEFAULT_LOCK_PLATFORM,
+          describe: 'The platform (os/arch) whose manifest sizes are recorded',
+        })
         // nargs 1: an array option is greedy otherwise, and `--plain-http HOST specs/` would take specs/ as a host.
         .option('plain-http', {
           type: 'string',
@@ -85,11 +100,12 @@ export function pinCommand(io: Io) {
       }
       const pending = unpinned;
       const wanted = [...new Set(pending.map((s) => s.text))].sort();
-      if (wanted.length === 0) {
+      const all = sites.flatMap((s) => s.sites.filter((x) => parseImageRef(x.text).ok).map((x) => x.text));
+      if (wanted.length === 0 && (!args.sizes || all.length === 0)) {
         io.stderr('nothing to pin: every image reference has a digest\n');
         return;
       }
-      const hosts = wanted.map((r) => registryHost(registryRef(r).domain));
+      const hosts = [...new Set((args.sizes ? all : wanted).map((r) => registryHost(registryRef(r).domain)))];
       const credentials = await loadRegistryCredentials(args.dockerConfig, hosts).catch((err: unknown) => {
         // The user's docker setup is wrong, not a registry: the command line must change.
         throw err instanceof DockerConfigError ? new CliError(err.message, ExitCode.Usage) : err;
@@ -139,14 +155,38 @@ export function pinCommand(io: Io) {
           `${s.location.file}:${s.location.line}:${s.location.column}: ${s.text} -> ${pinnedRef(s.text, digests.get(s.text) as string)}\n`,
       );
       const summary = `${pending.length} reference(s) of ${wanted.length} image(s) in ${changed.length} file(s)`;
+      const record = async (): Promise<void> => {
+        if (!args.sizes) return;
+        const pinnedFiles = sites.map(({ file, sites: found }) => ({
+          path: file.path,
+          references: found.flatMap((x) => {
+            const digest = digests.get(x.text);
+            return needsPin(x.text) ? (digest === undefined ? [] : [pinnedRef(x.text, digest)]) : [x.text];
+          }),
+        }));
+        const [os, architecture] = args.platform.split('/') as [string, string];
+        await recordSizes(await planLocks(args.paths, pinnedFiles), {
+          registry,
+          platform: { os, architecture },
+          dryRun: args.dryRun === true,
+          io,
+        });
+      };
+      if (wanted.length === 0) {
+        io.stderr('nothing to pin: every image reference has a digest\n');
+        await record();
+        return;
+      }
       if (args.dryRun === true) {
         for (const line of changes) io.stdout(line);
         io.stderr(`would pin ${summary}; nothing was written (--dry-run)\n`);
+        await record();
         return;
       }
       await writeAll(changed);
       for (const line of changes) io.stdout(line);
       io.stderr(`pinned ${summary}\n`);
+      await record();
     },
   };
 }

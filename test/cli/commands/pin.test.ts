@@ -2,6 +2,7 @@
  * `prewarm pin` writing files, against a tiny registry on 127.0.0.1 that answers the manifest
  * HEAD of the distribution API (the real registries are in test/integration/cli/pin.test.ts).
  */
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chmod, lstat, mkdtemp, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
@@ -216,5 +217,80 @@ describe('prewarm pin and validate agree on capitals', () => {
     const r = await pin(spec.dir, 'registry.example.com');
     expect(r.code, r.stderr).toBe(ExitCode.InvalidInput);
     expect(r.stderr).toContain('must be lowercase');
+  });
+});
+
+describe('prewarm pin, recording sizes', () => {
+  const manifest = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: 'application/vnd.oci.image.manifest.v1+json',
+    config: { size: 10 },
+    layers: [
+      { mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', size: 1000 },
+      { mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', size: 2000 },
+    ],
+  });
+  const digest = `sha256:${createHash('sha256').update(manifest).digest('hex')}`;
+  let sizes: Server;
+  let host: string;
+  const asked: string[] = [];
+  beforeAll(async () => {
+    sizes = createServer((req, res) => {
+      asked.push(`${req.method ?? ''} ${req.url ?? ''}`);
+      const known = req.url === '/v2/team/ml/manifests/v1' || req.url === `/v2/team/ml/manifests/${digest}`;
+      res.writeHead(
+        known ? 200 : 404,
+        known ? { 'docker-content-digest': digest, 'content-type': 'application/vnd.oci.image.manifest.v1+json' } : {},
+      );
+      res.end(known && req.method === 'GET' ? manifest : undefined);
+    });
+    await new Promise<void>((resolve) => sizes.listen(0, '127.0.0.1', resolve));
+    host = `127.0.0.1:${(sizes.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => new Promise<void>((resolve) => sizes.close(() => resolve())));
+
+  it('writes prewarm.lock with the compressed bytes at the pinned digest, keeps a fresh entry, and measures a moved one again', async () => {
+    const spec = await specWith(`${host}/team/ml:v1`);
+    const r = await pin(spec.dir, host);
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    const lock = await readFile(join(spec.dir, 'prewarm.lock'), 'utf8');
+    expect(lock).toContain(`platform: linux/amd64\nimages:\n  ${host}/team/ml:v1:\n    digest: ${digest}\n    compressed: 3010\n`);
+    expect(lock).not.toMatch(/^ +uncompressed:/m);
+    // Validate reads it: the pool splits by bytes, and no image lacks a size.
+    let err = '';
+    expect(await run(['validate', spec.dir], { stdout: () => undefined, stderr: (t) => (err += t) })).toBe(ExitCode.Success);
+    expect(err).toContain(`sizes from ${join(spec.dir, 'prewarm.lock')}`);
+    expect(err).not.toContain('hint:');
+    // A second run asks the registry nothing: the spec is pinned and its size fresh.
+    asked.length = 0;
+    const again = await pin(spec.dir, host);
+    expect(again.code, again.stderr).toBe(ExitCode.Success);
+    expect(asked).toEqual([]);
+    expect(await readFile(join(spec.dir, 'prewarm.lock'), 'utf8')).toBe(lock);
+    // Renovate moves the digest in the spec, not in the lock: stale, a hint in validate, measured again by pin.
+    const moved = `sha256:${'d'.repeat(64)}`;
+    await writeFile(spec.file, (await readFile(spec.file, 'utf8')).replace(digest, moved));
+    err = '';
+    expect(await run(['validate', spec.dir], { stdout: () => undefined, stderr: (t) => (err += t) })).toBe(ExitCode.Success);
+    expect(err).toContain(`hint: ${host}/team/ml:v1@${moved} (pool `);
+    expect(err).toContain(`its size was measured at ${digest}, not the digest the spec pins`);
+    const third = await pin(spec.dir, host);
+    expect(third.code, third.stderr).toBe(ExitCode.Success);
+    expect(third.stderr).toContain(`warning: no size recorded for ${host}/team/ml:v1@${moved}`);
+  });
+
+  it('refuses a malformed lock file in validate with its line, and leaves it alone in pin', async () => {
+    const spec = await specWith(`${host}/team/ml:v1@${digest}`);
+    await writeFile(
+      join(spec.dir, 'prewarm.lock'),
+      'version: 1\nplatform: linux/amd64\nimages:\n  x/y:1:\n    digest: nope\n    compressed: -1\n',
+    );
+    let err = '';
+    expect(await run(['validate', spec.dir], { stdout: () => undefined, stderr: (t) => (err += t) })).toBe(ExitCode.InvalidInput);
+    expect(err).toContain(`${join(spec.dir, 'prewarm.lock')}:5:13: error: document 1: images["x/y:1"].digest:`);
+    expect(err).toContain('images["x/y:1"].compressed: must be a whole number of bytes');
+    const r = await pin(spec.dir, host);
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain('is not a lock file pin can update');
   });
 });

@@ -36,6 +36,7 @@ import { startLoopbackRegistries, type LoopbackRegistries } from '../../../harne
 import { CA_CRT } from '../../../harness/cluster/pki.js';
 import { run } from '../../../harness/cluster/sh.js';
 import { buildProject } from '../../../harness/manifests.js';
+import { parseLock } from '../../../src/imagecache/sizes.js';
 
 const CLI = join(REPO_DIR, 'lib/src/cli/bin.js');
 
@@ -162,8 +163,9 @@ function prewarm(args: string[], env: Record<string, string | undefined> = {}) {
   const r = run([process.execPath, CLI, ...args], { env: base, allowFail: true, timeoutMs: 60_000 });
   return { code: r.code, stdout: r.stdout, stderr: r.stderr };
 }
+/** Pins without recording sizes: these tests check the specs byte for byte (sizes: their own test). */
 const pin = (dir: string, extra: string[] = [], env: Record<string, string | undefined> = {}) =>
-  prewarm(['pin', '--plain-http', plain.addr, dir, ...extra], env);
+  prewarm(['pin', '--plain-http', plain.addr, '--no-sizes', dir, ...extra], env);
 
 /** 1-based line:column where `needle` first starts in `text`. */
 function position(text: string, needle: string): string {
@@ -225,6 +227,27 @@ describe('prewarm pin against real registries', () => {
     expect(lines).toHaveLength(10);
     expect(lines).toContain(`${join(dir, 'team.yaml')}:${position(team, img.api)}: ${img.api} -> ${pinned(img.api)}`);
     expect(r.stderr).toContain('pinned 10 reference(s) of 6 image(s) in 2 file(s)');
+  });
+
+  it('records the compressed size of each image at its pinned digest in prewarm.lock, and keeps it on a second run', () => {
+    const dir = specDir('sizes');
+    const r = prewarm(['pin', '--plain-http', plain.addr, dir]);
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    expect(snapshot(dir)).toMatchObject(files(pinned));
+    expect(r.stderr).toContain(`recorded the sizes of`);
+    const text = readFileSync(join(dir, 'prewarm.lock'), 'utf8');
+    const { lock, diagnostics } = parseLock(text, 'prewarm.lock');
+    expect(diagnostics).toEqual([]);
+    // Independently: the config and layer sizes of the manifest skopeo reads for the tag.
+    const raw = JSON.parse(rawManifest(plain, 'team/api:v1').toString('utf8')) as { config: { size: number }; layers: { size: number }[] };
+    const entry = lock?.entries.get(img.api);
+    expect(entry?.digest).toBe(served.get(img.api));
+    expect(entry?.compressed).toBe(raw.config.size + raw.layers.reduce((n, l) => n + l.size, 0));
+    // The private image on the TLS registry is sized through the same login and CA as its digest.
+    expect(lock?.entries.get(img.model)?.digest).toBe(served.get(img.model));
+    const again = prewarm(['pin', '--plain-http', plain.addr, dir]);
+    expect(again.code, again.stderr).toBe(ExitCode.Success);
+    expect(readFileSync(join(dir, 'prewarm.lock'), 'utf8')).toBe(text);
   });
 
   it('pins a multi-arch tag to its image index or Docker manifest list, not to a platform manifest', () => {
