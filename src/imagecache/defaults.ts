@@ -1,13 +1,11 @@
 /**
- * The pool settings a spec leaves out, resolved once: the helper image, the rollout's
- * maxUnavailable, the gate, the refresh interval, the lanes and early pulling.
+ * The pool settings a spec leaves out, resolved once: the rollout's maxUnavailable, the gate, the
+ * refresh interval, the lanes and early pulling.
  */
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../contract/names.js';
 import type { PoolSettings } from './model.js';
-import { parseImageRef, type ImageRef } from '../oci/reference.js';
 import type { RawSpec } from './shapes.js';
 
-const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
 const DEFAULT_MAX_UNAVAILABLE = '10%';
 /**
  * Lanes per pool: why the default is 4 is measured in docs/benchmarks.md (Lanes); the cap keeps a
@@ -19,9 +17,7 @@ export const LANES = { default: 4, min: 1, max: 16 } as const;
 export function toSettings(spec: Partial<RawSpec>): PoolSettings {
   const gate = spec.gate?.value;
   const gateEnabled = gate?.enabled ?? true;
-  const helper = spec.helperImage ?? defaultHelperImage();
   return {
-    helperImage: helper,
     ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
     maxUnavailable: spec.rollout?.value.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE,
     ...(gateEnabled
@@ -33,12 +29,6 @@ export function toSettings(spec: Partial<RawSpec>): PoolSettings {
     // on a kubelet that pulls serially an early pull can delay the node's Ready (README).
     earlyPull: spec.earlyPull ?? false,
   };
-}
-
-function defaultHelperImage(): ImageRef {
-  const parsed = parseImageRef(DEFAULT_HELPER_IMAGE);
-  if (!parsed.ok) throw new Error(`built-in helper image is invalid: ${parsed.error}`);
-  return parsed.ref;
 }
 
 /** The lane count a pool gets when no ImageCache sets `spec.lanes`, and the range it may take. */

@@ -5,7 +5,7 @@
 import { LIMITS } from '../contract/names.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion } from './model.js';
-import { bool, checked, ignored, int, list, object, str, stringMap, type Read, type Shape } from './read.js';
+import { bool, checked, ignored, int, list, object, refused, str, stringMap, type Read, type Shape } from './read.js';
 import type { ImageRef } from '../oci/reference.js';
 import { image, durationIn, maxUnavailable, oneOf } from './fields.js';
 import { LANES } from './defaults.js';
@@ -57,7 +57,8 @@ export interface RawGate {
 export interface RawSpec {
   cacheSpec: Read<RawEntry>[];
   imagePullSecrets: Read<{ name: string }>[];
-  helperImage: ImageRef;
+  /** Refused: only the synth invocation chooses code that runs ({@link HELPER_IMAGE_REFUSED}). */
+  helperImage: true;
   priorityClassName: string;
   rollout: Read<{ maxUnavailable: number | string }>;
   gate: Read<RawGate>;
@@ -125,10 +126,18 @@ const fledgedSpec: Shape<Pick<RawSpec, 'cacheSpec' | 'imagePullSecrets'>> = {
   cacheSpec: { read: list(object(fledgedEntry as Shape<RawEntry>), { nonEmpty: true }), required: true },
   imagePullSecrets: { read: list(secretRef) },
 };
+/**
+ * Why a spec may not name the helper image: its binary runs in every image container of the pool
+ * (on the host network for early pullers), so it is code, and only the invocation chooses code.
+ */
+export const HELPER_IMAGE_REFUSED =
+  'a spec may not choose the helper image: its binary runs in every container of the pool, so only the synth invocation chooses it ' +
+  "(prewarm synth --helper-image, or the Argo CD plugin's PREWARM_PLUGIN_HELPER_IMAGE); remove this field";
+
 const prewarmSpec: Shape<RawSpec> = {
   cacheSpec: { read: list(object(prewarmEntry), { nonEmpty: true }), required: true },
   imagePullSecrets: fledgedSpec.imagePullSecrets,
-  helperImage: { read: image },
+  helperImage: { read: refused(HELPER_IMAGE_REFUSED) },
   priorityClassName: { read: checked(checkDns1123Subdomain, 'PriorityClass name') },
   rollout: { read: object({ maxUnavailable: { read: maxUnavailable } }) },
   gate: {

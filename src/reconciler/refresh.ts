@@ -2,18 +2,22 @@
  * The moved-tag refresh: a loop of its own beside the controller's reconciles ({@link Refresher}),
  * and its pure part (which containers may be refreshed, how long to wait between passes).
  *
- * Why restarting the one container is the cheapest correct re-pull:
+ * How a moved tag is pulled again:
  * - A tag whose digest did not change costs one HEAD request and zero bytes: we compare the
  *   registry's digest with the running container's imageID before doing anything.
- * - When it moved, the sidecar stops that container's process (shared PID namespace, same UID; no
- *   API call, no extra RBAC). The kubelet restarts it; with `imagePullPolicy: Always` it resolves
- *   the tag again and pulls only the layers it lacks. The other containers keep running, the pod
- *   keeps its name and the node keeps its label.
- * - Deleting our own pod would also work but needs `delete pods` RBAC, re-resolves every image of
- *   the pool, and drops the label until the new pod is warm. Patching the pod's image to
- *   `repo@digest` needs `patch pods`. Both cost more privilege for no gain.
- * - With `IfNotPresent` a restart would not pull (the old image still carries the tag locally),
- *   so such containers are never restarted: that would loop forever without effect.
+ * - When it moved, the sidecar sets that container's image in its own pod to `tag@digest` (pod
+ *   images are mutable). The kubelet restarts that container alone and pulls by digest; the other
+ *   containers keep running, the pod keeps its name and the node keeps its label. The tag stays in
+ *   the reference, so the next pass checks the same tag again.
+ * - The sidecar shares no PID namespace with the image containers: an image container, whatever
+ *   its image holds, can never reach the sidecar's token or pull secrets through /proc. The cost is
+ *   `patch pods` in the pool's namespace, which the admission policy of src/synth/access.ts
+ *   narrows to image changes of the pool's pods on the sidecar's own node that keep each image's
+ *   repository and tag and only add or replace a digest.
+ * - Deleting our own pod would also work but re-resolves every image of the pool and drops the
+ *   node's label until the new pod is warm.
+ * - Only `imagePullPolicy: Always` containers are refreshed (synth renders it for tags in pools
+ *   that refresh): a digest that was in the spec never moves.
  */
 import type { KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
@@ -24,14 +28,32 @@ import { EventReason, RefreshOutcome, type EventIntent } from './reasons.js';
 /** A container whose tag can be checked against the registry. */
 export interface RefreshCandidate {
   readonly container: string;
+  /** The tag as written in the spec (`repo:tag`), without any digest the sidecar set. */
   readonly image: string;
   /** Digest of what runs now, from the container's imageID. */
   readonly running: string;
+  /** The digest the sidecar last set on the container, if any: asked for, maybe not yet running. */
+  readonly requested?: string;
 }
 
 /** True for `repo@sha256:…` references: they cannot move. */
 export function isDigestPinned(image: string): boolean {
   return image.includes('@');
+}
+
+/**
+ * The tag of `image`, which may carry a digest the sidecar set (`repo:tag@sha256:…`), or undefined
+ * when it names no tag (`repo@sha256:…`, or `repo` alone, which the registry reads as `latest`).
+ */
+export function tagOf(image: string): string | undefined {
+  const [named = ''] = image.split('@');
+  const lastPart = named.slice(named.lastIndexOf('/') + 1);
+  return lastPart.includes(':') ? named : undefined;
+}
+
+/** `image` pinned to `digest`, keeping its tag: what the sidecar sets to make the kubelet pull it. */
+export function pinnedImage(tag: string, digest: string): string {
+  return `${tag}@${digest}`;
 }
 
 /**
@@ -44,14 +66,20 @@ export function refreshCandidates(pod: KPod, sidecarName: string): { candidates:
   const candidates: RefreshCandidate[] = [];
   const skipped: string[] = [];
   for (const c of pod.spec?.containers ?? []) {
-    if (c.name === sidecarName || !c.image || isDigestPinned(c.image)) continue;
+    if (c.name === sidecarName || !c.image) continue;
+    const always = c.imagePullPolicy === 'Always';
+    // A digest from the spec never moves; one the sidecar set sits beside a tag under Always.
+    if (!always && isDigestPinned(c.image)) continue;
+    const tag = tagOf(c.image);
+    if (tag === undefined) continue;
     const s = statuses.get(c.name);
     const running = s?.imageID?.includes('@') ? digestOf(s.imageID) : undefined;
-    if (c.imagePullPolicy !== 'Always' || !running) {
+    if (!always || !running) {
       skipped.push(c.name);
       continue;
     }
-    candidates.push({ container: c.name, image: c.image, running });
+    const requested = isDigestPinned(c.image) ? digestOf(c.image) : undefined;
+    candidates.push({ container: c.name, image: tag, running, ...(requested === undefined ? {} : { requested }) });
   }
   return { candidates, skipped };
 }
@@ -101,6 +129,17 @@ export class Refresher {
     }
   }
 
+  /** Sets `container` to `image`; false, with a warning, when the apiserver refused. */
+  private async restart(restarter: Restarter, container: string, image: string): Promise<boolean> {
+    try {
+      await restarter.restart(container, image);
+      return true;
+    } catch (e) {
+      this.deps.log.warn('could not set the image of a container whose tag moved', { container, image, err: e });
+      return false;
+    }
+  }
+
   /** One pass over our pod's tagged containers. */
   async once(): Promise<void> {
     const { registry, restarter, metrics, log } = this.deps;
@@ -128,12 +167,16 @@ export class Refresher {
         continue;
       }
       metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Moved });
-      const ok = (await restarter?.restart(c.container)) ?? false;
+      // Already asked for: the kubelet is restarting the container, or failing to pull; asking
+      // again changes nothing.
+      if (c.requested === current) continue;
+      const image = pinnedImage(c.image, current);
+      const ok = restarter !== undefined && (await this.restart(restarter, c.container, image));
       log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
       if (ok) {
         await this.deps.report({
           reason: EventReason.TagMoved,
-          message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; restarted container ${c.container} to pull it`,
+          message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; set container ${c.container} to ${image} to pull it`,
         });
       }
     }
