@@ -21,7 +21,7 @@
  */
 import type { KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
-import { digestOf } from './observe.js';
+import { digestOf, tagOf } from './observe.js';
 import type { Clock, Logger, Registry, Restarter } from './ports.js';
 import { EventReason, RefreshOutcome, type EventIntent } from './reasons.js';
 
@@ -39,16 +39,6 @@ export interface RefreshCandidate {
 /** True for `repo@sha256:…` references: they cannot move. */
 export function isDigestPinned(image: string): boolean {
   return image.includes('@');
-}
-
-/**
- * The tag of `image`, which may carry a digest the sidecar set (`repo:tag@sha256:…`), or undefined
- * when it names no tag (`repo@sha256:…`, or `repo` alone, which the registry reads as `latest`).
- */
-export function tagOf(image: string): string | undefined {
-  const [named = ''] = image.split('@');
-  const lastPart = named.slice(named.lastIndexOf('/') + 1);
-  return lastPart.includes(':') ? named : undefined;
 }
 
 /** `image` pinned to `digest`, keeping its tag: what the sidecar sets to make the kubelet pull it. */

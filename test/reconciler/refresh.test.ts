@@ -3,7 +3,8 @@ import type { KPod } from '../../src/reconciler/kube-types.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import type { Registry } from '../../src/reconciler/ports.js';
 import { EventReason, type EventIntent } from '../../src/reconciler/reasons.js';
-import { Refresher, isDigestPinned, refreshCandidates, refreshDelayMs, tagOf } from '../../src/reconciler/refresh.js';
+import { Refresher, isDigestPinned, refreshCandidates, refreshDelayMs } from '../../src/reconciler/refresh.js';
+import { tagOf } from '../../src/reconciler/observe.js';
 import { FakeClock } from './fake-clock.js';
 import { SIDECAR, T0, digest, pod, st } from './fixtures.js';
 
