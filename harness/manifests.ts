@@ -32,11 +32,22 @@ export function yamlObjects(text: string): KubeObject[] {
     .filter((o): o is KubeObject => o !== null && typeof o === 'object');
 }
 
+/**
+ * The helper image the harness synthesizes with: a tag, which {@link prepareImages} pushes to the
+ * local registry with a static busybox (synth's default is pinned to a digest of the real one).
+ */
+export const HARNESS_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
+
+/** `args` with the harness's helper image, unless they name one. */
+function withHelper(args: readonly string[]): string[] {
+  return args.includes('--helper-image') ? [...args] : [...args, '--helper-image', HARNESS_HELPER_IMAGE];
+}
+
 /** `prewarm synth <specDir> --stdout <args>` through the CLI's own entry point; throws on a non-zero exit. */
 export async function synthObjects(specDir: string, args: readonly string[] = []): Promise<KubeObject[]> {
   let out = '';
   let err = '';
-  const code = await runCli(['synth', specDir, '--stdout', ...args], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
+  const code = await runCli(['synth', specDir, '--stdout', ...withHelper(args)], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
   if (code !== ExitCode.Success) throw new Error(`prewarm synth ${specDir} exited ${code}: ${err}`);
   return yamlObjects(out);
 }
@@ -62,7 +73,7 @@ function cliBin(): string {
 /** `prewarm synth PATH... --stdout [ARGS...]` of the compiled CLI: one YAML stream. */
 export function synth(paths: string[], args: readonly string[] = []): { yaml: string; stderr: string } {
   buildProject();
-  const r = run(['node', cliBin(), 'synth', ...paths, '--stdout', ...args], { cwd: REPO_DIR });
+  const r = run(['node', cliBin(), 'synth', ...paths, '--stdout', ...withHelper(args)], { cwd: REPO_DIR });
   return { yaml: r.stdout, stderr: r.stderr };
 }
 

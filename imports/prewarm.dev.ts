@@ -112,14 +112,6 @@ export interface ImageCacheSpec {
   readonly imagePullSecrets?: ImageCacheSpecImagePullSecrets[];
 
   /**
-   * Image with a static busybox at /bin/busybox, copied into each pull pod. Defaults to busybox 1.36.1 (musl, static).
-   *
-   * @default busybox 1.36.1 (musl, static).
-   * @schema ImageCacheSpec#helperImage
-   */
-  readonly helperImage?: string;
-
-  /**
    * PriorityClass of the pull pods.
    *
    * @schema ImageCacheSpec#priorityClassName
@@ -172,7 +164,6 @@ export function toJson_ImageCacheSpec(obj: ImageCacheSpec | undefined): Record<s
   const result = {
     'cacheSpec': obj.cacheSpec?.map(y => toJson_ImageCacheSpecCacheSpec(y)),
     'imagePullSecrets': obj.imagePullSecrets?.map(y => toJson_ImageCacheSpecImagePullSecrets(y)),
-    'helperImage': obj.helperImage,
     'priorityClassName': obj.priorityClassName,
     'rollout': toJson_ImageCacheSpecRollout(obj.rollout),
     'gate': toJson_ImageCacheSpecGate(obj.gate),

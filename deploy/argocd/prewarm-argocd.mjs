@@ -23,6 +23,10 @@
 //                                     (--allow-gate-key: an exact key, or a prefix ending in /)
 //   PREWARM_PLUGIN_NODE_ARCH          the architecture of every node in the cluster (--node-arch:
 //                                     amd64 or arm64); unset: not stated
+//   PREWARM_PLUGIN_HELPER_IMAGE       the image with a static /bin/busybox that pools without the
+//                                     sleeper copy into their pods (--helper-image); every image
+//                                     container runs it, so a spec never chooses it; unset:
+//                                     prewarm's digest-pinned busybox
 //
 // The Application's parameters (spec.source.plugin.parameters, read from ARGOCD_APP_PARAMETERS),
 // each with an ARGOCD_ENV_PREWARM_* fallback (spec.source.plugin.env), then the default. A
@@ -57,6 +61,7 @@ const CONFIG = {
   own: 'PREWARM_PLUGIN_OWN_NAMESPACES',
   gateKeys: 'PREWARM_PLUGIN_ALLOW_GATE_KEYS',
   nodeArch: 'PREWARM_PLUGIN_NODE_ARCH',
+  helperImage: 'PREWARM_PLUGIN_HELPER_IMAGE',
 };
 // synth's own default namespace: the only one allowed until the configuration names others.
 const DEFAULT_NAMESPACE = 'prewarm';
@@ -174,6 +179,9 @@ function synthArgs(env) {
   const arch = configList(env, CONFIG.nodeArch);
   if (arch.length > 1) fail(`plugin configuration ${CONFIG.nodeArch}: one architecture, not ${arch.length}`);
   if (arch.length === 1) args.push('--node-arch', arch[0]);
+  const helper = configList(env, CONFIG.helperImage);
+  if (helper.length > 1) fail(`plugin configuration ${CONFIG.helperImage}: one image, not ${helper.length}`);
+  if (helper.length === 1) args.push('--helper-image', helper[0]);
   // `--` ends the options: whatever a path looks like, prewarm reads it as a path.
   return [...args, '--', ...paths];
 }

@@ -17,6 +17,13 @@ export const ACCESS_NAMES = {
   podsRole: `${CLUSTER_ROLE}-pods`,
   /** RoleBinding in each pool namespace. */
   roleBinding: SERVICE_ACCOUNT,
+  /**
+   * ClusterRole bound (RoleBinding of the same name) in the namespaces of pools that refresh moved
+   * tags: `patch` on pods, so a sidecar can set its own pod's image to the digest a tag moved to.
+   */
+  refreshRole: `${CLUSTER_ROLE}-refresh`,
+  /** ValidatingAdmissionPolicy and its binding that narrow that `patch` to one image change. */
+  refreshPolicy: `reconciler-refresh.${GROUP}`,
   /** ClusterRole for Events, bound only in the Events namespace. */
   eventsRole: `${CLUSTER_ROLE}-events`,
   /** RoleBinding in the Events namespace. */
@@ -28,4 +35,9 @@ export const ACCESS_NAMES = {
    * pools, only restricted pods and host-network pods of the early-puller shape.
    */
   earlyPullPolicy: `early-pullers.${GROUP}`,
+  /**
+   * ValidatingAdmissionPolicy and its binding that admit, in the same namespaces, a ConfigMap named
+   * like the sleeper's only when it is the sleeper synth renders.
+   */
+  sleeperPolicy: `sleeper.${GROUP}`,
 } as const;

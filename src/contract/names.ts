@@ -117,12 +117,6 @@ export const ENV = {
    * unset means loopback only.
    */
   podIP: 'PREWARM_POD_IP',
-  /**
-   * Set on every image container (not the sidecar) to that container's own name. With
-   * `shareProcessNamespace: true` it lets the sidecar find the container's process to restart it
-   * when its tag moved, without any API write.
-   */
-  imageContainer: 'PREWARM_IMAGE_CONTAINER',
 } as const;
 
 /**

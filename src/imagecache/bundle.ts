@@ -128,8 +128,6 @@ const asJson = (value: unknown): string => JSON.stringify(value);
 
 /** How each of {@link PoolSettings} merges: every ImageCache feeding a pool must agree on it. */
 export const SETTING_RULES: SettingRules<PoolSettings> = {
-  // By canonical reference: `busybox:1.36` and `docker.io/library/busybox:1.36` are one image.
-  helperImage: (image) => image.canonical,
   priorityClassName: asJson,
   maxUnavailable: asJson,
   gate: asJson,

@@ -1,19 +1,16 @@
 /**
- * The pool settings a spec leaves out, resolved once: the helper image, the rollout's
- * maxUnavailable, the gate, the refresh interval, the lanes and early pulling.
+ * The pool settings a spec leaves out, resolved once: the rollout's maxUnavailable, the gate, the
+ * refresh interval, the lanes and early pulling.
  */
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, LANES } from '../contract/names.js';
 import type { PoolSettings } from './model.js';
-import { parseImageRef, type ImageRef } from '../oci/reference.js';
-import { DEFAULT_HELPER_IMAGE, DEFAULT_MAX_UNAVAILABLE, type RawSpec } from './shapes.js';
+import { DEFAULT_MAX_UNAVAILABLE, type RawSpec } from './shapes.js';
 
 /** A pool's settings from a read spec, each missing field given its default. */
 export function toSettings(spec: Partial<RawSpec>): PoolSettings {
   const gate = spec.gate?.value;
   const gateEnabled = gate?.enabled ?? true;
-  const helper = spec.helperImage ?? defaultHelperImage();
   return {
-    helperImage: helper,
     ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
     maxUnavailable: spec.rollout?.value.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE,
     ...(gateEnabled
@@ -25,10 +22,4 @@ export function toSettings(spec: Partial<RawSpec>): PoolSettings {
     // on a kubelet that pulls serially an early pull can delay the node's Ready (docs/architecture.md).
     earlyPull: spec.earlyPull ?? false,
   };
-}
-
-function defaultHelperImage(): ImageRef {
-  const parsed = parseImageRef(DEFAULT_HELPER_IMAGE);
-  if (!parsed.ok) throw new Error(`built-in helper image is invalid: ${parsed.error}`);
-  return parsed.ref;
 }

@@ -29,8 +29,6 @@ export interface Gate {
 
 /** Settings that apply to a whole pool; every ImageCache feeding one pool must agree on them. */
 export interface PoolSettings {
-  /** Image the init container copies the static sleep binary from. */
-  readonly helperImage: ImageRef;
   /** PriorityClass of the pull pods, if any. */
   readonly priorityClassName?: string;
   /** RollingUpdate maxUnavailable: a count, or a percentage such as `10%`. */

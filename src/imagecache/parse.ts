@@ -152,7 +152,6 @@ function readDocument(ctx: DocContext, root: Node, defaultNamespace: string): Re
   const settingLocations: Partial<Record<SettingField, Location>> = {};
   const f = spec.value;
   const at = (node: Node | undefined, path: Path): Location | undefined => (node === undefined ? undefined : ctx.locate(node, path));
-  assignDefined(settingLocations, 'helperImage', at(spec.fieldNodes.helperImage, ['spec', 'helperImage']));
   assignDefined(settingLocations, 'priorityClassName', at(spec.fieldNodes.priorityClassName, ['spec', 'priorityClassName']));
   assignDefined(settingLocations, 'maxUnavailable', at(f.rollout?.fieldNodes.maxUnavailable, ['spec', 'rollout', 'maxUnavailable']));
   assignDefined(settingLocations, 'gate', at(spec.fieldNodes.gate, ['spec', 'gate']));

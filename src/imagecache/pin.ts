@@ -41,7 +41,7 @@ interface Reached {
 }
 
 /**
- * Every image reference of every ImageCache document in `text` (images and helperImage), in file
+ * Every image reference of every ImageCache document in `text` (the images of every `cacheSpec` entry), in file
  * order. `file` only labels the locations. An image given through an alias is found where its
  * anchored value is written when that is an image field too (rewriting it there pins both);
  * otherwise it is a site with {@link ImageSite.alias} set, which nothing rewrites.
@@ -103,8 +103,6 @@ export function findImages(text: string, file = ''): ImageSite[] {
           images.node.items.forEach((image, j) => visit(at(image, images.via, images.merge), ['spec', 'cacheSpec', e, 'images', j]));
       });
     }
-    const helper = member(spec, 'helperImage');
-    if (helper !== undefined) visit(helper, ['spec', 'helperImage']);
     // An alias of a value that is itself an image field is pinned with it; any other cannot be.
     const direct = new Set(sites.slice(firstSite).map((s) => s.start));
     for (const { node, via, merge, path } of aliased) {

@@ -287,6 +287,14 @@ export const bool: Reader<boolean> = (ctx, node, path) => {
 /** Anything at all, unread: for fields we accept but ignore, such as `status`. */
 export const ignored: Reader<true> = () => true;
 
+/** A field that is known but never accepted: any value is an error saying `message`. */
+export function refused(message: string): Reader<true> {
+  return (ctx, node, path) => {
+    ctx.error(node, path, message);
+    return undefined;
+  };
+}
+
 /** A list of items; `nonEmpty` refuses `[]`. Invalid items are reported and dropped. */
 export function list<T>(item: Reader<T>, opts: { nonEmpty?: boolean } = {}): Reader<T[]> {
   return (ctx, node, path) => {

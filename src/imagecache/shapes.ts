@@ -5,13 +5,25 @@
 import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, GROUP, LANES, LIMITS } from '../contract/names.js';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './k8s-validation.js';
 import { API_VERSIONS, type ApiVersion } from './model.js';
-import { bool, checked, ignored, int, list, object, str, stringMap, type Field, type FieldDoc, type Read, type Shape } from './read.js';
+import {
+  bool,
+  checked,
+  ignored,
+  int,
+  list,
+  object,
+  refused,
+  str,
+  stringMap,
+  type Field,
+  type FieldDoc,
+  type Read,
+  type Shape,
+} from './read.js';
 import type { ImageRef } from '../oci/reference.js';
 import { image, durationIn, maxUnavailable, oneOf } from './fields.js';
 import { formatDuration } from './duration.js';
 
-/** The helper image a pool gets when no ImageCache of it sets `spec.helperImage`. */
-export const DEFAULT_HELPER_IMAGE = 'docker.io/library/busybox:1.36.1-musl';
 /** The rollout's maxUnavailable when no ImageCache of the pool sets one. */
 export const DEFAULT_MAX_UNAVAILABLE = '10%';
 
@@ -62,7 +74,8 @@ export interface RawGate {
 export interface RawSpec {
   cacheSpec: Read<RawEntry>[];
   imagePullSecrets: Read<{ name: string }>[];
-  helperImage: ImageRef;
+  /** Refused: only the synth invocation chooses code that runs ({@link HELPER_IMAGE_REFUSED}). */
+  helperImage: true;
   priorityClassName: string;
   rollout: Read<{ maxUnavailable: number | string }>;
   gate: Read<RawGate>;
@@ -223,17 +236,25 @@ const fledgedSpec: Shape<Pick<RawSpec, 'cacheSpec' | 'imagePullSecrets'>> = {
   imagePullSecrets,
 };
 
+/**
+ * Why a spec may not name the helper image: its binary runs in every image container of the pool
+ * (on the host network for early pullers), so it is code, and only the invocation chooses code.
+ */
+export const HELPER_IMAGE_REFUSED =
+  'a spec may not choose the helper image: its binary runs in every container of the pool, so only the synth invocation chooses it ' +
+  "(prewarm synth --helper-image, or the Argo CD plugin's PREWARM_PLUGIN_HELPER_IMAGE); remove this field";
+
 /** Pool-wide settings: every prewarm.dev ImageCache of a pool must agree on them, defaults included. */
 const prewarmSpec: Shape<RawSpec> = {
   cacheSpec: { ...listOf(prewarmEntry, cacheSpecDoc, { nonEmpty: true }), required: true },
   imagePullSecrets,
   helperImage: {
-    read: image,
+    read: refused(HELPER_IMAGE_REFUSED),
     doc: {
-      type: 'image reference',
-      default: `\`${DEFAULT_HELPER_IMAGE}\``,
-      limits: 'must hold a static `/bin/busybox`',
-      description: "The helper init container's image, where the pool does not run the sleeper.",
+      type: 'refused',
+      default: '—',
+      limits: 'never in a spec: the invocation chooses it (`prewarm synth --helper-image`)',
+      description: "The helper init container's image, where the pool does not run the sleeper: code, so only the invocation names it.",
     },
   },
   priorityClassName: {

@@ -17,10 +17,9 @@
 import { PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
 import { Controller } from './controller.js';
 import { KubeHttp, USER_AGENT } from '../http/client.js';
-import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
+import { KubeEventSink, KubeNodePort, KubePodImages, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
 import { collectAfterGrowth } from './adapters/heap.js';
 import { jsonLogger } from './adapters/log.js';
-import { ProcRestarter } from './adapters/proc.js';
 import { OciRegistry } from '../oci/client.js';
 import { loadKeyring } from '../oci/keyring.js';
 import { serveMetrics, systemClock } from './adapters/system.js';
@@ -58,7 +57,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
       clock: systemClock,
       log,
       metrics,
-      ...(registry ? { registry, restarter: new ProcRestarter() } : {}),
+      ...(registry ? { registry, restarter: new KubePodImages(kube, config.podNamespace, config.podName) } : {}),
     },
     config,
     pools,

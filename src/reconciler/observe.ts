@@ -80,6 +80,16 @@ export function observeImages(pod: KPod, sidecarName: string): { images: ImageOb
   return { images, blockers };
 }
 
+/**
+ * The tag of `image`, which may carry a digest the sidecar set (`repo:tag@sha256:…`), or undefined
+ * when it names no tag (`repo@sha256:…`, or `repo` alone, which the registry reads as `latest`).
+ */
+export function tagOf(image: string): string | undefined {
+  const [named = ''] = image.split('@');
+  const lastPart = named.slice(named.lastIndexOf('/') + 1);
+  return lastPart.includes(':') ? named : undefined;
+}
+
 /** How far an image has come, for the merge: a start anywhere beats a failure, which beats waiting. */
 const PHASE_RANK: Readonly<Record<ImagePhase, number>> = { present: 2, failing: 1, pending: 0 };
 

@@ -1,6 +1,6 @@
 /**
  * The ports between the controller loop and the outside world. Adapters implement them over the
- * apiserver, the registry, /proc and the system clock; tests implement them with fakes.
+ * apiserver, the registry, the system clock and the process; tests implement them with fakes.
  */
 import type { KNode, KPod } from './kube-types.js';
 import type { EventIntent } from './reasons.js';
@@ -70,8 +70,12 @@ export interface Registry {
 
 /** Restarts one image container of our pod so the kubelet pulls its tag again. */
 export interface Restarter {
-  /** False when the container's process could not be found (no shared PID namespace). */
-  restart(container: string): Promise<boolean>;
+  /**
+   * Sets `container`'s image in our pod to `image` (its tag and the digest it moved to); the
+   * kubelet then restarts that container alone and pulls by digest. Rejects when the apiserver
+   * refuses or cannot be reached.
+   */
+  restart(container: string, image: string): Promise<void>;
 }
 
 /** Structured logging; the adapter writes one JSON object per line to stderr. */

@@ -1,27 +1,36 @@
 /**
  * The moved-tag refresh: a loop of its own beside the controller's reconciles ({@link Refresher}),
  * and its pure part (which containers may be refreshed, how long to wait between passes).
- * Restarting the one container whose tag moved is the cheapest correct re-pull: no API call, no
- * extra RBAC, the pod and the node's label stay (src/reconciler/README.md, moved tags). Containers
- * under `IfNotPresent` are never restarted: the restart would find the old image under the tag.
+ * When a tag moved, the sidecar sets that container's image in its own pod to `tag@digest`: the
+ * kubelet restarts that container alone and pulls by digest, and the sidecar shares no PID
+ * namespace with the image containers (docs/architecture.md, moved tags; the admission policy of
+ * src/synth/access.ts confines the patch). Only `imagePullPolicy: Always` containers are refreshed.
  */
 import type { KPod } from './kube-types.js';
 import type { Metrics } from './metrics.js';
-import { digestOf } from './observe.js';
+import { digestOf, tagOf } from './observe.js';
 import type { Clock, Logger, Registry, Restarter } from './ports.js';
 import { EventReason, RefreshOutcome, type EventIntent } from './reasons.js';
 
 /** A container whose tag can be checked against the registry. */
 export interface RefreshCandidate {
   readonly container: string;
+  /** The tag as written in the spec (`repo:tag`), without any digest the sidecar set. */
   readonly image: string;
   /** Digest of what runs now, from the container's imageID. */
   readonly running: string;
+  /** The digest the sidecar last set on the container, if any: asked for, maybe not yet running. */
+  readonly requested?: string;
 }
 
 /** True for `repo@sha256:…` references: they cannot move. */
 export function isDigestPinned(image: string): boolean {
   return image.includes('@');
+}
+
+/** `image` pinned to `digest`, keeping its tag: what the sidecar sets to make the kubelet pull it. */
+export function pinnedImage(tag: string, digest: string): string {
+  return `${tag}@${digest}`;
 }
 
 /**
@@ -34,14 +43,20 @@ export function refreshCandidates(pod: KPod, sidecarName: string): { candidates:
   const candidates: RefreshCandidate[] = [];
   const skipped: string[] = [];
   for (const c of pod.spec?.containers ?? []) {
-    if (c.name === sidecarName || !c.image || isDigestPinned(c.image)) continue;
+    if (c.name === sidecarName || !c.image) continue;
+    const always = c.imagePullPolicy === 'Always';
+    // A digest from the spec never moves; one the sidecar set sits beside a tag under Always.
+    if (!always && isDigestPinned(c.image)) continue;
+    const tag = tagOf(c.image);
+    if (tag === undefined) continue;
     const s = statuses.get(c.name);
     const running = s?.imageID?.includes('@') ? digestOf(s.imageID) : undefined;
-    if (c.imagePullPolicy !== 'Always' || !running) {
+    if (!always || !running) {
       skipped.push(c.name);
       continue;
     }
-    candidates.push({ container: c.name, image: c.image, running });
+    const requested = isDigestPinned(c.image) ? digestOf(c.image) : undefined;
+    candidates.push({ container: c.name, image: tag, running, ...(requested === undefined ? {} : { requested }) });
   }
   return { candidates, skipped };
 }
@@ -91,6 +106,17 @@ export class Refresher {
     }
   }
 
+  /** Sets `container` to `image`; false, with a warning, when the apiserver refused. */
+  private async restart(restarter: Restarter, container: string, image: string): Promise<boolean> {
+    try {
+      await restarter.restart(container, image);
+      return true;
+    } catch (e) {
+      this.deps.log.warn('could not set the image of a container whose tag moved', { container, image, err: e });
+      return false;
+    }
+  }
+
   /** One pass over our pod's tagged containers. */
   async once(): Promise<void> {
     const { registry, restarter, metrics, log } = this.deps;
@@ -118,12 +144,16 @@ export class Refresher {
         continue;
       }
       metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Moved });
-      const ok = (await restarter?.restart(c.container)) ?? false;
+      // Already asked for: the kubelet is restarting the container, or failing to pull; asking
+      // again changes nothing.
+      if (c.requested === current) continue;
+      const image = pinnedImage(c.image, current);
+      const ok = restarter !== undefined && (await this.restart(restarter, c.container, image));
       log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
       if (ok) {
         await this.deps.report({
           reason: EventReason.TagMoved,
-          message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; restarted container ${c.container} to pull it`,
+          message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; set container ${c.container} to ${image} to pull it`,
         });
       }
     }

@@ -6,6 +6,10 @@
  * pod-bound token names. Without that token claim every write is denied (fail closed) unless
  * `requireNodeClaim: false`. Cluster-scoped objects carry no namespace; the construct refuses a
  * chart that has one.
+ *
+ * In the namespaces of pools that refresh moved tags, the sidecar may also `patch pods`; a second
+ * policy lets it change only the image of an image container of its own pod (the token's pod name
+ * and node), a pool's holder, and only to the same reference with a digest added or replaced.
  */
 import { ApiObject, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
@@ -23,9 +27,12 @@ import {
 } from '../contract/names.js';
 import { isKubernetesNodeTaint, isQualifiedKey } from '../contract/gate-key.js';
 import { ACCESS_NAMES, SERVICE_ACCOUNT } from '../contract/access-names.js';
+import { LABEL_POOL } from '../contract/names.js';
 
 /** Extra key the apiserver puts into pod-bound ServiceAccount tokens' user info. */
 export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';
+/** The pod's name, which the apiserver puts beside {@link NODE_NAME_EXTRA}. */
+export const POD_NAME_EXTRA = 'authentication.kubernetes.io/pod-name';
 
 /** Props of {@link ReconcilerAccess}. */
 export interface ReconcilerAccessProps {
@@ -51,6 +58,12 @@ export interface ReconcilerAccessProps {
    * @default true
    */
   readonly requireNodeClaim?: boolean;
+  /**
+   * Namespaces of pools whose sidecars refresh moved tags: there they may set their own pod's
+   * image to a digest (`patch pods`, narrowed by an admission policy).
+   * @default - none
+   */
+  readonly refreshNamespaces?: readonly string[];
 }
 
 const LABELS = {
@@ -71,6 +84,69 @@ export const celList = (xs: readonly string[]): string => `[${xs.map(celString).
 /** "field unchanged, or absent on both sides" for an optional field of `path`. */
 function unchanged(path: string, field: string): string {
   return `has(object.${path}.${field}) == has(oldObject.${path}.${field}) && (!has(object.${path}.${field}) || object.${path}.${field} == oldObject.${path}.${field})`;
+}
+
+/** The values of `key` in the request's user info extra, or an empty list. */
+function extraOf(key: string): string {
+  return `has(request.userInfo.extra) && ${celString(key)} in request.userInfo.extra ? request.userInfo.extra[${celString(key)}] : []`;
+}
+
+/** A digest reference: what a refreshing sidecar may set an image to. */
+const DIGEST_REF = '^[^@]+@sha256:[0-9a-f]{64}$';
+
+/**
+ * What a sidecar may change on a pod: its own pod (when the token names it), a holder, and on it
+ * only images of its containers, each kept or set to the same reference with another digest.
+ */
+function refreshValidations(
+  requireNodeClaim: boolean,
+): { expression: string; message?: string; messageExpression?: string; reason: string }[] {
+  const base = (image: string): string => `${image}.split('@')[0]`;
+  return [
+    ...(requireNodeClaim
+      ? [
+          {
+            expression:
+              'variables.tokenNode.size() == 1 && has(object.spec.nodeName) && variables.tokenNode[0] == object.spec.nodeName && ' +
+              'variables.tokenPod.size() == 1 && variables.tokenPod[0] == object.metadata.name',
+            messageExpression: `'the prewarm reconciler may only change its own pod (token pod: ' + (variables.tokenPod.size() == 0 ? '<none>' : variables.tokenPod[0]) + ', target: ' + object.metadata.name + ')'`,
+            reason: 'Forbidden',
+          },
+        ]
+      : []),
+    {
+      expression: `has(oldObject.metadata.labels) && ${celString(LABEL_POOL)} in oldObject.metadata.labels`,
+      message: `the prewarm reconciler may only change a pool's holder pod (labelled ${LABEL_POOL})`,
+      reason: 'Forbidden',
+    },
+    {
+      expression: ['labels', 'annotations', 'finalizers', 'ownerReferences'].map((f) => `(${unchanged('metadata', f)})`).join(' && '),
+      message: "the prewarm reconciler may not change a pod's labels, annotations, finalizers or owner references",
+      reason: 'Forbidden',
+    },
+    {
+      expression: [
+        'initContainers',
+        'ephemeralContainers',
+        'activeDeadlineSeconds',
+        'tolerations',
+        'terminationGracePeriodSeconds',
+        'schedulingGates',
+      ]
+        .map((f) => `(${unchanged('spec', f)})`)
+        .join(' && '),
+      message: "the prewarm reconciler may change only the images of a pod's containers",
+      reason: 'Forbidden',
+    },
+    {
+      expression:
+        'object.spec.containers.size() == oldObject.spec.containers.size() && ' +
+        'object.spec.containers.all(c, oldObject.spec.containers.exists(o, o.name == c.name && ' +
+        `(o.image == c.image || (c.image.matches(${celString(DIGEST_REF)}) && ${base('c.image')} == ${base('o.image')}))))`,
+      message: "the prewarm reconciler may only add or replace the digest of a container's image, keeping its repository and tag",
+      reason: 'Forbidden',
+    },
+  ];
 }
 
 /** The sidecar's ServiceAccounts, RBAC and node-write admission policy. */
@@ -152,6 +228,11 @@ export class ReconcilerAccess extends Construct {
       subjects,
     });
 
+    const refreshNamespaces = sorted(props.refreshNamespaces ?? []);
+    for (const ns of refreshNamespaces)
+      if (!this.namespaces.includes(ns)) throw new Error(`ReconcilerAccess: refresh namespace "${ns}" is not one of namespaces`);
+    if (refreshNamespaces.length > 0) this.refreshAccess(refreshNamespaces, requireNodeClaim);
+
     const usernames = this.namespaces.map((ns) => `system:serviceaccount:${ns}:${this.serviceAccountName}`);
     const L = celString(NODE_LABEL_PREFIX);
     const A = celString(NODE_ANNOTATION_PREFIX);
@@ -231,6 +312,45 @@ export class ReconcilerAccess extends Construct {
       kind: 'ValidatingAdmissionPolicyBinding',
       metadata: { name: ACCESS_NAMES.policy, labels: LABELS },
       spec: { policyName: ACCESS_NAMES.policy, validationActions: ['Deny'] },
+    });
+  }
+
+  /** `patch pods` where pools refresh, and the policy that admits only a digest on an image. */
+  private refreshAccess(namespaces: readonly string[], requireNodeClaim: boolean): void {
+    new k8s.KubeClusterRole(this, 'refresh-role', {
+      metadata: { name: ACCESS_NAMES.refreshRole, labels: LABELS },
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['patch'] }],
+    });
+    for (const namespace of namespaces) {
+      new k8s.KubeRoleBinding(this, `refresh-binding-${namespace}`, {
+        metadata: { name: ACCESS_NAMES.refreshRole, namespace, labels: LABELS },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.refreshRole },
+        subjects: [{ kind: 'ServiceAccount', name: this.serviceAccountName, namespace }],
+      });
+    }
+    const usernames = namespaces.map((ns) => `system:serviceaccount:${ns}:${this.serviceAccountName}`);
+    new ApiObject(this, 'refresh-policy', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: ACCESS_NAMES.refreshPolicy, labels: LABELS },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] }],
+        },
+        matchConditions: [{ name: 'prewarm-reconciler', expression: `request.userInfo.username in ${celList(usernames)}` }],
+        variables: [
+          { name: 'tokenNode', expression: extraOf(NODE_NAME_EXTRA) },
+          { name: 'tokenPod', expression: extraOf(POD_NAME_EXTRA) },
+        ],
+        validations: refreshValidations(requireNodeClaim),
+      },
+    });
+    new ApiObject(this, 'refresh-policy-binding', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: ACCESS_NAMES.refreshPolicy, labels: LABELS },
+      spec: { policyName: ACCESS_NAMES.refreshPolicy, validationActions: ['Deny'] },
     });
   }
 }

@@ -12,7 +12,8 @@ import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, ch
 import { settle } from './diagnostics.js';
 import { checkNodeMemory } from './memory.js';
 import { checkObjectNames, checkSharedObjects, type Manifest } from './output-checks.js';
-import { PullDaemonSet } from './pull-daemonset.js';
+import { DEFAULT_HELPER_IMAGE, PullDaemonSet } from './pull-daemonset.js';
+import { parseImageRef } from '../oci/reference.js';
 import { addCheck, diagnosticsOf } from './validation.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
@@ -52,6 +53,14 @@ export interface SynthOptions {
    */
   readonly nodeArch?: SleeperArch;
   /**
+   * The image the helper init container copies a static busybox from (`/bin/busybox`), in pools
+   * that do not run the sleeper, stated by the caller (as `--helper-image`). Every image container
+   * of such a pool, early pullers on the host network included, runs its binary, so it is code,
+   * and a spec never chooses it. Pin it to a digest.
+   * @default DEFAULT_HELPER_IMAGE (src/synth/pull-daemonset.ts)
+   */
+  readonly helperImage?: string;
+  /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
    * (see OUTPUT_LIMITS in limits.ts). Errors are thrown instead, as a SpecError.
    * @default - warnings are dropped
@@ -73,6 +82,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     if (invalid !== undefined) throw new Error(`allowedGateKeys: "${allowance}" ${invalid}`);
   }
   const owned = options.ownedNamespaces ?? [];
+  const helperImage = canonicalHelperImage(options.helperImage);
   settle([
     ...checkBundleSize(bundle),
     ...checkGateKeys(bundle, allowed),
@@ -81,7 +91,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     ...checkEarlyPull(bundle, owned),
   ]);
   const charts: Chart[] = [
-    new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),
+    new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined, helperImage }),
   ];
   for (const namespace of bundle.namespaces) {
     charts.push(
@@ -93,6 +103,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
         podMonitor: options.podMonitor === true,
         ...(options.nodeArch === undefined ? {} : { nodeArch: options.nodeArch }),
         ...(bundle.imageBytes === undefined ? {} : { imageBytes: bundle.imageBytes }),
+        helperImage,
       }),
     );
   }
@@ -104,6 +115,13 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     charts.flatMap((c) => diagnosticsOf(c)),
     options.onWarning,
   );
+}
+
+/** The helper image as pods name it: canonical, so admission compares one spelling. */
+function canonicalHelperImage(image: string = DEFAULT_HELPER_IMAGE): string {
+  const parsed = parseImageRef(image);
+  if (!parsed.ok) throw new Error(`helperImage: "${image}" is not a valid image reference: ${parsed.error}`);
+  return parsed.ref.canonical;
 }
 
 /** Checks of what spans the whole output: names, shared objects, a warming node's memory, owned namespaces. */

@@ -22,7 +22,7 @@ import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey } from '../contract/identity.js';
 import { SERVICE_ACCOUNT } from '../contract/access-names.js';
 import { pullerLanes, sidecarImageLane } from './lanes.js';
-import { deadlineSecondsOf, PullDaemonSet, type ReconcilerProps } from './pull-daemonset.js';
+import { DEFAULT_HELPER_IMAGE, deadlineSecondsOf, PullDaemonSet, refreshes, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
@@ -88,6 +88,11 @@ export interface NamespaceChartProps {
    * @default - every pool splits by image count
    */
   readonly imageBytes?: ReadonlyMap<string, number>;
+  /**
+   * The helper image of the pools that do not run the sleeper (see `SynthOptions.helperImage`).
+   * @default DEFAULT_HELPER_IMAGE
+   */
+  readonly helperImage?: string;
 }
 
 /** A namespace's objects: the Namespace, the pull DaemonSets, and what the sidecars need. */
@@ -114,7 +119,10 @@ export class NamespaceChart extends Chart {
       });
     for (const [i, pool] of props.pools.entries()) {
       const arch = arches[i];
-      const sleeper = arch === undefined ? {} : { sleeper: { arch, configMap: sleeperMap.name } };
+      const sleeper =
+        arch === undefined
+          ? { ...(props.helperImage === undefined ? {} : { helperImage: props.helperImage }) }
+          : { sleeper: { arch, configMap: sleeperMap.name } };
       // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
       // nothing would, and they would stay forever, so --no-reconciler output has none.
       const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes, props.imageBytes);
@@ -168,6 +176,11 @@ export interface ClusterChartProps {
    * @default false
    */
   readonly reconciler?: boolean;
+  /**
+   * The invocation's helper image, canonical: the early-pull admission policy admits its binary.
+   * @default DEFAULT_HELPER_IMAGE
+   */
+  readonly helperImage?: string;
 }
 
 /**
@@ -204,7 +217,8 @@ export class ClusterChart extends Chart {
           : { name: namespace, annotations: SHARED_NAMESPACE_ANNOTATIONS },
       });
     }
-    if (early.length > 0) new EarlyPullAdmission(this, 'early-pull-admission', { namespaces: early });
+    if (early.length > 0)
+      new EarlyPullAdmission(this, 'early-pull-admission', { namespaces: early, helperImage: props.helperImage ?? DEFAULT_HELPER_IMAGE });
     if (props.reconciler === true) {
       const gateKeys = [...new Set(props.bundle.pools.flatMap((p) => (p.settings.gate === undefined ? [] : [p.settings.gate.taintKey])))];
       new ReconcilerAccess(this, 'reconciler-access', {
@@ -212,6 +226,7 @@ export class ClusterChart extends Chart {
         serviceAccountName: SERVICE_ACCOUNT,
         // Without any gating pool there is no taint to lift; the default key keeps the policy valid.
         gateTaintKeys: gateKeys.length > 0 ? gateKeys : [DEFAULT_GATE_TAINT_KEY],
+        refreshNamespaces: [...new Set(props.bundle.pools.filter(refreshes).map((p) => p.namespace))],
       });
     }
   }

@@ -6,6 +6,11 @@
  * host network must also have the early-puller shape that src/synth/pull-daemonset.ts renders. It
  * judges pod creation and ephemeral containers, in the namespaces its binding names.
  *
+ * On the host network every container runs only prewarm's code: the sleeper or the helper's busybox
+ * from the pod's own volume, or the helper's copy from the image the invocation chose; no
+ * arguments, lifecycle hooks or probes. A ConfigMap named like the sleeper's must be the one synth
+ * renders, byte for byte.
+ *
  * Validations are listed with the host-network shape first, so a host-network pod is told what an
  * early puller must be; the apiserver reports the first that fails.
  */
@@ -25,11 +30,15 @@ import {
 import type { Pool } from '../imagecache/model.js';
 import { celList, celString } from './access.js';
 import { RUN_AS_USER } from './security.js';
+import { HELPER_COMMAND, HELPER_MOUNT, HELPER_SLEEP_COMMAND, SLEEPER_COMMAND } from './pull-daemonset.js';
+import { sleeperConfigMap } from './sleeper.js';
 
 /** Props of {@link EarlyPullAdmission}. */
 export interface EarlyPullAdmissionProps {
   /** The owned namespaces that hold early-pull pools; never empty. */
   readonly namespaces: readonly string[];
+  /** The helper image of the invocation, canonical: the only image whose own binary may run. */
+  readonly helperImage: string;
 }
 
 /** Volume types Pod Security restricted allows (without `image`, see above). */
@@ -69,8 +78,20 @@ function baselineContext(sc: string): string {
   ].join(' && ');
 }
 
+/** Container `c` runs only prewarm's code: the helper's copy from `helperImage`, or a sleep from the mount. */
+function runsOurCode(helperImage: string): string {
+  const sleeps = [SLEEPER_COMMAND, HELPER_SLEEP_COMMAND].map((cmd) => `c.command == ${celList(cmd)}`).join(' || ');
+  const mount = celString(HELPER_MOUNT);
+  return (
+    `has(c.command) && ((c.command == ${celList(HELPER_COMMAND)} && c.image == ${celString(helperImage)}) || ` +
+    `((${sleeps}) && has(c.volumeMounts) && c.volumeMounts.exists(m, m.mountPath == ${mount} && !has(m.subPath) && !has(m.subPathExpr)) && ` +
+    `c.volumeMounts.all(m, !m.mountPath.startsWith(${celString(`${HELPER_MOUNT}/`)})))) && ` +
+    '(!has(c.args) || c.args.size() == 0) && !has(c.lifecycle) && !has(c.livenessProbe) && !has(c.readinessProbe) && !has(c.startupProbe)'
+  );
+}
+
 /** The validations, in the order the apiserver checks them. */
-function validations(): { expression: string; message: string; reason: 'Forbidden' }[] {
+function validations(helperImage: string): { expression: string; message: string; reason: 'Forbidden' }[] {
   const early = 'the host network is allowed here only for prewarm early pullers';
   const rules: [expression: string, message: string][] = [
     [
@@ -90,6 +111,10 @@ function validations(): { expression: string; message: string; reason: 'Forbidde
         `!has(object.spec.volumes) || object.spec.volumes.all(v, has(v.emptyDir) || (has(v.configMap) && v.configMap.name.startsWith(${celString(SLEEPER_CONFIGMAP_PREFIX)})))`,
       ),
       `${early}, which have only emptyDir volumes and prewarm's sleeper ConfigMap (no hostPath)`,
+    ],
+    [
+      onHostNetwork(everyContainer(runsOurCode(helperImage))),
+      `${early}, whose containers run only prewarm's sleep (from ${HELPER_MOUNT}) or copy it from the helper image ${helperImage}, with no arguments, hooks or probes`,
     ],
     [
       onHostNetwork(
@@ -197,10 +222,51 @@ export class EarlyPullAdmission extends Construct {
           { name: 'podNonRoot', expression: `${podHas('runAsNonRoot')} && ${POD_SC}.runAsNonRoot` },
           { name: 'podSeccomp', expression: `${podHas('seccompProfile')} ? ${POD_SC}.seccompProfile.type : ''` },
         ],
-        validations: validations(),
+        validations: validations(props.helperImage),
       },
     });
     new ApiObject(this, 'policy-binding', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name, labels: LABELS },
+      spec: {
+        policyName: name,
+        validationActions: ['Deny'],
+        matchResources: { namespaceSelector: { matchExpressions: [{ key: LABEL_NAMESPACE_NAME, operator: 'In', values: namespaces }] } },
+      },
+    });
+    this.sleeperPolicy(namespaces);
+  }
+
+  /** Only the sleeper synth renders may carry the sleeper ConfigMaps' name prefix. */
+  private sleeperPolicy(namespaces: readonly string[]): void {
+    const name = ACCESS_NAMES.sleeperPolicy;
+    const sleeper = sleeperConfigMap();
+    const binaryData = `{${Object.entries(sleeper.binaryData)
+      .map(([arch, bytes]) => `${celString(arch)}: ${celString(bytes)}`)
+      .join(', ')}}`;
+    new ApiObject(this, 'sleeper-policy', {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name, labels: LABELS },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
+        },
+        matchConditions: [{ name: 'sleeper', expression: `object.metadata.name.startsWith(${celString(SLEEPER_CONFIGMAP_PREFIX)})` }],
+        validations: [
+          {
+            expression:
+              `object.metadata.name == ${celString(sleeper.name)} && has(object.binaryData) && object.binaryData == ${binaryData} && ` +
+              '(!has(object.data) || object.data.size() == 0)',
+            message: `a ConfigMap named ${SLEEPER_CONFIGMAP_PREFIX}… here must be prewarm's sleeper ${sleeper.name}, unchanged: early pullers run it on the host network`,
+            reason: 'Forbidden',
+          },
+        ],
+      },
+    });
+    new ApiObject(this, 'sleeper-policy-binding', {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicyBinding',
       metadata: { name, labels: LABELS },

@@ -30,11 +30,6 @@ export interface PodTemplatePatches {
   /** DaemonSet RollingUpdate maxUnavailable; cdk8s-plus-27 has no update strategy. */
   readonly maxUnavailable: number | string;
   /**
-   * Share one PID namespace between the containers, so the refreshing sidecar can restart an
-   * image container whose tag moved (cdk8s-plus-27 has no such field).
-   */
-  readonly shareProcessNamespace?: boolean;
-  /**
    * Name of the sidecar, when there is one: an init container made a native sidecar
    * (`restartPolicy: Always`; cdk8s-plus-27 has no such field), and the only container that gets
    * an API token.
@@ -88,7 +83,6 @@ function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers
  *   restricted; cdk8s-plus-27 has neither a seccomp field nor the `ALL` capability;
  * - the full `imagePullSecrets` list;
  * - `priorityClassName`;
- * - `shareProcessNamespace: true` for pools that refresh moved tags;
  * - `enableServiceLinks: false`, since a node-wide pod needs no Service environment variables and
  *   thousands of Services would bloat every container's environment;
  * - the RollingUpdate strategy with `maxUnavailable`;
@@ -130,7 +124,6 @@ export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatc
     obj.addJsonPatch(JsonPatch.add(`${POD}/priorityClassName`, patches.priorityClassName));
   }
   obj.addJsonPatch(JsonPatch.add(`${POD}/enableServiceLinks`, false));
-  if (patches.shareProcessNamespace === true) obj.addJsonPatch(JsonPatch.add(`${POD}/shareProcessNamespace`, true));
   obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
   if (patches.sidecar !== undefined) {
     const sidecar = containerPath(workload, 'initContainers', patches.sidecar);

@@ -13,7 +13,6 @@ import type { ImageRef } from '../oci/reference.js';
 import type { PullerLane } from './lanes.js';
 import {
   DEFAULTS,
-  ENV,
   LABEL_COMPONENT,
   LABEL_MANAGED_BY,
   LABEL_NAME,
@@ -54,12 +53,25 @@ export const HELPER_MOUNT = '/prewarm';
 export const HELPER_BINARY = `${HELPER_MOUNT}/busybox`;
 /** Where the helper image keeps its static busybox. */
 export const HELPER_SOURCE = '/bin/busybox';
+/**
+ * The helper image unless the invocation names another (`--helper-image`): a static busybox,
+ * pinned to the digest of its image index, so the code every image container runs cannot change
+ * under a moved tag.
+ */
+export const DEFAULT_HELPER_IMAGE =
+  'docker.io/library/busybox:1.36.1-musl@sha256:2f9af5cf39068ec3a9e124feceaa11910c511e23a1670dcfdff0bc16793545fb';
+/** The helper init container's command: the only thing it ever runs. */
+export const HELPER_COMMAND: readonly string[] = [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY];
 /** The sleeper's file in the mount. */
 const SLEEPER_FILE = 'sleep';
 /** The sleeper, as the image containers run it. */
 export const SLEEPER_BINARY = `${HELPER_MOUNT}/${SLEEPER_FILE}`;
 /** Longest sleep busybox accepts portably (2^31-1 s, about 68 years). */
 const SLEEP_FOREVER = '2147483647';
+/** What an image container runs with the helper: the copied busybox, sleeping. */
+export const HELPER_SLEEP_COMMAND: readonly string[] = [HELPER_BINARY, 'sleep', SLEEP_FOREVER];
+/** What an image container runs with the sleeper. */
+export const SLEEPER_COMMAND: readonly string[] = [SLEEPER_BINARY];
 /** Read and execute for all: the pod's non-root user runs it. */
 const SLEEPER_MODE = 0o555;
 
@@ -111,9 +123,15 @@ export interface PullDaemonSetProps {
   readonly sidecarImage?: string;
   /**
    * The sleeper every image container runs, mounted from a ConfigMap: no init container.
-   * @default - the helper: an init container copies busybox from the pool's helper image
+   * @default - the helper: an init container copies busybox from {@link helperImage}
    */
   readonly sleeper?: SleeperProps;
+  /**
+   * The image the helper init container copies its static busybox from, where there is no
+   * {@link sleeper}. The invocation's choice, never a spec's: every image container runs its binary.
+   * @default DEFAULT_HELPER_IMAGE
+   */
+  readonly helperImage?: string;
 }
 
 /**
@@ -164,7 +182,7 @@ export class PullDaemonSet extends Construct {
             items: { [sleeper.arch]: { path: SLEEPER_FILE, mode: SLEEPER_MODE } },
           });
     const mountBin = { path: HELPER_MOUNT, volume: binVolume, readOnly: true };
-    const sleepCommand = sleeper === undefined ? [HELPER_BINARY, 'sleep', SLEEP_FOREVER] : [SLEEPER_BINARY];
+    const sleepCommand = [...(sleeper === undefined ? HELPER_SLEEP_COMMAND : SLEEPER_COMMAND)];
 
     this.workload = new kplus.DaemonSet(this, 'Resource', {
       metadata: {
@@ -196,15 +214,15 @@ export class PullDaemonSet extends Construct {
     if (sleeper === undefined)
       this.workload.addInitContainer({
         name: HELPER_CONTAINER,
-        image: pool.settings.helperImage.canonical,
+        image: props.helperImage ?? DEFAULT_HELPER_IMAGE,
         imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
-        command: [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY],
+        command: [...HELPER_COMMAND],
         securityContext: CONTAINER_SECURITY,
         resources: HELPER_RESOURCES,
         volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
       });
     // A container that only makes the kubelet pull `image`: it sleeps, from the mounted binary.
-    const addSleeper = (name: string, image: string, imagePullPolicy: kplus.ImagePullPolicy, extra: Partial<kplus.ContainerProps> = {}) =>
+    const addSleeper = (name: string, image: string, imagePullPolicy: kplus.ImagePullPolicy) =>
       this.workload.addContainer({
         name,
         image,
@@ -213,19 +231,9 @@ export class PullDaemonSet extends Construct {
         securityContext: CONTAINER_SECURITY,
         resources: IMAGE_RESOURCES,
         volumeMounts: [mountBin],
-        ...extra,
       });
-    const refreshing = reconciler !== undefined && pool.settings.refreshSeconds > 0;
-    for (const ref of images) {
-      const name = imageContainerName(ref);
-      // How the refreshing sidecar finds this container's process in the shared PID namespace.
-      addSleeper(
-        name,
-        ref.canonical,
-        pullPolicy(ref, refreshing),
-        refreshing ? { envVariables: { [ENV.imageContainer]: kplus.EnvValue.fromValue(name) } } : {},
-      );
-    }
+    const refreshing = reconciler !== undefined && refreshes(pool);
+    for (const ref of images) addSleeper(imageContainerName(ref), ref.canonical, pullPolicy(ref, refreshing));
 
     if (props.sidecarImage !== undefined) {
       if (!early) throw new Error(`pool ${pool.namespace}/${pool.id}: only an early puller pulls the sidecar's image`);
@@ -241,7 +249,6 @@ export class PullDaemonSet extends Construct {
         : {
             nodeRequirements: [{ key: nodeLabelKey(this.poolId), operator: 'NotIn' as const, values: [NodeState.Warm, NodeState.Partial] }],
           }),
-      shareProcessNamespace: refreshing,
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
       maxUnavailable: pool.settings.maxUnavailable,
@@ -275,24 +282,24 @@ export class PullDaemonSet extends Construct {
     const gate = pool.settings.gate;
     const metricsPort = reconciler.metricsPort ?? DEFAULTS.metricsPort;
     // Refresh reads registry credentials from the pull secrets, mounted: RBAC grants no Secrets.
-    // Optional, so a secret that does not exist yet never blocks the pod (the kubelet only warns
-    // about a missing imagePullSecret, and a mount must not be stricter).
-    const secretMounts =
-      pool.settings.refreshSeconds > 0
-        ? pool.imagePullSecrets.map((secretName) => ({
-            path: `${PULL_SECRETS_MOUNT_PATH}/${secretName}`,
-            readOnly: true,
-            volume: kplus.Volume.fromSecret(
-              this,
-              `pull-secret-${secretName}`,
-              kplus.Secret.fromSecretName(this, `secret-${secretName}`, secretName),
-              {
-                name: pullSecretVolumeName(secretName),
-                optional: true,
-              },
-            ),
-          }))
-        : [];
+    // Only where something can be refreshed (a tag), and only into the sidecar. Optional, so a
+    // secret that does not exist yet never blocks the pod (the kubelet only warns about a missing
+    // imagePullSecret, and a mount must not be stricter).
+    const secretMounts = refreshes(pool)
+      ? pool.imagePullSecrets.map((secretName) => ({
+          path: `${PULL_SECRETS_MOUNT_PATH}/${secretName}`,
+          readOnly: true,
+          volume: kplus.Volume.fromSecret(
+            this,
+            `pull-secret-${secretName}`,
+            kplus.Secret.fromSecretName(this, `secret-${secretName}`, secretName),
+            {
+              name: pullSecretVolumeName(secretName),
+              optional: true,
+            },
+          ),
+        }))
+      : [];
     this.workload.addInitContainer({
       name: SIDECAR_CONTAINER,
       image: reconciler.image,
@@ -308,12 +315,21 @@ export class PullDaemonSet extends Construct {
           nodeAnnotationKey: nodeAnnotationKey(this.poolId),
           gateTaintKey: gate?.taintKey ?? '',
           deadlineSeconds: deadlineSecondsOf(pool),
-          refreshSeconds: pool.settings.refreshSeconds,
+          refreshSeconds: refreshes(pool) ? pool.settings.refreshSeconds : 0,
           metricsPort,
         }).map((v) => [v.name, 'value' in v ? kplus.EnvValue.fromValue(v.value) : kplus.EnvValue.fromFieldRef(envFieldPath(v.fieldPath))]),
       ),
     });
   }
+}
+
+/**
+ * Whether the pool's sidecar refreshes moved tags: refresh is on and the pool has a tag to check
+ * (digests never move). Only then does it get the pull secrets and the right to set its pod's
+ * images (src/synth/access.ts).
+ */
+export function refreshes(pool: Pool): boolean {
+  return pool.settings.refreshSeconds > 0 && pool.images.some((ref) => ref.digest === undefined);
 }
 
 /** The pool's deadline in seconds, as its sidecar and pools.json are told it: the gate's, or the default. */
@@ -351,8 +367,9 @@ function envFieldPath(path: string): kplus.EnvFieldPaths {
 
 /**
  * `IfNotPresent`, so a restart never depends on the registry being up, except for tags in pools
- * that refresh: there the sidecar restarts a container only after the registry digest moved, and
- * only `Always` makes that restart pull. Digests never move, so they stay `IfNotPresent`.
+ * that refresh: `Always` marks them as the sidecar's to refresh (src/reconciler/refresh.ts), and
+ * makes the kubelet pull the digest the sidecar sets. Digests never move, so they stay
+ * `IfNotPresent`.
  */
 function pullPolicy(ref: ImageRef, refreshing: boolean): kplus.ImagePullPolicy {
   return refreshing && ref.digest === undefined ? kplus.ImagePullPolicy.ALWAYS : kplus.ImagePullPolicy.IF_NOT_PRESENT;

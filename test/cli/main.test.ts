@@ -466,6 +466,18 @@ spec:
     expect(await readFile(join(dir, 'a.yaml'), 'utf8')).toBe(fledged);
   });
 
+  it('refuses a prewarm spec that names a helper image, saying where the setting went', async () => {
+    const dir = await specDir({
+      'a.yaml': fledged,
+      'b.yaml':
+        'apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: b, namespace: ns}\nspec:\n  helperImage: busybox:1\n  cacheSpec:\n  - images: [redis:7]\n',
+    });
+    const r = await cli('migrate', dir);
+    expect(r.code).toBe(ExitCode.InvalidInput);
+    expect(r.stderr).toContain(`b.yaml:5:16: error: document 1: spec.helperImage: a spec may not choose the helper image`);
+    expect(r.stderr).toContain('(prewarm synth --helper-image, or the Argo CD plugin');
+  });
+
   it('--write rewrites the files, and the result validates', async () => {
     const dir = await specDir({ 'a.yaml': fledged });
     expect((await cli('migrate', dir, '--write')).code).toBe(ExitCode.Success);
@@ -492,7 +504,11 @@ spec:
     const before = await stat(join(dir, 'b.yaml'));
     const r = await cli('migrate', dir, '--write');
     expect(r.code, r.stderr).toBe(ExitCode.Success);
-    expect(r.stderr).toBe('converted 1 ImageCaches in place, in 1 file(s)\n');
+    expect(r.stderr).toBe(
+      'converted 1 ImageCaches in place, in 1 file(s)\n' +
+        "note: kube-fledged's busybox image (its controller's BUSYBOX_IMAGE) is not part of a spec; prewarm's is set where synth runs, " +
+        "with prewarm synth --helper-image (or the Argo CD plugin's PREWARM_PLUGIN_HELPER_IMAGE), never in a spec\n",
+    );
     expect((await readFile(join(dir, 'a.yaml'))).equals(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), expected.subarray(1)]))).toBe(true);
     const after = await stat(join(dir, 'b.yaml'));
     expect([after.ino, after.mtimeMs, await readFile(join(dir, 'b.yaml'), 'utf8')]).toEqual([before.ino, before.mtimeMs, untouched]);

@@ -1,7 +1,7 @@
 /**
  * `validate` refuses whatever `synth` refuses, with the same errors, so that a CI gate on validate
  * is enough: each case is a bundle that passes the spec checks and that only the synthesis
- * refuses (its output's names, sizes and budgets).
+ * refuses (its output's names, sizes and budgets), or a spec field both refuse.
  */
 import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -95,6 +95,12 @@ const CASES: { case: string; files: Record<string, string>; error: RegExp }[] = 
       'big.yaml': `${head('big')}  - pool: big\n    images: [${Array.from({ length: 3_300 }, (_, i) => `r.example/a-${i}:1`).join(', ')}]\n`,
     },
     error: /big\.yaml:6:5: error: document 1: spec\.cacheSpec\[0\]: DaemonSet ml\/prewarm-big would hold 3,300 images/,
+  },
+  {
+    case: 'a spec that chooses the helper image (code that every image container runs)',
+    files: { 'helper.yaml': `${head('helper', '  helperImage: ghcr.io/attacker/busybox:1\n')}  - images: [redis:7]\n` },
+    error:
+      /^helper\.yaml:5:16: error: document 1: spec\.helperImage: a spec may not choose the helper image: .*\(prewarm synth --helper-image, or the Argo CD plugin's PREWARM_PLUGIN_HELPER_IMAGE\); remove this field$/,
   },
 ];
 

@@ -129,13 +129,17 @@ describe('moved-tag refresh on a real node', () => {
     return p;
   };
   const status = (ref: string): PodInfo['containerStatuses'][number] => {
-    const s = pod().containerStatuses.find((c) => c.image === ref || c.image === normalize(ref));
+    // Once refresh pins the tag to the digest it moved to, the status names `ref@sha256:…`.
+    const s = pod().containerStatuses.find((c) => [ref, normalize(ref)].some((r) => c.image === r || c.image.startsWith(`${r}@`)));
     if (!s) throw new Error(`no container status for ${ref}: ${JSON.stringify(pod().containerStatuses)}`);
     return s;
   };
   const annotationDigests = (): Record<string, string> => {
     const text = nodeMeta().annotations[annotationKey];
-    return text ? ((JSON.parse(text) as { digests?: Record<string, string> }).digests ?? {}) : {};
+    const digests = text ? ((JSON.parse(text) as { digests?: Record<string, string> }).digests ?? {}) : {};
+    // Once refresh pins a tag to the digest it moved to, the pod (and so the annotation) names
+    // `ref@sha256:…`: read it back under `ref`.
+    return Object.fromEntries(Object.entries(digests).map(([image, d]) => [image.split('@')[0] ?? image, d]));
   };
 
   beforeAll(async () => {
@@ -174,11 +178,11 @@ describe('moved-tag refresh on a real node', () => {
     kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
   });
 
-  it('synthesizes what refresh needs: Always for tags, shared PID namespace, the pull secret mounted', () => {
+  it('synthesizes what refresh needs: Always for tags, the pull secret mounted, no shared PID namespace', () => {
     const spec = (
       ds.spec as { template: { spec: { shareProcessNamespace?: boolean; containers: { name: string; imagePullPolicy?: string }[] } } }
     ).template.spec;
-    expect(spec.shareProcessNamespace).toBe(true);
+    expect(spec.shareProcessNamespace).toBeUndefined();
     for (const c of spec.containers.filter((x) => x.name !== SIDECAR)) expect(c.imagePullPolicy, c.name).toBe('Always');
     const mounts = sidecarOf(templateOf(ds))?.volumeMounts ?? [];
     expect(mounts.map((m) => m.mountPath)).toContain('/etc/prewarm-pull-secrets/regcred');
@@ -278,6 +282,9 @@ describe('moved-tag refresh on a real node', () => {
       'jsonpath={.items[*].message}',
     ]);
     expect(events).toContain(moved);
+    // The sidecar set the container's image to the tag at its new digest; the kubelet pulled that.
+    const image = pod().containerStatuses.find((c) => c.imageID?.endsWith(moved))?.image ?? '';
+    expect(image.endsWith(`@${moved}`), image).toBe(true);
 
     // The tag is stable again: one more check finds it unchanged and nothing restarts again.
     const after = registryLogOffset(true);

@@ -53,6 +53,8 @@ interface Req {
 
 /** An image the `main` server's configuration allows besides prewarm's own. */
 const OTHER_IMAGE = 'registry.example.invalid/prewarm/reconciler:9.9.9';
+/** A helper image the plugin's configuration names instead of the default. */
+const HELPER_IMAGE = `registry.example.invalid/tools/busybox:1.36.1@sha256:${'b'.repeat(64)}`;
 const GATE_KEY = 'startup-taint.cluster-autoscaler.kubernetes.io/prewarm';
 /** The plugin's configuration of each cmp-server: the sidecar container's own environment. */
 const SERVERS = {
@@ -520,6 +522,7 @@ describe('prewarm-argocd outside the cmp-server', () => {
       PREWARM_PLUGIN_OWN_NAMESPACES: ' prewarm  warm ',
       PREWARM_PLUGIN_ALLOW_GATE_KEYS: `startup-taint.cluster-autoscaler.kubernetes.io/ ${GATE_KEY}`,
       PREWARM_PLUGIN_NODE_ARCH: ' arm64 ',
+      PREWARM_PLUGIN_HELPER_IMAGE: HELPER_IMAGE,
       ARGOCD_APP_PARAMETERS: JSON.stringify([
         { name: 'paths', array: ['a', 'b c'] },
         { name: 'namespace', string: 'warm' },
@@ -543,6 +546,8 @@ describe('prewarm-argocd outside the cmp-server', () => {
       GATE_KEY,
       '--node-arch',
       'arm64',
+      '--helper-image',
+      HELPER_IMAGE,
       '--',
       'a',
       'b c',
@@ -568,6 +573,11 @@ describe('prewarm-argocd outside the cmp-server', () => {
       'PREWARM_PLUGIN_OWN_NAMESPACES: "--force" starts with "-"',
     ],
     ['two node architectures', { PREWARM_PLUGIN_NODE_ARCH: 'amd64 arm64' }, 'PREWARM_PLUGIN_NODE_ARCH: one architecture, not 2'],
+    [
+      'two helper images',
+      { PREWARM_PLUGIN_HELPER_IMAGE: `${HELPER_IMAGE} ${HELPER_IMAGE}` },
+      'PREWARM_PLUGIN_HELPER_IMAGE: one image, not 2',
+    ],
     [
       'a parameter given twice',
       {

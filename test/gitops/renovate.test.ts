@@ -119,10 +119,9 @@ spec:
       nodeSelector:
         tier: frontend
 `,
-  // prewarm's dialect, keys in another order, apiVersion and kind quoted, helperImage pinned.
+  // prewarm's dialect, keys in another order, apiVersion and kind quoted.
   'examples/apps/gpu.yml': `---
 spec:
-  helperImage: "docker.io/library/busybox:1.36.1-musl@${DIGEST_A}"
   cacheSpec:
     - pool: gpu
       nodeSelector: {node.kubernetes.io/instance-type: g5.2xlarge}
@@ -194,7 +193,7 @@ function canonical(ref: string): string {
   return r.ref.canonical;
 }
 
-/** What prewarm's loader reads from the fixture: per file, every entry's images and an explicit helperImage, canonical. */
+/** What prewarm's loader reads from the fixture: per file, every entry's images, canonical. */
 async function prewarmImages(): Promise<Map<string, string[]>> {
   const diagnostics: Diagnostic[] = [];
   const parsed = parseFiles(await readSources([join(repo, 'examples')], diagnostics));
@@ -202,10 +201,7 @@ async function prewarmImages(): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   for (const c of parsed.caches) {
     const file = relative(repo, c.location.file);
-    const images = [
-      ...c.entries.flatMap((e) => e.images.map((i) => i.canonical)),
-      ...(c.settingLocations.helperImage === undefined ? [] : [c.settings.helperImage.canonical]),
-    ];
+    const images = c.entries.flatMap((e) => e.images.map((i) => i.canonical));
     out.set(file, [...(out.get(file) ?? []), ...images]);
   }
   return out;
@@ -281,7 +277,6 @@ describe('deploy/renovate/renovate.json5 in the real Renovate', () => {
       `registry.example.com:5000/team/worker@${DIGEST_B}`,
     ]);
     expect((found.get('examples/apps/gpu.yml') ?? []).map(refOf).sort()).toEqual([
-      `docker.io/library/busybox:1.36.1-musl@${DIGEST_A}`,
       'nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04',
       'python:3.12-slim',
     ]);
@@ -299,7 +294,7 @@ describe('deploy/renovate/renovate.json5 in the real Renovate', () => {
     for (const [, fs] of others) for (const f of fs) expect(specs.has(f.packageFile), f.packageFile).toBe(false);
   });
 
-  it("Renovate's replaceString of each image is one line of its file, or the end of one (helperImage: …)", () => {
+  it("Renovate's replaceString of each image is one line of its file, or the end of one", () => {
     for (const [file, deps] of extracted()) {
       const lines = readFileSync(join(repo, file), 'utf8').split('\n');
       for (const d of deps) {

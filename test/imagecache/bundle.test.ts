@@ -176,11 +176,6 @@ describe('buildBundle', () => {
 
   // One row per setting: the table is keyed by PoolSettings, so a new setting needs a row too.
   const conflicts: Record<keyof PoolSettings, readonly [first: string, second: string, shown: string]> = {
-    helperImage: [
-      '  helperImage: busybox:1.36\n',
-      '  helperImage: docker.io/library/busybox:1.37\n',
-      'docker.io/library/busybox:1.37 vs docker.io/library/busybox:1.36',
-    ],
     priorityClassName: ['  priorityClassName: high\n', '', 'unset vs "high"'],
     maxUnavailable: ['  rollout: {maxUnavailable: 1}\n', '  rollout: {maxUnavailable: "10%"}\n', '"10%" vs 1'],
     gate: [

@@ -180,6 +180,16 @@ describe('parseFiles: invalid input', () => {
       'in.yaml:9:3: error: document 1: spec.earlyPull: unknown field "earlyPull" (known fields: "cacheSpec", "imagePullSecrets")',
     ],
     [
+      'a helper image: only the invocation chooses code',
+      prewarm('  cacheSpec:\n  - images: [redis:7]\n  helperImage: ghcr.io/me/busybox:1\n'),
+      "in.yaml:9:16: error: document 1: spec.helperImage: a spec may not choose the helper image: its binary runs in every container of the pool, so only the synth invocation chooses it (prewarm synth --helper-image, or the Argo CD plugin's PREWARM_PLUGIN_HELPER_IMAGE); remove this field",
+    ],
+    [
+      'a helper image in a kube-fledged document',
+      fledged('  cacheSpec:\n  - images: [redis:7]\n  helperImage: ghcr.io/me/busybox:1\n'),
+      'in.yaml:9:3: error: document 1: spec.helperImage: unknown field "helperImage" (known fields: "cacheSpec", "imagePullSecrets")',
+    ],
+    [
       'earlyPull as a string',
       prewarm('  cacheSpec:\n  - images: [redis:7]\n  earlyPull: "yes"\n'),
       'in.yaml:9:14: error: document 1: spec.earlyPull: must be true or false, got the string "yes"',
@@ -297,7 +307,6 @@ describe('parseFiles: valid input', () => {
             '  - pool: gpu',
             '    images: [nvcr.io/nvidia/pytorch:24.05-py3]',
             '    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]',
-            '  helperImage: ghcr.io/me/busybox:1',
             '  priorityClassName: warm-images',
             '  rollout: {maxUnavailable: 25%}',
             '  gate: {taintKey: example.com/cold, deadline: 15m}',
@@ -311,7 +320,6 @@ describe('parseFiles: valid input', () => {
     ]);
     expect(r.diagnostics).toEqual([]);
     expect(r.caches[0]?.settings).toMatchObject({
-      helperImage: { canonical: 'ghcr.io/me/busybox:1' },
       priorityClassName: 'warm-images',
       maxUnavailable: '25%',
       gate: { taintKey: 'example.com/cold', deadlineSeconds: 900 },
@@ -319,7 +327,7 @@ describe('parseFiles: valid input', () => {
       lanes: 4,
       earlyPull: true,
     });
-    expect(r.caches[0]?.settingLocations.earlyPull).toMatchObject({ line: 17, column: 14, path: 'spec.earlyPull' });
+    expect(r.caches[0]?.settingLocations.earlyPull).toMatchObject({ line: 16, column: 14, path: 'spec.earlyPull' });
     expect(r.caches[0]?.entries[0]).toMatchObject({
       pool: 'gpu',
       tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],

@@ -428,14 +428,14 @@ describe('Controller', () => {
   it('runs the moved-tag refresh beside the loop, on its interval', async () => {
     const restarted: string[] = [];
     const registry: Registry = { digest: (img) => Promise.resolve(img === 'reg/b:1' ? digest('f') : digest('a')) };
-    const restarter: Restarter = { restart: (c) => (restarted.push(c), Promise.resolve(true)) };
+    const restarter: Restarter = { restart: (c, image) => (restarted.push(`${c}=${image}`), Promise.resolve()) };
     const { clock, kube } = setup({ registry, restarter, refreshSeconds: 100 });
     kube.setPod(running());
     const interval = refreshDelayMs(100, 0.5);
     await clock.advance(interval - 1);
     expect(restarted).toEqual([]);
     await clock.advance(1);
-    expect(restarted).toEqual(['c2']);
+    expect(restarted).toEqual([`c2=reg/b:1@${digest('f')}`]);
     expect(kube.events.map((e) => e.reason)).toEqual([EventReason.Warm, EventReason.TagMoved]);
   });
 });

@@ -1,13 +1,10 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ProcRestarter } from '../../src/reconciler/adapters/proc.js';
 import type { KPod } from '../../src/reconciler/kube-types.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import type { Registry } from '../../src/reconciler/ports.js';
 import { EventReason, type EventIntent } from '../../src/reconciler/reasons.js';
 import { Refresher, isDigestPinned, refreshCandidates, refreshDelayMs } from '../../src/reconciler/refresh.js';
+import { tagOf } from '../../src/reconciler/observe.js';
 import { FakeClock } from './fake-clock.js';
 import { SIDECAR, T0, digest, pod, st } from './fixtures.js';
 
@@ -31,6 +28,20 @@ describe('refreshCandidates', () => {
     const q = { ...p, spec: { ...p.spec, containers: [{ name: 'c1', image: 'reg/a:1', imagePullPolicy: 'IfNotPresent' }] } };
     expect(refreshCandidates(q, SIDECAR)).toEqual({ candidates: [], skipped: ['c1'] });
   });
+  it('checks the tag again once the sidecar pinned it to a digest, and knows which digest it asked for', () => {
+    const p = pod([`reg/a:1@${digest('f')}`], [st.running('c1', 'reg/a:1', 1, 'a')]);
+    const q = { ...p, spec: { ...p.spec, containers: [{ name: 'c1', image: `reg/a:1@${digest('f')}`, imagePullPolicy: 'Always' }] } };
+    expect(refreshCandidates(q, SIDECAR)).toEqual({
+      candidates: [{ container: 'c1', image: 'reg/a:1', running: digest('a'), requested: digest('f') }],
+      skipped: [],
+    });
+  });
+  it('reads the tag of a reference, with or without a digest, and none of a bare repository', () => {
+    expect(tagOf('reg:5000/a/b:1')).toBe('reg:5000/a/b:1');
+    expect(tagOf(`reg:5000/a/b:1@${digest('a')}`)).toBe('reg:5000/a/b:1');
+    expect(tagOf(`reg:5000/a/b@${digest('a')}`)).toBeUndefined();
+    expect(tagOf('reg:5000/a/b')).toBeUndefined();
+  });
   it('jitters the interval by up to 20%', () => {
     expect(refreshDelayMs(100, 0)).toBe(100_000);
     expect(refreshDelayMs(100, 0.999)).toBeLessThanOrEqual(120_000);
@@ -39,7 +50,7 @@ describe('refreshCandidates', () => {
 });
 
 /** A Refresher of pool gpu every 100 s over `current`, whose tag `reg/b:1` moved to digest f. */
-function refresher(current: () => KPod | undefined, over: { registry?: Registry; restart?: boolean } = {}) {
+function refresher(current: () => KPod | undefined, over: { registry?: Registry; refuse?: boolean } = {}) {
   const clock = new FakeClock(T0);
   const checked: string[] = [];
   const restarted: string[] = [];
@@ -52,7 +63,12 @@ function refresher(current: () => KPod | undefined, over: { registry?: Registry;
   const r = new Refresher(
     {
       registry,
-      restarter: { restart: (c) => (restarted.push(c), Promise.resolve(over.restart ?? true)) },
+      restarter: {
+        restart: (c, image) => {
+          restarted.push(`${c}=${image}`);
+          return over.refuse === true ? Promise.reject(new Error('403 Forbidden')) : Promise.resolve();
+        },
+      },
       clock,
       log: { info: () => {}, warn: (m) => void warnings.push(m), error: () => {} },
       metrics,
@@ -72,11 +88,11 @@ describe('Refresher', () => {
   it('restarts only the container whose tag moved, and reports it', async () => {
     const { r, restarted, reported, metrics } = refresher(both);
     await r.once();
-    expect(restarted).toEqual(['c2']);
+    expect(restarted).toEqual([`c2=reg/b:1@${digest('f')}`]);
     expect(reported).toEqual([
       {
         reason: EventReason.TagMoved,
-        message: `pool gpu: reg/b:1 moved from ${digest('b')} to ${digest('f')}; restarted container c2 to pull it`,
+        message: `pool gpu: reg/b:1 moved from ${digest('b')} to ${digest('f')}; set container c2 to reg/b:1@${digest('f')} to pull it`,
       },
     ]);
     expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="moved",pool="gpu"} 1');
@@ -85,10 +101,23 @@ describe('Refresher', () => {
 
   it('reports nothing when the container could not be restarted, and counts registry errors', async () => {
     const failing: Registry = { digest: async (img) => (img === 'reg/a:1' ? Promise.reject(new Error('down')) : digest('f')) };
-    const { r, reported, metrics } = refresher(both, { registry: failing, restart: false });
+    const { r, reported, metrics, warnings } = refresher(both, { registry: failing, refuse: true });
     await r.once();
     expect(reported).toEqual([]);
+    expect(warnings).toContain('could not set the image of a container whose tag moved');
     expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="error",pool="gpu"} 1');
+  });
+
+  it('asks once for a digest: a container already set to it is left to the kubelet', async () => {
+    const pinned = (): KPod => {
+      const p = both();
+      const containers = (p.spec?.containers ?? []).map((c) => (c.name === 'c2' ? { ...c, image: `reg/b:1@${digest('f')}` } : c));
+      return { ...p, spec: { ...p.spec, containers } };
+    };
+    const { r, restarted, reported } = refresher(pinned);
+    await r.once();
+    expect(restarted).toEqual([]);
+    expect(reported).toEqual([]);
   });
 
   it('warns once about containers it must skip, and counts them on every pass', async () => {
@@ -128,28 +157,5 @@ describe('Refresher', () => {
     expect(checked).toEqual(['reg/a:1', 'reg/b:1']);
     stop.abort();
     await clock.runUntil(done);
-  });
-});
-
-describe('ProcRestarter', () => {
-  it('kills exactly the processes whose environment names the container', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-proc-'));
-    try {
-      const mk = (pid: string, env: string[]): void => {
-        fs.mkdirSync(path.join(dir, pid));
-        fs.writeFileSync(path.join(dir, pid, 'environ'), `${env.join('\0')}\0`);
-      };
-      mk('10', ['PATH=/bin', 'PREWARM_IMAGE_CONTAINER=c1']);
-      mk('11', ['PREWARM_IMAGE_CONTAINER=c10']);
-      mk('12', ['PREWARM_IMAGE_CONTAINER=c2']);
-      fs.mkdirSync(path.join(dir, 'self'));
-      const killed: [number, string][] = [];
-      const r = new ProcRestarter(dir, (pid, sig) => void killed.push([pid, sig]));
-      expect(await r.restart('c1')).toBe(true);
-      expect(killed).toEqual([[10, 'SIGKILL']]);
-      expect(await r.restart('missing')).toBe(false);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
   });
 });

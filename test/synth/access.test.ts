@@ -135,6 +135,33 @@ describe('ReconcilerAccess', () => {
     expect(() => synth(props)).toThrow(msg);
   });
 
+  it('grants patch pods only where pools refresh, narrowed by a policy to a digest on the own holder pod', () => {
+    expect(synth({ namespaces: ['a', 'b'] }).filter((o) => o.metadata.name.includes('refresh'))).toEqual([]);
+    const objs = synth({ namespaces: ['a', 'b'], refreshNamespaces: ['b'] });
+    const role = byKind(objs, 'ClusterRole').find((r) => r.metadata.name === ACCESS_NAMES.refreshRole);
+    expect(role).toMatchObject({ rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['patch'] }] });
+    const bindings = byKind(objs, 'RoleBinding').filter((b) => b.metadata.name === ACCESS_NAMES.refreshRole);
+    expect(bindings.map((b) => b.metadata.namespace)).toEqual(['b']);
+    const policy = byKind(objs, 'ValidatingAdmissionPolicy').find((p) => p.metadata.name === ACCESS_NAMES.refreshPolicy) as unknown as {
+      spec: {
+        matchConstraints: { resourceRules: { operations: string[]; resources: string[] }[] };
+        matchConditions: { expression: string }[];
+        validations: { expression: string; message?: string }[];
+      };
+    };
+    expect(policy.spec.matchConstraints.resourceRules).toEqual([
+      { apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] },
+    ]);
+    expect(policy.spec.matchConditions[0]?.expression).toBe("request.userInfo.username in ['system:serviceaccount:b:prewarm-reconciler']");
+    const expressions = policy.spec.validations.map((v) => v.expression).join('\n');
+    expect(expressions).toContain('variables.tokenPod[0] == object.metadata.name');
+    expect(expressions).toContain("'prewarm.dev/pool' in oldObject.metadata.labels");
+    expect(expressions).toContain("c.image.matches('^[^@]+@sha256:[0-9a-f]{64}$')");
+    expect(() => synth({ namespaces: ['a'], refreshNamespaces: ['c'] })).toThrow(
+      'ReconcilerAccess: refresh namespace "c" is not one of namespaces',
+    );
+  });
+
   it('refuses a chart with a namespace (it would stamp it onto cluster-scoped objects)', () => {
     const app = new App({ outdir: '/tmp/prewarm-access-test-unused' });
     const chart = new Chart(app, 'c', { namespace: 'oops' });

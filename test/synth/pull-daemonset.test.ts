@@ -1,13 +1,17 @@
 import { Testing } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/imagecache/model.js';
-import { PullDaemonSet } from '../../src/synth/pull-daemonset.js';
+import { PullDaemonSet, type PullDaemonSetProps } from '../../src/synth/pull-daemonset.js';
 import { only, poolOf } from '../helpers.js';
 import { STARTUP_PATH } from '../../src/contract/names.js';
 
-function synth(pool: Pool, withSidecar = false) {
+function synth(pool: Pool, withSidecar = false, extra: Partial<PullDaemonSetProps> = {}) {
   const chart = Testing.chart();
-  new PullDaemonSet(chart, 'pool', { pool, ...(withSidecar ? { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } } : {}) });
+  new PullDaemonSet(chart, 'pool', {
+    pool,
+    ...(withSidecar ? { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } } : {}),
+    ...extra,
+  });
   return only(Testing.synth(chart), 'DaemonSet');
 }
 
@@ -20,7 +24,6 @@ const custom = poolOf(
     '    nodeSelector: {node.kubernetes.io/instance-type: g5.2xlarge}',
     '    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, {key: spot, operator: Equal, value: "true", effect: NoExecute, tolerationSeconds: 30}]',
     '  imagePullSecrets: [{name: ngc}, {name: mirror}]',
-    '  helperImage: ghcr.io/me/busybox:1.36',
     '  priorityClassName: warm-images',
     '  rollout: {maxUnavailable: 3}',
     '  gate: {taintKey: example.com/cold, deadline: 15m}',
@@ -35,7 +38,7 @@ describe('PullDaemonSet', () => {
   });
 
   it('custom', () => {
-    expect(synth(custom, true)).toMatchSnapshot();
+    expect(synth(custom, true, { helperImage: 'ghcr.io/me/busybox:1.36' })).toMatchSnapshot();
   });
 
   it('runs one sleeping container per image, each with the copied static busybox', () => {
@@ -162,9 +165,11 @@ describe('PullDaemonSet', () => {
     );
   });
 
-  it('prepares refreshing pools: shared PID namespace, Always for tags, container names, mounted pull secrets', () => {
+  it('prepares refreshing pools: Always for tags, pull secrets mounted into the sidecar alone, no shared PID namespace', () => {
     const spec = synth(custom, true).spec.template.spec;
-    expect(spec.shareProcessNamespace).toBe(true);
+    // An image container that shared the sidecar's PID namespace and uid could read its token and
+    // secrets through /proc: refresh sets images through the API instead (src/reconciler/refresh.ts).
+    expect(spec.shareProcessNamespace).toBeUndefined();
     const images = spec.containers;
     expect(
       images.map((c: { image: string; imagePullPolicy: string }) => [c.image.includes('@') ? 'digest' : 'tag', c.imagePullPolicy]),
@@ -172,7 +177,10 @@ describe('PullDaemonSet', () => {
       ['digest', 'IfNotPresent'],
       ['tag', 'Always'],
     ]);
-    for (const c of images) expect(c.env).toEqual([{ name: 'PREWARM_IMAGE_CONTAINER', value: c.name }]);
+    for (const c of images) {
+      expect(c.env).toBeUndefined();
+      expect(c.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toEqual(['/prewarm']);
+    }
     const sidecar = spec.initContainers[0];
     expect(sidecar.name).toBe('prewarm-reconciler');
     expect(sidecar.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toEqual([
@@ -188,6 +196,17 @@ describe('PullDaemonSet', () => {
       ['mirror', true],
       ['ngc', true],
     ]);
+  });
+
+  it('mounts no pull secret and refreshes nothing where every image is a digest, refresh on or not', () => {
+    const digests = poolOf(
+      `  cacheSpec:\n  - images: ["redis@sha256:${'a'.repeat(64)}"]\n  imagePullSecrets: [{name: ngc}]\n  refresh: {interval: 6h}\n`,
+    );
+    const spec = synth(digests, true).spec.template.spec;
+    expect(spec.volumes.filter((v: { secret?: unknown }) => v.secret !== undefined)).toEqual([]);
+    const sidecar = spec.initContainers[0];
+    expect(sidecar.env).toContainEqual({ name: 'PREWARM_REFRESH_SECONDS', value: '0' });
+    expect(spec.imagePullSecrets).toEqual([{ name: 'ngc' }]);
   });
 
   it('leaves pools that do not refresh on IfNotPresent, with no shared PID namespace', () => {

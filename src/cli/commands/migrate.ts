@@ -47,6 +47,7 @@ export function migrateCommand(io: Io) {
       if (args.fromCluster === true) {
         if (paths.length > 0) throw new UsageError('give either paths or --from-cluster, not both');
         io.stdout(await fromCluster(args.context, durationMs(args.requestTimeout)));
+        io.stderr(HELPER_NOTE);
         return;
       }
       if (paths.length === 0) throw new UsageError('name kube-fledged spec files or folders, or use --from-cluster');
@@ -77,7 +78,16 @@ async function fromFiles(paths: readonly string[], write: boolean, io: Io): Prom
     io.stdout(changes.map((c) => c.text.replace(/\n*$/, '\n')).join('---\n'));
     io.stderr(`converted ${count} ImageCaches\n`);
   }
+  io.stderr(HELPER_NOTE);
 }
+
+/**
+ * kube-fledged's busybox image is its controller's setting, so no spec carries it over; prewarm's
+ * counterpart is the synth invocation's, and a spec that names one is refused.
+ */
+const HELPER_NOTE =
+  "note: kube-fledged's busybox image (its controller's BUSYBOX_IMAGE) is not part of a spec; prewarm's is set where synth runs, " +
+  "with prewarm synth --helper-image (or the Argo CD plugin's PREWARM_PLUGIN_HELPER_IMAGE), never in a spec\n";
 
 function convert(file: EditableFile): MigratedText {
   try {

@@ -11,6 +11,7 @@ import { synthYaml, type SynthOptions } from '../../synth/app.js';
 import { ownedNamespaceError } from '../../synth/charts.js';
 import { SLEEPER_ARCHITECTURES, type SleeperArch } from '../../contract/names.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
+import { DEFAULT_HELPER_IMAGE } from '../../synth/pull-daemonset.js';
 import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { invalidInput } from '../specs.js';
@@ -24,6 +25,7 @@ export interface SynthOptionArgs {
   readonly podMonitor?: boolean | undefined;
   readonly allowGateKey?: readonly string[] | undefined;
   readonly nodeArch?: SleeperArch | undefined;
+  readonly helperImage: string;
 }
 
 /** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
@@ -69,12 +71,20 @@ export function synthOptions<T>(y: Argv<T>) {
       describe:
         'The architecture of every node in the cluster: pull pods then run a static sleep from a ConfigMap and need no helper init container (pools whose nodeSelector names kubernetes.io/arch do anyway)',
     })
+    .option('helper-image', {
+      type: 'string',
+      default: DEFAULT_HELPER_IMAGE,
+      describe:
+        'Image with a static /bin/busybox that pools without the sleeper copy into their pods; every image container runs it, so only the invocation chooses it (pin a digest)',
+    })
     .check((argv) => {
       if (argv['pod-monitor'] === true && !argv.reconciler)
         throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
       return true;
     });
-  return checkOptions(options, { 'reconciler-image': isImage, 'allow-gate-key': isGateKeyAllowance }, ['allow-gate-key']);
+  return checkOptions(options, { 'reconciler-image': isImage, 'helper-image': isImage, 'allow-gate-key': isGateKeyAllowance }, [
+    'allow-gate-key',
+  ]);
 }
 
 /** The library options for parsed {@link synthOptions}; warnings go to stderr. */
@@ -86,6 +96,7 @@ export function toSynthOptions(args: SynthOptionArgs, io: Io): SynthOptions {
     ...(args.podMonitor === true ? { podMonitor: true } : {}),
     ...(allowed.length === 0 ? {} : { allowedGateKeys: allowed }),
     ...(args.nodeArch === undefined ? {} : { nodeArch: args.nodeArch }),
+    helperImage: args.helperImage,
     onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
   };
 }

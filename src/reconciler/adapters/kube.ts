@@ -7,7 +7,7 @@ import { EVENTS_NAMESPACE, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js
 import { poolMembersQuery } from '../../contract/roles.js';
 import type { ReconcilerConfig } from '../../contract/sidecar-env.js';
 import type { KNode, KPod } from '../kube-types.js';
-import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource } from '../ports.js';
+import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource, Restarter } from '../ports.js';
 import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../reasons.js';
 import type { Endpoint, KubeHttp } from '../../http/client.js';
 
@@ -139,6 +139,27 @@ export class KubePoolPodSource implements PoolPodSource {
       `/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`,
       (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: projectPod(o.object) }),
       signal,
+    );
+  }
+}
+
+/**
+ * Restarts an image container of our own pod by setting its image (`tag@digest`) with a
+ * strategic-merge PATCH, which merges `containers` by name; the admission policy of
+ * src/synth/access.ts admits nothing else.
+ */
+export class KubePodImages implements Restarter {
+  constructor(
+    private readonly http: KubeHttp,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
+  async restart(container: string, image: string): Promise<void> {
+    await this.http.json(
+      'PATCH',
+      `/api/v1/namespaces/${enc(this.namespace)}/pods/${enc(this.name)}`,
+      { spec: { containers: [{ name: container, image }] } },
+      'application/strategic-merge-patch+json',
     );
   }
 }

@@ -3,8 +3,10 @@
  * Security admission on): synth's own output for an owned namespace holding an early-pull pool is
  * applied (the Namespace with enforce privileged, the policy and its binding, the ServiceAccounts),
  * then pods are created with dry-run. The pullers and the holder, taken from the synthesized
- * DaemonSets' templates, are admitted; host-network pods of any other shape, and pods that
- * restricted refuses, are refused by the policy with its message.
+ * DaemonSets' templates, are admitted; host-network pods of any other shape (another helper
+ * image, a command, hook or probe of their own, a sleep not from prewarm's mount), and pods that
+ * restricted refuses, are refused by the policy with its message. A ConfigMap named like the
+ * sleeper's but holding anything else is refused too.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -15,6 +17,7 @@ import { isHolder, isPuller } from '../../../src/contract/roles.js';
 import { buildBundle } from '../../../src/imagecache/bundle.js';
 import { parseFiles } from '../../../src/imagecache/parse.js';
 import { synthYaml } from '../../../src/synth/app.js';
+import { DEFAULT_HELPER_IMAGE } from '../../../src/synth/pull-daemonset.js';
 import { waitFor } from '../../../harness/time.js';
 import { adminEndpoint, apply } from '../reconciler/cluster.js';
 
@@ -77,12 +80,15 @@ beforeAll(async () => {
     (o) =>
       (o.kind === 'Namespace' && o.metadata.name === NS) ||
       o.metadata.name === ACCESS_NAMES.earlyPullPolicy ||
+      o.metadata.name === ACCESS_NAMES.sleeperPolicy ||
       (o.kind === 'ServiceAccount' && o.metadata.namespace === NS),
   );
   expect(applied.map((o) => o.kind).sort()).toEqual([
     'Namespace',
     'ServiceAccount',
     'ValidatingAdmissionPolicy',
+    'ValidatingAdmissionPolicy',
+    'ValidatingAdmissionPolicyBinding',
     'ValidatingAdmissionPolicyBinding',
   ]);
   for (const o of applied) await apply(admin, o);
@@ -194,6 +200,36 @@ describe('early-pull admission on a real apiserver', () => {
       (p: Manifest) => (p.spec.containers[0].securityContext.capabilities.add = ['NET_BIND_SERVICE']),
       'which add no capabilities',
     ],
+    [
+      'whose helper image is not the invocation’s',
+      (p: Manifest) => (p.spec.initContainers[0].image = 'ghcr.io/attacker/busybox:1'),
+      `whose containers run only prewarm's sleep (from /prewarm) or copy it from the helper image ${DEFAULT_HELPER_IMAGE}`,
+    ],
+    [
+      'whose image container runs its own command',
+      (p: Manifest) => (p.spec.containers[0].command = ['/bin/sh', '-c', 'wget -qO- http://169.254.169.254/']),
+      "whose containers run only prewarm's sleep",
+    ],
+    [
+      'whose image container adds arguments to the sleep',
+      (p: Manifest) => (p.spec.containers[0].args = ['60']),
+      "whose containers run only prewarm's sleep",
+    ],
+    [
+      'whose image container runs the sleep from its own image (no mount at /prewarm)',
+      (p: Manifest) => (p.spec.containers[0].volumeMounts = []),
+      "whose containers run only prewarm's sleep",
+    ],
+    [
+      'with an exec hook',
+      (p: Manifest) => (p.spec.containers[0].lifecycle = { postStart: { exec: { command: ['/bin/sh', '-c', 'id'] } } }),
+      'with no arguments, hooks or probes',
+    ],
+    [
+      'with an exec probe',
+      (p: Manifest) => (p.spec.containers[0].livenessProbe = { exec: { command: ['/bin/sh', '-c', 'id'] } }),
+      'with no arguments, hooks or probes',
+    ],
     ['in the host PID namespace', (p: Manifest) => (p.spec.hostPID = true), "pods here may not use the node's PID or IPC namespace"],
     [
       'privileged',
@@ -239,6 +275,28 @@ describe('early-pull admission on a real apiserver', () => {
     expect(r.code).toBe(403);
     expect(r.message).toContain(POLICY);
     expect(r.message).toContain(message);
+  });
+
+  it('admits the sleeper ConfigMap synth renders and refuses any other under its name prefix', async () => {
+    const sleeper = sleeperOutput.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('prewarm-sleeper-'));
+    expect(sleeper).toBeDefined();
+    const createMap = async (map: Manifest): Promise<{ code: number; message: string }> => {
+      try {
+        await admin.json('POST', `/api/v1/namespaces/${NS}/configmaps?dryRun=All`, map);
+        return { code: 201, message: '' };
+      } catch (e) {
+        if (e instanceof ApiError && e.code !== 0) return { code: e.code, message: e.message };
+        throw e;
+      }
+    };
+    expect(await createMap(sleeper)).toEqual({ code: 201, message: '' });
+    const forged = structuredClone(sleeper);
+    forged.binaryData.amd64 = Buffer.from('#!/bin/sh\nid\n').toString('base64');
+    const r = await createMap(forged);
+    expect(r.code).toBe(403);
+    expect(r.message).toContain(`ValidatingAdmissionPolicy '${ACCESS_NAMES.sleeperPolicy}'`);
+    const renamed = { ...structuredClone(sleeper), metadata: { name: 'prewarm-sleeper-other', namespace: NS } };
+    expect((await createMap(renamed)).code).toBe(403);
   });
 
   it('admits a restricted pod off the host network that is not prewarm’s, as restricted would', async () => {
