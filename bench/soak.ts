@@ -329,9 +329,10 @@ function report(
   run: { restarts: number; floods: number; probesOk: number; probesTried: number; stderrTail: string },
 ): number {
   const end = samples.at(-1)?.at ?? t0;
-  // The second tenth (warm-up and start-up settled) against the last; request rates over the
-  // second to fourth tenths against the last three, each holding floods alike.
-  const first = samples.filter((x) => x.at >= t0 + windowMs && x.at < t0 + 2 * windowMs).map((x) => x.s);
+  // The first tenth after the node is warm against the last; request rates over three tenths
+  // each, which hold floods alike.
+  const s0 = samples[0]?.at ?? t0;
+  const first = samples.filter((x) => x.at >= s0 && x.at < s0 + windowMs).map((x) => x.s);
   const last = samples.filter((x) => x.at >= end - windowMs).map((x) => x.s);
   const med = (xs: readonly Sample[], f: (s: Sample) => number): number => median(xs.map(f));
   const rate = (from: number, to: number, f: (r: { api: number; registry: number }) => number): number => {
@@ -340,9 +341,9 @@ function report(
     if (!a || !b || b.at <= a.at) return 0;
     return (f(b) - f(a)) / ((b.at - a.at) * simHoursPerMs);
   };
-  const apiFirst = rate(t0 + windowMs, t0 + 4 * windowMs, (r) => r.api);
+  const apiFirst = rate(s0, s0 + 3 * windowMs, (r) => r.api);
   const apiLast = rate(end - 3 * windowMs, end, (r) => r.api);
-  const regFirst = rate(t0 + windowMs, t0 + 4 * windowMs, (r) => r.registry);
+  const regFirst = rate(s0, s0 + 3 * windowMs, (r) => r.registry);
   const regLast = rate(end - 3 * windowMs, end, (r) => r.registry);
   const simDays = ((end - t0) * simHoursPerMs) / 24;
   out(`soak: ${((end - t0) / 60_000).toFixed(1)} min wall, ${simDays.toFixed(1)} simulated days (scale ${scale}, seed ${seed})`);

@@ -373,7 +373,7 @@ export class Controller {
 
   /**
    * Why `p` cannot be our own pod, or undefined when it can: its name, namespace and node must be
-   * ours, and it must hold our sidecar container beside at least one other. A proxy or apiserver
+   * ours, and it must have containers (a pod without any is refused by the apiserver). A proxy or apiserver
    * that answers with an empty or foreign object would otherwise have the pool judged from no
    * images at all, which reads as warm.
    */
@@ -382,9 +382,7 @@ export class Controller {
     const mine = this.config;
     if (md.name !== mine.podName || md.namespace !== mine.podNamespace) return `a pod that is not ours (${md.namespace}/${md.name})`;
     if (p.spec?.nodeName !== mine.nodeName) return `our pod on another node (${p.spec?.nodeName ?? 'none'})`;
-    const containers = [...(p.spec.initContainers ?? []), ...(p.spec.containers ?? [])];
-    if (!containers.some((c) => c.name === this.opts.sidecarName)) return 'our pod without its sidecar container';
-    if (containers.length < 2) return 'our pod without image containers';
+    if ((p.spec.containers ?? []).length === 0) return 'our pod without containers';
     return undefined;
   }
 
