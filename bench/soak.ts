@@ -316,6 +316,18 @@ async function main(): Promise<number> {
     await api.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+  // Which requests the last three tenths made, by method and path without the query.
+  const tail = api.requests.slice(requestsAt.find((r) => r.at >= Date.now() - 3 * windowMs)?.api ?? 0);
+  const kinds = new Map<string, number>();
+  for (const r of tail)
+    kinds.set(`${r.method} ${r.path.split('?')[0] ?? ''}`, (kinds.get(`${r.method} ${r.path.split('?')[0] ?? ''}`) ?? 0) + 1);
+  out(
+    `soak-requests-last-three-tenths: ${[...kinds]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  );
   return report(out, samples, requestsAt, windowMs, t0, { restarts, floods, probesOk, probesTried, stderrTail });
 }
 
