@@ -103,11 +103,12 @@ export class FakeApiserver {
   private onWatch: (() => void)[] = [];
   private server: http.Server | undefined;
 
-  private readonly token: string | undefined;
+  /** Bearer tokens a request may carry; undefined: any request is let in. */
+  private tokens: ReadonlySet<string> | undefined;
 
   /** `options.token`: the bearer token every request must carry (none: any request is let in). */
   constructor(pod: KPod, node: KNode, options: { readonly token?: string } = {}) {
-    this.token = options.token;
+    this.tokens = options.token === undefined ? undefined : new Set([options.token]);
     this.primary = key(pod);
     this.setPod(pod);
     this.node = this.bump(node);
@@ -186,6 +187,16 @@ export class FakeApiserver {
     return new Promise((resolve) => this.onWatch.push(resolve));
   }
 
+  /** The bearer tokens accepted from now on, as while a projected token rotates (old and new, then new). */
+  acceptTokens(tokens: readonly string[]): void {
+    this.tokens = new Set(tokens);
+  }
+
+  /** Ends every open watch as the apiserver's timeout does: the stream just ends. */
+  endWatches(): void {
+    for (const w of this.watchers) w.res.end();
+  }
+
   /** Ends every open watch with a 410 Expired ERROR event, and forgets the history, as after etcd compaction. */
   expireWatches(): void {
     this.history.length = 0;
@@ -224,7 +235,8 @@ export class FakeApiserver {
     };
     const status = (code: number, reason: string, message: string): void =>
       send(code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message });
-    if (this.token !== undefined && req.headers.authorization !== `Bearer ${this.token}`) {
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    if (this.tokens !== undefined && (bearer === undefined || !this.tokens.has(bearer))) {
       return status(401, 'Unauthorized', 'Unauthorized');
     }
     if (this.failNext > 0) {

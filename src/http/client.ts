@@ -156,6 +156,23 @@ function statusError(method: string, path: string, r: HttpResponse): ApiError {
 const MAX_WATCH_LINE = DEFAULT_MAX_BODY;
 
 /**
+ * The most JSON objects and arrays one watch event may hold. Parsing builds every one of them at
+ * once, so a line of small ones costs far more heap than its length suggests; a pod with hundreds
+ * of containers and its managedFields holds a few tens of thousands.
+ */
+export const MAX_WATCH_NESTS = 100_000;
+
+/** Whether `line` opens more than `max` objects and arrays (brackets inside strings count too). */
+function tooManyNests(line: string, max: number): boolean {
+  let n = 0;
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if ((c === 0x7b || c === 0x5b) && ++n > max) return true;
+  }
+  return false;
+}
+
+/**
  * The apiserver client: JSON requests, each with a total deadline and a size cap, and a
  * line-delimited watch stream, long-lived by design, bounded instead by its idle time and the size
  * of each event.
@@ -263,6 +280,12 @@ export class KubeHttp {
               const line = buf.slice(0, nl).trim();
               buf = buf.slice(nl + 1);
               if (!line) continue;
+              if (tooManyNests(line, MAX_WATCH_NESTS)) {
+                failed = true;
+                req.destroy();
+                reject(new ApiError(0, `watch: an event of over ${MAX_WATCH_NESTS} objects and arrays`));
+                return;
+              }
               let ev: { type: string; object: { code?: number; message?: string; reason?: string } };
               try {
                 ev = JSON.parse(line) as typeof ev;

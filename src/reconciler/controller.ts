@@ -27,7 +27,7 @@ import {
   type Restarter,
 } from './ports.js';
 import { ApiError } from '../http/api-error.js';
-import type { EventIntent } from './reasons.js';
+import { type EventIntent, type IgnoredReason, WatchName, WatchRestart } from './reasons.js';
 import { Refresher } from './refresh.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 
@@ -64,6 +64,15 @@ export interface ControllerOptions {
   /** @default 60000 */
   readonly backoffMaxMs?: number;
 }
+
+/**
+ * A watch that ends sooner than this after it opened is restarted only after a backoff: client-go's
+ * "very short watch" (ms).
+ */
+export const SHORT_WATCH_MS = 1000;
+
+/** The most pool pods of this node kept as peers: the holder's burst and early pullers. */
+export const MAX_PEERS = 256;
 
 /** How long cleanup on SIGTERM keeps retrying (ms). */
 export const CLEANUP_BUDGET_MS = 15_000;
@@ -332,18 +341,25 @@ export class Controller {
 
   /**
    * GET our pod, then watch it from that resourceVersion; every event is only a reason to
-   * reconcile again.
+   * reconcile again. What arrives must still be our pod ({@link ownPodProblem}): anything else is
+   * ignored rather than allowed to replace the pod every decision is made from.
    */
   private watchPod(signal: AbortSignal): Promise<void> {
     const { pods, clock } = this.deps;
+    const ignored = this.ignoredCounter(WatchName.Pod);
     return this.watchLoop(
-      'pod',
+      WatchName.Pod,
       async () => {
-        this.pod = await pods.get();
+        const got = await pods.get();
+        const problem = this.ownPodProblem(got);
+        if (problem !== undefined) throw new ApiError(0, `GET of our pod answered ${problem}`, 'Invalid');
+        this.pod = got;
         return this.pod.metadata.resourceVersion ?? '0';
       },
       (rv, onEvent) => pods.watch(rv, onEvent, signal),
       (e) => {
+        const problem = this.ownPodProblem(e.pod);
+        if (problem !== undefined) return void ignored('invalid', problem);
         if (e.type !== 'DELETED') this.pod = e.pod;
         else
           this.pod = {
@@ -356,15 +372,39 @@ export class Controller {
   }
 
   /**
+   * Why `p` cannot be our own pod, or undefined when it can: its name, namespace and node must be
+   * ours, and it must have containers (a pod without any is refused by the apiserver). A proxy or apiserver
+   * that answers with an empty or foreign object would otherwise have the pool judged from no
+   * images at all, which reads as warm.
+   */
+  private ownPodProblem(p: KPod): string | undefined {
+    const md = p.metadata;
+    const mine = this.config;
+    if (md.name !== mine.podName || md.namespace !== mine.podNamespace) return `a pod that is not ours (${md.namespace}/${md.name})`;
+    if (p.spec?.nodeName !== mine.nodeName) return `our pod on another node (${p.spec?.nodeName ?? 'none'})`;
+    if ((p.spec.containers ?? []).length === 0) return 'our pod without containers';
+    return undefined;
+  }
+
+  /**
    * List the pool's pods on this node, then watch them: the burst pullers, whose started
-   * containers count as present images. Our own pod comes through {@link watchPod} alone.
+   * containers count as present images. Our own pod comes through {@link watchPod} alone. Pods of
+   * other nodes are ignored (the field selector already excludes them; a broken proxy might not),
+   * and so are pods beyond {@link MAX_PEERS}.
    */
   private watchPeers(signal: AbortSignal): Promise<void> {
     const source = this.deps.poolPods;
     if (source === undefined) return Promise.resolve();
-    const mine = (p: KPod): boolean => p.metadata.name === this.config.podName;
+    const ignored = this.ignoredCounter(WatchName.PoolPods);
+    /** Whether `p` may be kept as a peer; counts and reports why not. */
+    const admit = (p: KPod): boolean => {
+      if (p.metadata.name === this.config.podName) return false;
+      if (p.spec?.nodeName !== this.config.nodeName)
+        return ignored('other-node', `pod ${p.metadata.name ?? ''} of node ${p.spec?.nodeName ?? 'none'}`);
+      return true;
+    };
     return this.watchLoop(
-      'pool pods',
+      WatchName.PoolPods,
       async () => {
         const listed = await source.list().catch((e: unknown) => {
           // A failed first list must not hold the loop: it goes on from our pod alone, as before.
@@ -374,61 +414,103 @@ export class Controller {
           }
           throw e;
         });
-        this.peers = new Map(listed.pods.filter((p) => !mine(p)).map((p) => [p.metadata.name ?? '', p]));
+        const kept = listed.pods.filter(admit);
+        if (kept.length > MAX_PEERS) ignored('over-cap', `${kept.length} pods listed`);
+        this.peers = new Map(kept.slice(0, MAX_PEERS).map((p) => [p.metadata.name ?? '', p]));
         this.peersListed = true; // the loop kicks once we return
         return listed.resourceVersion;
       },
       (rv, onEvent) => source.watch(rv, onEvent, signal),
       (e) => {
-        if (mine(e.pod)) return;
-        if (e.type === 'DELETED') this.peers.delete(e.pod.metadata.name ?? '');
-        else this.peers.set(e.pod.metadata.name ?? '', e.pod);
+        const name = e.pod.metadata.name ?? '';
+        if (e.type === 'DELETED') return void this.peers.delete(name);
+        if (!admit(e.pod)) return void this.peers.delete(name);
+        if (!this.peers.has(name) && this.peers.size >= MAX_PEERS) return void ignored('over-cap', `pod ${name}`);
+        this.peers.set(name, e.pod);
       },
       signal,
     );
   }
 
   /**
+   * Counts an object a watch ignored, and logs the first of each reason; returns false, so a
+   * filter can return it.
+   */
+  private ignoredCounter(watch: WatchName): (reason: IgnoredReason, detail: string) => false {
+    const logged = new Set<IgnoredReason>();
+    return (reason, detail) => {
+      this.deps.metrics.watchIgnored.inc({ pool: this.config.poolId, watch, reason });
+      if (!logged.has(reason)) {
+        logged.add(reason);
+        this.deps.log.warn(`${watch} watch: ignored what the apiserver sent (logged once per reason)`, { reason, detail });
+      }
+      return false;
+    };
+  }
+
+  /**
    * Lists (`relist`), then watches from the version the list returned; each event is applied and
-   * kicks a reconcile. The stream is restarted with backoff on error and re-listed when the server
-   * says the version expired (410).
+   * kicks a reconcile. A watch that ends after running a while is opened again at once, and one
+   * that expired (410) after a while is listed again at once. Everything else waits with backoff
+   * before the next try, as client-go's reflector does: a failure, and a watch that ended or
+   * expired within {@link SHORT_WATCH_MS} of opening, since a server that ends every watch at once
+   * would otherwise be asked again in a tight loop. Each restart is counted by cause; a run of
+   * delayed restarts is logged once when it begins and once when it ends.
    */
   private async watchLoop(
-    what: string,
+    what: WatchName,
     relist: () => Promise<string>,
     watch: (rv: string, onEvent: (e: PodWatchEvent) => void) => Promise<void>,
     apply: (e: PodWatchEvent) => void,
     signal: AbortSignal,
   ): Promise<void> {
-    const { clock, log } = this.deps;
+    const { clock, log, metrics } = this.deps;
     const backoff = new Backoff(this.opts.backoffInitialMs ?? 1000, this.opts.backoffMaxMs ?? 60_000, () => clock.random());
     let rv: string | undefined;
+    /** Delayed restarts in a row: the current episode, 0 when healthy. */
+    let troubled = 0;
     while (!signal.aborted) {
+      let opened: number | undefined;
+      let cause: WatchRestart;
+      let err: unknown;
       try {
         if (rv === undefined) {
           rv = await relist();
           this.kick.kick();
         }
-        let seen = false;
+        opened = clock.now();
         await watch(rv, (e) => {
           rv = e.pod.metadata.resourceVersion ?? rv;
           if (e.type === 'BOOKMARK') return;
-          seen = true;
           apply(e);
           this.kick.kick();
         });
-        if (seen) backoff.reset();
+        cause = WatchRestart.Ended;
       } catch (e) {
         if (signal.aborted) return;
+        err = e;
         if (e instanceof ApiError && e.code === 410) {
           rv = undefined;
-          continue;
+          cause = WatchRestart.Expired;
+        } else {
+          this.apiError('watch', e);
+          cause = WatchRestart.Error;
         }
-        this.apiError('watch', e);
-        const wait = backoff.next();
-        log.warn(`${what} watch failed; retrying`, { err: e, retryInMs: wait });
-        await clock.sleep(wait, signal);
       }
+      if (signal.aborted) return;
+      const ranLong = opened !== undefined && clock.now() - opened >= SHORT_WATCH_MS;
+      if (cause !== WatchRestart.Error && !ranLong) cause = WatchRestart.Short;
+      metrics.watchRestarts.inc({ pool: this.config.poolId, watch: what, cause });
+      if (ranLong) {
+        backoff.reset();
+        if (troubled > 0) log.info(`${what} watch healthy again`, { delayedRestarts: troubled });
+        troubled = 0;
+        if (cause !== WatchRestart.Error) continue;
+      }
+      const wait = backoff.next();
+      if (troubled++ === 0)
+        log.warn(`${what} watch restarting with backoff (logged once until it recovers)`, { cause, err, retryInMs: wait });
+      await clock.sleep(wait, signal);
     }
   }
 

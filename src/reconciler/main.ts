@@ -9,7 +9,9 @@
  * - PREWARM_POOLS_PATH: pools.json elsewhere than POOLS_MOUNT_PATH;
  * - PREWARM_PULL_SECRETS_DIR: pull secrets elsewhere than PULL_SECRETS_MOUNT_PATH;
  * - PREWARM_PLAIN_HTTP_REGISTRIES: comma-separated registry hosts spoken to over plain HTTP;
- * - PREWARM_TERMINATION_LOG: the termination message file elsewhere than /dev/termination-log.
+ * - PREWARM_TERMINATION_LOG: the termination message file elsewhere than /dev/termination-log;
+ * - PREWARM_TIME_SCALE: the sidecar's clock runs this many times faster than the wall clock
+ *   (bench/soak.ts); a value that is not a whole number from 1 to 100000 is ignored.
  *
  * Bad input (environment, pools.json, endpoint) ends the process at once with exit code 2 and one
  * line naming the problem (src/reconciler/startup.ts); anything else unexpected, with 1.
@@ -22,7 +24,7 @@ import { collectAfterGrowth } from './adapters/heap.js';
 import { jsonLogger } from './adapters/log.js';
 import { OciRegistry } from '../oci/client.js';
 import { loadKeyring } from '../oci/keyring.js';
-import { serveMetrics, systemClock } from './adapters/system.js';
+import { scaledClock, serveMetrics, systemClock } from './adapters/system.js';
 import { Metrics } from './metrics.js';
 import { EXIT_BAD_CONFIG, loadStartup, oneLine, reportStartupFailure, StartupError, TERMINATION_LOG } from './startup.js';
 
@@ -37,6 +39,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
     return EXIT_BAD_CONFIG;
   }
   const { config, pools } = startup;
+  const scale = Number(env.PREWARM_TIME_SCALE ?? '1');
+  const clock = Number.isInteger(scale) && scale > 1 && scale <= 100_000 ? scaledClock(scale) : systemClock;
   const log = jsonLogger({ component: 'prewarm-reconciler', pool: config.poolId, node: config.nodeName, pod: config.podName });
   const kube = new KubeHttp(startup.endpoint);
   const metrics = new Metrics();
@@ -53,8 +57,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
       pods: new KubePodSource(kube, config.podNamespace, config.podName),
       poolPods: new KubePoolPodSource(kube, config.podNamespace, config.poolId, config.nodeName),
       nodes: new KubeNodePort(kube, config.nodeName),
-      events: new KubeEventSink(kube, config, () => systemClock.now()),
-      clock: systemClock,
+      events: new KubeEventSink(kube, config, () => clock.now()),
+      clock,
       log,
       metrics,
       ...(registry ? { registry, restarter: new KubePodImages(kube, config.podNamespace, config.podName) } : {}),

@@ -113,6 +113,16 @@ export class Metrics {
   readonly gateOpened = new Scalar(Metric.gateOpened, 'Gating taints removed by this sidecar, by outcome (ready, forced).', 'counter');
   readonly refreshChecks = new Scalar(Metric.refreshChecks, 'Registry digest checks of tagged images, by outcome.', 'counter');
   readonly apiErrors = new Scalar(Metric.apiErrors, 'Failed calls to the apiserver, by operation.', 'counter');
+  readonly watchRestarts = new Scalar(
+    Metric.watchRestarts,
+    'Watches opened again, by watch and cause (ended, expired, short: ended at once, backed off; error).',
+    'counter',
+  );
+  readonly watchIgnored = new Scalar(
+    Metric.watchIgnored,
+    'Objects a watch or list answered that the sidecar ignored, by watch and reason (invalid, other-node, over-cap).',
+    'counter',
+  );
 
   /** Text exposition of every family, in a fixed order. */
   render(): string {
@@ -128,6 +138,8 @@ export class Metrics {
       this.gateOpened,
       this.refreshChecks,
       this.apiErrors,
+      this.watchRestarts,
+      this.watchIgnored,
     ])
       m.render(out);
     return `${out.join('\n')}\n`;

@@ -21,6 +21,8 @@ export const Metric = {
   gateOpened: 'prewarm_gate_opened_total',
   refreshChecks: 'prewarm_refresh_checks_total',
   apiErrors: 'prewarm_api_errors_total',
+  watchRestarts: 'prewarm_watch_restarts_total',
+  watchIgnored: 'prewarm_watch_ignored_total',
 } as const;
 
 /** Buckets of {@link Metric.timeToWarm}, in seconds: from a cached layer to a 10 GB pull. */
@@ -40,3 +42,25 @@ export const RefreshOutcome = {
 } as const;
 /** One of {@link RefreshOutcome}. */
 export type RefreshOutcome = (typeof RefreshOutcome)[keyof typeof RefreshOutcome];
+
+/** The sidecar's two watches, as the `watch` label of the watch counters names them. */
+export const WatchName = { Pod: 'pod', PoolPods: 'pool-pods' } as const;
+/** One of {@link WatchName}. */
+export type WatchName = (typeof WatchName)[keyof typeof WatchName];
+
+/** Why a watch was opened again: the `cause` label of `watchRestarts`. */
+export const WatchRestart = {
+  /** The server ended the stream after it ran a while (its timeout): opened again at once. */
+  Ended: 'ended',
+  /** 410 after it ran a while: listed again at once. */
+  Expired: 'expired',
+  /** Ended or expired right after it opened: opened again after a backoff. */
+  Short: 'short',
+  /** A transport or HTTP error: opened again after a backoff. */
+  Error: 'error',
+} as const;
+/** One of {@link WatchRestart}. */
+export type WatchRestart = (typeof WatchRestart)[keyof typeof WatchRestart];
+
+/** Why a watch's object was not used: the `reason` label of `watchIgnored`. */
+export type IgnoredReason = 'invalid' | 'other-node' | 'over-cap';

@@ -18,6 +18,7 @@ import { addCheck, diagnosticsOf } from './validation.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
 import type { SleeperArch } from '../contract/names.js';
+import type { ReconcilerNetworkPolicyProps } from './network-policy.js';
 
 /** Options of a synth run. */
 export interface SynthOptions {
@@ -39,6 +40,14 @@ export interface SynthOptions {
    * @default false
    */
   readonly podMonitor?: boolean;
+  /**
+   * Emit a NetworkPolicy (`networking.k8s.io/v1`) per namespace that admits to the sidecars'
+   * metrics and startup-probe port only the node (the kubelet's probes) and the scraper named
+   * here. Needs `reconciler`, and a network plugin that enforces NetworkPolicy
+   * (docs/operations.md).
+   * @default - none
+   */
+  readonly networkPolicy?: ReconcilerNetworkPolicyProps;
   /**
    * Gate taint keys a spec may choose beyond those under `prewarm.dev/`: exact keys, or prefixes
    * ending in `/`. A gate key is a taint the sidecars remove and a spec is untrusted, so only the
@@ -76,6 +85,8 @@ export interface SynthOptions {
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   if (options.podMonitor === true && options.reconciler === undefined)
     throw new Error('podMonitor needs a reconciler: without the sidecar there are no metrics');
+  if (options.networkPolicy !== undefined && options.reconciler === undefined)
+    throw new Error('networkPolicy needs a reconciler: without the sidecar there is no port to guard');
   const allowed = options.allowedGateKeys ?? [];
   for (const allowance of allowed) {
     const invalid = gateKeyAllowanceError(allowance);
@@ -101,6 +112,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
         allPools: bundle.pools,
         ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
         podMonitor: options.podMonitor === true,
+        ...(options.networkPolicy === undefined ? {} : { networkPolicy: options.networkPolicy }),
         ...(options.nodeArch === undefined ? {} : { nodeArch: options.nodeArch }),
         ...(bundle.imageBytes === undefined ? {} : { imageBytes: bundle.imageBytes }),
         helperImage,

@@ -26,6 +26,7 @@ import { DEFAULT_HELPER_IMAGE, deadlineSecondsOf, PullDaemonSet, refreshes, type
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
+import { ReconcilerNetworkPolicy, type ReconcilerNetworkPolicyProps } from './network-policy.js';
 import { sleeperArchOf, sleeperConfigMap } from './sleeper.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
@@ -77,6 +78,12 @@ export interface NamespaceChartProps {
    */
   readonly podMonitor?: boolean;
   /**
+   * Emit a NetworkPolicy that admits only these to the sidecars' metrics port; only with a
+   * reconciler.
+   * @default - none
+   */
+  readonly networkPolicy?: ReconcilerNetworkPolicyProps;
+  /**
    * The architecture of every node of the cluster, as the synth invocation states it (see
    * `SynthOptions.nodeArch`).
    * @default - only pools that select on `kubernetes.io/arch` run the sleeper
@@ -106,6 +113,8 @@ export class NamespaceChart extends Chart {
       });
     }
     if (props.reconciler !== undefined && props.podMonitor === true) new ReconcilerPodMonitor(this, 'pod-monitor');
+    if (props.reconciler !== undefined && props.networkPolicy !== undefined)
+      new ReconcilerNetworkPolicy(this, 'network-policy', props.networkPolicy);
     // One sleeper ConfigMap for the namespace, if any of its pools knows its architecture. It is
     // immutable (the kubelet then reads it once instead of watching it), so it is named by its
     // content: a changed sleeper is a new ConfigMap, and the pods that mount it roll.

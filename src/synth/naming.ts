@@ -71,6 +71,8 @@ export const POOLS_VOLUME = 'prewarm-pools';
 export const METRICS_PORT_NAME = 'metrics';
 /** The PodMonitor of a namespace's sidecars (`synth --pod-monitor`). */
 export const POD_MONITOR = `${NAME_PREFIX}-reconciler`;
+/** The NetworkPolicy of a namespace's sidecars (`synth --network-policy`). */
+export const NETWORK_POLICY = `${NAME_PREFIX}-reconciler`;
 
 /** cdk8s chart id (and so output file name) of a namespace's objects. */
 export function namespaceChartId(namespace: string): string {

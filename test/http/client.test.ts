@@ -5,9 +5,10 @@
  * bounds with a wide margin, not timings.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeHttp, request } from '../../src/http/client.js';
+import { KubeHttp, MAX_WATCH_NESTS, request } from '../../src/http/client.js';
 import { ApiError } from '../../src/http/api-error.js';
 import { startHostileServer, type HostileBehaviour, type HostileServer } from '../../harness/hostile-server.js';
+import { startScriptedApiserver } from '../../harness/scripted-apiserver.js';
 
 let server: HostileServer | undefined;
 afterEach(async () => {
@@ -97,6 +98,38 @@ describe('KubeHttp', () => {
       expect(seen).toEqual([]);
     } finally {
       kube.close();
+    }
+  });
+
+  it('refuses to parse a watch event of more objects than any pod holds: 1.3 M nested arrays in a 2.6 MB line', async () => {
+    const depth = 1_300_000;
+    const line = `{"type":"ADDED","object":{"metadata":{"name":"p"},"spec":${'['.repeat(depth)}${']'.repeat(depth)}}}\n`;
+    const s = await startScriptedApiserver(() => ({ status: 200, body: line }));
+    const kube = new KubeHttp({ server: s.url });
+    try {
+      const seen: unknown[] = [];
+      const err = await kube.watch('/api/v1/pods?watch=true', (o) => seen.push(o), new AbortController().signal).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).message).toBe(`watch: an event of over ${MAX_WATCH_NESTS} objects and arrays`);
+      expect(seen).toEqual([]);
+    } finally {
+      kube.close();
+      await s.stop();
+    }
+  });
+
+  it('parses a watch event of a pod with many containers', async () => {
+    const containers = Array.from({ length: 1000 }, (_, i) => ({ name: `c${i}`, image: `reg/i${i}:1`, resources: { limits: {} } }));
+    const line = `${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'p' }, spec: { containers } } })}\n`;
+    const s = await startScriptedApiserver(() => ({ status: 200, body: line }));
+    const kube = new KubeHttp({ server: s.url });
+    try {
+      const seen: unknown[] = [];
+      await kube.watch('/api/v1/pods?watch=true', (o) => seen.push(o), new AbortController().signal);
+      expect(seen).toHaveLength(1);
+    } finally {
+      kube.close();
+      await s.stop();
     }
   });
 });

@@ -5,7 +5,14 @@
  * are tested over HTTP in kube.test.ts and against a real apiserver in test/integration/reconciler.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Backoff, CLEANUP_BUDGET_MS, Controller, type ControllerOptions } from '../../src/reconciler/controller.js';
+import {
+  Backoff,
+  CLEANUP_BUDGET_MS,
+  Controller,
+  MAX_PEERS,
+  SHORT_WATCH_MS,
+  type ControllerOptions,
+} from '../../src/reconciler/controller.js';
 import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import { type Logger, type Registry, type Restarter } from '../../src/reconciler/ports.js';
@@ -164,6 +171,95 @@ describe('Controller with burst pullers', () => {
     kube.setPeer(pullerPod('puller-1-abc', ['reg/b:1'], []), 'DELETED');
     await clock.settle();
     expect(JSON.parse(kube.node.metadata.annotations?.['status.prewarm.dev/gpu'] ?? '{}').failing ?? []).toEqual([]);
+  });
+});
+
+describe('Controller against a broken apiserver or proxy', () => {
+  /** A puller of node `nodeName` that started reg/b:1. */
+  const foreign = (name: string, nodeName: string): KPod => {
+    const p = pullerPod(name, ['reg/b:1'], [st.running('c1', 'reg/b:1', 35, 'b')]);
+    return { ...p, spec: { ...p.spec, nodeName } };
+  };
+
+  it("ignores pool pods of other nodes, listed or watched: their images are not this node's", async () => {
+    const { clock, kube, metrics, log } = setup({ poolPods: true });
+    kube.peers.set('puller-b-0', foreign('puller-b-0', 'node-b'));
+    await clock.settle();
+    kube.setPod(pod(IMAGES, [st.running('c1', 'reg/a:1', 30, 'a'), st.creating('c2')]));
+    for (let i = 1; i <= 500; i++) kube.setPeer(foreign(`puller-b-${i}`, 'node-b'), 'ADDED');
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+    expect(metrics.render()).toContain('prewarm_watch_ignored_total{pool="gpu",reason="other-node",watch="pool-pods"} 501');
+    expect(log.warnings.filter((w) => w.startsWith('pool-pods watch: ignored'))).toHaveLength(1);
+    // A puller of this node still counts.
+    kube.setPeer(foreign('puller-a-1', 'node-a'), 'ADDED');
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
+  });
+
+  it('keeps at most MAX_PEERS pool pods of this node', async () => {
+    const { clock, kube, metrics } = setup({ poolPods: true });
+    await clock.settle();
+    for (let i = 0; i < MAX_PEERS + 10; i++) kube.setPeer(pullerPod(`puller-${i}`, ['reg/z:1'], []), 'ADDED');
+    await clock.settle();
+    expect(metrics.render()).toContain('prewarm_watch_ignored_total{pool="gpu",reason="over-cap",watch="pool-pods"} 10');
+  });
+
+  it('does not let an empty or foreign pod replace its own: no warm label from zero images', async () => {
+    const { clock, kube, metrics } = setup();
+    await clock.settle();
+    kube.setPod({ metadata: {} });
+    await clock.settle();
+    kube.setPod({ ...running(), metadata: { ...running().metadata, name: 'someone-else' } });
+    await clock.settle();
+    kube.setPod({ ...running(), spec: { ...running().spec, containers: [], initContainers: [] } });
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+    expect(metrics.render()).toContain('prewarm_watch_ignored_total{pool="gpu",reason="invalid",watch="pod"} 3');
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
+  });
+
+  it('refuses an empty pod from its GET and retries with backoff instead of judging from it', async () => {
+    const { clock, kube } = setup();
+    await clock.settle();
+    await clock.advance(SHORT_WATCH_MS);
+    const real = kube.pods.get.bind(kube.pods);
+    let empty = 2;
+    kube.pods.get = () => (empty-- > 0 ? Promise.resolve({ metadata: {} } as KPod) : real());
+    kube.expireWatches();
+    await clock.settle();
+    expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(1);
+    await clock.advance(750);
+    expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(1);
+    await clock.advance(1500);
+    expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(2);
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
+  });
+});
+
+describe('Controller: watches that end at once', () => {
+  it('backs off a watch that ends as soon as it opens, logs it once and counts it; a watch that runs resets it', async () => {
+    const { clock, kube, metrics, log } = setup({ opts: { backoffInitialMs: 1000, backoffMaxMs: 8000 } });
+    await clock.settle();
+    kube.endWatchesAtOnce = true;
+    kube.endWatches();
+    await clock.settle();
+    for (const wait of [750, 1500, 3000, 6000, 6000]) {
+      expect(clock.pending).toContain(clock.now() + wait);
+      await clock.advance(wait);
+    }
+    expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(6);
+    expect(log.warnings.filter((w) => w.startsWith('pod watch restarting with backoff'))).toHaveLength(1);
+    expect(metrics.render()).toContain('prewarm_watch_restarts_total{cause="short",pool="gpu",watch="pod"} 6');
+    kube.endWatchesAtOnce = false;
+    await clock.advance(6000);
+    await clock.advance(SHORT_WATCH_MS);
+    kube.endWatches();
+    await clock.settle();
+    expect(metrics.render()).toContain('prewarm_watch_restarts_total{cause="ended",pool="gpu",watch="pod"} 1');
+    expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(8);
   });
 });
 
@@ -349,6 +445,8 @@ describe('Controller', () => {
   it('re-reads its pod after the watch expires (410) and keeps following it', async () => {
     const { clock, kube } = setup();
     await clock.settle();
+    // The watch has run a while (a 410 right after it opened waits out a backoff, see below).
+    await clock.advance(SHORT_WATCH_MS);
     kube.expireWatches();
     await clock.settle();
     expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual(['GET pod', 'WATCH pod', 'GET pod', 'WATCH pod']);
@@ -382,6 +480,7 @@ describe('Controller', () => {
   it('restarts a failing pod watch with its own backoff', async () => {
     const { clock, kube } = setup({ opts: { backoffInitialMs: 1000, backoffMaxMs: 60_000 } });
     await clock.settle();
+    await clock.advance(SHORT_WATCH_MS);
     // After a 410 the watch GETs the pod again: that GET and its first retry fail.
     kube.failNext = 2;
     kube.expireWatches();

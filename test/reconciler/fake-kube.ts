@@ -52,7 +52,7 @@ export class FakeKube {
   /** A watch open until aborted (resolves) or expired (rejects), like the adapter's stream. */
   private open(set: Set<Watcher>, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (signal.aborted) return resolve();
+      if (signal.aborted || this.endWatchesAtOnce) return resolve();
       const w: Watcher = {
         onEvent,
         end: (e) => {
@@ -101,6 +101,14 @@ export class FakeKube {
     if (type === 'DELETED') this.peers.delete(name);
     else this.peers.set(name, bumped);
     for (const w of this.poolWatchers) w.onEvent({ type, pod: bumped });
+  }
+
+  /** Every watch opened from now on ends as soon as it opens (a server that closes them at once). */
+  endWatchesAtOnce = false;
+
+  /** Ends every open watch as a server's timeout does (the stream just ends). */
+  endWatches(): void {
+    for (const w of [...this.watchers, ...this.poolWatchers]) w.end();
   }
 
   /** Ends every open watch with 410 Expired, as after etcd compaction. */

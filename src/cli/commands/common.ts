@@ -1,6 +1,7 @@
 /** Options shared by the commands, and the checks that hold option values to the rules of spec values. */
 import type { Argv } from 'yargs';
-import { checkDns1123Label } from '../../imagecache/k8s-validation.js';
+import net from 'node:net';
+import { checkDns1123Label, checkLabelValue, checkQualifiedName } from '../../imagecache/k8s-validation.js';
 import { DURATION_FORM, isDurationForm, outsideRange, parseDuration, type DurationRange } from '../../imagecache/duration.js';
 import { DEFAULT_NAMESPACE } from '../../imagecache/parse.js';
 import { parseImageRef } from '../../oci/reference.js';
@@ -19,6 +20,31 @@ export const isNamespace: OptionCheck = (value) => {
 export const isImage: OptionCheck = (value) => {
   const parsed = parseImageRef(value);
   return parsed.ok ? undefined : `is not a valid image reference: ${parsed.error}`;
+};
+
+/** A label as `key=value`, held to the rules of label keys and values. */
+export const isLabel: OptionCheck = (value) => {
+  const eq = value.indexOf('=');
+  if (eq <= 0) return 'is not a label key=value, e.g. kubernetes.io/metadata.name=monitoring';
+  const why = checkQualifiedName(value.slice(0, eq)) ?? checkLabelValue(value.slice(eq + 1));
+  return why === undefined ? undefined : `is not a valid label: it ${why}`;
+};
+
+/** `key=value` options (each checked by {@link isLabel}) as a label map. */
+export function labelMap(values: readonly string[] | undefined): Record<string, string> | undefined {
+  if (values === undefined || values.length === 0) return undefined;
+  return Object.fromEntries(values.map((v) => [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)]));
+}
+
+/** An IPv4 or IPv6 CIDR, as a NetworkPolicy's `ipBlock.cidr` takes it. */
+export const isCidr: OptionCheck = (value) => {
+  const [address = '', prefix, extra] = value.split('/');
+  const family = net.isIP(address);
+  const bits = Number(prefix);
+  const max = family === 6 ? 128 : 32;
+  if (family === 0 || extra !== undefined || prefix === undefined || !/^\d{1,3}$/.test(prefix) || bits > max)
+    return 'is not a CIDR, e.g. 10.0.0.0/16 or fd00::/64';
+  return undefined;
 };
 
 /** A registry as an image reference names it: `host[:port]`. */

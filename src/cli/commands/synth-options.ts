@@ -9,13 +9,14 @@ import { formatDiagnostic, SpecError } from '../../imagecache/errors.js';
 import type { Bundle } from '../../imagecache/model.js';
 import { synthYaml, type SynthOptions } from '../../synth/app.js';
 import { ownedNamespaceError } from '../../synth/charts.js';
+import type { ReconcilerNetworkPolicyProps } from '../../synth/network-policy.js';
 import { SLEEPER_ARCHITECTURES, type SleeperArch } from '../../contract/names.js';
 import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { DEFAULT_HELPER_IMAGE } from '../../synth/pull-daemonset.js';
 import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { invalidInput } from '../specs.js';
-import { checkOptions, isImage, type OptionCheck } from './common.js';
+import { checkOptions, isCidr, isImage, isLabel, labelMap, type OptionCheck } from './common.js';
 
 /** The parsed options of {@link synthOptions}. */
 export interface SynthOptionArgs {
@@ -23,6 +24,10 @@ export interface SynthOptionArgs {
   readonly reconcilerImage: string;
   readonly ownNamespace?: readonly string[] | undefined;
   readonly podMonitor?: boolean | undefined;
+  readonly networkPolicy?: boolean | undefined;
+  readonly scraperNamespaceLabel?: readonly string[] | undefined;
+  readonly scraperPodLabel?: readonly string[] | undefined;
+  readonly nodeCidr?: readonly string[] | undefined;
   readonly allowGateKey?: readonly string[] | undefined;
   readonly nodeArch?: SleeperArch | undefined;
   readonly helperImage: string;
@@ -57,6 +62,30 @@ export function synthOptions<T>(y: Argv<T>) {
       type: 'boolean',
       describe: "Add a Prometheus Operator PodMonitor per namespace for the sidecars' metrics (needs its CRDs in the cluster)",
     })
+    .option('network-policy', {
+      type: 'boolean',
+      describe:
+        "Add a NetworkPolicy per namespace that admits to the sidecars' metrics and probe port only the node (the kubelet's probes) and the scraper (--scraper-*); needs a network plugin that enforces NetworkPolicy",
+    })
+    .option('scraper-namespace-label', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'With --network-policy: a label key=value of the namespaces the metrics scraper runs in; repeat for more',
+      coerce: (value: string | string[]) => [value].flat(),
+    })
+    .option('scraper-pod-label', {
+      type: 'string',
+      requiresArg: true,
+      describe: "With --network-policy: a label key=value of the metrics scraper's pods; repeat for more",
+      coerce: (value: string | string[]) => [value].flat(),
+    })
+    .option('node-cidr', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        "With --network-policy: a CIDR of the nodes, admitted too, for network plugins that filter a node's own traffic to its pods; repeat for more",
+      coerce: (value: string | string[]) => [value].flat(),
+    })
     .option('allow-gate-key', {
       type: 'string',
       requiresArg: true,
@@ -80,11 +109,24 @@ export function synthOptions<T>(y: Argv<T>) {
     .check((argv) => {
       if (argv['pod-monitor'] === true && !argv.reconciler)
         throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
+      if (argv['network-policy'] === true && !argv.reconciler)
+        throw new UsageError('--network-policy needs the sidecar: without it there is no port to guard (drop --no-reconciler)');
+      for (const dependent of ['scraper-namespace-label', 'scraper-pod-label', 'node-cidr'])
+        if (argv[dependent] !== undefined && argv['network-policy'] !== true) throw new UsageError(`--${dependent} needs --network-policy`);
       return true;
     });
-  return checkOptions(options, { 'reconciler-image': isImage, 'helper-image': isImage, 'allow-gate-key': isGateKeyAllowance }, [
-    'allow-gate-key',
-  ]);
+  return checkOptions(
+    options,
+    {
+      'reconciler-image': isImage,
+      'helper-image': isImage,
+      'allow-gate-key': isGateKeyAllowance,
+      'scraper-namespace-label': isLabel,
+      'scraper-pod-label': isLabel,
+      'node-cidr': isCidr,
+    },
+    ['allow-gate-key', 'scraper-namespace-label', 'scraper-pod-label', 'node-cidr'],
+  );
 }
 
 /** The library options for parsed {@link synthOptions}; warnings go to stderr. */
@@ -94,10 +136,22 @@ export function toSynthOptions(args: SynthOptionArgs, io: Io): SynthOptions {
     ...(args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {}),
     ...(args.ownNamespace === undefined ? {} : { ownedNamespaces: args.ownNamespace }),
     ...(args.podMonitor === true ? { podMonitor: true } : {}),
+    ...(args.networkPolicy === true ? { networkPolicy: networkPolicyOf(args) } : {}),
     ...(allowed.length === 0 ? {} : { allowedGateKeys: allowed }),
     ...(args.nodeArch === undefined ? {} : { nodeArch: args.nodeArch }),
     helperImage: args.helperImage,
     onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
+  };
+}
+
+/** The NetworkPolicy's props from `--scraper-namespace-label`, `--scraper-pod-label` and `--node-cidr`. */
+function networkPolicyOf(args: SynthOptionArgs): ReconcilerNetworkPolicyProps {
+  const namespaces = labelMap(args.scraperNamespaceLabel);
+  const pods = labelMap(args.scraperPodLabel);
+  return {
+    ...(namespaces === undefined ? {} : { scraperNamespaceLabels: namespaces }),
+    ...(pods === undefined ? {} : { scraperPodLabels: pods }),
+    ...(args.nodeCidr === undefined ? {} : { nodeCidrs: args.nodeCidr }),
   };
 }
 
