@@ -23,6 +23,12 @@
 //                                     (--allow-gate-key: an exact key, or a prefix ending in /)
 //   PREWARM_PLUGIN_NODE_ARCH          the architecture of every node in the cluster (--node-arch:
 //                                     amd64 or arm64); unset: not stated
+//   PREWARM_PLUGIN_ALLOW_PRIORITY_CLASSES  PriorityClasses specs may name (--allow-priority-class;
+//                                     never a system- class); unset: none
+//   PREWARM_PLUGIN_MAX_NODE_MEMORY    the most memory the pull pods may request on one warming
+//                                     node (--max-node-memory, e.g. 2Gi); unset: synth's default
+//   PREWARM_PLUGIN_MIN_REFRESH_INTERVAL  the shortest refresh interval specs may set
+//                                     (--min-refresh-interval, e.g. 15m); unset: synth's default
 //
 // The Application's parameters (spec.source.plugin.parameters, read from ARGOCD_APP_PARAMETERS),
 // each with an ARGOCD_ENV_PREWARM_* fallback (spec.source.plugin.env), then the default. A
@@ -57,6 +63,9 @@ const CONFIG = {
   own: 'PREWARM_PLUGIN_OWN_NAMESPACES',
   gateKeys: 'PREWARM_PLUGIN_ALLOW_GATE_KEYS',
   nodeArch: 'PREWARM_PLUGIN_NODE_ARCH',
+  priorityClasses: 'PREWARM_PLUGIN_ALLOW_PRIORITY_CLASSES',
+  nodeMemory: 'PREWARM_PLUGIN_MAX_NODE_MEMORY',
+  refreshFloor: 'PREWARM_PLUGIN_MIN_REFRESH_INTERVAL',
 };
 // synth's own default namespace: the only one allowed until the configuration names others.
 const DEFAULT_NAMESPACE = 'prewarm';
@@ -85,6 +94,13 @@ function configList(env, name) {
   const values = raw.trim().split(/\s+/);
   for (const v of values) if (v.startsWith('-')) fail(`plugin configuration ${name}: ${quote(v)} starts with "-"`);
   return values;
+}
+
+/** A single value of the plugin's configuration, or undefined when unset; prewarm checks the value itself. */
+function configOne(env, name) {
+  const values = configList(env, name);
+  if (values.length > 1) fail(`plugin configuration ${name}: one value, not ${values.length}`);
+  return values[0];
 }
 
 /** The Application's parameters: name -> string | string[]. Unknown or repeated names are an error. */
@@ -174,6 +190,11 @@ function synthArgs(env) {
   const arch = configList(env, CONFIG.nodeArch);
   if (arch.length > 1) fail(`plugin configuration ${CONFIG.nodeArch}: one architecture, not ${arch.length}`);
   if (arch.length === 1) args.push('--node-arch', arch[0]);
+  for (const name of configList(env, CONFIG.priorityClasses)) args.push('--allow-priority-class', name);
+  const memory = configOne(env, CONFIG.nodeMemory);
+  if (memory !== undefined) args.push('--max-node-memory', memory);
+  const floor = configOne(env, CONFIG.refreshFloor);
+  if (floor !== undefined) args.push('--min-refresh-interval', floor);
   // `--` ends the options: whatever a path looks like, prewarm reads it as a path.
   return [...args, '--', ...paths];
 }

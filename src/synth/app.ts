@@ -7,6 +7,7 @@ import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
+import { BOUND_DEFAULTS, checkPriorityClasses, checkRefreshFloor, priorityClassAllowanceError, type InvocationBounds } from './bounds.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
 import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
 import { settle } from './diagnostics.js';
@@ -69,6 +70,24 @@ export interface SynthOptions {
    */
   readonly nodeArch?: SleeperArch;
   /**
+   * PriorityClasses a spec's `priorityClassName` may name (as `--allow-priority-class`). A class
+   * lets the pull pods preempt workloads, so a spec may only choose among what the caller allows;
+   * a `system-` class is never allowed (src/synth/bounds.ts).
+   * @default - none: a spec that names a PriorityClass is refused
+   */
+  readonly allowedPriorityClasses?: readonly string[];
+  /**
+   * The most memory, in bytes, that the pull pods of every pool selecting one node may request
+   * there together while it warms (as `--max-node-memory`); over it, synth refuses the bundle.
+   * @default 1 GiB (BOUND_DEFAULTS in src/synth/bounds.ts)
+   */
+  readonly maxNodeMemoryBytes?: number;
+  /**
+   * The shortest `spec.refresh.interval` a spec may set, in seconds (as `--min-refresh-interval`).
+   * @default 300 (BOUND_DEFAULTS in src/synth/bounds.ts)
+   */
+  readonly minRefreshSeconds?: number;
+  /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
    * (see OUTPUT_LIMITS in limits.ts). Errors are thrown instead, as a SpecError.
    * @default - warnings are dropped
@@ -82,7 +101,8 @@ export interface SynthOptions {
  * order, so output is byte-identical for the same bundle.
  *
  * Throws a SpecError, before anything can be written, when the output would be wrong or refused:
- * a gate key the spec may not choose, early pulling outside an owned namespace or without pullers, two pools or two containers sharing a name, an object over
+ * a gate key the spec may not choose, a PriorityClass, refresh interval or memory per node past the
+ * invocation's bounds (src/synth/bounds.ts), early pulling outside an owned namespace or without pullers, two pools or two containers sharing a name, an object over
  * the apiserver's size limits, a bundle too large to build in memory (src/synth/budget.ts).
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
@@ -94,9 +114,12 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     if (invalid !== undefined) throw new Error(`allowedGateKeys: "${allowance}" ${invalid}`);
   }
   const owned = options.ownedNamespaces ?? [];
+  const bounds = invocationBounds(options);
   settle([
     ...checkBundleSize(bundle),
     ...checkGateKeys(bundle, allowed),
+    ...checkPriorityClasses(bundle, bounds.allowedPriorityClasses),
+    ...checkRefreshFloor(bundle, bounds.minRefreshSeconds),
     ...checkPoolSelectors(bundle),
     ...checkPoolNames(bundle, options.reconciler !== undefined),
     ...checkEarlyPull(bundle, owned),
@@ -119,7 +142,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   // What no single construct knows, checked over the whole output by the cluster chart; each
   // pull DaemonSet checks itself. cdk8s runs these again at every synth.
   const [cluster] = charts;
-  if (cluster !== undefined) addCheck(cluster, () => checkOutput(charts, bundle, owned));
+  if (cluster !== undefined) addCheck(cluster, () => checkOutput(charts, bundle, owned, bounds.maxNodeMemoryBytes));
   settle(
     charts.flatMap((c) => diagnosticsOf(c)),
     options.onWarning,
@@ -131,7 +154,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
  * (the pools ConfigMap of each namespace alike, once), the memory a warming node's pull pods
  * request, counting every holder and puller, and owned namespaces left without an ImageCache.
  */
-function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[]): Diagnostic[] {
+function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[], maxNodeMemoryBytes: number): Diagnostic[] {
   const constructs = charts.flatMap((c) => c.node.findAll());
   const daemonSets = constructs.filter((c): c is PullDaemonSet => c instanceof PullDaemonSet);
   const poolOf = new Map<unknown, Pool>(daemonSets.map((ds) => [ApiObject.of(ds.workload), ds.pool]));
@@ -147,9 +170,29 @@ function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly s
   return [
     ...checkObjectNames(names),
     ...checkSharedObjects(shared, bundle.pools.length),
-    ...checkNodeMemory(daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() }))),
+    ...checkNodeMemory(
+      daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() })),
+      maxNodeMemoryBytes,
+    ),
     ...checkOwnedNamespaces(bundle, owned),
   ];
+}
+
+/** The bounds of `options`, defaults resolved; a bound no invocation could set is a programming error. */
+function invocationBounds(options: SynthOptions): InvocationBounds {
+  const bounds: InvocationBounds = {
+    allowedPriorityClasses: options.allowedPriorityClasses ?? BOUND_DEFAULTS.allowedPriorityClasses,
+    maxNodeMemoryBytes: options.maxNodeMemoryBytes ?? BOUND_DEFAULTS.maxNodeMemoryBytes,
+    minRefreshSeconds: options.minRefreshSeconds ?? BOUND_DEFAULTS.minRefreshSeconds,
+  };
+  for (const name of bounds.allowedPriorityClasses) {
+    const invalid = priorityClassAllowanceError(name);
+    if (invalid !== undefined) throw new Error(`allowedPriorityClasses: "${name}" ${invalid}`);
+  }
+  if (!(bounds.maxNodeMemoryBytes > 0)) throw new Error(`maxNodeMemoryBytes: ${bounds.maxNodeMemoryBytes} is not a positive number`);
+  if (!Number.isSafeInteger(bounds.minRefreshSeconds) || bounds.minRefreshSeconds < 1)
+    throw new Error(`minRefreshSeconds: ${bounds.minRefreshSeconds} is not a whole number of seconds, at least 1`);
+  return bounds;
 }
 
 /**

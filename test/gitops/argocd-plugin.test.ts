@@ -59,6 +59,8 @@ const SERVERS = {
   main: {
     PREWARM_PLUGIN_NAMESPACES: 'prewarm warm from-env',
     PREWARM_PLUGIN_RECONCILER_IMAGES: `${DEFAULT_RECONCILER_IMAGE} ${OTHER_IMAGE}`,
+    // The scale app's pools hold 200 images each, about 1.6 GiB on a warming node.
+    PREWARM_PLUGIN_MAX_NODE_MEMORY: '2Gi',
   },
   owning: { PREWARM_PLUGIN_OWN_NAMESPACES: 'prewarm' },
   gating: { PREWARM_PLUGIN_ALLOW_GATE_KEYS: 'startup-taint.cluster-autoscaler.kubernetes.io/' },
@@ -444,7 +446,9 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     const res = cmp({ appPath: 'scale' });
     const got = manifestsOf(res);
     expect(res.objects).toEqual(got.map(id));
-    expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout'], join(repo, 'scale'))));
+    expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout', '--max-node-memory', '2Gi'], join(repo, 'scale'))));
+    // The bound is the plugin's configuration: the same app under the default is refused.
+    expect(run(['node', CLI, 'synth', '.', '--stdout'], { cwd: join(repo, 'scale') }).stderr).toContain('--max-node-memory');
     // Independently of synth: each pool's holder and its burst pullers carry exactly the images
     // of that pool's generated caches, and every pool is there.
     const expected = new Map<string, Set<string>>();
@@ -520,6 +524,9 @@ describe('prewarm-argocd outside the cmp-server', () => {
       PREWARM_PLUGIN_OWN_NAMESPACES: ' prewarm  warm ',
       PREWARM_PLUGIN_ALLOW_GATE_KEYS: `startup-taint.cluster-autoscaler.kubernetes.io/ ${GATE_KEY}`,
       PREWARM_PLUGIN_NODE_ARCH: ' arm64 ',
+      PREWARM_PLUGIN_ALLOW_PRIORITY_CLASSES: 'warm batch',
+      PREWARM_PLUGIN_MAX_NODE_MEMORY: ' 2Gi ',
+      PREWARM_PLUGIN_MIN_REFRESH_INTERVAL: '15m',
       ARGOCD_APP_PARAMETERS: JSON.stringify([
         { name: 'paths', array: ['a', 'b c'] },
         { name: 'namespace', string: 'warm' },
@@ -543,6 +550,14 @@ describe('prewarm-argocd outside the cmp-server', () => {
       GATE_KEY,
       '--node-arch',
       'arm64',
+      '--allow-priority-class',
+      'warm',
+      '--allow-priority-class',
+      'batch',
+      '--max-node-memory',
+      '2Gi',
+      '--min-refresh-interval',
+      '15m',
       '--',
       'a',
       'b c',
@@ -568,6 +583,7 @@ describe('prewarm-argocd outside the cmp-server', () => {
       'PREWARM_PLUGIN_OWN_NAMESPACES: "--force" starts with "-"',
     ],
     ['two node architectures', { PREWARM_PLUGIN_NODE_ARCH: 'amd64 arm64' }, 'PREWARM_PLUGIN_NODE_ARCH: one architecture, not 2'],
+    ['two memory bounds', { PREWARM_PLUGIN_MAX_NODE_MEMORY: '1Gi 2Gi' }, 'PREWARM_PLUGIN_MAX_NODE_MEMORY: one value, not 2'],
     [
       'a parameter given twice',
       {

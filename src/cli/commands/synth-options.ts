@@ -15,7 +15,12 @@ import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { invalidInput } from '../specs.js';
-import { checkOptions, isImage, type OptionCheck } from './common.js';
+import { checkOptions, isDuration, isImage, optionSeconds, type OptionCheck } from './common.js';
+import { BOUND_DEFAULTS, NODE_MEMORY_RANGE, priorityClassAllowanceError } from '../../synth/bounds.js';
+import { parseQuantity } from '../../contract/quantity.js';
+import { LIMITS } from '../../contract/names.js';
+import { formatDuration } from '../../imagecache/duration.js';
+import { size } from '../../synth/limits.js';
 
 /** The parsed options of {@link synthOptions}. */
 export interface SynthOptionArgs {
@@ -25,7 +30,24 @@ export interface SynthOptionArgs {
   readonly podMonitor?: boolean | undefined;
   readonly allowGateKey?: readonly string[] | undefined;
   readonly nodeArch?: SleeperArch | undefined;
+  readonly allowPriorityClass?: readonly string[] | undefined;
+  readonly maxNodeMemory: string;
+  readonly minRefreshInterval: string;
 }
+
+/** A PriorityClass specs may name: a valid name, never a `system-` class. */
+const isPriorityAllowance: OptionCheck = (value) => priorityClassAllowanceError(value);
+
+/** `--max-node-memory`: a memory quantity within {@link NODE_MEMORY_RANGE}. */
+const isNodeMemory: OptionCheck = (value) => {
+  const bytes = parseQuantity(value);
+  if (bytes === undefined) return 'is not a memory quantity, e.g. 1Gi or 1536Mi';
+  const { min, max } = NODE_MEMORY_RANGE;
+  return bytes < min || bytes > max ? `must be between ${size(min, false)} and ${size(max, false)}` : undefined;
+};
+
+/** The range of `--min-refresh-interval`: what a spec's interval may be, bar 0. */
+const REFRESH_FLOOR = { min: 1, max: LIMITS.refreshSeconds.max } as const;
 
 /** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
 function ownedNamespaces(value: string | string[]): string[] {
@@ -70,12 +92,42 @@ export function synthOptions<T>(y: Argv<T>) {
       describe:
         'The architecture of every node in the cluster: pull pods then run a static sleep from a ConfigMap and need no helper init container (pools whose nodeSelector names kubernetes.io/arch do anyway)',
     })
+    .option('allow-priority-class', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        'A PriorityClass specs may name in priorityClassName (never a system- class); repeat for more. Without it, a spec that names one is refused',
+      coerce: (value: string | string[]) => [value].flat(),
+    })
+    .option('max-node-memory', {
+      type: 'string',
+      requiresArg: true,
+      default: `${BOUND_DEFAULTS.maxNodeMemoryBytes / 2 ** 20}Mi`,
+      describe: 'The most memory the pull pods of all pools may request on one warming node, e.g. 2Gi; more is an error',
+    })
+    .option('min-refresh-interval', {
+      type: 'string',
+      requiresArg: true,
+      default: formatDuration(BOUND_DEFAULTS.minRefreshSeconds),
+      describe:
+        'The shortest spec.refresh.interval specs may set, e.g. 15m (1s to 720h): every node asks the registry about every tag once per interval',
+    })
     .check((argv) => {
       if (argv['pod-monitor'] === true && !argv.reconciler)
         throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
       return true;
     });
-  return checkOptions(options, { 'reconciler-image': isImage, 'allow-gate-key': isGateKeyAllowance }, ['allow-gate-key']);
+  return checkOptions(
+    options,
+    {
+      'reconciler-image': isImage,
+      'allow-gate-key': isGateKeyAllowance,
+      'allow-priority-class': isPriorityAllowance,
+      'max-node-memory': isNodeMemory,
+      'min-refresh-interval': isDuration(REFRESH_FLOOR),
+    },
+    ['allow-gate-key', 'allow-priority-class'],
+  );
 }
 
 /** The library options for parsed {@link synthOptions}; warnings go to stderr. */
@@ -87,6 +139,9 @@ export function toSynthOptions(args: SynthOptionArgs, io: Io): SynthOptions {
     ...(args.podMonitor === true ? { podMonitor: true } : {}),
     ...(allowed.length === 0 ? {} : { allowedGateKeys: allowed }),
     ...(args.nodeArch === undefined ? {} : { nodeArch: args.nodeArch }),
+    ...(args.allowPriorityClass === undefined ? {} : { allowedPriorityClasses: args.allowPriorityClass }),
+    maxNodeMemoryBytes: parseQuantity(args.maxNodeMemory) ?? BOUND_DEFAULTS.maxNodeMemoryBytes,
+    minRefreshSeconds: optionSeconds('min-refresh-interval', args.minRefreshInterval, REFRESH_FLOOR),
     onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
   };
 }
