@@ -40,14 +40,17 @@
 //   reconciler        string  "false" omits the sidecar (--no-reconciler)          "true"
 //   reconciler-image  string  sidecar image, one of PREWARM_PLUGIN_RECONCILER_IMAGES  the first
 // ARGOCD_ENV_PREWARM_PATHS is a whitespace-separated list. A path never becomes an option: one
-// that starts with "-" is refused, and the paths follow `--`.
+// that starts with "-" is refused, and the paths follow `--`. A path must stay inside the app path
+// once links are resolved: Argo CD refuses links that leave the repository, and this refuses links
+// that leave the app (`paths: [specs]` where specs links to ../team-b would render team B's specs).
 //
 // Exit codes are prewarm's (1 invalid specs or no ImageCache, 2 usage, 70 internal); a bad
 // parameter or configuration exits 2 before prewarm runs. The prewarm CLI is `prewarm` on PATH, or
 // the JS file named by PREWARM_BIN (run with this node).
 import { spawn, spawnSync } from 'node:child_process';
+import { realpathSync } from 'node:fs';
 import { constants } from 'node:os';
-import { isAbsolute, normalize, sep } from 'node:path';
+import { dirname, isAbsolute, normalize, resolve, sep } from 'node:path';
 
 const KNOWN = {
   paths: 'array',
@@ -136,6 +139,25 @@ function readParameters(env) {
   return out;
 }
 
+/**
+ * The real path of `p`, or of its nearest ancestor that exists: a path that does not exist yet is
+ * left to prewarm to report, but a link on the way to it is still resolved.
+ */
+function realPrefix(p) {
+  for (let at = resolve(p); ; at = dirname(at)) {
+    try {
+      return realpathSync(at);
+    } catch (err) {
+      if (dirname(at) === at || (err.code !== 'ENOENT' && err.code !== 'ENOTDIR')) fail(`path ${quote(p)} cannot be resolved: ${err.code}`);
+    }
+  }
+}
+
+/** Whether `path` is `dir` or lies below it (both real paths). */
+function within(path, dir) {
+  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : `${dir}${sep}`);
+}
+
 /** A chosen value must be one the plugin's configuration allows; the first allowed is the default. */
 function choose(what, chosen, allowed, configName) {
   if (chosen === undefined) return allowed[0];
@@ -157,11 +179,16 @@ function synthArgs(env) {
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   };
   const paths = params.paths ?? fromEnv('PATHS')?.split(/\s+/) ?? ['.'];
+  const app = realpathSync(process.cwd());
   for (const p of paths) {
     if (p.startsWith('-')) fail(`path ${quote(p)} starts with "-": a path is never an option (name a file "-x" as "./-x")`);
     const n = normalize(p);
     if (p === '' || isAbsolute(p) || n === '..' || n.startsWith(`..${sep}`)) {
       fail(`path ${quote(p)} must be relative and inside the app path`);
+    }
+    if (!within(realPrefix(p), app)) {
+      // Where it leads lies outside the app, perhaps in another team's folder: never shown.
+      fail(`path ${quote(p)} leads out of the app path through a link; name a folder inside the app path`);
     }
   }
   const args = ['synth', '--stdout'];

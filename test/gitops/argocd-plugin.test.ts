@@ -9,7 +9,18 @@
  * own PREWARM_PLUGIN_* environment) differs per server: `main` allows a few namespaces and images,
  * `owning` owns a namespace, `gating` allows a gate key.
  */
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -188,6 +199,11 @@ beforeAll(async () => {
     join(repo, 'gate', 'cache.yaml'),
     `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: gated, namespace: prewarm}\nspec:\n  gate: {taintKey: ${GATE_KEY}}\n  cacheSpec:\n    - images: [registry.example.invalid/app:1]\n      nodeSelector: {pool: gpu}\n`,
   );
+  // An app whose `specs` links to a sibling app in the same repository: inside the repository, so
+  // Argo CD passes it, but outside the app.
+  mkdirSync(join(repo, 'link-app'));
+  cpSync(join(REPO_DIR, 'examples', 'platform'), join(repo, 'link-app', 'own'), { recursive: true });
+  symlinkSync('../imagecaches', join(repo, 'link-app', 'specs'));
   readOnly(repo);
   repoHashBefore = treeHash(repo);
 
@@ -309,6 +325,19 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     expect(unknown.error).toContain('unknown parameter "nmespace"');
     const escape = cmp({ appPath: 'imagecaches', plugin: { name: PLUGIN, parameters: [{ name: 'paths', array: ['../broken'] }] } });
     expect(escape.error).toContain('must be relative and inside the app path');
+  });
+
+  it('a paths value that leaves the app path through a link is refused; the app itself renders', () => {
+    expectRefused(
+      cmp({ appPath: 'link-app', plugin: withParams([{ name: 'paths', array: ['specs'] }]) }),
+      'path "specs" leads out of the app path through a link; name a folder inside the app path',
+    );
+    expectRefused(
+      cmp({ appPath: 'link-app', plugin: withParams([], { PREWARM_PATHS: 'own specs/ml' }) }),
+      'path "specs/ml" leads out of the app path through a link',
+    );
+    // The walk of the app path leaves the link alone: only the app's own specs are rendered.
+    expect(manifestsOf(cmp({ appPath: 'link-app' }))).toEqual(yamlObjects(cliStream(['synth', 'own', '--stdout'], join(repo, 'link-app'))));
   });
 
   describe('an Application (or its repository) never passes options to synth', () => {
