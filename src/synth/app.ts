@@ -7,6 +7,7 @@ import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
+import { checkNodeAnnotations } from './annotations.js';
 import { BOUND_DEFAULTS, checkPriorityClasses, checkRefreshFloor, priorityClassAllowanceError, type InvocationBounds } from './bounds.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
 import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
@@ -123,6 +124,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
     ...checkPoolSelectors(bundle),
     ...checkPoolNames(bundle, options.reconciler !== undefined),
     ...checkEarlyPull(bundle, owned),
+    ...(options.reconciler === undefined ? [] : checkNodeAnnotations(bundle)),
   ]);
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),
