@@ -84,8 +84,9 @@ try {
     readOnly(repoOf(n));
   }
   const rig = cmpRig(work, bin, join(REPO_DIR, 'lib/src/cli/bin.js'));
-  // The plugin's defaults: the sidecar container sets no PREWARM_PLUGIN_* variable.
-  const server = await startCmpServer(rig, 'bench', {});
+  // The plugin's defaults, but for the memory bound: the scale shape's pools hold 200 images each,
+  // about 1.6 GiB on a warming node, over the default 1 GiB.
+  const server = await startCmpServer(rig, 'bench', { PREWARM_PLUGIN_MAX_NODE_MEMORY: '2Gi' });
   try {
     console.log(
       `bench:argocd — node ${process.version}, argocd-cmp-server v3.5.7, ${args.repeats} renders per size, ` +

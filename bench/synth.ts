@@ -42,7 +42,11 @@ async function child(n: number): Promise<void> {
     }
     let stderr = '';
     const started = process.hrtime.bigint();
-    const code = await run(['synth', specs, '-o', join(dir, 'out')], { stdout: () => undefined, stderr: (t) => (stderr += t) });
+    // The scale shape's pools hold 200 images each, about 1.6 GiB on a warming node: over the default bound.
+    const code = await run(['synth', specs, '-o', join(dir, 'out'), '--max-node-memory', '2Gi'], {
+      stdout: () => undefined,
+      stderr: (t) => (stderr += t),
+    });
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (code !== ExitCode.Success) throw new Error(`synth failed (${code}): ${stderr}`);
     const m = /wrote (\d+) pools \((\d+) images\)/.exec(stderr);

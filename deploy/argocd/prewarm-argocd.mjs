@@ -27,6 +27,12 @@
 //                                     sleeper copy into their pods (--helper-image); every image
 //                                     container runs it, so a spec never chooses it; unset:
 //                                     prewarm's digest-pinned busybox
+//   PREWARM_PLUGIN_ALLOW_PRIORITY_CLASSES  PriorityClasses specs may name (--allow-priority-class;
+//                                     never a system- class); unset: none
+//   PREWARM_PLUGIN_MAX_NODE_MEMORY    the most memory the pull pods may request on one warming
+//                                     node (--max-node-memory, e.g. 2Gi); unset: synth's default
+//   PREWARM_PLUGIN_MIN_REFRESH_INTERVAL  the shortest refresh interval specs may set
+//                                     (--min-refresh-interval, e.g. 15m); unset: synth's default
 //
 // The Application's parameters (spec.source.plugin.parameters, read from ARGOCD_APP_PARAMETERS),
 // each with an ARGOCD_ENV_PREWARM_* fallback (spec.source.plugin.env), then the default. A
@@ -38,14 +44,17 @@
 //   reconciler        string  "false" omits the sidecar (--no-reconciler)          "true"
 //   reconciler-image  string  sidecar image, one of PREWARM_PLUGIN_RECONCILER_IMAGES  the first
 // ARGOCD_ENV_PREWARM_PATHS is a whitespace-separated list. A path never becomes an option: one
-// that starts with "-" is refused, and the paths follow `--`.
+// that starts with "-" is refused, and the paths follow `--`. A path must stay inside the app path
+// once links are resolved: Argo CD refuses links that leave the repository, and this refuses links
+// that leave the app (`paths: [specs]` where specs links to ../team-b would render team B's specs).
 //
 // Exit codes are prewarm's (1 invalid specs or no ImageCache, 2 usage, 70 internal); a bad
 // parameter or configuration exits 2 before prewarm runs. The prewarm CLI is `prewarm` on PATH, or
 // the JS file named by PREWARM_BIN (run with this node).
 import { spawn, spawnSync } from 'node:child_process';
+import { realpathSync } from 'node:fs';
 import { constants } from 'node:os';
-import { isAbsolute, normalize, sep } from 'node:path';
+import { dirname, isAbsolute, normalize, resolve, sep } from 'node:path';
 
 const KNOWN = {
   paths: 'array',
@@ -62,6 +71,9 @@ const CONFIG = {
   gateKeys: 'PREWARM_PLUGIN_ALLOW_GATE_KEYS',
   nodeArch: 'PREWARM_PLUGIN_NODE_ARCH',
   helperImage: 'PREWARM_PLUGIN_HELPER_IMAGE',
+  priorityClasses: 'PREWARM_PLUGIN_ALLOW_PRIORITY_CLASSES',
+  nodeMemory: 'PREWARM_PLUGIN_MAX_NODE_MEMORY',
+  refreshFloor: 'PREWARM_PLUGIN_MIN_REFRESH_INTERVAL',
 };
 // synth's own default namespace: the only one allowed until the configuration names others.
 const DEFAULT_NAMESPACE = 'prewarm';
@@ -90,6 +102,13 @@ function configList(env, name) {
   const values = raw.trim().split(/\s+/);
   for (const v of values) if (v.startsWith('-')) fail(`plugin configuration ${name}: ${quote(v)} starts with "-"`);
   return values;
+}
+
+/** A single value of the plugin's configuration, or undefined when unset; prewarm checks the value itself. */
+function configOne(env, name) {
+  const values = configList(env, name);
+  if (values.length > 1) fail(`plugin configuration ${name}: one value, not ${values.length}`);
+  return values[0];
 }
 
 /** The Application's parameters: name -> string | string[]. Unknown or repeated names are an error. */
@@ -125,6 +144,25 @@ function readParameters(env) {
   return out;
 }
 
+/**
+ * The real path of `p`, or of its nearest ancestor that exists: a path that does not exist yet is
+ * left to prewarm to report, but a link on the way to it is still resolved.
+ */
+function realPrefix(p) {
+  for (let at = resolve(p); ; at = dirname(at)) {
+    try {
+      return realpathSync(at);
+    } catch (err) {
+      if (dirname(at) === at || (err.code !== 'ENOENT' && err.code !== 'ENOTDIR')) fail(`path ${quote(p)} cannot be resolved: ${err.code}`);
+    }
+  }
+}
+
+/** Whether `path` is `dir` or lies below it (both real paths). */
+function within(path, dir) {
+  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : `${dir}${sep}`);
+}
+
 /** A chosen value must be one the plugin's configuration allows; the first allowed is the default. */
 function choose(what, chosen, allowed, configName) {
   if (chosen === undefined) return allowed[0];
@@ -146,11 +184,16 @@ function synthArgs(env) {
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   };
   const paths = params.paths ?? fromEnv('PATHS')?.split(/\s+/) ?? ['.'];
+  const app = realpathSync(process.cwd());
   for (const p of paths) {
     if (p.startsWith('-')) fail(`path ${quote(p)} starts with "-": a path is never an option (name a file "-x" as "./-x")`);
     const n = normalize(p);
     if (p === '' || isAbsolute(p) || n === '..' || n.startsWith(`..${sep}`)) {
       fail(`path ${quote(p)} must be relative and inside the app path`);
+    }
+    if (!within(realPrefix(p), app)) {
+      // Where it leads lies outside the app, perhaps in another team's folder: never shown.
+      fail(`path ${quote(p)} leads out of the app path through a link; name a folder inside the app path`);
     }
   }
   const args = ['synth', '--stdout'];
@@ -182,6 +225,11 @@ function synthArgs(env) {
   const helper = configList(env, CONFIG.helperImage);
   if (helper.length > 1) fail(`plugin configuration ${CONFIG.helperImage}: one image, not ${helper.length}`);
   if (helper.length === 1) args.push('--helper-image', helper[0]);
+  for (const name of configList(env, CONFIG.priorityClasses)) args.push('--allow-priority-class', name);
+  const memory = configOne(env, CONFIG.nodeMemory);
+  if (memory !== undefined) args.push('--max-node-memory', memory);
+  const floor = configOne(env, CONFIG.refreshFloor);
+  if (floor !== undefined) args.push('--min-refresh-interval', floor);
   // `--` ends the options: whatever a path looks like, prewarm reads it as a path.
   return [...args, '--', ...paths];
 }

@@ -122,6 +122,8 @@ export function ownedDir(rig: Pick<CmpRig, 'work'>, name: string): string {
 /** Makes `path` and everything below it read-only, as a repository checkout is to the plugin. */
 export function readOnly(path: string): void {
   for (const e of readdirSync(path, { withFileTypes: true, recursive: true })) {
+    // chmod follows a link: the folder it leads to is made read-only as an entry of its own.
+    if (e.isSymbolicLink()) continue;
     chmodSync(join(e.parentPath, e.name), e.isDirectory() ? 0o555 : 0o444);
   }
   chmodSync(path, 0o555);

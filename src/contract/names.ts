@@ -177,8 +177,8 @@ export const LIMITS = {
   deadlineSeconds: { min: 1, max: 86_400 },
   /**
    * The moved-tag refresh interval; 0 disables it. Every node of a pool checks every tag on its
-   * own timer, so a short interval multiplies registry requests by the node count: the spec warns
-   * below a minute (`warnBelow`) but accepts it, as tests and small clusters use it.
+   * own timer, so a short interval multiplies registry requests by the node count: synth holds
+   * specs to a floor the invocation sets (src/synth/bounds.ts).
    */
-  refreshSeconds: { min: 0, max: 30 * 86_400, warnBelow: 60 },
+  refreshSeconds: { min: 0, max: 30 * 86_400 },
 } as const;

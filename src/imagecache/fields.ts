@@ -3,7 +3,7 @@
  * durations, the rollout's maxUnavailable and enumerations. Each reports its own problems at the
  * field's location and returns undefined for a value it refuses.
  */
-import { formatDuration, outsideRange, parseDuration } from './duration.js';
+import { outsideRange, parseDuration } from './duration.js';
 import { excerpt, MAX_QUOTED_CHARS, quote } from '../text/quote.js';
 import { checked, int, str, type Reader } from './read.js';
 import { parseImageRef, type ImageRef } from '../oci/reference.js';
@@ -38,11 +38,11 @@ export const duration: Reader<number> = (ctx, node, path) => {
 };
 
 /**
- * A duration within `range` (seconds): what the sidecar accepts (`LIMITS` in src/contract/names.ts). A non-zero
- * value under `warnBelow` is accepted with a warning.
+ * A duration within `range` (seconds): what the sidecar accepts (`LIMITS` in src/contract/names.ts).
+ * Bounds the invocation sets on top (the refresh floor) are synth's (src/synth/bounds.ts).
  */
 export const durationIn =
-  (range: { readonly min: number; readonly max: number; readonly warnBelow?: number }): Reader<number> =>
+  (range: { readonly min: number; readonly max: number }): Reader<number> =>
   (ctx, node, path) => {
     const seconds = duration(ctx, node, path);
     if (seconds === undefined) return undefined;
@@ -50,13 +50,6 @@ export const durationIn =
     if (outside !== undefined) {
       ctx.error(node, path, outside);
       return undefined;
-    }
-    if (range.warnBelow !== undefined && seconds > 0 && seconds < range.warnBelow) {
-      ctx.warn(
-        node,
-        path,
-        `${formatDuration(seconds)} is under ${formatDuration(range.warnBelow)}: every node of the pool checks every image's tag this often, so registry requests grow with the node count`,
-      );
     }
     return seconds;
   };

@@ -27,6 +27,21 @@ const YAML_FILE = /\.ya?ml$/i;
  */
 export const MAX_RUN_SPEC_BYTES = 16 * 1024 * 1024;
 
+/**
+ * The most YAML files one run reads over all the paths it is given. Each file costs a `realpath`,
+ * an `open` and a parse however small it is, so the byte budget alone lets a tree of many tiny
+ * files stall a run (100,000 of them took `validate` 100 s). 10,000 is twice the largest repository
+ * `bench:argocd` renders (5,000 ImageCaches, one file each).
+ */
+export const MAX_SPEC_FILES = 10_000;
+
+/**
+ * The most folder entries one run's walk visits, whatever their names: a spec root that is in
+ * fact a whole checkout (a `node_modules`, a build tree) ends the walk here instead of listing it
+ * all.
+ */
+export const MAX_WALK_ENTRIES = 100_000;
+
 /** Options of {@link loadBundle}. */
 export interface LoadOptions extends ParseOptions {
   /**
@@ -129,21 +144,28 @@ async function readTree(
   const roots: string[] = [];
   const candidates: string[] = [];
   let helmTemplates = 0;
+  const budget: WalkBudget = { files: MAX_SPEC_FILES, entries: MAX_WALK_ENTRIES };
   for (const path of paths) {
     try {
       if ((await stat(path)).isDirectory()) {
         roots.push(await realpath(path));
-        const found = await walk(path, isExcluded, diagnostics);
+        const found = await walk(path, isExcluded, diagnostics, budget);
         for (const file of found.files) candidates.push(file);
         helmTemplates += found.helmTemplates;
       } else {
         // A named file is a root as named: a link given on the command line is still checked.
         roots.push(join(await realpath(dirname(path)), basename(path)));
         candidates.push(path);
+        budget.files--;
       }
     } catch (err) {
       // A path named on the command line is a root itself: it cannot leave the roots.
       diagnostics.push(fileError(path, await cannotRead(path, err, [])));
+    }
+    // Past a bound nothing is read: the run fails on the error, and reading would only delay it.
+    if (budget.files < 0 || budget.entries < 0) {
+      if (budget.files < 0 && !diagnostics.some((d) => d.message.startsWith(TOO_MANY))) diagnostics.push(tooMany(path, 'files'));
+      return { files: [], helmTemplates, roots };
     }
   }
   // Each real file is read once, and shown by its own name rather than a link's, then by the
@@ -199,6 +221,7 @@ async function walk(
   dir: string,
   isExcluded: (path: string) => boolean,
   diagnostics: Diagnostic[],
+  budget: WalkBudget,
 ): Promise<{ files: string[]; helmTemplates: number }> {
   const out: string[] = [];
   let helmTemplates = 0;
@@ -211,6 +234,11 @@ async function walk(
       diagnostics.push(fileError(next, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`));
       continue;
     }
+    budget.entries -= entries.length;
+    if (budget.entries < 0) {
+      diagnostics.push(tooMany(dir, 'entries'));
+      return { files: out, helmTemplates };
+    }
     const chart = entries.some((e) => e.name === HELM_CHART && !e.isDirectory());
     for (const entry of entries) {
       if (entry.name.startsWith('.')) continue;
@@ -218,10 +246,35 @@ async function walk(
       if (isExcluded(full)) continue;
       if (chart && entry.name === HELM_TEMPLATES && entry.isDirectory()) helmTemplates += await countFiles(full);
       else if (entry.isDirectory()) pending.push(full);
-      else if (YAML_FILE.test(entry.name)) out.push(full);
+      else if (YAML_FILE.test(entry.name)) {
+        out.push(full);
+        if (--budget.files < 0) {
+          diagnostics.push(tooMany(dir, 'files'));
+          return { files: out, helmTemplates };
+        }
+      }
     }
   }
   return { files: out, helmTemplates };
+}
+
+/** What is left of a run's walk: YAML files, and folder entries of any kind. */
+interface WalkBudget {
+  files: number;
+  entries: number;
+}
+
+const TOO_MANY = 'the spec paths of this run hold more than';
+
+/** The error of a walk over {@link MAX_SPEC_FILES} or {@link MAX_WALK_ENTRIES}, at the root that crossed it. */
+function tooMany(root: string, what: 'files' | 'entries'): Diagnostic {
+  const message =
+    what === 'files'
+      ? `${TOO_MANY} ${MAX_SPEC_FILES.toLocaleString('en-US')} YAML files with this one, the most one run reads; nothing was read ` +
+        '(name fewer files or folders per run, or put more ImageCaches in each file)'
+      : `${TOO_MANY} ${MAX_WALK_ENTRIES.toLocaleString('en-US')} folder entries with this one, the most one run lists; nothing was read ` +
+        '(name the folders that hold the specs, not a whole checkout)';
+  return fileError(root, message);
 }
 
 const HELM_CHART = 'Chart.yaml';

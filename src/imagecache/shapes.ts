@@ -306,7 +306,7 @@ const prewarmSpec: Shape<RawSpec> = {
         doc: {
           type: 'duration',
           default: '`0s` (off)',
-          limits: `${rangeText(LIMITS.refreshSeconds)}; warns under ${formatDuration(LIMITS.refreshSeconds.warnBelow)}`,
+          limits: `${rangeText(LIMITS.refreshSeconds)}; at least the invocation's floor (--min-refresh-interval, default 5m)`,
           description: "How often each node checks every tag's digest in the registry and re-pulls a tag that moved.",
         },
       },

@@ -35,42 +35,94 @@ export function registryHost(domain: string): string {
   return domain.toLowerCase();
 }
 
-/** What one image's request came to in {@link askInTurn}. */
+/** What one image's request came to in {@link askRegistries}. */
 export type Asked<R> =
   | { readonly kind: 'answered'; readonly value: R }
   | { readonly kind: 'failed'; readonly error: unknown }
   /** Not asked: its registry did not answer `first`'s request earlier in this run. */
-  | { readonly kind: 'skipped'; readonly host: string; readonly first: string };
+  | { readonly kind: 'skipped'; readonly host: string; readonly first: string }
+  /** Not answered: the run's deadline came first. */
+  | { readonly kind: 'deadline' };
+
+/** Registries asked at once by {@link askRegistries}: enough to overlap stalls, few enough to be polite. */
+export const REGISTRY_CONCURRENCY = 8;
+
+/** The bounds of {@link askRegistries}. */
+export interface AskBounds {
+  /** The run's deadline: once aborted, nothing more is asked, and requests under way end. */
+  readonly signal: AbortSignal;
+  /**
+   * Runs before a host's first request, such as its credential helper; when it rejects, every
+   * image of that host fails with its error.
+   */
+  readonly prepare?: (host: string) => Promise<void>;
+  /** @default REGISTRY_CONCURRENCY */
+  readonly concurrency?: number;
+}
 
 /**
- * Asks `ask` for each item, one after another (registries rate-limit bursts), in order; `imageOf`
- * names the image an item is about. A registry that did not answer (transport error or the
- * request deadline: status 0) is not asked again in the run, so the whole ends within one request
- * timeout per registry, not per image. Never rejects.
+ * Asks `ask` for each item: registries in parallel, at most `concurrency` at once, and each
+ * registry's items one after another, in order (registries rate-limit bursts); `imageOf` names
+ * the image an item is about. A registry that did not answer (transport error or the request
+ * deadline: status 0) is not asked again in the run, so each registry takes at most one request
+ * timeout, and the whole run ends by `signal`. Never rejects.
  */
-export async function askInTurn<T, R>(
+export async function askRegistries<T, R>(
   items: readonly T[],
   imageOf: (item: T) => string,
   ask: (item: T) => Promise<R>,
+  bounds: AskBounds,
 ): Promise<Asked<R>[]> {
-  const unreachable = new Map<string, string>();
-  const out: Asked<R>[] = [];
-  for (const item of items) {
-    const image = imageOf(item);
-    const host = registryHost(registryRef(image).domain);
-    const first = unreachable.get(host);
+  const byHost = new Map<string, number[]>();
+  items.forEach((item, i) => {
+    const host = registryHost(registryRef(imageOf(item)).domain);
+    byHost.set(host, [...(byHost.get(host) ?? []), i]);
+  });
+  const out: Asked<R>[] = items.map(() => ({ kind: 'deadline' }));
+  const queue = [...byHost];
+  const worker = async (): Promise<void> => {
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+      const [host, indices] = next;
+      await askHost(host, indices, items, imageOf, ask, bounds, out);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(bounds.concurrency ?? REGISTRY_CONCURRENCY, queue.length) }, worker));
+  return out;
+}
+
+/** One registry's items of {@link askRegistries}, in turn, into `out`. */
+async function askHost<T, R>(
+  host: string,
+  indices: readonly number[],
+  items: readonly T[],
+  imageOf: (item: T) => string,
+  ask: (item: T) => Promise<R>,
+  bounds: AskBounds,
+  out: Asked<R>[],
+): Promise<void> {
+  if (bounds.signal.aborted) return;
+  try {
+    await bounds.prepare?.(host);
+  } catch (error) {
+    for (const i of indices) out[i] = bounds.signal.aborted ? { kind: 'deadline' } : { kind: 'failed', error };
+    return;
+  }
+  let first: string | undefined;
+  for (const i of indices) {
+    if (bounds.signal.aborted) return;
+    const item = items[i] as T;
     if (first !== undefined) {
-      out.push({ kind: 'skipped', host, first });
+      out[i] = { kind: 'skipped', host, first };
       continue;
     }
     try {
-      out.push({ kind: 'answered', value: await ask(item) });
+      out[i] = { kind: 'answered', value: await ask(item) };
     } catch (error) {
-      if (error instanceof ApiError && error.code === 0) unreachable.set(host, image);
-      out.push({ kind: 'failed', error });
+      if (bounds.signal.aborted) return;
+      if (error instanceof ApiError && error.code === 0) first = imageOf(item);
+      out[i] = { kind: 'failed', error };
     }
   }
-  return out;
 }
 
 /** The largest manifest read when a registry sends no digest header and the body must be hashed. */
@@ -169,6 +221,8 @@ export interface OciRegistryOptions {
   readonly plainHttp?: ReadonlySet<string>;
   /** @default 15000 */
   readonly timeoutMs?: number;
+  /** Ends every request under way when aborted: the deadline of a whole run. */
+  readonly signal?: AbortSignal;
 }
 
 const basic = (c: Credential): string => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
@@ -261,6 +315,7 @@ export class OciRegistry {
         headers: { accept: MANIFEST_ACCEPT, 'user-agent': this.o.userAgent, ...(auth ? { authorization: auth } : {}) },
         timeoutMs: this.o.timeoutMs ?? 15_000,
         maxBody: MAX_MANIFEST_BYTES,
+        ...(this.o.signal ? { signal: this.o.signal } : {}),
       });
       if (r.status === 200) return r;
       if (r.status !== 401 || attempt > 0) throw new ApiError(r.status, `${method} ${url.host}${url.pathname}: ${r.status}`);
@@ -304,6 +359,7 @@ export class OciRegistry {
       headers: { accept: 'application/json', 'user-agent': this.o.userAgent, ...(cred ? { authorization: basic(cred) } : {}) },
       timeoutMs: this.o.timeoutMs ?? 15_000,
       maxBody: 64 << 10,
+      ...(this.o.signal ? { signal: this.o.signal } : {}),
     });
     if (r.status !== 200) throw new ApiError(r.status, `token ${url.host}${url.pathname}: ${r.status}`);
     let body: { token?: unknown; access_token?: unknown; expires_in?: unknown };

@@ -27,6 +27,13 @@ export interface RegistryCredentials {
   /** The docker config read, or the path looked for when there is none. */
   readonly file: string;
   readonly found: boolean;
+  /**
+   * Runs the credential helper of `host` (if the config names one) once, before the first request
+   * to it, and adds its credential to {@link keyring}; later calls wait for the same run. Each
+   * helper is bounded by {@link HELPER_TIMEOUT_MS} and `signal`, and all of a run's helpers by
+   * {@link HELPERS_TOTAL_MS} together. Rejects with a {@link DockerConfigError}.
+   */
+  prepare(host: string, signal?: AbortSignal): Promise<void>;
 }
 
 /** The parts of config.json that name credentials. */
@@ -36,26 +43,32 @@ interface DockerConfig {
   readonly credsStore?: string;
 }
 
-/** Helper answers longer than this are not a credential. */
-const HELPER_TIMEOUT_MS = 30_000;
+/** Helper answers longer than this are not a credential: a helper waiting on a prompt or a network. */
+export const HELPER_TIMEOUT_MS = 10_000;
 
 /**
- * Loads credentials for `registries` (hosts as written in image references; docker.io for Docker
- * Hub). Helpers run once per host, before any request. A helper's credential wins over an `auths`
- * entry for the same host, as in docker. No config file at the default path means anonymous access;
- * a named file that is missing, a file that is not JSON, or a failing helper rejects with a
- * {@link DockerConfigError} (the user's setup is wrong, not the registry).
+ * The time all the credential helpers of one run may take together. Helpers run once per host, and
+ * the spec chooses the hosts: without a cap, 40 hosts behind a stalled helper would wait 40 times.
+ */
+export const HELPERS_TOTAL_MS = 30_000;
+
+/**
+ * Loads credentials: the `auths` entries at once, the credential helpers lazily, per host, through
+ * {@link RegistryCredentials.prepare} (hosts as written in image references; docker.io for Docker
+ * Hub), so that a run asks only the helpers of the hosts it reaches, within its bounds. A helper's
+ * credential wins over an `auths` entry for the same host, as in docker. No config file at the
+ * default path means anonymous access; a named file that is missing or a file that is not JSON
+ * rejects with a {@link DockerConfigError} (the user's setup is wrong, not the registry).
  */
 export async function loadRegistryCredentials(
   explicit: string | undefined,
-  registries: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RegistryCredentials> {
   const file = explicit ?? join(env['DOCKER_CONFIG'] ?? join(homedir(), '.docker'), 'config.json');
   const keyring = new Keyring();
   const read = await readNamedFile(file, 'docker config');
   if (typeof read !== 'string') {
-    if (read.missing && explicit === undefined) return { keyring, file, found: false };
+    if (read.missing && explicit === undefined) return { keyring, file, found: false, prepare: () => Promise.resolve() };
     throw new DockerConfigError(`cannot read docker config ${file}: it ${read.problem.replace(/^cannot read: /, 'cannot be read: ')}`);
   }
   // docker reads an empty file as no configuration.
@@ -71,15 +84,40 @@ export async function loadRegistryCredentials(
   if (typeof config !== 'object' || config === null || Array.isArray(config)) {
     throw new DockerConfigError(`docker config ${file}:1:1: not a docker config: expected a JSON object`);
   }
-  for (const registry of [...new Set(registries)].sort()) {
-    const helper = helperFor(config, registry);
-    if (helper === undefined) continue;
-    const cred = await runHelper(helper, registry === DOCKER_HUB ? DOCKER_HUB_SERVER : registry, env);
-    if (cred !== undefined) keyring.addCredential(registry, cred);
-  }
-  // After the helpers: the keyring's first entry wins a tie.
   keyring.add(text);
-  return { keyring, file, found: true };
+  return { keyring, file, found: true, prepare: helpers(config, keyring, env) };
+}
+
+/** {@link RegistryCredentials.prepare} for `config`: each host's helper once, all within {@link HELPERS_TOTAL_MS}. */
+function helpers(config: DockerConfig, keyring: Keyring, env: NodeJS.ProcessEnv): RegistryCredentials['prepare'] {
+  const runs = new Map<string, Promise<void>>();
+  let spentMs = 0;
+  const prepare = async (registry: string, signal?: AbortSignal): Promise<void> => {
+    const helper = helperFor(config, registry);
+    if (helper === undefined) return;
+    const server = registry === DOCKER_HUB ? DOCKER_HUB_SERVER : registry;
+    const left = HELPERS_TOTAL_MS - spentMs;
+    if (left <= 0)
+      throw new DockerConfigError(
+        `credential helper for ${server}: not run: the credential helpers of this run took ${HELPERS_TOTAL_MS / 1000}s in all, the most they may`,
+      );
+    const started = Date.now();
+    try {
+      const cred = await runHelper(helper, server, env, Math.min(HELPER_TIMEOUT_MS, left), signal);
+      // First: a helper's credential wins a tie with the `auths` entry of its host.
+      if (cred !== undefined) keyring.addCredential(registry, cred, true);
+    } finally {
+      spentMs += Date.now() - started;
+    }
+  };
+  return (registry, signal) => {
+    let run = runs.get(registry);
+    if (run === undefined) {
+      run = prepare(registry, signal);
+      runs.set(registry, run);
+    }
+    return run;
+  };
 }
 
 function helperFor(config: DockerConfig, registry: string): string | undefined {
@@ -96,14 +134,28 @@ function helperFor(config: DockerConfig, registry: string): string | undefined {
  * "credentials not found" (no credential: anonymous). Identity tokens (Username `<token>`) are
  * OAuth refresh tokens that only docker's own token exchange uses; they are skipped.
  */
-function runHelper(helper: string, server: string, env: NodeJS.ProcessEnv): Promise<Credential | undefined> {
+function runHelper(
+  helper: string,
+  server: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Credential | undefined> {
   const bin = `docker-credential-${helper}`;
   return new Promise((resolve, reject) => {
-    const child = execFile(bin, ['get'], { env, timeout: HELPER_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout) => {
+    const options = { env, timeout: timeoutMs, maxBuffer: 1 << 20, killSignal: 'SIGKILL' as const, ...(signal ? { signal } : {}) };
+    const child = execFile(bin, ['get'], options, (err, stdout) => {
       if (err) {
         if (/credentials not found/i.test(stdout)) return resolve(undefined);
+        const code = (err as NodeJS.ErrnoException).code;
         const why =
-          (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${bin} is not on PATH` : `${bin} get failed: ${stdout.trim() || err.message}`;
+          code === 'ENOENT'
+            ? `${bin} is not on PATH`
+            : code === 'ABORT_ERR'
+              ? `${bin} get was stopped at the run's deadline`
+              : err.killed
+                ? `${bin} get did not answer within ${Math.ceil(timeoutMs / 1000)}s`
+                : `${bin} get failed: ${stdout.trim() || err.message}`;
         return reject(new DockerConfigError(`credential helper for ${server}: ${why}`));
       }
       try {

@@ -71,9 +71,14 @@ export class Keyring {
     }
   }
 
-  /** Adds one credential for a registry host (or host/path prefix), e.g. from a credential helper. */
-  addCredential(key: string, cred: Credential): void {
-    this.entries.push({ key: normalizeKey(key), cred });
+  /**
+   * Adds one credential for a registry host (or host/path prefix), e.g. from a credential helper;
+   * `first` puts it ahead of every entry, so that it wins a tie with one added earlier.
+   */
+  addCredential(key: string, cred: Credential, first = false): void {
+    const entry = { key: normalizeKey(key), cred };
+    if (first) this.entries.unshift(entry);
+    else this.entries.push(entry);
   }
 
   /** The credential for `registry/repository` (an image reference's domain and path), if any. */

@@ -7,6 +7,8 @@ import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { ClusterChart, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
+import { checkNodeAnnotations } from './annotations.js';
+import { BOUND_DEFAULTS, checkPriorityClasses, checkRefreshFloor, priorityClassAllowanceError, type InvocationBounds } from './bounds.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
 import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
 import { settle } from './diagnostics.js';
@@ -70,6 +72,24 @@ export interface SynthOptions {
    */
   readonly helperImage?: string;
   /**
+   * PriorityClasses a spec's `priorityClassName` may name (as `--allow-priority-class`). A class
+   * lets the pull pods preempt workloads, so a spec may only choose among what the caller allows;
+   * a `system-` class is never allowed (src/synth/bounds.ts).
+   * @default - none: a spec that names a PriorityClass is refused
+   */
+  readonly allowedPriorityClasses?: readonly string[];
+  /**
+   * The most memory, in bytes, that the pull pods of every pool selecting one node may request
+   * there together while it warms (as `--max-node-memory`); over it, synth refuses the bundle.
+   * @default 1 GiB (BOUND_DEFAULTS in src/synth/bounds.ts)
+   */
+  readonly maxNodeMemoryBytes?: number;
+  /**
+   * The shortest `spec.refresh.interval` a spec may set, in seconds (as `--min-refresh-interval`).
+   * @default 300 (BOUND_DEFAULTS in src/synth/bounds.ts)
+   */
+  readonly minRefreshSeconds?: number;
+  /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
    * (see OUTPUT_LIMITS in limits.ts). Errors are thrown instead, as a SpecError.
    * @default - warnings are dropped
@@ -80,7 +100,8 @@ export interface SynthOptions {
 /**
  * Adds prewarm's charts for `bundle` to an existing cdk8s App: one without a namespace for
  * cluster-scoped objects, then one per namespace, in sorted order. Throws a SpecError, before
- * anything can be written, when the output would be wrong or refused.
+ * anything can be written, when the output would be wrong or refused, or past the invocation's
+ * bounds (src/synth/bounds.ts).
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   if (options.podMonitor === true && options.reconciler === undefined)
@@ -94,12 +115,16 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   }
   const owned = options.ownedNamespaces ?? [];
   const helperImage = canonicalHelperImage(options.helperImage);
+  const bounds = invocationBounds(options);
   settle([
     ...checkBundleSize(bundle),
     ...checkGateKeys(bundle, allowed),
+    ...checkPriorityClasses(bundle, bounds.allowedPriorityClasses),
+    ...checkRefreshFloor(bundle, bounds.minRefreshSeconds),
     ...checkPoolSelectors(bundle),
     ...checkPoolNames(bundle, options.reconciler !== undefined),
     ...checkEarlyPull(bundle, owned),
+    ...(options.reconciler === undefined ? [] : checkNodeAnnotations(bundle)),
   ]);
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined, helperImage }),
@@ -122,7 +147,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   // What no single construct knows, checked over the whole output by the cluster chart; each
   // pull DaemonSet checks itself. cdk8s runs these again at every synth.
   const [cluster] = charts;
-  if (cluster !== undefined) addCheck(cluster, () => checkOutput(charts, bundle, owned));
+  if (cluster !== undefined) addCheck(cluster, () => checkOutput(charts, bundle, owned, bounds.maxNodeMemoryBytes));
   settle(
     charts.flatMap((c) => diagnosticsOf(c)),
     options.onWarning,
@@ -137,7 +162,7 @@ function canonicalHelperImage(image: string = DEFAULT_HELPER_IMAGE): string {
 }
 
 /** Checks of what spans the whole output: names, shared objects, a warming node's memory, owned namespaces. */
-function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[]): Diagnostic[] {
+function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[], maxNodeMemoryBytes: number): Diagnostic[] {
   const constructs = charts.flatMap((c) => c.node.findAll());
   const daemonSets = constructs.filter((c): c is PullDaemonSet => c instanceof PullDaemonSet);
   const poolOf = new Map<unknown, Pool>(daemonSets.map((ds) => [ApiObject.of(ds.workload), ds.pool]));
@@ -153,9 +178,29 @@ function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly s
   return [
     ...checkObjectNames(names),
     ...checkSharedObjects(shared, bundle.pools.length),
-    ...checkNodeMemory(daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() }))),
+    ...checkNodeMemory(
+      daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() })),
+      maxNodeMemoryBytes,
+    ),
     ...checkOwnedNamespaces(bundle, owned),
   ];
+}
+
+/** The bounds of `options`, defaults resolved; a bound no invocation could set is a programming error. */
+function invocationBounds(options: SynthOptions): InvocationBounds {
+  const bounds: InvocationBounds = {
+    allowedPriorityClasses: options.allowedPriorityClasses ?? BOUND_DEFAULTS.allowedPriorityClasses,
+    maxNodeMemoryBytes: options.maxNodeMemoryBytes ?? BOUND_DEFAULTS.maxNodeMemoryBytes,
+    minRefreshSeconds: options.minRefreshSeconds ?? BOUND_DEFAULTS.minRefreshSeconds,
+  };
+  for (const name of bounds.allowedPriorityClasses) {
+    const invalid = priorityClassAllowanceError(name);
+    if (invalid !== undefined) throw new Error(`allowedPriorityClasses: "${name}" ${invalid}`);
+  }
+  if (!(bounds.maxNodeMemoryBytes > 0)) throw new Error(`maxNodeMemoryBytes: ${bounds.maxNodeMemoryBytes} is not a positive number`);
+  if (!Number.isSafeInteger(bounds.minRefreshSeconds) || bounds.minRefreshSeconds < 1)
+    throw new Error(`minRefreshSeconds: ${bounds.minRefreshSeconds} is not a whole number of seconds, at least 1`);
+  return bounds;
 }
 
 /**

@@ -28,13 +28,6 @@ export const OUTPUT_LIMITS = {
    * 256 KiB in total: such an apply is refused. A DaemonSet passes it at about 490 images.
    */
   clientSideApplyBytes: { limit: 256 * 1024, severity: 'warning' as Severity },
-  /**
-   * Memory that the pull pods of every pool selecting one node request there together. Each image
-   * container requests 4 MiB, in its holder and, while the node warms, again in its burst puller,
-   * so about 120 images of pools that share a node reach it with the default lanes (245 with
-   * `lanes: 1`); that memory is reserved on every such node.
-   */
-  memoryPerNodeBytes: { limit: 1024 * MIB, severity: 'warning' as Severity },
 } as const;
 
 /** The limits an object's size is measured against. */

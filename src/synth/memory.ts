@@ -7,7 +7,7 @@ import type { Diagnostic } from '../imagecache/errors.js';
 import type { Pool } from '../imagecache/model.js';
 import { parseQuantity } from '../contract/quantity.js';
 import { listed, poolLocation, poolName } from './diagnostics.js';
-import { OUTPUT_LIMITS, size } from './limits.js';
+import { size } from './limits.js';
 
 /** A container as far as its memory request is read, and for an init container its kind. */
 export interface RequestingContainer {
@@ -60,24 +60,25 @@ function memoryRequest(c: RequestingContainer): number {
 }
 
 /**
- * The memory the pull pods request on the node that gets the most, warned about over
- * {@link OUTPUT_LIMITS}.memoryPerNodeBytes. Counted while the node warms, the peak: each pool's
- * holder and all of its burst pullers run there then, so an image a puller pulls is requested
- * twice.
+ * The memory the pull pods request on the node that gets the most, an error over `boundBytes` (the
+ * invocation's `--max-node-memory`, src/synth/bounds.ts). Counted while the node warms, the peak:
+ * each pool's holder and all of its burst pullers run there then, so an image a puller pulls is
+ * requested twice. The kubelet reserves a request whether or not it is used, so past the bound
+ * the warm-up crowds out the workloads the node is for.
  */
-export function checkNodeMemory(members: readonly PoolMember[]): Diagnostic[] {
+export function checkNodeMemory(members: readonly PoolMember[], boundBytes: number): Diagnostic[] {
   const worst = worstNode(members);
-  if (worst === undefined || worst.bytes <= OUTPUT_LIMITS.memoryPerNodeBytes.limit) return [];
+  if (worst === undefined || worst.bytes <= boundBytes) return [];
   const labels = Object.entries(worst.node.nodeSelector).map(([k, v]) => `${k}=${v}`);
   return [
     {
       ...poolLocation(worst.node),
-      severity: OUTPUT_LIMITS.memoryPerNodeBytes.severity,
+      severity: 'error',
       message:
         `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} runs the pull pods of ${listed(worst.pools.map(poolName))}, ` +
-        `which request ${size(worst.bytes, false)} of memory there while it warms (holders and burst pullers), over ${size(OUTPUT_LIMITS.memoryPerNodeBytes.limit, false)}: ` +
-        `every image reserves 4 MiB on each node its pools select, and 4 MiB more in its puller during the warm-up ` +
-        `(fewer images per node, pools with narrower selectors, or fewer lanes reserve less)`,
+        `which request ${size(worst.bytes, false)} of memory there while it warms (holders and burst pullers), over ${size(boundBytes, false)}, ` +
+        `the most this invocation allows on one node (--max-node-memory): every image reserves 4 MiB on each node its pools select, ` +
+        `and 4 MiB more in its puller during the warm-up (fewer images per node, pools with narrower selectors, or fewer lanes reserve less)`,
     },
   ];
 }

@@ -749,6 +749,75 @@ describe('prewarm synth --node-arch', () => {
   });
 });
 
+describe('prewarm synth and validate: the bounds the invocation sets', () => {
+  const spec = (extra: string) =>
+    `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: a}\nspec:\n${extra}  cacheSpec:\n  - images: [redis:7]\n`;
+
+  it.each([
+    {
+      case: 'an allowed PriorityClass',
+      extra: '  priorityClassName: warm\n',
+      args: ['--allow-priority-class', 'warm'],
+      code: ExitCode.Success,
+    },
+    {
+      case: 'a PriorityClass not allowed',
+      extra: '  priorityClassName: warm\n',
+      args: [],
+      code: ExitCode.InvalidInput,
+      stderr: 'is not allowed by this invocation',
+    },
+    {
+      case: 'a system PriorityClass allowed by flag',
+      extra: '',
+      args: ['--allow-priority-class', 'system-node-critical'],
+      code: ExitCode.Usage,
+      stderr: '--allow-priority-class "system-node-critical" is a system PriorityClass',
+    },
+    {
+      case: 'a memory bound that is no quantity',
+      extra: '',
+      args: ['--max-node-memory', 'lots'],
+      code: ExitCode.Usage,
+      stderr: 'is not a memory quantity',
+    },
+    {
+      case: 'a memory bound under 64 MiB',
+      extra: '',
+      args: ['--max-node-memory', '1Mi'],
+      code: ExitCode.Usage,
+      stderr: 'must be between 64 MiB',
+    },
+    {
+      case: 'refresh 1s under the default floor',
+      extra: '  refresh: {interval: 1s}\n',
+      args: [],
+      code: ExitCode.InvalidInput,
+      stderr: 'is under 5m',
+    },
+    {
+      case: 'refresh 1s with the floor lowered',
+      extra: '  refresh: {interval: 1s}\n',
+      args: ['--min-refresh-interval', '1s'],
+      code: ExitCode.Success,
+    },
+    {
+      case: 'a floor of 0s',
+      extra: '',
+      args: ['--min-refresh-interval', '0s'],
+      code: ExitCode.Usage,
+      stderr: 'must be between 1s and 720h',
+    },
+  ])('$case', async ({ extra, args, code, stderr }) => {
+    const dir = await specDir({ 'a.yaml': spec(extra) });
+    for (const command of ['synth', 'validate']) {
+      const r = await cli(command, dir, ...args, ...(command === 'synth' ? ['--stdout'] : []));
+      expect(r.code, r.stderr).toBe(code);
+      if (stderr !== undefined) expect(r.stderr).toContain(stderr);
+    }
+  });
+});
+
 describe('prewarm specs', () => {
   const flow = '{apiVersion: prewarm.dev/v1alpha1, kind: ImageCache, metadata: {name: f}, spec: {cacheSpec: [{images: [redis:7]}]}}\n';
   const merged =

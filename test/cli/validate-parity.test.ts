@@ -102,6 +102,32 @@ const CASES: { case: string; files: Record<string, string>; error: RegExp }[] = 
     error:
       /^helper\.yaml:5:16: error: document 1: spec\.helperImage: a spec may not choose the helper image: .*\(prewarm synth --helper-image, or the Argo CD plugin's PREWARM_PLUGIN_HELPER_IMAGE\); remove this field$/,
   },
+  {
+    case: 'a system PriorityClass',
+    files: { 'p.yaml': `${head('p', '  priorityClassName: system-node-critical\n')}  - images: [redis:7]\n` },
+    error:
+      /p\.yaml:5:22: error: document 1: spec\.priorityClassName: pool ml\/all-[0-9a-f]{8} \(.*p\.yaml:7:5 spec\.cacheSpec\[0\]\): priorityClassName "system-node-critical" is a system PriorityClass/,
+  },
+  {
+    case: 'a PriorityClass the invocation has not allowed',
+    files: { 'p.yaml': `${head('p', '  priorityClassName: warm\n')}  - images: [redis:7]\n` },
+    error:
+      /p\.yaml:5:22: error: document 1: spec\.priorityClassName: .*"warm" is not allowed by this invocation \(--allow-priority-class allows none\)/,
+  },
+  {
+    case: 'a refresh interval under the floor',
+    files: { 'r.yaml': `${head('r', '  refresh: {interval: 1s}\n')}  - images: [redis:7]\n` },
+    error:
+      /r\.yaml:5:23: error: document 1: spec\.refresh\.interval: .*refresh interval 1s is under 5m, the shortest this invocation allows/,
+  },
+  {
+    case: 'memory per node over the bound (200 images on every node)',
+    files: {
+      'm.yaml': `${head('m')}  - images: [${Array.from({ length: 200 }, (_, i) => `r.example/a-${i}:1`).join(', ')}]\n`,
+    },
+    error:
+      /m\.yaml:6:5: error: document 1: spec\.cacheSpec\[0\]: every node runs the pull pods of ml\/all-[0-9a-f]{8}, which request 1\.61 GiB .*--max-node-memory/,
+  },
 ];
 
 describe('validate refuses what synth refuses, with the same errors (exit 1, nothing written)', () => {

@@ -149,7 +149,7 @@ describe('moved-tag refresh on a real node', () => {
         refresh: { interval: `${INTERVAL}s` },
       }),
     ]);
-    const objects = yamlObjects(synth([dir]).yaml);
+    const objects = yamlObjects(synth([dir], ['--min-refresh-interval', `${INTERVAL}s`]).yaml);
     const found = poolsOf(objects).find((p) => p.namespace === NS);
     const dsObj = objects.find((o) => o.kind === 'DaemonSet' && o.metadata.namespace === NS);
     if (!found || !dsObj) throw new Error(`synth output has no pool in ${NS}`);

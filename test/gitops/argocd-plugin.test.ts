@@ -9,7 +9,18 @@
  * own PREWARM_PLUGIN_* environment) differs per server: `main` allows a few namespaces and images,
  * `owning` owns a namespace, `gating` allows a gate key.
  */
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -61,6 +72,8 @@ const SERVERS = {
   main: {
     PREWARM_PLUGIN_NAMESPACES: 'prewarm warm from-env',
     PREWARM_PLUGIN_RECONCILER_IMAGES: `${DEFAULT_RECONCILER_IMAGE} ${OTHER_IMAGE}`,
+    // The scale app's pools hold 200 images each, about 1.6 GiB on a warming node.
+    PREWARM_PLUGIN_MAX_NODE_MEMORY: '2Gi',
   },
   owning: { PREWARM_PLUGIN_OWN_NAMESPACES: 'prewarm' },
   gating: { PREWARM_PLUGIN_ALLOW_GATE_KEYS: 'startup-taint.cluster-autoscaler.kubernetes.io/' },
@@ -188,6 +201,11 @@ beforeAll(async () => {
     join(repo, 'gate', 'cache.yaml'),
     `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: gated, namespace: prewarm}\nspec:\n  gate: {taintKey: ${GATE_KEY}}\n  cacheSpec:\n    - images: [registry.example.invalid/app:1]\n      nodeSelector: {pool: gpu}\n`,
   );
+  // An app whose `specs` links to a sibling app in the same repository: inside the repository, so
+  // Argo CD passes it, but outside the app.
+  mkdirSync(join(repo, 'link-app'));
+  cpSync(join(REPO_DIR, 'examples', 'platform'), join(repo, 'link-app', 'own'), { recursive: true });
+  symlinkSync('../imagecaches', join(repo, 'link-app', 'specs'));
   readOnly(repo);
   repoHashBefore = treeHash(repo);
 
@@ -309,6 +327,19 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     expect(unknown.error).toContain('unknown parameter "nmespace"');
     const escape = cmp({ appPath: 'imagecaches', plugin: { name: PLUGIN, parameters: [{ name: 'paths', array: ['../broken'] }] } });
     expect(escape.error).toContain('must be relative and inside the app path');
+  });
+
+  it('a paths value that leaves the app path through a link is refused; the app itself renders', () => {
+    expectRefused(
+      cmp({ appPath: 'link-app', plugin: withParams([{ name: 'paths', array: ['specs'] }]) }),
+      'path "specs" leads out of the app path through a link; name a folder inside the app path',
+    );
+    expectRefused(
+      cmp({ appPath: 'link-app', plugin: withParams([], { PREWARM_PATHS: 'own specs/ml' }) }),
+      'path "specs/ml" leads out of the app path through a link',
+    );
+    // The walk of the app path leaves the link alone: only the app's own specs are rendered.
+    expect(manifestsOf(cmp({ appPath: 'link-app' }))).toEqual(yamlObjects(cliStream(['synth', 'own', '--stdout'], join(repo, 'link-app'))));
   });
 
   describe('an Application (or its repository) never passes options to synth', () => {
@@ -446,7 +477,9 @@ describe('argocd-cmp-server with deploy/argocd/plugin.yaml', () => {
     const res = cmp({ appPath: 'scale' });
     const got = manifestsOf(res);
     expect(res.objects).toEqual(got.map(id));
-    expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout'], join(repo, 'scale'))));
+    expect(got).toEqual(yamlObjects(cliStream(['synth', '.', '--stdout', '--max-node-memory', '2Gi'], join(repo, 'scale'))));
+    // The bound is the plugin's configuration: the same app under the default is refused.
+    expect(run(['node', CLI, 'synth', '.', '--stdout'], { cwd: join(repo, 'scale') }).stderr).toContain('--max-node-memory');
     // Independently of synth: each pool's holder and its burst pullers carry exactly the images
     // of that pool's generated caches, and every pool is there.
     const expected = new Map<string, Set<string>>();
@@ -523,6 +556,9 @@ describe('prewarm-argocd outside the cmp-server', () => {
       PREWARM_PLUGIN_ALLOW_GATE_KEYS: `startup-taint.cluster-autoscaler.kubernetes.io/ ${GATE_KEY}`,
       PREWARM_PLUGIN_NODE_ARCH: ' arm64 ',
       PREWARM_PLUGIN_HELPER_IMAGE: HELPER_IMAGE,
+      PREWARM_PLUGIN_ALLOW_PRIORITY_CLASSES: 'warm batch',
+      PREWARM_PLUGIN_MAX_NODE_MEMORY: ' 2Gi ',
+      PREWARM_PLUGIN_MIN_REFRESH_INTERVAL: '15m',
       ARGOCD_APP_PARAMETERS: JSON.stringify([
         { name: 'paths', array: ['a', 'b c'] },
         { name: 'namespace', string: 'warm' },
@@ -548,6 +584,14 @@ describe('prewarm-argocd outside the cmp-server', () => {
       'arm64',
       '--helper-image',
       HELPER_IMAGE,
+      '--allow-priority-class',
+      'warm',
+      '--allow-priority-class',
+      'batch',
+      '--max-node-memory',
+      '2Gi',
+      '--min-refresh-interval',
+      '15m',
       '--',
       'a',
       'b c',
@@ -573,6 +617,7 @@ describe('prewarm-argocd outside the cmp-server', () => {
       'PREWARM_PLUGIN_OWN_NAMESPACES: "--force" starts with "-"',
     ],
     ['two node architectures', { PREWARM_PLUGIN_NODE_ARCH: 'amd64 arm64' }, 'PREWARM_PLUGIN_NODE_ARCH: one architecture, not 2'],
+    ['two memory bounds', { PREWARM_PLUGIN_MAX_NODE_MEMORY: '1Gi 2Gi' }, 'PREWARM_PLUGIN_MAX_NODE_MEMORY: one value, not 2'],
     [
       'two helper images',
       { PREWARM_PLUGIN_HELPER_IMAGE: `${HELPER_IMAGE} ${HELPER_IMAGE}` },

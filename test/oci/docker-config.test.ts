@@ -31,7 +31,7 @@ describe('loadRegistryCredentials', () => {
     const dir = await configDir({
       auths: { 'reg.example:5443': { auth: b64('u:p:with:colons') }, 'https://other.example/': { username: 'o', password: 'q' } },
     });
-    const c = await loadRegistryCredentials(undefined, ['reg.example:5443'], { DOCKER_CONFIG: dir });
+    const c = await loadRegistryCredentials(undefined, { DOCKER_CONFIG: dir });
     expect(c).toMatchObject({ file: join(dir, 'config.json'), found: true });
     expect(c.keyring.lookup('reg.example:5443', 'team/app')).toEqual({ username: 'u', password: 'p:with:colons' });
     expect(c.keyring.lookup('other.example', 'x')).toEqual({ username: 'o', password: 'q' });
@@ -40,12 +40,12 @@ describe('loadRegistryCredentials', () => {
 
   it('without a config at the default path is anonymous; a named one that is missing or not JSON is a DockerConfigError', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'prewarm-docker-'));
-    const c = await loadRegistryCredentials(undefined, ['r.example'], { DOCKER_CONFIG: empty });
+    const c = await loadRegistryCredentials(undefined, { DOCKER_CONFIG: empty });
     expect(c).toMatchObject({ found: false, file: join(empty, 'config.json') });
     expect(c.keyring.size).toBe(0);
-    await expect(loadRegistryCredentials(join(empty, 'nope.json'), [], {})).rejects.toBeInstanceOf(DockerConfigError);
+    await expect(loadRegistryCredentials(join(empty, 'nope.json'), {})).rejects.toBeInstanceOf(DockerConfigError);
     const bad = await configDir('{not json');
-    const err = await loadRegistryCredentials(undefined, [], { DOCKER_CONFIG: bad }).catch((e: unknown) => e);
+    const err = await loadRegistryCredentials(undefined, { DOCKER_CONFIG: bad }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DockerConfigError);
     expect((err as DockerConfigError).message).toBe(
       `docker config ${join(bad, 'config.json')}:1:2: not valid JSON: expected a field name in double quotes`,
@@ -58,21 +58,27 @@ describe('loadRegistryCredentials', () => {
       credHelpers: { 'reg.example': 'fake' },
       auths: { 'reg.example': { auth: b64('from-file:x') }, 'plain.example': { auth: b64('file-only:y') } },
     });
-    const c = await loadRegistryCredentials(undefined, ['reg.example', 'plain.example'], { DOCKER_CONFIG: dir, PATH });
+    const c = await loadRegistryCredentials(undefined, { DOCKER_CONFIG: dir, PATH });
+    // Helpers run lazily, per host: before its first request, the file's entry is all there is.
+    expect(c.keyring.lookup('reg.example', 'a')).toEqual({ username: 'from-file', password: 'x' });
+    await c.prepare('reg.example');
+    await c.prepare('plain.example');
     expect(c.keyring.lookup('reg.example', 'a')).toEqual({ username: 'from-helper', password: 's3cret' });
     expect(c.keyring.lookup('plain.example', 'a')).toEqual({ username: 'file-only', password: 'y' });
 
     // Docker Hub is asked for under docker's own server name.
     const hubPath = await helper('hub', 'https://index.docker.io/v1/', 'hubuser', 'hubpass');
     const store = await configDir({ credsStore: 'hub', auths: { 'https://index.docker.io/v1/': {} } });
-    const hub = await loadRegistryCredentials(undefined, ['docker.io', 'ghcr.io'], { DOCKER_CONFIG: store, PATH: hubPath });
+    const hub = await loadRegistryCredentials(undefined, { DOCKER_CONFIG: store, PATH: hubPath });
+    await Promise.all([hub.prepare('docker.io'), hub.prepare('ghcr.io').catch(() => undefined)]);
     expect(hub.keyring.lookup('docker.io', 'library/redis')).toEqual({ username: 'hubuser', password: 'hubpass' });
     expect(hub.keyring.lookup('ghcr.io', 'a/b')).toBeUndefined();
   });
 
   it('names a helper that is not installed', async () => {
     const dir = await configDir({ credsStore: 'absent-for-test' });
-    await expect(loadRegistryCredentials(undefined, ['r.example'], { DOCKER_CONFIG: dir, PATH: '/nonexistent' })).rejects.toThrow(
+    const c = await loadRegistryCredentials(undefined, { DOCKER_CONFIG: dir, PATH: '/nonexistent' });
+    await expect(c.prepare('r.example')).rejects.toThrow(
       'credential helper for r.example: docker-credential-absent-for-test is not on PATH',
     );
   });
@@ -94,7 +100,7 @@ describe('loadRegistryCredentials', () => {
     ['two values', `{"auth": "${secret}"} {"auth": "${secret}"}`, ':1:'],
   ])('names the file, line and problem of %s, never its content', async (_name, text, expected) => {
     const dir = await configDir(text);
-    const err = (await loadRegistryCredentials(undefined, [], { DOCKER_CONFIG: dir }).catch((e: unknown) => e)) as Error;
+    const err = (await loadRegistryCredentials(undefined, { DOCKER_CONFIG: dir }).catch((e: unknown) => e)) as Error;
     expect(err).toBeInstanceOf(DockerConfigError);
     expect(err.message).toContain(`docker config ${join(dir, 'config.json')}${expected}`);
     for (const piece of [secret.slice(0, 6), secret.slice(-6), 'hunter2']) expect(err.message).not.toContain(piece);
@@ -113,7 +119,7 @@ describe('loadRegistryCredentials', () => {
       [join(dir, 'nope.json'), 'does not exist'],
     ];
     for (const [file, why] of cases) {
-      const err = (await loadRegistryCredentials(file, [], { PATH: process.env['PATH'] ?? '' }).catch((e: unknown) => e)) as Error;
+      const err = (await loadRegistryCredentials(file, { PATH: process.env['PATH'] ?? '' }).catch((e: unknown) => e)) as Error;
       expect(err).toBeInstanceOf(DockerConfigError);
       expect(err.message).toContain(`cannot read docker config ${file}: it ${why}`);
       expect(err.message).not.toContain('PATH=');
@@ -124,14 +130,14 @@ describe('loadRegistryCredentials', () => {
 
   it('reads an empty file as no configuration, as docker does', async () => {
     const dir = await configDir('\n');
-    const c = await loadRegistryCredentials(undefined, ['r.example'], { DOCKER_CONFIG: dir });
+    const c = await loadRegistryCredentials(undefined, { DOCKER_CONFIG: dir });
     expect(c).toMatchObject({ found: true });
     expect(c.keyring.size).toBe(0);
   });
 
   it('refuses JSON that is not an object', async () => {
     const dir = await configDir('null');
-    await expect(loadRegistryCredentials(undefined, ['r.example'], { DOCKER_CONFIG: dir })).rejects.toThrow(
+    await expect(loadRegistryCredentials(undefined, { DOCKER_CONFIG: dir })).rejects.toThrow(
       `docker config ${join(dir, 'config.json')}:1:1: not a docker config: expected a JSON object`,
     );
   });

@@ -1,11 +1,11 @@
-import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/main.js';
 import { buildBundle } from '../../src/imagecache/bundle.js';
 import { formatDiagnostic } from '../../src/imagecache/errors.js';
-import { MAX_RUN_SPEC_BYTES } from '../../src/imagecache/load.js';
+import { MAX_RUN_SPEC_BYTES, MAX_SPEC_FILES, MAX_WALK_ENTRIES } from '../../src/imagecache/load.js';
 import { MAX_SPEC_FILE_BYTES } from '../../src/files/read.js';
 import type { Bundle } from '../../src/imagecache/model.js';
 import { parseFiles } from '../../src/imagecache/parse.js';
@@ -135,4 +135,60 @@ describe('the run-wide byte budget: many files, each under the per-file limit', 
     const four = await cli(['validate', join(specs, 'f0.yaml'), join(specs, 'f1.yaml'), join(specs, 'f2.yaml'), join(specs, 'f3.yaml')]);
     expect(four.code, four.stderr).toBe(0);
   }, 60_000);
+});
+
+/** Writes `count` files, `make(i)` naming each and its text, a thousand at a time. */
+async function files(count: number, make: (i: number) => [string, string]): Promise<void> {
+  for (let start = 0; start < count; start += 1000) {
+    const batch = Array.from({ length: Math.min(1000, count - start) }, (_, k) => make(start + k));
+    await Promise.all(batch.map(([path, text]) => writeFile(path, text)));
+  }
+}
+
+describe('the run-wide file and entry bounds: many small files', () => {
+  const tiny = (i: number) =>
+    `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c${i}, namespace: ml}\nspec:\n  cacheSpec:\n  - images: [redis:7]\n`;
+
+  it(`refuses a tree of more than MAX_SPEC_FILES YAML files in every command that walks spec roots, before reading any; exit 1`, async () => {
+    expect(MAX_SPEC_FILES).toBe(10_000);
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-run-files-'));
+    const specs = join(dir, 'specs');
+    await mkdir(join(specs, 'more'), { recursive: true });
+    await files(MAX_SPEC_FILES, (i) => [join(specs, `c${i}.yaml`), tiny(i)]);
+    await writeFile(join(specs, 'more', 'one-more.yml'), tiny(MAX_SPEC_FILES));
+    const message =
+      `${specs}: error: the spec paths of this run hold more than 10,000 YAML files with this one, the most one run reads; nothing was read ` +
+      '(name fewer files or folders per run, or put more ImageCaches in each file)';
+    for (const argv of [
+      ['validate', specs],
+      ['synth', specs, '-o', join(dir, 'out')],
+      ['pin', specs, '--dry-run'],
+      ['specs', specs],
+    ]) {
+      const r = await cli(argv);
+      expect(r.code, `${argv[0]}: ${r.stderr}`).toBe(1);
+      expect(r.stderr.split('\n').filter((l) => l.includes('error:'))).toEqual([message]);
+    }
+    // Named files count toward the same bound.
+    const named = await cli(['validate', specs, join(specs, 'c0.yaml')]);
+    expect(named.code).toBe(1);
+    expect(named.stderr).toContain('hold more than 10,000 YAML files');
+    expect(await readdir(dir)).toEqual(['specs']);
+    await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('refuses a walk of more than MAX_WALK_ENTRIES folder entries, whatever their names; exit 1', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-run-entries-'));
+    await writeFile(join(dir, 'cache.yaml'), tiny(0));
+    // One folder of empty non-YAML files, just past the bound with cache.yaml and the folder.
+    const junk = join(dir, 'junk');
+    await mkdir(junk);
+    await files(MAX_WALK_ENTRIES, (i) => [join(junk, `f${i}`), '']);
+    const r = await cli(['validate', dir]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain(
+      `${dir}: error: the spec paths of this run hold more than 100,000 folder entries with this one, the most one run lists; nothing was read`,
+    );
+    await rm(dir, { recursive: true, force: true });
+  }, 240_000);
 });

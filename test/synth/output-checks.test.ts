@@ -121,7 +121,10 @@ describe('checkPoolObject, checkSharedObjects and checkNodeMemory', () => {
         manifests.filter((m) => poolOfManifest(m) === undefined),
         bundle.pools.length,
       ),
-      ...checkNodeMemory(members.map(({ pool, manifest }) => ({ pool, bytes: podMemoryRequest(manifest.spec?.template?.spec ?? {}) }))),
+      ...checkNodeMemory(
+        members.map(({ pool, manifest }) => ({ pool, bytes: podMemoryRequest(manifest.spec?.template?.spec ?? {}) })),
+        1024 * MIB,
+      ),
     ];
   };
   /** `m` grown by an annotation to exactly `bytes` of JSON. */
@@ -189,14 +192,14 @@ describe('checkPoolObject, checkSharedObjects and checkNodeMemory', () => {
       manifests: [ds(all, '512Mi'), ds(web, '256Mi', '256Mi', '1Mi'), ds(db, '4Mi')],
       expected: [
         new RegExp(
-          `^web\\.yaml:6:5: warning: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\), over 1 GiB: every image reserves 4 MiB`,
+          `^web\\.yaml:6:5: error: .*a node labelled tier=web runs the pull pods of ${id(all)}, ${id(web)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\), over 1 GiB, the most this invocation allows on one node \\(--max-node-memory\\): every image reserves 4 MiB`,
         ),
       ],
     },
     {
       case: 'an every-node pool over 1 GiB alone',
       manifests: [ds(all, '1025Mi')],
-      expected: [new RegExp(`^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory`)],
+      expected: [new RegExp(`^all\\.yaml:6:5: error: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory`)],
     },
     { case: 'pools whose selectors exclude each other never add up', manifests: [ds(web, '700Mi'), ds(db, '700Mi')], expected: [] },
     {
@@ -204,7 +207,7 @@ describe('checkPoolObject, checkSharedObjects and checkNodeMemory', () => {
       manifests: [ds(all, '512Mi'), puller(all, '1', '256Mi'), puller(all, '2', '257Mi')],
       expected: [
         new RegExp(
-          `^all\\.yaml:6:5: warning: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\)`,
+          `^all\\.yaml:6:5: error: .*every node runs the pull pods of ${id(all)}, which request 1 GiB of memory there while it warms \\(holders and burst pullers\\)`,
         ),
       ],
     },
@@ -229,24 +232,32 @@ describe('checkPoolObject, checkSharedObjects and checkNodeMemory', () => {
     expected.forEach((pattern, i) => expect(got[i]).toMatch(pattern));
   });
 
-  it('the CLI warns on stderr and still writes the output: 200 images in one pool request 1,648 MiB on a warming node', async () => {
+  it('the CLI refuses 200 images in one pool (1,648 MiB on a warming node) by default, and writes them under --max-node-memory 2Gi', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'prewarm-limits-'));
     const images = Array.from({ length: 200 }, (_, i) => `registry.example.com/team/app-${i}:v1`).join(', ');
     await writeFile(join(dir, 'big.yaml'), cache('', 'big', 'ml', `  cacheSpec:\n  - images: [${images}]\n`).text);
-    let stderr = '';
-    const code = await run(['synth', join(dir, 'big.yaml'), '-o', join(dir, 'out')], {
-      stdout: () => undefined,
-      stderr: (t) => (stderr += t),
-    });
-    expect(code, stderr).toBe(0);
-    // The holder: 200 containers of 4 MiB and the sidecar's 48 MiB (848 MiB, under the limit);
+    const synth = async (...extra: string[]) => {
+      let stderr = '';
+      const code = await run(['synth', join(dir, 'big.yaml'), '-o', join(dir, 'out'), ...extra], {
+        stdout: () => undefined,
+        stderr: (t) => (stderr += t),
+      });
+      return { code, stderr };
+    };
+    const refused = await synth();
+    expect(refused.code, refused.stderr).toBe(1);
+    // The holder: 200 containers of 4 MiB and the sidecar's 48 MiB (848 MiB, under the bound);
     // the default 4 lanes' 3 pullers: the same 200 images again (800 MiB).
-    expect(stderr).toContain(
-      `${join(dir, 'big.yaml')}:6:5: warning: document 1: spec.cacheSpec[0]: every node runs the pull pods of ml/all-`,
+    expect(refused.stderr).toContain(
+      `${join(dir, 'big.yaml')}:6:5: error: document 1: spec.cacheSpec[0]: every node runs the pull pods of ml/all-`,
     );
-    expect(stderr).toContain(
-      `which request ${(1648 / 1024).toFixed(2)} GiB of memory there while it warms (holders and burst pullers), over 1 GiB`,
+    expect(refused.stderr).toContain(
+      `which request ${(1648 / 1024).toFixed(2)} GiB of memory there while it warms (holders and burst pullers), over 1 GiB, the most this invocation allows on one node (--max-node-memory)`,
     );
+    expect(await readdir(dir)).toEqual(['big.yaml']);
+    const allowed = await synth('--max-node-memory', '2Gi');
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stderr).not.toContain('--max-node-memory');
     expect(await readdir(join(dir, 'out'))).toContain('prewarm-ns-ml.k8s.yaml');
   });
 });

@@ -117,6 +117,30 @@ export function requestTimeoutOption<T>(y: Argv<T>) {
   );
 }
 
+/** The bounds of `--deadline`: a whole run's registry look-ups end within it. */
+export const RUN_DEADLINE = { default: '2m', min: 1, max: 6 * 3600 } as const;
+
+/**
+ * `--deadline`: how long a run's registry look-ups may take in all, requests and credential
+ * helpers together; past it, requests under way end and the images not yet answered fail. `what`
+ * names the look-ups in the help.
+ */
+export function deadlineOption<T>(y: Argv<T>, what: string) {
+  return checkOptions(
+    y.option('deadline', {
+      type: 'string',
+      default: RUN_DEADLINE.default,
+      describe: `How long ${what} may take in all, registries and credential helpers together, e.g. 30s or 5m (1s to 6h)`,
+    }),
+    { deadline: isDuration(RUN_DEADLINE) },
+  );
+}
+
+/** The signal of a `--deadline` that {@link deadlineOption} accepted: it aborts once the deadline has passed. */
+export function deadlineSignal(value: string): AbortSignal {
+  return AbortSignal.timeout(optionSeconds('deadline', value, RUN_DEADLINE) * 1000);
+}
+
 /**
  * Adds a check of each named option's value, run before the handler: a value that fails is a
  * usage error (exit 2) that quotes it. An option given twice is one too, unless `repeatable`

@@ -14,7 +14,7 @@ import { diagnose } from '../../doctor/diagnose.js';
 import { imageFsOf, imagesToSize, nodesWithPools, type ImageToSize } from '../../doctor/disk-budget.js';
 import type { ClusterRead, DoctorInput, ImageFsStats, KubeletConfig } from '../../doctor/input.js';
 import { ApiError } from '../../http/api-error.js';
-import { askInTurn, OciRegistry, registryHost, registryRef } from '../../oci/client.js';
+import { askRegistries, OciRegistry } from '../../oci/client.js';
 import { DockerConfigError, loadRegistryCredentials } from '../../oci/docker-config.js';
 import { VERSION } from '../../version.js';
 import { renderDoctorTable, type DoctorFormat, type DoctorReport } from '../../doctor/report.js';
@@ -25,12 +25,13 @@ import { apiFailure } from '../api-failure.js';
 import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
-import { checkOptions, durationMs, isPath, isRegistry, requestTimeoutOption } from './common.js';
+import { checkOptions, deadlineOption, deadlineSignal, durationMs, isPath, isRegistry, requestTimeoutOption } from './common.js';
 
 interface DoctorArgs {
   readonly output: DoctorFormat;
   readonly context?: string | undefined;
   readonly requestTimeout: string;
+  readonly deadline: string;
   readonly plainHttp?: readonly string[] | undefined;
   readonly dockerConfig?: string | undefined;
 }
@@ -39,6 +40,8 @@ interface DoctorArgs {
 export interface DoctorRegistryOptions {
   readonly plainHttp: readonly string[];
   readonly dockerConfig?: string | undefined;
+  /** `--deadline`, as the specs write durations: the size look-ups end within it. */
+  readonly deadline: string;
 }
 
 /** How `doctor` reads the cluster; a port so tests can fake it. */
@@ -70,7 +73,10 @@ export function doctorCommand(
     command: 'doctor',
     describe: 'Check what prewarm needs, per cluster and per node, and say how to fix each problem; exit 3 on an error',
     builder: (y: Argv) =>
-      requestTimeoutOption(checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http']))
+      deadlineOption(
+        requestTimeoutOption(checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath }, ['plain-http'])),
+        'the image size look-ups',
+      )
         .option('output', {
           alias: 'o',
           choices: ['table', 'wide', 'json'] as const,
@@ -92,7 +98,7 @@ export function doctorCommand(
         .example('$0 doctor', 'problems and how to fix them')
         .example('$0 doctor -o json', 'every finding, for scripts'),
     handler: async (args: DoctorArgs) => {
-      const registry = { plainHttp: args.plainHttp ?? [], dockerConfig: args.dockerConfig };
+      const registry = { plainHttp: args.plainHttp ?? [], dockerConfig: args.dockerConfig, deadline: args.deadline };
       const report = diagnose(await (await source(args.context, durationMs(args.requestTimeout), registry)).read());
       io.stdout(renderDoctor(report, args.output));
       const outcome = outcomeOf(report);
@@ -198,31 +204,37 @@ export async function readImageSizes(
 ): Promise<Map<string, ClusterRead<number>>> {
   const sizes = new Map<string, ClusterRead<number>>();
   if (wanted.length === 0) return sizes;
-  const hosts = [...new Set(wanted.map((w) => registryHost(registryRef(w.image).domain)))];
+  // Started before the docker config is read: the deadline bounds the look-ups as a whole.
+  const signal = deadlineSignal(o.deadline);
   let registry: OciRegistry;
+  let prepare: (host: string) => Promise<void>;
   try {
-    const credentials = await loadRegistryCredentials(o.dockerConfig, hosts);
+    const credentials = await loadRegistryCredentials(o.dockerConfig);
+    prepare = (host) => credentials.prepare(host, signal);
     registry = new OciRegistry({
       keyring: credentials.keyring,
       userAgent: `prewarm-cli/${VERSION}`,
       plainHttp: new Set(o.plainHttp),
       timeoutMs: requestTimeoutMs,
+      signal,
     });
   } catch (err) {
     if (!(err instanceof DockerConfigError)) throw err;
     for (const w of wanted) sizes.set(w.key, { kind: 'failed', message: err.message });
     return sizes;
   }
-  const asked = await askInTurn(
+  const asked = await askRegistries(
     wanted.slice(0, MAX_REGISTRY_SIZES),
     (w) => w.image,
     (w) => registry.compressedSize(w.image, w.platform),
+    { signal, prepare },
   );
   wanted.forEach((w, i) => {
     const a = asked[i];
     if (a === undefined) sizes.set(w.key, { kind: 'failed', message: `not asked: over ${MAX_REGISTRY_SIZES} images to size` });
     else if (a.kind === 'answered') sizes.set(w.key, { kind: 'ok', value: a.value });
     else if (a.kind === 'skipped') sizes.set(w.key, { kind: 'failed', message: `not asked: ${a.host} did not answer` });
+    else if (a.kind === 'deadline') sizes.set(w.key, { kind: 'failed', message: `not answered within --deadline ${o.deadline}` });
     else {
       // The registry's words are untrusted: one escaped, bounded line, as api-failure.ts cuts them.
       const status = a.error instanceof ApiError ? a.error.code : 0;

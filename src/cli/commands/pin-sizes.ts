@@ -5,7 +5,7 @@
  */
 import { lstat, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { askInTurn, type OciRegistry } from '../../oci/client.js';
+import { askRegistries, type AskBounds, type OciRegistry } from '../../oci/client.js';
 import { formatDiagnostics } from '../../imagecache/errors.js';
 import { readRegularFile } from '../../files/read.js';
 import { LOCK_FILE, lockKey, parseLock, renderLock, type SizeEntry, type SizeLock } from '../../imagecache/sizes.js';
@@ -66,6 +66,8 @@ async function readLock(path: string): Promise<{ lock?: SizeLock; text?: string 
 /** Options of {@link recordSizes}. */
 export interface RecordOptions {
   readonly registry: OciRegistry;
+  /** The run's deadline and credentials, as the digests were asked with. */
+  readonly bounds: AskBounds;
   readonly platform: Platform;
   readonly dryRun: boolean;
   readonly io: Io;
@@ -99,16 +101,22 @@ export async function recordSizes(plans: readonly LockPlan[], o: RecordOptions):
       });
       return false;
     });
-    const asked = await askInTurn(
+    const asked = await askRegistries(
       measure,
       (w) => w.ref,
       (w) => o.registry.imageSize(w.ref, o.platform),
+      o.bounds,
     );
     asked.forEach((a, i) => {
       const w = measure[i] as (typeof measure)[number];
       if (a.kind === 'answered') entries.push({ image: w.key, digest: w.digest, ...a.value });
       else {
-        const why = a.kind === 'failed' ? excerpt((a.error as Error).message, 200) : `${a.host} did not answer earlier in this run`;
+        const why =
+          a.kind === 'failed'
+            ? excerpt((a.error as Error).message, 200)
+            : a.kind === 'deadline'
+              ? "the run's deadline passed first"
+              : `${a.host} did not answer earlier in this run`;
         o.io.stderr(`warning: no size recorded for ${w.ref} (${platform}): ${why}; its pools split by image count\n`);
       }
     });

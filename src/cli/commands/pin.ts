@@ -1,6 +1,6 @@
 /** `prewarm pin`: resolve tags to digests against the registries and rewrite the spec files in place. */
 import type { Argv } from 'yargs';
-import { askInTurn, OciRegistry, registryHost, registryRef } from '../../oci/client.js';
+import { askRegistries, OciRegistry, registryHost, registryRef } from '../../oci/client.js';
 import { DockerConfigError, loadRegistryCredentials, type RegistryCredentials } from '../../oci/docker-config.js';
 import { ApiError } from '../../http/api-error.js';
 import { formatDiagnostics, type Diagnostic } from '../../imagecache/errors.js';
@@ -15,7 +15,7 @@ import { CliError, ExitCode } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { readEditable, writeAll } from '../rewrite.js';
 import { VERSION } from '../../version.js';
-import { checkOptions, durationMs, isPath, isRegistry, requestTimeoutOption } from './common.js';
+import { checkOptions, deadlineOption, deadlineSignal, durationMs, isPath, isRegistry, requestTimeoutOption } from './common.js';
 
 interface PinArgs {
   readonly paths: readonly string[];
@@ -25,6 +25,7 @@ interface PinArgs {
   readonly requestTimeout: string;
   readonly sizes: boolean;
   readonly platform: string;
+  readonly deadline: string;
 }
 
 /** Registers the command. */
@@ -33,7 +34,12 @@ export function pinCommand(io: Io) {
     command: 'pin <paths..>',
     describe: 'Resolve image tags to digests (tag@sha256:…) and rewrite the spec files, keeping their formatting',
     builder: (y: Argv) =>
-      requestTimeoutOption(checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath, platform: checkPlatform }, ['plain-http']))
+      deadlineOption(
+        requestTimeoutOption(
+          checkOptions(y, { 'plain-http': isRegistry, 'docker-config': isPath, platform: checkPlatform }, ['plain-http']),
+        ),
+        'resolving the tags',
+      )
         .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders' })
         .option('dry-run', { type: 'boolean', describe: 'Print what would change; write nothing' })
         .option('sizes', {
@@ -105,8 +111,8 @@ export function pinCommand(io: Io) {
         io.stderr('nothing to pin: every image reference has a digest\n');
         return;
       }
-      const hosts = [...new Set((args.sizes ? all : wanted).map((r) => registryHost(registryRef(r).domain)))];
-      const credentials = await loadRegistryCredentials(args.dockerConfig, hosts).catch((err: unknown) => {
+      const signal = deadlineSignal(args.deadline);
+      const credentials = await loadRegistryCredentials(args.dockerConfig).catch((err: unknown) => {
         // The user's docker setup is wrong, not a registry: the command line must change.
         throw err instanceof DockerConfigError ? new CliError(err.message, ExitCode.Usage) : err;
       });
@@ -115,18 +121,24 @@ export function pinCommand(io: Io) {
         userAgent: `prewarm-cli/${VERSION}`,
         plainHttp: new Set(args.plainHttp ?? []),
         timeoutMs: durationMs(args.requestTimeout),
+        signal,
       });
       const digests = new Map<string, string>();
       const failures = new Map<string, string>();
-      const asked = await askInTurn(
+      const asked = await askRegistries(
         wanted,
         (ref) => ref,
         (ref) => registry.digest(ref),
+        { signal, prepare: (host) => credentials.prepare(host, signal) },
       );
+      const helperFailure = asked.find((a) => a.kind === 'failed' && a.error instanceof DockerConfigError);
+      // A credential helper that is missing or broken is the user's setup, as a bad docker config is.
+      if (helperFailure?.kind === 'failed') throw new CliError((helperFailure.error as Error).message, ExitCode.Usage);
       asked.forEach((a, i) => {
         const ref = wanted[i] as string;
         if (a.kind === 'answered') digests.set(ref, a.value);
         else if (a.kind === 'failed') failures.set(ref, explain(ref, a.error, credentials));
+        else if (a.kind === 'deadline') failures.set(ref, `not resolved: the run's deadline (--deadline ${args.deadline}) passed first`);
         else failures.set(ref, `not tried: ${a.host} did not answer the request for ${a.first} earlier in this run`);
       });
       if (failures.size > 0) {
@@ -167,6 +179,7 @@ export function pinCommand(io: Io) {
         const [os, architecture] = args.platform.split('/') as [string, string];
         await recordSizes(await planLocks(args.paths, pinnedFiles), {
           registry,
+          bounds: { signal, prepare: (host) => credentials.prepare(host, signal) },
           platform: { os, architecture },
           dryRun: args.dryRun === true,
           io,

@@ -16,7 +16,12 @@ import { DEFAULT_HELPER_IMAGE } from '../../synth/pull-daemonset.js';
 import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { invalidInput } from '../specs.js';
-import { checkOptions, isCidr, isImage, isLabel, labelMap, type OptionCheck } from './common.js';
+import { checkOptions, isCidr, isDuration, isImage, isLabel, labelMap, optionSeconds, type OptionCheck } from './common.js';
+import { BOUND_DEFAULTS, NODE_MEMORY_RANGE, priorityClassAllowanceError } from '../../synth/bounds.js';
+import { parseQuantity } from '../../contract/quantity.js';
+import { LIMITS } from '../../contract/names.js';
+import { formatDuration } from '../../imagecache/duration.js';
+import { size } from '../../synth/limits.js';
 
 /** The parsed options of {@link synthOptions}. */
 export interface SynthOptionArgs {
@@ -31,7 +36,24 @@ export interface SynthOptionArgs {
   readonly allowGateKey?: readonly string[] | undefined;
   readonly nodeArch?: SleeperArch | undefined;
   readonly helperImage: string;
+  readonly allowPriorityClass?: readonly string[] | undefined;
+  readonly maxNodeMemory: string;
+  readonly minRefreshInterval: string;
 }
+
+/** A PriorityClass specs may name: a valid name, never a `system-` class. */
+const isPriorityAllowance: OptionCheck = (value) => priorityClassAllowanceError(value);
+
+/** `--max-node-memory`: a memory quantity within {@link NODE_MEMORY_RANGE}. */
+const isNodeMemory: OptionCheck = (value) => {
+  const bytes = parseQuantity(value);
+  if (bytes === undefined) return 'is not a memory quantity, e.g. 1Gi or 1536Mi';
+  const { min, max } = NODE_MEMORY_RANGE;
+  return bytes < min || bytes > max ? `must be between ${size(min, false)} and ${size(max, false)}` : undefined;
+};
+
+/** The range of `--min-refresh-interval`: what a spec's interval may be, bar 0. */
+const REFRESH_FLOOR = { min: 1, max: LIMITS.refreshSeconds.max } as const;
 
 /** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
 function ownedNamespaces(value: string | string[]): string[] {
@@ -106,6 +128,26 @@ export function synthOptions<T>(y: Argv<T>) {
       describe:
         'Image with a static /bin/busybox that pools without the sleeper copy into their pods; every image container runs it, so only the invocation chooses it (pin a digest)',
     })
+    .option('allow-priority-class', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        'A PriorityClass specs may name in priorityClassName (never a system- class); repeat for more. Without it, a spec that names one is refused',
+      coerce: (value: string | string[]) => [value].flat(),
+    })
+    .option('max-node-memory', {
+      type: 'string',
+      requiresArg: true,
+      default: `${BOUND_DEFAULTS.maxNodeMemoryBytes / 2 ** 20}Mi`,
+      describe: 'The most memory the pull pods of all pools may request on one warming node, e.g. 2Gi; more is an error',
+    })
+    .option('min-refresh-interval', {
+      type: 'string',
+      requiresArg: true,
+      default: formatDuration(BOUND_DEFAULTS.minRefreshSeconds),
+      describe:
+        'The shortest spec.refresh.interval specs may set, e.g. 15m (1s to 720h): every node asks the registry about every tag once per interval',
+    })
     .check((argv) => {
       if (argv['pod-monitor'] === true && !argv.reconciler)
         throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
@@ -121,11 +163,14 @@ export function synthOptions<T>(y: Argv<T>) {
       'reconciler-image': isImage,
       'helper-image': isImage,
       'allow-gate-key': isGateKeyAllowance,
+      'allow-priority-class': isPriorityAllowance,
+      'max-node-memory': isNodeMemory,
+      'min-refresh-interval': isDuration(REFRESH_FLOOR),
       'scraper-namespace-label': isLabel,
       'scraper-pod-label': isLabel,
       'node-cidr': isCidr,
     },
-    ['allow-gate-key', 'scraper-namespace-label', 'scraper-pod-label', 'node-cidr'],
+    ['allow-gate-key', 'allow-priority-class', 'scraper-namespace-label', 'scraper-pod-label', 'node-cidr'],
   );
 }
 
@@ -140,6 +185,9 @@ export function toSynthOptions(args: SynthOptionArgs, io: Io): SynthOptions {
     ...(allowed.length === 0 ? {} : { allowedGateKeys: allowed }),
     ...(args.nodeArch === undefined ? {} : { nodeArch: args.nodeArch }),
     helperImage: args.helperImage,
+    ...(args.allowPriorityClass === undefined ? {} : { allowedPriorityClasses: args.allowPriorityClass }),
+    maxNodeMemoryBytes: parseQuantity(args.maxNodeMemory) ?? BOUND_DEFAULTS.maxNodeMemoryBytes,
+    minRefreshSeconds: optionSeconds('min-refresh-interval', args.minRefreshInterval, REFRESH_FLOOR),
     onWarning: (d) => io.stderr(`${formatDiagnostic(d)}\n`),
   };
 }

@@ -42,7 +42,7 @@ describe('doctor command', () => {
   it('-o json prints the whole report on stdout and exits 0 without errors', async () => {
     const { io, out } = capture();
     const contexts: (string | undefined)[] = [];
-    await doctorCommand(io, fake(base, contexts)).handler({ output: 'json', context: 'prod', requestTimeout: '30s' });
+    await doctorCommand(io, fake(base, contexts)).handler({ output: 'json', context: 'prod', requestTimeout: '30s', deadline: '2m' });
     const report = JSON.parse(out.join('')) as DoctorReport;
     expect(report.errors).toBe(0);
     expect(report.findings.map((f) => f.check)).toContain('apiserver-version');
@@ -53,7 +53,7 @@ describe('doctor command', () => {
     const { io, out } = capture();
     const old = { ...base, version: { kind: 'ok' as const, value: { major: '1', minor: '29', gitVersion: 'v1.29.4' } } };
     const err = await doctorCommand(io, fake(old))
-      .handler({ output: 'table', requestTimeout: '30s' })
+      .handler({ output: 'table', requestTimeout: '30s', deadline: '2m' })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CliError);
     expect((err as CliError).exitCode).toBe(ExitCode.NotReady);

@@ -190,6 +190,73 @@ describe('prewarm pin, bounded per registry', () => {
   }, 30_000);
 });
 
+describe('prewarm pin, bounded as a whole run', () => {
+  /** `n` silent registries, each on its own loopback port: each accepts and never answers. */
+  async function stalled(n: number) {
+    const servers = await Promise.all(Array.from({ length: n }, () => startHostileServer({ kind: 'silent' })));
+    return { servers, images: servers.map((s, i) => `${s.host}/team/app-${i}:1`), stop: () => Promise.all(servers.map((s) => s.stop())) };
+  }
+
+  it('asks 40 stalled registries in parallel: at --request-timeout 1s the run takes a few timeouts, not 40', async () => {
+    const { servers, images, stop } = await stalled(40);
+    try {
+      const spec = await specWith(...images);
+      const r = await pin(spec.dir, registry, '--request-timeout', '1s');
+      expect(r.code, r.stderr).toBe(ExitCode.Unresolved);
+      // Eight at a time: five rounds of one timeout each; one after another took 41 s.
+      expect(r.ms).toBeLessThan(20_000);
+      for (const s of servers) expect(s.requests).toBe(1);
+      for (const image of images) expect(r.stderr).toContain(`cannot pin ${image}: `);
+      expect(await readFile(spec.file, 'utf8')).toBe(spec.text);
+    } finally {
+      await stop();
+    }
+  }, 60_000);
+
+  it('ends at --deadline, whatever each request may take: requests under way stop, the rest are reported as late', async () => {
+    const { images, stop } = await stalled(40);
+    try {
+      const spec = await specWith(...images);
+      const r = await pin(spec.dir, registry, '--request-timeout', '30s', '--deadline', '3s');
+      expect(r.code, r.stderr).toBe(ExitCode.Unresolved);
+      // At 30 s per request, eight at a time would take 150 s.
+      expect(r.ms).toBeLessThan(15_000);
+      for (const image of images)
+        expect(r.stderr).toContain(`cannot pin ${image}: not resolved: the run's deadline (--deadline 3s) passed first`);
+      expect(await readFile(spec.file, 'utf8')).toBe(spec.text);
+    } finally {
+      await stop();
+    }
+  }, 60_000);
+
+  it('runs credential helpers lazily and within the deadline: 40 hosts behind a helper that never answers', async () => {
+    const { images, stop } = await stalled(40);
+    const bin = await mkdtemp(join(tmpdir(), 'prewarm-helper-'));
+    // exec: the helper is the sleep itself, so that killing it closes its output.
+    await writeFile(join(bin, 'docker-credential-stall'), '#!/bin/sh\nexec sleep 120\n', { mode: 0o755 });
+    const config = join(bin, 'config.json');
+    await writeFile(config, JSON.stringify({ credsStore: 'stall' }));
+    const path = process.env['PATH'];
+    process.env['PATH'] = `${bin}:${path ?? ''}`;
+    try {
+      const spec = await specWith(...images);
+      let stderr = '';
+      const started = Date.now();
+      const code = await run(['pin', spec.dir, '--docker-config', config, '--deadline', '3s'], {
+        stdout: () => undefined,
+        stderr: (t) => (stderr += t),
+      });
+      expect(code, stderr).toBe(ExitCode.Unresolved);
+      // Before, helpers ran one per host before any request, 30 s each: 20 minutes.
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(stderr).toContain("not resolved: the run's deadline (--deadline 3s) passed first");
+    } finally {
+      process.env['PATH'] = path;
+      await stop();
+    }
+  }, 60_000);
+});
+
 describe('prewarm pin and validate agree on capitals', () => {
   it('pins a reference whose registry host has capitals (host names are case-insensitive), as validate accepts it', async () => {
     const D512 = `sha512:${'f'.repeat(128)}`;

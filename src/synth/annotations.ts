@@ -1,0 +1,46 @@
+/**
+ * The node annotation budget: each pool's sidecar writes one annotation of up to
+ * ANNOTATION_MAX_BYTES on every node the pool selects, and the apiserver refuses a node whose
+ * annotations total more than 256 KiB, so pools enough selecting one node would make every
+ * sidecar's status write there fail. Which pools share a node is asked of the placement contract.
+ */
+import type { Diagnostic } from '../imagecache/errors.js';
+import type { Bundle, Pool } from '../imagecache/model.js';
+import { ANNOTATION_MAX_BYTES } from '../contract/annotation.js';
+import { placementSelectsNode } from '../contract/placement.js';
+import { error, listed, poolLocation, poolName } from './diagnostics.js';
+
+/** The apiserver's limit on all the annotations of one object together (`TotalAnnotationSizeLimitB`). */
+export const NODE_ANNOTATIONS_LIMIT_BYTES = 256 * 1024;
+
+/**
+ * What prewarm's annotations may take of {@link NODE_ANNOTATIONS_LIMIT_BYTES}: half, leaving the
+ * rest to the kubelet, the CNI, CSI drivers and cloud controllers. 32 pools on one node.
+ */
+export const PREWARM_ANNOTATIONS_BUDGET_BYTES = NODE_ANNOTATIONS_LIMIT_BYTES / 2;
+
+/**
+ * The node that the most pools with a sidecar select, among nodes labelled exactly like one pool's
+ * selector and without taints (an upper bound: taints only keep pools away), as an error when their
+ * annotations could exceed {@link PREWARM_ANNOTATIONS_BUDGET_BYTES}.
+ */
+export function checkNodeAnnotations(bundle: Bundle): Diagnostic[] {
+  let worst: { pool: Pool; on: Pool[] } | undefined;
+  for (const pool of bundle.pools) {
+    const node = { metadata: { labels: pool.nodeSelector } };
+    const on = bundle.pools.filter((p) => placementSelectsNode(p.placement, node));
+    if (worst === undefined || on.length > worst.on.length) worst = { pool, on };
+  }
+  if (worst === undefined || worst.on.length * ANNOTATION_MAX_BYTES <= PREWARM_ANNOTATIONS_BUDGET_BYTES) return [];
+  const labels = Object.entries(worst.pool.nodeSelector).map(([k, v]) => `${k}=${v}`);
+  const most = PREWARM_ANNOTATIONS_BUDGET_BYTES / ANNOTATION_MAX_BYTES;
+  return [
+    error(
+      poolLocation(worst.pool),
+      `${labels.length === 0 ? 'every node' : `a node labelled ${labels.join(',')}`} is selected by ${worst.on.length} pools ` +
+        `(${listed(worst.on.map(poolName))}): each pool's sidecar writes an annotation of up to ${ANNOTATION_MAX_BYTES / 1024} KiB on it, ` +
+        `and the apiserver refuses a node whose annotations total over ${NODE_ANNOTATIONS_LIMIT_BYTES / 1024} KiB; ` +
+        `at most ${most} pools may select one node (merge pools that share nodes, or narrow their selectors)`,
+    ),
+  ];
+}
