@@ -3,11 +3,10 @@
  * by our own label write (see {@link decideGate} for the race this settles), plus the Event that
  * reports it and the time the controller must look again. Pure, like phase 1 (pool.ts).
  */
-import { DEFAULTS, NodeState } from '../contract/names.js';
-import { ABSOLUTE_GRACE_SECONDS } from '../contract/gate-key.js';
-import { placementSelectsHealthyNode } from '../contract/placement.js';
+import { NodeState } from '../contract/names.js';
+import { absoluteBoundAt } from '../contract/gate-key.js';
 import { timeOf } from '../contract/pod-status.js';
-import type { PoolsFile } from '../contract/pools-file.js';
+import { deadlineOf, poolsGating, type PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode } from './kube-types.js';
 import type { PoolDecision, PoolState } from './pool.js';
@@ -39,16 +38,14 @@ export interface GateDecision {
  * pool selecting the node never reports (its pod never starts, its image is unpullable, pools.json
  * is stale), every sidecar on the node removes the taint at the absolute bound
  * `node.creationTimestamp + max(deadline of the gating pools) + ABSOLUTE_GRACE_SECONDS`. The node's
- * creationTimestamp is immutable, so that bound cannot move. The only case not covered is a node
- * where no sidecar runs at all (e.g. the reconciler image itself cannot be pulled): then there is
- * no process on the node to act, which the README documents with the alert to set.
+ * creationTimestamp is immutable, so that bound cannot move. A node where no sidecar runs at all
+ * (the reconciler image itself cannot be pulled) is left to the cluster's fail-safe (failsafe.ts),
+ * whose bound is later.
  */
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;
   if (key === '' || !(node.spec?.taints ?? []).some((t) => t.key === key)) return { waitingFor: [] };
-  const gating = pools.pools.filter(
-    (p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsHealthyNode(p.placement, node),
-  );
+  const gating = poolsGating(pools, key, node).filter((p) => p.id !== config.poolId);
   const labels = node.metadata.labels ?? {};
   const ready = (v: string | undefined): boolean => v === NodeState.Warm || v === NodeState.Partial;
   const waitingFor = [
@@ -57,8 +54,7 @@ export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConf
   ].sort();
   if (waitingFor.length === 0) return { removeTaintKey: key, outcome: GateOutcome.Ready, waitingFor };
   const created = timeOf(node.metadata.creationTimestamp) ?? now;
-  const longest = Math.max(config.deadlineSeconds, ...gating.map((p) => p.deadlineSeconds ?? DEFAULTS.deadlineSeconds));
-  const forceAt = created + (longest + ABSOLUTE_GRACE_SECONDS) * 1000;
+  const forceAt = absoluteBoundAt(created, [config.deadlineSeconds, ...gating.map(deadlineOf)]);
   if (now >= forceAt) return { removeTaintKey: key, outcome: GateOutcome.Forced, waitingFor };
   return { waitingFor, forceAt };
 }
