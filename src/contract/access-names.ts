@@ -41,6 +41,8 @@ export const FAILSAFE_ACCESS_NAMES = {
   podsRole: `${GROUP}:failsafe-pods`,
   /** ClusterRole for Events, bound only in the Events namespace. */
   eventsRole: `${GROUP}:failsafe-events`,
-  /** RoleBindings, in each pool namespace and in the Events namespace. */
+  /** RoleBinding in each pool namespace. */
   roleBinding: FAILSAFE_NAME,
+  /** RoleBinding in the Events namespace. */
+  eventsBinding: `${FAILSAFE_NAME}-events`,
 } as const;

@@ -60,12 +60,15 @@ export function renderFailsafeEnv(graceSeconds: number): readonly SidecarEnvVar[
   return [...FIELD_REFS, { name: FAILSAFE_ENV.graceSeconds, value: String(graceSeconds) }];
 }
 
+/** The range of the fail-safe's grace, in seconds: a gate deadline's. */
+export const FAILSAFE_GRACE_RANGE = LIMITS.deadlineSeconds;
+
 /** Why `graceSeconds` is not a grace the fail-safe accepts, or undefined when it is one. */
 export function failsafeGraceError(graceSeconds: number): string | undefined {
-  const max = LIMITS.deadlineSeconds.max;
-  return Number.isInteger(graceSeconds) && graceSeconds >= 1 && graceSeconds <= max
+  const { min, max } = FAILSAFE_GRACE_RANGE;
+  return Number.isInteger(graceSeconds) && graceSeconds >= min && graceSeconds <= max
     ? undefined
-    : `must be a whole number of seconds from 1 to ${max}`;
+    : `must be a whole number of seconds from ${min} to ${max}`;
 }
 
 /** Reads the fail-safe's configuration; throws a {@link ConfigError} with an exact message. */

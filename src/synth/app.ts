@@ -5,7 +5,7 @@
 import { ApiObject, App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
-import { ClusterChart, NamespaceChart } from './charts.js';
+import { ClusterChart, failsafeNamespace, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
 import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
@@ -104,6 +104,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }),
   ];
+  const failsafe = failsafeNamespace(bundle.namespaces, owned);
   for (const namespace of bundle.namespaces) {
     charts.push(
       new NamespaceChart(app, namespaceChartId(namespace), {
@@ -112,6 +113,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
         allPools: bundle.pools,
         ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
         podMonitor: options.podMonitor === true,
+        failsafe: namespace === failsafe,
         ...(options.nodeArch === undefined ? {} : { nodeArch: options.nodeArch }),
       }),
     );

@@ -15,7 +15,8 @@ import { DEFAULT_RECONCILER_IMAGE } from '../../version.js';
 import { UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { invalidInput } from '../specs.js';
-import { checkOptions, isImage, type OptionCheck } from './common.js';
+import { checkOptions, isDuration, isImage, optionSeconds, type OptionCheck } from './common.js';
+import { FAILSAFE_GRACE_RANGE } from '../../contract/failsafe.js';
 
 /** The parsed options of {@link synthOptions}. */
 export interface SynthOptionArgs {
@@ -25,6 +26,7 @@ export interface SynthOptionArgs {
   readonly podMonitor?: boolean | undefined;
   readonly allowGateKey?: readonly string[] | undefined;
   readonly nodeArch?: SleeperArch | undefined;
+  readonly failsafeGrace?: string | undefined;
 }
 
 /** `--own-namespace`, once or repeated, as a list; a name that cannot be owned is a usage error. */
@@ -70,19 +72,38 @@ export function synthOptions<T>(y: Argv<T>) {
       describe:
         'The architecture of every node in the cluster: pull pods then run a static sleep from a ConfigMap and need no helper init container (pools whose nodeSelector names kubernetes.io/arch do anyway)',
     })
+    .option('failsafe-grace', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        "How long past the longest gate deadline, from a node's creation, the cluster's fail-safe waits before it lifts the gate of a node where no sidecar runs (default 11m: the sidecars' own bound plus a minute)",
+    })
     .check((argv) => {
       if (argv['pod-monitor'] === true && !argv.reconciler)
         throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
       return true;
     });
-  return checkOptions(options, { 'reconciler-image': isImage, 'allow-gate-key': isGateKeyAllowance }, ['allow-gate-key']);
+  return checkOptions(
+    options,
+    { 'reconciler-image': isImage, 'allow-gate-key': isGateKeyAllowance, 'failsafe-grace': isDuration(FAILSAFE_GRACE_RANGE) },
+    ['allow-gate-key'],
+  );
 }
 
 /** The library options for parsed {@link synthOptions}; warnings go to stderr. */
 export function toSynthOptions(args: SynthOptionArgs, io: Io): SynthOptions {
   const allowed = args.allowGateKey ?? [];
   return {
-    ...(args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {}),
+    ...(args.reconciler
+      ? {
+          reconciler: {
+            image: args.reconcilerImage,
+            ...(args.failsafeGrace === undefined
+              ? {}
+              : { failsafeGraceSeconds: optionSeconds('failsafe-grace', args.failsafeGrace, FAILSAFE_GRACE_RANGE) }),
+          },
+        }
+      : {}),
     ...(args.ownNamespace === undefined ? {} : { ownedNamespaces: args.ownNamespace }),
     ...(args.podMonitor === true ? { podMonitor: true } : {}),
     ...(allowed.length === 0 ? {} : { allowedGateKeys: allowed }),
