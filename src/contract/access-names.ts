@@ -41,3 +41,20 @@ export const ACCESS_NAMES = {
    */
   sleeperPolicy: `sleeper.${GROUP}`,
 } as const;
+
+/** ServiceAccount and Deployment of the cluster's fail-safe (src/reconciler/failsafe.ts). */
+export const FAILSAFE_NAME = 'prewarm-failsafe';
+
+/** Names of the objects the fail-safe's access is made of. */
+export const FAILSAFE_ACCESS_NAMES = {
+  /** ClusterRole + ClusterRoleBinding: list and patch nodes. */
+  nodesRole: `${GROUP}:failsafe`,
+  /** ClusterRole bound per pool namespace (RoleBinding): list the holder pods on a node. */
+  podsRole: `${GROUP}:failsafe-pods`,
+  /** ClusterRole for Events, bound only in the Events namespace. */
+  eventsRole: `${GROUP}:failsafe-events`,
+  /** RoleBinding in each pool namespace. */
+  roleBinding: FAILSAFE_NAME,
+  /** RoleBinding in the Events namespace. */
+  eventsBinding: `${FAILSAFE_NAME}-events`,
+} as const;

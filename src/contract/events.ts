@@ -17,6 +17,11 @@ export const EventReason = {
   GateOpened: 'GateOpened',
   /** The gating taint was removed at the absolute bound although some pool never reported. */
   GateForcedOpen: 'GateForcedOpen',
+  /**
+   * The cluster's fail-safe removed the gating taint: the node was past its bound and no sidecar
+   * of prewarm ran on it (its image could not be pulled, its pod not admitted or placed).
+   */
+  GateFailsafeOpened: 'GateFailsafeOpened',
   /** A moved tag was detected and its container restarted to pull the new digest. */
   TagMoved: 'TagMoved',
 } as const;
@@ -44,6 +49,7 @@ export const EVENT_TYPE: Readonly<Record<EventReason, 'Normal' | 'Warning'>> = {
   ImagePullFailing: 'Warning',
   GateOpened: 'Normal',
   GateForcedOpen: 'Warning',
+  GateFailsafeOpened: 'Warning',
   TagMoved: 'Normal',
 };
 
@@ -68,8 +74,11 @@ export function pullFailingEvent(pool: string, detail: string): EventIntent {
   return { reason: EventReason.ImagePullFailing, message: eventMessage(`pool ${pool}: ${detail}`) };
 }
 
-/** How the gating taint was removed: every pool ready, or forced at the absolute bound. */
-export type GateRemoval = 'ready' | 'forced';
+/**
+ * How the gating taint was removed: every pool ready, forced at the absolute bound by a sidecar, or
+ * by the cluster's fail-safe where no sidecar ran.
+ */
+export type GateRemoval = 'ready' | 'forced' | 'failsafe';
 
 /**
  * The Event that reports the gating taint's removal. Phase 1's Event of the same reconcile (at
@@ -89,6 +98,22 @@ export function gateEvent(
   return { reason: removal === 'forced' ? EventReason.GateForcedOpen : EventReason.GateOpened, message: eventMessage(note) };
 }
 
+/**
+ * The fail-safe's Event: it removed gate taint `taintKey` from a node on which no sidecar of
+ * prewarm ran, `ageSeconds` after the node was created, past its bound of `boundSeconds` after
+ * creation; `waitingFor` are the pools gating the node that are neither warm nor partial.
+ */
+export function failsafeGateEvent(taintKey: string, ageSeconds: number, boundSeconds: number, waitingFor: readonly string[]): EventIntent {
+  const pools = waitingFor.length === 0 ? 'none' : waitingFor.join(', ');
+  return {
+    reason: EventReason.GateFailsafeOpened,
+    message: eventMessage(
+      `removed gate taint ${taintKey} from the fail-safe: no prewarm sidecar runs on the node ${ageSeconds}s after it was created, ` +
+        `past its bound of ${boundSeconds}s (the longest deadline of the pools gating it plus the fail-safe's grace); pools not ready: ${pools}`,
+    ),
+  };
+}
+
 /** What a reader takes from one of our Events. */
 export interface NodeEventFacts {
   readonly reason: EventReason;
@@ -105,10 +130,12 @@ export function parseNodeEvent(reason: string | undefined, message: string | und
   if (reason === undefined || !REASONS.has(reason)) return undefined;
   const text = message ?? '';
   const pool = /^pool ([^\s:]+)/.exec(text)?.[1];
-  const gate: GateRemoval | undefined = /removed gate taint \S+ at the absolute bound/.test(text)
-    ? 'forced'
-    : /removed gate taint /.test(text)
-      ? 'ready'
-      : undefined;
+  const gate: GateRemoval | undefined = /removed gate taint \S+ from the fail-safe/.test(text)
+    ? 'failsafe'
+    : /removed gate taint \S+ at the absolute bound/.test(text)
+      ? 'forced'
+      : /removed gate taint /.test(text)
+        ? 'ready'
+        : undefined;
   return { reason: reason as EventReason, ...(pool === undefined ? {} : { pool }), ...(gate === undefined ? {} : { gate }) };
 }

@@ -9,7 +9,7 @@
  *
  * Pure and dependency-free, like the rest of the contract.
  */
-import { GROUP } from './names.js';
+import { DEFAULTS, GROUP } from './names.js';
 import { tolerates, type Toleration } from './placement.js';
 
 /** The prefix of the keys a spec may choose without any allowance. */
@@ -43,6 +43,18 @@ export const KUBERNETES_NODE_TAINT_DOMAINS: readonly string[] = [
  * cover the boot-to-Ready time that the per-pool deadlines (counted from Ready) do not.
  */
 export const ABSOLUTE_GRACE_SECONDS = 600;
+
+/**
+ * The absolute bound of a gate (ms): `createdMs` (the node's creationTimestamp) plus the longest
+ * of `deadlinesSeconds` (the pools gating the node with one key) plus `graceSeconds`. The default
+ * deadline stands in when no pool gates the node, so a taint no pool will ever lift still has one.
+ * The sidecars enforce it with {@link ABSOLUTE_GRACE_SECONDS}; the fail-safe with its own grace,
+ * longer by default, so that where a sidecar runs it always acts first.
+ */
+export function absoluteBoundAt(createdMs: number, deadlinesSeconds: readonly number[], graceSeconds = ABSOLUTE_GRACE_SECONDS): number {
+  const longest = deadlinesSeconds.length === 0 ? DEFAULTS.deadlineSeconds : Math.max(...deadlinesSeconds);
+  return createdMs + (longest + graceSeconds) * 1000;
+}
 
 /** The effect of the gating taint prewarm documents (`prewarm.dev/warming:NoSchedule`). */
 export const GATE_TAINT_EFFECT = 'NoSchedule';

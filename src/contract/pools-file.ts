@@ -4,7 +4,15 @@
  * render and parse live here together, so what synth writes is exactly what the sidecar reads.
  */
 import { isKubernetesNodeTaint, isQualifiedKey } from './gate-key.js';
-import { withGateToleration, type Placement, type TaintEffect, type Toleration } from './placement.js';
+import { DEFAULTS } from './names.js';
+import {
+  placementSelectsHealthyNode,
+  withGateToleration,
+  type Placement,
+  type PlacementNode,
+  type TaintEffect,
+  type Toleration,
+} from './placement.js';
 import { compareStrings } from './order.js';
 
 /** One pool as the sidecar sees it. */
@@ -29,6 +37,19 @@ export interface PoolEntry {
 /** Contents of pools.json: every pool of the bundle, sorted by id. */
 export interface PoolsFile {
   readonly pools: readonly PoolEntry[];
+}
+
+/**
+ * The pools that gate `node` with taint `key`: those gating on it whose pods run on the node once
+ * its conditions are healthy (a passing not-ready taint does not let a pool off the gate).
+ */
+export function poolsGating(pools: PoolsFile, key: string, node: PlacementNode): PoolEntry[] {
+  return pools.pools.filter((p) => p.gateTaintKey === key && placementSelectsHealthyNode(p.placement, node));
+}
+
+/** A pool's deadline as pools.json gives it, or the default a file of an earlier release left implicit. */
+export function deadlineOf(p: PoolEntry): number {
+  return p.deadlineSeconds ?? DEFAULTS.deadlineSeconds;
 }
 
 /** A malformed pools.json; the sidecar refuses to start on one, with this message. */

@@ -3,11 +3,10 @@
  * by our own label write (see {@link decideGate} for the race this settles), plus the Event that
  * reports it and the time the controller must look again. Pure, like phase 1 (pool.ts).
  */
-import { DEFAULTS, NodeState } from '../contract/names.js';
-import { ABSOLUTE_GRACE_SECONDS } from '../contract/gate-key.js';
-import { placementSelectsHealthyNode } from '../contract/placement.js';
+import { NodeState } from '../contract/names.js';
+import { absoluteBoundAt } from '../contract/gate-key.js';
 import { timeOf } from '../contract/pod-status.js';
-import type { PoolsFile } from '../contract/pools-file.js';
+import { deadlineOf, poolsGating, type PoolsFile } from '../contract/pools-file.js';
 import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode } from './kube-types.js';
 import type { PoolDecision, PoolState } from './pool.js';
@@ -30,14 +29,13 @@ export interface GateDecision {
  * sidecar that writes last sees every other pool's label and lifts the taint; a second remover
  * fails the JSON patch's `test`. The taint also goes at our deadline and at the absolute bound
  * (`node.creationTimestamp + max(deadline of the gating pools) + ABSOLUTE_GRACE_SECONDS`), which
- * cannot move. The race and the one case left uncovered: docs/architecture.md, the gate.
+ * cannot move (the race: docs/architecture.md, the gate). A node where no sidecar runs at all is
+ * left to the cluster's fail-safe (failsafe.ts), whose bound is later.
  */
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;
   if (key === '' || !(node.spec?.taints ?? []).some((t) => t.key === key)) return { waitingFor: [] };
-  const gating = pools.pools.filter(
-    (p) => p.gateTaintKey === key && p.id !== config.poolId && placementSelectsHealthyNode(p.placement, node),
-  );
+  const gating = poolsGating(pools, key, node).filter((p) => p.id !== config.poolId);
   const labels = node.metadata.labels ?? {};
   const ready = (v: string | undefined): boolean => v === NodeState.Warm || v === NodeState.Partial;
   const waitingFor = [
@@ -46,8 +44,7 @@ export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConf
   ].sort();
   if (waitingFor.length === 0) return { removeTaintKey: key, outcome: GateOutcome.Ready, waitingFor };
   const created = timeOf(node.metadata.creationTimestamp) ?? now;
-  const longest = Math.max(config.deadlineSeconds, ...gating.map((p) => p.deadlineSeconds ?? DEFAULTS.deadlineSeconds));
-  const forceAt = created + (longest + ABSOLUTE_GRACE_SECONDS) * 1000;
+  const forceAt = absoluteBoundAt(created, [config.deadlineSeconds, ...gating.map(deadlineOf)]);
   if (now >= forceAt) return { removeTaintKey: key, outcome: GateOutcome.Forced, waitingFor };
   return { waitingFor, forceAt };
 }

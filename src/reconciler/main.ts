@@ -16,6 +16,7 @@
  * Bad input (environment, pools.json, endpoint) ends the process at once with exit code 2 and one
  * line naming the problem (src/reconciler/startup.ts); anything else unexpected, with 1.
  */
+import { FAILSAFE_MODE } from '../contract/failsafe.js';
 import { PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
 import { Controller } from './controller.js';
 import { KubeHttp, USER_AGENT } from '../http/client.js';
@@ -94,7 +95,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   return 0;
 }
 
-main().then(
+// The same image runs the cluster's fail-safe when synthesis starts it with FAILSAFE_MODE; its
+// modules load only then, so the sidecar's footprint does not grow by them.
+const entry = process.argv[2] === FAILSAFE_MODE ? (await import('./failsafe-main.js')).failsafeMain : main;
+entry().then(
   (code) => {
     process.exitCode = code;
   },

@@ -84,3 +84,15 @@ export interface Logger {
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
 }
+
+/**
+ * What the fail-safe asks of the apiserver: the nodes (a paged list, bounded), the holder pods on
+ * one node (one list per pool namespace, narrowed by label and `spec.nodeName`), and a test-guarded
+ * JSON patch of one node.
+ */
+export interface FailsafeKube {
+  listNodes(): Promise<readonly KNode[]>;
+  holdersOn(node: string): Promise<readonly KPod[]>;
+  /** As {@link NodePort.patchJson}, on the node `name`. */
+  patchNode(name: string, ops: readonly JsonPatchOp[]): Promise<KNode>;
+}

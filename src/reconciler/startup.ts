@@ -54,7 +54,7 @@ function read(readFile: ReadFile, path: string, what: string): Buffer {
  * The apiserver endpoint: the in-cluster one, or the development overrides PREWARM_KUBE_SERVER,
  * PREWARM_KUBE_TOKEN_FILE and PREWARM_KUBE_CA_FILE (see main.ts).
  */
-function endpointFromEnv(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile): Endpoint {
+export function endpointFromEnv(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile = defaultRead): Endpoint {
   const server = env['PREWARM_KUBE_SERVER'];
   if (!server) {
     try {
@@ -82,15 +82,18 @@ export function loadStartup(env: Readonly<Record<string, string | undefined>>, r
     if (e instanceof ConfigError) throw new StartupError(e.message);
     throw e;
   }
+  return { config, pools: loadPools(env, readFile), endpoint: endpointFromEnv(env, readFile) };
+}
+
+/** pools.json, from its mount or PREWARM_POOLS_PATH; throws a {@link StartupError}. */
+export function loadPools(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile = defaultRead): PoolsFile {
   const poolsPath = env['PREWARM_POOLS_PATH'] ?? `${POOLS_MOUNT_PATH}/${POOLS_FILE}`;
-  let pools: PoolsFile;
   try {
-    pools = parsePoolsFile(read(readFile, poolsPath, 'pools.json at').toString('utf8'));
+    return parsePoolsFile(read(readFile, poolsPath, 'pools.json at').toString('utf8'));
   } catch (e) {
     if (e instanceof PoolsFileError) throw new StartupError(`${oneLine(e)} (${poolsPath})`);
     throw e;
   }
-  return { config, pools, endpoint: endpointFromEnv(env, readFile) };
 }
 
 /**

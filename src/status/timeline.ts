@@ -487,10 +487,22 @@ function markLabels(e: TimelineEvent): string[] {
   const facts = parseNodeEvent(e.reason, e.message);
   if (facts === undefined) return [];
   const of = facts.pool === undefined ? '' : ` ${facts.pool}`;
-  const gate = facts.gate === 'forced' ? ['taint removed (forced)'] : facts.gate === 'ready' ? ['taint removed'] : [];
+  const gate =
+    facts.gate === 'forced'
+      ? ['taint removed (forced)']
+      : facts.gate === 'failsafe'
+        ? ['taint removed (fail-safe)']
+        : facts.gate === 'ready'
+          ? ['taint removed']
+          : [];
   if (facts.reason === EventReason.Warm) return [`warm${of}`, ...gate];
   if (facts.reason === EventReason.Partial) return [`partial${of}`, ...gate];
-  if (facts.reason === EventReason.GateOpened || facts.reason === EventReason.GateForcedOpen) return gate;
+  if (
+    facts.reason === EventReason.GateOpened ||
+    facts.reason === EventReason.GateForcedOpen ||
+    facts.reason === EventReason.GateFailsafeOpened
+  )
+    return gate;
   return [];
 }
 

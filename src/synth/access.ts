@@ -21,13 +21,13 @@ import {
   LABEL_MANAGED_BY,
   LABEL_NAME,
   LABEL_PART_OF,
+  LABEL_POOL,
   MANAGED_BY,
   NODE_ANNOTATION_PREFIX,
   NODE_LABEL_PREFIX,
 } from '../contract/names.js';
 import { isKubernetesNodeTaint, isQualifiedKey } from '../contract/gate-key.js';
-import { ACCESS_NAMES, SERVICE_ACCOUNT } from '../contract/access-names.js';
-import { LABEL_POOL } from '../contract/names.js';
+import { ACCESS_NAMES, FAILSAFE_ACCESS_NAMES, FAILSAFE_NAME, SERVICE_ACCOUNT } from '../contract/access-names.js';
 
 /** Extra key the apiserver puts into pod-bound ServiceAccount tokens' user info. */
 export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';
@@ -64,6 +64,14 @@ export interface ReconcilerAccessProps {
    * @default - none
    */
   readonly refreshNamespaces?: readonly string[];
+  /**
+   * The namespace of the cluster's fail-safe (src/reconciler/failsafe.ts): its ServiceAccount
+   * there, and its own RBAC: `list` and `patch` nodes, `list` pods in the pool namespaces, `create`
+   * events in `default`. The admission policy lets it make one change only, on any node: remove
+   * gating taints (no label, annotation or other spec change).
+   * @default - no fail-safe
+   */
+  readonly failsafeNamespace?: string;
 }
 
 const LABELS = {
@@ -233,14 +241,20 @@ export class ReconcilerAccess extends Construct {
       if (!this.namespaces.includes(ns)) throw new Error(`ReconcilerAccess: refresh namespace "${ns}" is not one of namespaces`);
     if (refreshNamespaces.length > 0) this.refreshAccess(refreshNamespaces, requireNodeClaim);
 
-    const usernames = this.namespaces.map((ns) => `system:serviceaccount:${ns}:${this.serviceAccountName}`);
+    const failsafeUser = props.failsafeNamespace === undefined ? undefined : this.addFailsafe(props.failsafeNamespace);
+    const usernames = [
+      ...this.namespaces.map((ns) => `system:serviceaccount:${ns}:${this.serviceAccountName}`),
+      ...(failsafeUser === undefined ? [] : [failsafeUser]),
+    ];
     const L = celString(NODE_LABEL_PREFIX);
     const A = celString(NODE_ANNOTATION_PREFIX);
+    const claim = 'variables.tokenNode.size() == 1 && variables.tokenNode[0] == object.metadata.name';
     const validations = [
       ...(requireNodeClaim
         ? [
             {
-              expression: `variables.tokenNode.size() == 1 && variables.tokenNode[0] == object.metadata.name`,
+              // The fail-safe acts on nodes where no sidecar runs, so never on its own.
+              expression: failsafeUser === undefined ? claim : `variables.failsafe || (${claim})`,
               messageExpression: `'the prewarm reconciler may only write the node its pod runs on (token node: ' + (variables.tokenNode.size() == 0 ? '<none>' : variables.tokenNode[0]) + ', target: ' + object.metadata.name + ')'`,
               reason: 'Forbidden',
             },
@@ -260,6 +274,16 @@ export class ReconcilerAccess extends Construct {
         message: `the prewarm reconciler may only change node annotations under ${NODE_ANNOTATION_PREFIX}`,
         reason: 'Forbidden',
       },
+      ...(failsafeUser === undefined
+        ? []
+        : [
+            {
+              expression:
+                '!variables.failsafe || (variables.newLabels == variables.oldLabels && variables.newAnnotations == variables.oldAnnotations)',
+              message: 'the prewarm fail-safe may only remove the gating taints: no node label or annotation',
+              reason: 'Forbidden',
+            },
+          ]),
       {
         expression:
           `variables.newTaints.all(t, variables.oldTaints.exists(o, o == t)) && ` +
@@ -290,13 +314,16 @@ export class ReconcilerAccess extends Construct {
         matchConstraints: {
           resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['nodes'] }],
         },
-        // Only the sidecars' own requests are judged; every other writer of nodes is untouched.
+        // Only the sidecars' and the fail-safe's own requests are judged; every other writer of nodes is untouched.
         matchConditions: [{ name: 'prewarm-reconciler', expression: `request.userInfo.username in ${celList(usernames)}` }],
         variables: [
           {
             name: 'tokenNode',
             expression: `has(request.userInfo.extra) && ${celString(NODE_NAME_EXTRA)} in request.userInfo.extra ? request.userInfo.extra[${celString(NODE_NAME_EXTRA)}] : []`,
           },
+          ...(failsafeUser === undefined
+            ? []
+            : [{ name: 'failsafe', expression: `request.userInfo.username == ${celString(failsafeUser)}` }]),
           { name: 'oldLabels', expression: 'has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}' },
           { name: 'newLabels', expression: 'has(object.metadata.labels) ? object.metadata.labels : {}' },
           { name: 'oldAnnotations', expression: 'has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}' },
@@ -352,5 +379,49 @@ export class ReconcilerAccess extends Construct {
       metadata: { name: ACCESS_NAMES.refreshPolicy, labels: LABELS },
       spec: { policyName: ACCESS_NAMES.refreshPolicy, validationActions: ['Deny'] },
     });
+  }
+
+  /** The fail-safe's ServiceAccount and RBAC; returns its user name, which the policy judges. */
+  private addFailsafe(namespace: string): string {
+    if (!this.namespaces.includes(namespace))
+      throw new Error(`ReconcilerAccess: the fail-safe's namespace "${namespace}" holds no pool, so it has no pools.json to read`);
+    const labels = { ...LABELS, [LABEL_COMPONENT]: 'failsafe' };
+    const subject = { kind: 'ServiceAccount', name: FAILSAFE_NAME, namespace };
+    const roleRef = (name: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name });
+    // Its pod mounts a token of its own (automount on the pod); the ServiceAccount grants none by default.
+    new k8s.KubeServiceAccount(this, 'failsafe-sa', {
+      metadata: { name: FAILSAFE_NAME, namespace, labels },
+      automountServiceAccountToken: false,
+    });
+    new k8s.KubeClusterRole(this, 'failsafe-nodes-role', {
+      metadata: { name: FAILSAFE_ACCESS_NAMES.nodesRole, labels },
+      rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['list', 'patch'] }],
+    });
+    new k8s.KubeClusterRoleBinding(this, 'failsafe-nodes-binding', {
+      metadata: { name: FAILSAFE_ACCESS_NAMES.nodesRole, labels },
+      roleRef: roleRef(FAILSAFE_ACCESS_NAMES.nodesRole),
+      subjects: [subject],
+    });
+    new k8s.KubeClusterRole(this, 'failsafe-pods-role', {
+      metadata: { name: FAILSAFE_ACCESS_NAMES.podsRole, labels },
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+    });
+    for (const ns of this.namespaces) {
+      new k8s.KubeRoleBinding(this, `failsafe-binding-${ns}`, {
+        metadata: { name: FAILSAFE_ACCESS_NAMES.roleBinding, namespace: ns, labels },
+        roleRef: roleRef(FAILSAFE_ACCESS_NAMES.podsRole),
+        subjects: [subject],
+      });
+    }
+    new k8s.KubeClusterRole(this, 'failsafe-events-role', {
+      metadata: { name: FAILSAFE_ACCESS_NAMES.eventsRole, labels },
+      rules: [{ apiGroups: [''], resources: ['events'], verbs: ['create'] }],
+    });
+    new k8s.KubeRoleBinding(this, 'failsafe-events-binding', {
+      metadata: { name: FAILSAFE_ACCESS_NAMES.eventsBinding, namespace: EVENTS_NAMESPACE, labels },
+      roleRef: roleRef(FAILSAFE_ACCESS_NAMES.eventsRole),
+      subjects: [subject],
+    });
+    return `system:serviceaccount:${namespace}:${FAILSAFE_NAME}`;
   }
 }

@@ -5,7 +5,7 @@
 import { ApiObject, App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
-import { ClusterChart, NamespaceChart } from './charts.js';
+import { ClusterChart, failsafeNamespace, NamespaceChart } from './charts.js';
 import { checkBundleSize } from './budget.js';
 import { checkNodeAnnotations } from './annotations.js';
 import { BOUND_DEFAULTS, checkPriorityClasses, checkRefreshFloor, priorityClassAllowanceError, type InvocationBounds } from './bounds.js';
@@ -129,6 +129,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined, helperImage }),
   ];
+  const failsafe = failsafeNamespace(bundle.namespaces, owned);
   for (const namespace of bundle.namespaces) {
     charts.push(
       new NamespaceChart(app, namespaceChartId(namespace), {
@@ -138,6 +139,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
         ...(options.reconciler === undefined ? {} : { reconciler: options.reconciler }),
         podMonitor: options.podMonitor === true,
         ...(options.networkPolicy === undefined ? {} : { networkPolicy: options.networkPolicy }),
+        failsafe: namespace === failsafe,
         ...(options.nodeArch === undefined ? {} : { nodeArch: options.nodeArch }),
         ...(bundle.imageBytes === undefined ? {} : { imageBytes: bundle.imageBytes }),
         helperImage,

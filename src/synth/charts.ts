@@ -28,6 +28,8 @@ import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
 import { ReconcilerPodMonitor } from './pod-monitor.js';
 import { ReconcilerNetworkPolicy, type ReconcilerNetworkPolicyProps } from './network-policy.js';
 import { sleeperArchOf, sleeperConfigMap } from './sleeper.js';
+import { Failsafe } from './failsafe.js';
+import { FAILSAFE_DEFAULT_GRACE_SECONDS } from '../contract/failsafe.js';
 
 /** Namespaces that exist in every cluster; we never emit (and so never own or prune) them. */
 const FOREIGN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
@@ -72,6 +74,12 @@ export interface NamespaceChartProps {
    */
   readonly reconciler?: ReconcilerProps;
   /**
+   * Run the cluster's fail-safe in this namespace (only with a reconciler; one namespace of the
+   * bundle does, see {@link failsafeNamespace}).
+   * @default false
+   */
+  readonly failsafe?: boolean;
+  /**
    * Emit a PodMonitor for the sidecars' metrics (needs the Prometheus Operator's CRDs); only with
    * a reconciler.
    * @default false
@@ -115,6 +123,12 @@ export class NamespaceChart extends Chart {
     if (props.reconciler !== undefined && props.podMonitor === true) new ReconcilerPodMonitor(this, 'pod-monitor');
     if (props.reconciler !== undefined && props.networkPolicy !== undefined)
       new ReconcilerNetworkPolicy(this, 'network-policy', props.networkPolicy);
+    if (props.reconciler !== undefined && props.failsafe === true)
+      new Failsafe(this, 'failsafe', {
+        image: props.reconciler.image,
+        poolIds: props.allPools.map((p) => p.id),
+        graceSeconds: props.reconciler.failsafeGraceSeconds ?? FAILSAFE_DEFAULT_GRACE_SECONDS,
+      });
     // One sleeper ConfigMap for the namespace, if any of its pools knows its architecture. It is
     // immutable (the kubelet then reads it once instead of watching it), so it is named by its
     // content: a changed sleeper is a new ConfigMap, and the pods that mount it roll.
@@ -166,6 +180,16 @@ export function poolEntryOf(pool: Pool): PoolEntry {
     gateTaintKey: pool.settings.gate?.taintKey ?? '',
     deadlineSeconds: deadlineSecondsOf(pool),
   };
+}
+
+/**
+ * The namespace the fail-safe runs in: the first (sorted) namespace of the bundle that prewarm
+ * owns, or else the first one that every cluster does not have, or else the first one. It mounts
+ * that namespace's pools.json, which lists every pool of the bundle.
+ */
+export function failsafeNamespace(namespaces: readonly string[], owned: readonly string[]): string | undefined {
+  const sorted = [...namespaces].sort();
+  return sorted.find((ns) => owned.includes(ns)) ?? sorted.find((ns) => !FOREIGN_NAMESPACES.has(ns)) ?? sorted[0];
 }
 
 /** Props of {@link ClusterChart}. */
@@ -229,6 +253,7 @@ export class ClusterChart extends Chart {
     if (early.length > 0)
       new EarlyPullAdmission(this, 'early-pull-admission', { namespaces: early, helperImage: props.helperImage ?? DEFAULT_HELPER_IMAGE });
     if (props.reconciler === true) {
+      const failsafe = failsafeNamespace(props.bundle.namespaces, [...owned]);
       const gateKeys = [...new Set(props.bundle.pools.flatMap((p) => (p.settings.gate === undefined ? [] : [p.settings.gate.taintKey])))];
       new ReconcilerAccess(this, 'reconciler-access', {
         namespaces: props.bundle.namespaces,
@@ -236,6 +261,7 @@ export class ClusterChart extends Chart {
         // Without any gating pool there is no taint to lift; the default key keeps the policy valid.
         gateTaintKeys: gateKeys.length > 0 ? gateKeys : [DEFAULT_GATE_TAINT_KEY],
         refreshNamespaces: [...new Set(props.bundle.pools.filter(refreshes).map((p) => p.namespace))],
+        ...(failsafe === undefined ? {} : { failsafeNamespace: failsafe }),
       });
     }
   }

@@ -92,6 +92,14 @@ export interface ReconcilerProps {
    * @default 9464
    */
   readonly metricsPort?: number;
+  /**
+   * The fail-safe's grace (src/synth/failsafe.ts): seconds past the longest deadline of the pools
+   * gating a node, counted from the node's creation, before the fail-safe lifts its gate where no
+   * sidecar runs. Shorter than the sidecars' absolute grace, it may open a node that is slow to turn
+   * Ready before its sidecar could start.
+   * @default FAILSAFE_DEFAULT_GRACE_SECONDS
+   */
+  readonly failsafeGraceSeconds?: number;
 }
 
 /** Grace of a puller's pods: they only sleep, and leave as soon as the node is warm. */

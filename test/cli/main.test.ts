@@ -49,9 +49,10 @@ describe('prewarm CLI', () => {
     expect(docs.every((d) => d.errors.length === 0)).toBe(true);
     const kinds = docs.map((d) => d.get('kind'));
     expect(kinds[0]).toBe('Namespace');
-    // The namespace's ConfigMap, then its DaemonSets: the holder and the default lanes' pullers.
+    // The namespace's ConfigMap and the fail-safe's Deployment, then its DaemonSets: the holder and
+    // the default lanes' pullers.
     const firstDaemonSet = kinds.indexOf('DaemonSet');
-    expect(kinds[firstDaemonSet - 1]).toBe('ConfigMap');
+    expect(kinds.slice(firstDaemonSet - 2, firstDaemonSet)).toEqual(['ConfigMap', 'Deployment']);
     expect(kinds.slice(firstDaemonSet).every((k) => k === 'DaemonSet')).toBe(true);
     expect(kinds).toContain('ValidatingAdmissionPolicy');
     expect(r.stdout.split('\n').filter((l) => l === '---')).toHaveLength(kinds.length - 1);

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   EventReason,
+  failsafeGateEvent,
   gateEvent,
   MAX_EVENT_MESSAGE_CHARS,
   parseNodeEvent,
@@ -29,6 +30,11 @@ describe('node Events', () => {
       reason: EventReason.GateForcedOpen,
       gate: 'forced',
     });
+    expect(read(failsafeGateEvent('prewarm.dev/warming', 700, 660, ['cpu', 'gpu']))).toEqual({
+      reason: EventReason.GateFailsafeOpened,
+      gate: 'failsafe',
+    });
+    expect(read(failsafeGateEvent('example.com/gate', 700, 660, []))).toEqual({ reason: EventReason.GateFailsafeOpened, gate: 'failsafe' });
   });
 
   it("carry a gate removal in the pool's own Event of the same reconcile", () => {

@@ -83,7 +83,14 @@ describe('synthYaml', () => {
     ]) {
       for (const o of all.filter((d) => d.kind === kind)) expect(o.metadata.namespace).toBeUndefined();
     }
-    expect(all.filter((d) => d.kind === 'ServiceAccount').map((d) => d.metadata.namespace)).toEqual(['ml']);
+    // The sidecars' and the fail-safe's.
+    expect(all.filter((d) => d.kind === 'ServiceAccount').map((d) => `${d.metadata.namespace}/${d.metadata.name}`)).toEqual([
+      'ml/prewarm-reconciler',
+      'ml/prewarm-failsafe',
+    ]);
+    expect(all.filter((d) => d.kind === 'Deployment').map((d) => `${d.metadata.namespace}/${d.metadata.name}`)).toEqual([
+      'ml/prewarm-failsafe',
+    ]);
   });
 
   it('omits the sidecar, its ServiceAccount and ConfigMap when asked', () => {

@@ -22,6 +22,7 @@ import { parseQuantity } from '../../contract/quantity.js';
 import { LIMITS } from '../../contract/names.js';
 import { formatDuration } from '../../imagecache/duration.js';
 import { size } from '../../synth/limits.js';
+import { FAILSAFE_GRACE_RANGE } from '../../contract/failsafe.js';
 
 /** The parsed options of {@link synthOptions}. */
 export interface SynthOptionArgs {
@@ -39,6 +40,7 @@ export interface SynthOptionArgs {
   readonly allowPriorityClass?: readonly string[] | undefined;
   readonly maxNodeMemory: string;
   readonly minRefreshInterval: string;
+  readonly failsafeGrace?: string | undefined;
 }
 
 /** A PriorityClass specs may name: a valid name, never a `system-` class. */
@@ -148,6 +150,12 @@ export function synthOptions<T>(y: Argv<T>) {
       describe:
         'The shortest spec.refresh.interval specs may set, e.g. 15m (1s to 720h): every node asks the registry about every tag once per interval',
     })
+    .option('failsafe-grace', {
+      type: 'string',
+      requiresArg: true,
+      describe:
+        "How long past the longest gate deadline, from a node's creation, the cluster's fail-safe waits before it lifts the gate of a node where no sidecar runs (default 11m: the sidecars' own bound plus a minute)",
+    })
     .check((argv) => {
       if (argv['pod-monitor'] === true && !argv.reconciler)
         throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
@@ -169,6 +177,7 @@ export function synthOptions<T>(y: Argv<T>) {
       'scraper-namespace-label': isLabel,
       'scraper-pod-label': isLabel,
       'node-cidr': isCidr,
+      'failsafe-grace': isDuration(FAILSAFE_GRACE_RANGE),
     },
     ['allow-gate-key', 'allow-priority-class', 'scraper-namespace-label', 'scraper-pod-label', 'node-cidr'],
   );
@@ -178,7 +187,16 @@ export function synthOptions<T>(y: Argv<T>) {
 export function toSynthOptions(args: SynthOptionArgs, io: Io): SynthOptions {
   const allowed = args.allowGateKey ?? [];
   return {
-    ...(args.reconciler ? { reconciler: { image: args.reconcilerImage } } : {}),
+    ...(args.reconciler
+      ? {
+          reconciler: {
+            image: args.reconcilerImage,
+            ...(args.failsafeGrace === undefined
+              ? {}
+              : { failsafeGraceSeconds: optionSeconds('failsafe-grace', args.failsafeGrace, FAILSAFE_GRACE_RANGE) }),
+          },
+        }
+      : {}),
     ...(args.ownNamespace === undefined ? {} : { ownedNamespaces: args.ownNamespace }),
     ...(args.podMonitor === true ? { podMonitor: true } : {}),
     ...(args.networkPolicy === true ? { networkPolicy: networkPolicyOf(args) } : {}),

@@ -3,11 +3,12 @@
  * watch of our pool's pods, narrowed to our node and our namespace.
  */
 import fs from 'node:fs';
-import { EVENTS_NAMESPACE, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
+import { FAILSAFE_MAX_PAGES, FAILSAFE_NODE_PAGE } from '../../contract/failsafe.js';
+import { EVENTS_NAMESPACE, LABEL_POOL, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
 import { poolMembersQuery } from '../../contract/roles.js';
 import type { ReconcilerConfig } from '../../contract/sidecar-env.js';
-import type { KNode, KPod } from '../kube-types.js';
-import type { EventSink, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource, Restarter } from '../ports.js';
+import type { KNode, KPod, KTaint } from '../kube-types.js';
+import type { EventSink, FailsafeKube, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource, Restarter } from '../ports.js';
 import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../reasons.js';
 import type { Endpoint, KubeHttp } from '../../http/client.js';
 
@@ -185,6 +186,55 @@ export class KubeNodePort implements NodePort {
 }
 
 /**
+ * A node with only what the fail-safe reads: its identity, creation, labels and taints (verbatim,
+ * since the removal patch tests each taint whole). Status (conditions, images) is dropped at once.
+ */
+export function projectNode(raw: unknown): KNode {
+  const n = obj(raw) ?? {};
+  const taints = obj(n['spec'])?.['taints'];
+  return {
+    metadata: pick(obj(n['metadata']), ['name', 'uid', 'creationTimestamp', 'labels']) ?? {},
+    ...(Array.isArray(taints) ? { spec: { taints: taints as KTaint[] } } : {}),
+  };
+}
+
+/**
+ * The fail-safe's apiserver calls: the node list in pages of {@link FAILSAFE_NODE_PAGE}, at most
+ * {@link FAILSAFE_MAX_PAGES} of them; the holder pods on one node, by `prewarm.dev/pool` and
+ * `spec.nodeName`, in each pool namespace (never a cluster-wide pod list); a JSON patch of a node.
+ */
+export class KubeFailsafe implements FailsafeKube {
+  constructor(
+    private readonly http: KubeHttp,
+    private readonly namespaces: () => readonly string[],
+  ) {}
+  async listNodes(): Promise<KNode[]> {
+    const nodes: KNode[] = [];
+    let next: string | undefined;
+    for (let page = 0; page < FAILSAFE_MAX_PAGES; page++) {
+      const q = new URLSearchParams({ limit: String(FAILSAFE_NODE_PAGE), ...(next ? { continue: next } : {}) });
+      const raw = await this.http.json<{ metadata?: { continue?: string }; items?: unknown[] }>('GET', `/api/v1/nodes?${q.toString()}`);
+      nodes.push(...(raw.items ?? []).map(projectNode));
+      next = raw.metadata?.continue;
+      if (!next) break;
+    }
+    return nodes;
+  }
+  async holdersOn(node: string): Promise<KPod[]> {
+    const q = new URLSearchParams({ labelSelector: LABEL_POOL, fieldSelector: `spec.nodeName=${node}` }).toString();
+    const pods: KPod[] = [];
+    for (const ns of this.namespaces()) {
+      const raw = await this.http.json<{ items?: unknown[] }>('GET', `/api/v1/namespaces/${enc(ns)}/pods?${q}`);
+      pods.push(...(raw.items ?? []).map(projectPod));
+    }
+    return pods;
+  }
+  patchNode(name: string, ops: readonly JsonPatchOp[]): Promise<KNode> {
+    return new KubeNodePort(this.http, name).patchJson(ops);
+  }
+}
+
+/**
  * core/v1 Events about the Node, in {@link EVENTS_NAMESPACE}. Names are `<pod>.<hex ms>`
  * like client-go's recorder, unique per emission, so we only ever create (no `patch` grant).
  */
@@ -192,7 +242,7 @@ export class KubeEventSink implements EventSink {
   private seq = 0;
   constructor(
     private readonly http: KubeHttp,
-    private readonly config: ReconcilerConfig,
+    private readonly config: Pick<ReconcilerConfig, 'podName' | 'nodeName'>,
     private readonly now: () => number,
   ) {}
   async emit(node: KNode, e: EventIntent): Promise<void> {
