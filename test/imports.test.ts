@@ -37,10 +37,11 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   imagecache: ['oci', 'http', 'contract', 'text'],
   synth: ['imagecache', 'oci', 'http', 'contract', 'text'],
   migrate: ['imagecache', 'oci', 'contract', 'text'],
+  discover: ['imagecache', 'oci', 'contract', 'text'],
   reconciler: ['oci', 'http', 'contract', 'text'],
   status: ['oci', 'http', 'contract', 'text'],
   doctor: ['status', 'oci', 'http', 'contract', 'text'],
-  cli: ['doctor', 'status', 'migrate', 'synth', 'imagecache', 'oci', 'http', 'contract', 'text', 'version.ts'],
+  cli: ['doctor', 'status', 'migrate', 'discover', 'synth', 'imagecache', 'oci', 'http', 'contract', 'text', 'version.ts'],
   'index.ts': ['synth', 'imagecache', 'oci', 'contract', 'version.ts'],
   'main.ts': ['cli'],
 };

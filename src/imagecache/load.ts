@@ -17,6 +17,8 @@ import { parseFiles, type ParseOptions, type SourceFile } from './parse.js';
 import { compareStrings } from '../contract/order.js';
 
 const YAML_FILE = /\.ya?ml$/i;
+/** Files a folder of rendered manifests holds: YAML, and JSON (which YAML reads too). */
+export const MANIFEST_FILE = /\.(ya?ml|json)$/i;
 
 /**
  * The largest spec file read, in bytes. The apiserver refuses objects over about 1.5 MiB, so a
@@ -81,8 +83,9 @@ export async function readSources(
   paths: readonly string[],
   diagnostics: Diagnostic[],
   exclude: readonly string[] = [],
+  names: RegExp = YAML_FILE,
 ): Promise<SourceFile[]> {
-  return (await readTree(paths, diagnostics, exclude)).files;
+  return (await readTree(paths, diagnostics, exclude, names)).files;
 }
 
 /** {@link readSources}, plus how many Helm templates the walk passed over. */
@@ -90,6 +93,7 @@ async function readTree(
   paths: readonly string[],
   diagnostics: Diagnostic[],
   exclude: readonly string[],
+  names: RegExp = YAML_FILE,
 ): Promise<{ files: SourceFile[]; helmTemplates: number }> {
   const excluded = exclude.map((e) => resolve(e));
   const isExcluded = (path: string) => excluded.some((e) => within(resolve(path), e));
@@ -100,7 +104,7 @@ async function readTree(
     try {
       if ((await stat(path)).isDirectory()) {
         roots.push(await realpath(path));
-        const found = await walk(path, isExcluded, diagnostics);
+        const found = await walk(path, isExcluded, diagnostics, names);
         for (const file of found.files) candidates.push(file);
         helmTemplates += found.helmTemplates;
       } else {
@@ -166,6 +170,7 @@ async function walk(
   dir: string,
   isExcluded: (path: string) => boolean,
   diagnostics: Diagnostic[],
+  names: RegExp,
 ): Promise<{ files: string[]; helmTemplates: number }> {
   const out: string[] = [];
   let helmTemplates = 0;
@@ -185,7 +190,7 @@ async function walk(
       if (isExcluded(full)) continue;
       if (chart && entry.name === HELM_TEMPLATES && entry.isDirectory()) helmTemplates += await countFiles(full);
       else if (entry.isDirectory()) pending.push(full);
-      else if (YAML_FILE.test(entry.name)) out.push(full);
+      else if (names.test(entry.name)) out.push(full);
     }
   }
   return { files: out, helmTemplates };

@@ -167,11 +167,14 @@ const requirement: fc.Arbitrary<WorkloadRequirement> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.record({
-      key: KEY,
-      operator: fc.constantFrom('In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Bogus'),
-      values: opt(fc.array(VALUE, { maxLength: 2 })),
-    }),
+    arbitrary: fc.record(
+      {
+        key: KEY,
+        operator: fc.constantFrom('In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Bogus'),
+        values: fc.array(VALUE, { maxLength: 2 }),
+      },
+      { requiredKeys: ['key', 'operator'] },
+    ),
   },
 );
 const field: fc.Arbitrary<WorkloadRequirement> = fc.record({
