@@ -38,10 +38,11 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   imagecache: ['oci', 'http', 'contract', 'text', 'files'],
   synth: ['imagecache', 'oci', 'http', 'contract', 'text'],
   migrate: ['imagecache', 'oci', 'contract', 'text'],
+  discover: ['imagecache', 'oci', 'contract', 'text'],
   reconciler: ['oci', 'http', 'contract', 'text'],
   status: ['oci', 'http', 'contract', 'text'],
   doctor: ['status', 'oci', 'http', 'contract', 'text'],
-  cli: ['doctor', 'status', 'migrate', 'synth', 'imagecache', 'oci', 'http', 'contract', 'text', 'files', 'version.ts'],
+  cli: ['doctor', 'status', 'migrate', 'discover', 'synth', 'imagecache', 'oci', 'http', 'contract', 'text', 'files', 'version.ts'],
   'index.ts': ['synth', 'imagecache', 'oci', 'contract', 'files', 'version.ts'],
   'main.ts': ['cli'],
 };

@@ -11,6 +11,7 @@ import { statusCommand } from './commands/status.js';
 import { pinCommand } from './commands/pin.js';
 import { doctorCommand } from './commands/doctor.js';
 import { specsCommand } from './commands/specs.js';
+import { discoverCommand } from './commands/discover.js';
 import { asIoError, CliError, ExitCode, isSystemError, UsageError } from './exit-codes.js';
 import { processIo, type Io } from './io.js';
 
@@ -24,7 +25,7 @@ export type ScriptName = 'prewarm' | 'kubectl prewarm';
 export async function run(argv: readonly string[], io: Io = processIo, scriptName: ScriptName = 'prewarm'): Promise<ExitCode> {
   // `--` ends the options: what follows is paths, whatever it looks like.
   const args = withOperands(argv);
-  const [synth, validate, migrate, status, pin, doctor, specs] = [
+  const [synth, validate, migrate, status, pin, doctor, specs, discover] = [
     synthCommand(io),
     validateCommand(io),
     migrateCommand(io),
@@ -32,8 +33,9 @@ export async function run(argv: readonly string[], io: Io = processIo, scriptNam
     pinCommand(io),
     doctorCommand(io),
     specsCommand(io),
+    discoverCommand(io),
   ] as const;
-  const names = [synth, validate, migrate, status, pin, doctor, specs].map((c) => c.command.split(' ')[0] as string);
+  const names = [synth, validate, migrate, status, pin, doctor, specs, discover].map((c) => c.command.split(' ')[0] as string);
   const parser = yargs(args)
     .command(synth)
     .command(validate)
@@ -42,6 +44,7 @@ export async function run(argv: readonly string[], io: Io = processIo, scriptNam
     .command(pin)
     .command(doctor)
     .command(specs)
+    .command(discover)
     .scriptName(scriptName)
     .usage('$0 <command> [options]\n\nWarm container images on Kubernetes nodes the moment they join.')
     .demandCommand(1, 'name a command')

@@ -18,6 +18,8 @@ import { formatBytes, readRegularFile } from '../files/read.js';
 import { LOCK_FILE, parseLock, sizeBundle, type SizeLock, type UnsizedImage } from './sizes.js';
 
 const YAML_FILE = /\.ya?ml$/i;
+/** Files a folder of rendered manifests holds: YAML, and JSON (which YAML reads too). */
+export const MANIFEST_FILE = /\.(ya?ml|json)$/i;
 
 /**
  * The most spec bytes one run reads over all its files. Every file's text is held until the run
@@ -129,8 +131,9 @@ export async function readSources(
   paths: readonly string[],
   diagnostics: Diagnostic[],
   exclude: readonly string[] = [],
+  names: RegExp = YAML_FILE,
 ): Promise<SourceFile[]> {
-  return (await readTree(paths, diagnostics, exclude)).files;
+  return (await readTree(paths, diagnostics, exclude, names)).files;
 }
 
 /** {@link readSources}, plus how many Helm templates the walk passed over. */
@@ -138,6 +141,7 @@ async function readTree(
   paths: readonly string[],
   diagnostics: Diagnostic[],
   exclude: readonly string[],
+  names: RegExp = YAML_FILE,
 ): Promise<{ files: SourceFile[]; helmTemplates: number; roots: string[] }> {
   const excluded = exclude.map((e) => resolve(e));
   const isExcluded = (path: string) => excluded.some((e) => within(resolve(path), e));
@@ -149,7 +153,7 @@ async function readTree(
     try {
       if ((await stat(path)).isDirectory()) {
         roots.push(await realpath(path));
-        const found = await walk(path, isExcluded, diagnostics, budget);
+        const found = await walk(path, isExcluded, diagnostics, budget, names);
         for (const file of found.files) candidates.push(file);
         helmTemplates += found.helmTemplates;
       } else {
@@ -222,6 +226,7 @@ async function walk(
   isExcluded: (path: string) => boolean,
   diagnostics: Diagnostic[],
   budget: WalkBudget,
+  names: RegExp,
 ): Promise<{ files: string[]; helmTemplates: number }> {
   const out: string[] = [];
   let helmTemplates = 0;
@@ -246,7 +251,7 @@ async function walk(
       if (isExcluded(full)) continue;
       if (chart && entry.name === HELM_TEMPLATES && entry.isDirectory()) helmTemplates += await countFiles(full);
       else if (entry.isDirectory()) pending.push(full);
-      else if (YAML_FILE.test(entry.name)) {
+      else if (names.test(entry.name)) {
         out.push(full);
         if (--budget.files < 0) {
           diagnostics.push(tooMany(dir, 'files'));

@@ -34,7 +34,7 @@ describe('kubectl-prewarm', { timeout: 60_000 }, () => {
     const usage = (await plugin(['stauts']).catch((e: unknown) => e)) as { code: number; stderr: string };
     expect(usage.code).toBe(2);
     expect(usage.stderr).toBe(
-      'prewarm: unknown command "stauts"; the commands are synth, validate, migrate, status, pin, doctor, specs\nrun "kubectl prewarm --help" for usage\n',
+      'prewarm: unknown command "stauts"; the commands are synth, validate, migrate, status, pin, doctor, specs, discover\nrun "kubectl prewarm --help" for usage\n',
     );
     const synth = await plugin(['synth', 'examples', '--stdout']);
     expect(synth.stdout).toContain('kind: DaemonSet');

@@ -200,7 +200,7 @@ describe('prewarm CLI', () => {
     [['synth'], 'Not enough non-option arguments'],
     [['synth', 'x', '--stdout', '-o', 'y'], 'mutually exclusive'],
     [['synth', 'x', '--frobnicate'], 'Unknown argument: frobnicate'],
-    [['frobnicate'], 'unknown command "frobnicate"; the commands are synth, validate, migrate, status, pin, doctor, specs'],
+    [['frobnicate'], 'unknown command "frobnicate"; the commands are synth, validate, migrate, status, pin, doctor, specs, discover'],
     [['doctr', '--help'], 'unknown command "doctr"'],
     [['--help', 'doctr'], 'unknown command "doctr"'],
     [['-h', 'doctr', 'x'], 'unknown command "doctr"'],

@@ -273,6 +273,9 @@ function fileCommand(rng: Rng, specs: string, pin: boolean): Command {
     { argv: ['specs', specs], writes: { kind: 'none' }, exitCodes: FILE_ONLY },
     { argv: ['migrate', specs], writes: { kind: 'none' }, exitCodes: FILE_ONLY },
     { argv: ['migrate', specs, '--write'], writes: { kind: 'in-place' }, exitCodes: FILE_ONLY },
+    // The same hostile folder read as rendered manifests too: discover may refuse, never hang or crash.
+    { argv: ['discover', specs, '--specs', specs], writes: { kind: 'none' }, exitCodes: FILE_ONLY },
+    { argv: ['discover', specs, '--specs', specs, '--write', '--prune'], writes: { kind: 'in-place' }, exitCodes: FILE_ONLY },
   ];
   // pin only where every image lives on the refusing loopback registry: no run reaches a real host.
   if (pin) {
