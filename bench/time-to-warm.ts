@@ -18,6 +18,10 @@
  *   kf-<period>      the kube-fledged model (bench/kubefledged/model.ts) with that refresh period;
  *                    one model per profile and kubelet serves every set, nodes joining at Ready
  *                    phases spread over one period
+ *   kruise           OpenKruise v1.9.0 (built from its module, run as its chart does;
+ *                    bench/support/kruise.ts): one ImageListPullJob per set, `completionPolicy:
+ *                    Never`, the pool's node selector, default parallelism; nodes join one after
+ *                    another; measured to the images in the node's containerd
  *
  * raw and raw-serial do not depend on the kubelet (there is none): they run once per set and
  * profile. Profiles (harness/cluster/registry-profile.ts): loopback (the registry on this machine)
@@ -96,6 +100,8 @@ import {
   type KubeletKind,
 } from './support/cluster.js';
 import { applyFloor, floorRunningAt } from '../harness/floor.js';
+import { imageListPullJob } from '../harness/cluster/kruise.js';
+import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 import { list } from './support/args.js';
 
@@ -113,7 +119,7 @@ const args = yargs(hideBin(process.argv))
   .option('configs', {
     type: 'string',
     default: CONFIGS_DEFAULT,
-    describe: 'raw, raw-serial, floor, lanes-<L|default|per-image>, kf-<0s|1m|15m>',
+    describe: 'raw, raw-serial, floor, lanes-<L|default|per-image>, kf-<0s|1m|15m>, kruise',
   })
   .option('nodes', { type: 'number', describe: 'nodes per configuration (default: per set)' })
   .option('waterfalls', { choices: ['default', 'all', 'none'] as const, default: 'default' as const })
@@ -156,7 +162,7 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked)?|kf-(0s|1m|15m))$/.test(c))
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked)?|kf-(0s|1m|15m)|kruise)$/.test(c))
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
@@ -483,6 +489,50 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, ctx: Ctx): 
   }
 }
 
+/** NodeImage objects appear this long after a node is Ready (kruise-manager's --nodeimage-creation-delay default). */
+const KRUISE_NODEIMAGE_DELAY_MS = 30_000;
+
+/**
+ * OpenKruise for one set: kruise-manager up, the ImageListPullJob a user writes, then the set's
+ * nodes join one after another, each with its kruise-daemon; Ready -> every image in containerd.
+ * kruise-manager and its webhooks go again at the end, so no other configuration runs beside them.
+ */
+async function benchKruise(kube: Kube, watch: NodeWatch, set: ImageSet, ctx: Ctx): Promise<void> {
+  const ns = `ttw-${RUN}-${set.name}-kruise-${ctx.profile}-${ctx.kubelet}`.slice(0, 63);
+  await startKruise();
+  try {
+    await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    const job = imageListPullJob({ name: 'ttw', namespace: ns, images: set.images, nodeLabels: { [POOL_LABEL]: ns } });
+    await kube.create(`/apis/apps.kruise.io/v1alpha1/namespaces/${ns}/imagelistpulljobs`, job);
+    const boundMs = KRUISE_NODEIMAGE_DELAY_MS + set.boundMs;
+    for (let i = 1; i <= set.nodes; i++) {
+      const name = freshNodeName('kruise');
+      const t = await joinWithKruise(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI);
+      try {
+        await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
+        const readyAt = t.readyAt ?? Date.now();
+        const imagesAt = await waitImages(name, set.images.map(normalize), readyAt + boundMs, 500);
+        report({
+          set: set.name,
+          config: 'kruise',
+          profile: ctx.profile,
+          kubelet: ctx.kubelet,
+          node: name,
+          ...(imagesAt !== undefined ? { imagesMs: imagesAt - readyAt } : {}),
+          readyMs: readyAt - t.joinAt,
+          ...(t.registeredAt !== undefined ? { regReadyMs: readyAt - t.registeredAt } : {}),
+          boundMs,
+        });
+      } finally {
+        await leave(name);
+      }
+    }
+    await kube.delete(`/api/v1/namespaces/${ns}`);
+  } finally {
+    await stopKruise();
+  }
+}
+
 /** Median of a configuration's figures; a node never warm within its bound counts as +Infinity. */
 function med(xs: readonly Sample[]): number | undefined {
   if (xs.length === 0) return undefined;
@@ -523,7 +573,7 @@ function summary(): Record<string, unknown> {
         console.log(
           `ttw ${set.name} ${profile} ${kubelet}: pod floor ${fmt(floor)}, raw ${fmt(raw)}, raw serial ${fmt(rawSerial)}; target (floor + 1.1 × ${kubelet === 'serial' ? 'raw serial' : 'raw'} + 0.5 s) ${fmt(target)}`,
         );
-        for (const c of configs.filter((x) => x.startsWith('lanes-') || x.startsWith('kf-'))) {
+        for (const c of configs.filter((x) => x.startsWith('lanes-') || x.startsWith('kf-') || x === 'kruise')) {
           const xs = of(c, kubelet);
           const m = med(xs);
           if (m === undefined) continue;
@@ -543,7 +593,9 @@ function summary(): Record<string, unknown> {
               ? `early target (floor + 0.5 s = ${fmt(floor + 500)}) ${m <= floor + 500 ? 'met' : 'missed'}`
               : '',
             ...(c.startsWith('lanes-')
-              ? kf.map(([k, v]) => (v === undefined ? '' : `${m < v ? 'beats' : 'loses to'} ${k} (${fmt(v)})`))
+              ? [...kf, ['kruise', med(of('kruise', kubelet))] as const].map(([k, v]) =>
+                  v === undefined ? '' : `${m < v ? 'beats' : 'loses to'} ${k} (${fmt(v)})`,
+                )
               : []),
           ].filter(Boolean);
           console.log(`ttw ${set.name} ${profile} ${kubelet} ${c}: ${fmt(m)} median; ${notes.join('; ')}`);
@@ -563,6 +615,7 @@ function summary(): Record<string, unknown> {
 }
 
 async function main(): Promise<void> {
+  if (configs.includes('kruise')) buildKruise();
   const started = await ensureCluster();
   await prepareImages();
   const kube = new Kube();
@@ -587,6 +640,7 @@ async function main(): Promise<void> {
         if (configs.includes('floor')) await benchFloor(kube, watch, ctx, args.nodes ?? 3);
         for (const set of sets) for (const c of configs.filter((x) => x.startsWith('lanes-'))) await benchLanes(kube, watch, set, c, ctx);
         for (const c of configs.filter((x) => x.startsWith('kf-'))) await benchKf(kube, watch, c, ctx);
+        if (configs.includes('kruise')) for (const set of sets) await benchKruise(kube, watch, set, ctx);
       }
     }
   } finally {
