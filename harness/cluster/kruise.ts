@@ -48,7 +48,8 @@ export function requireKruise(): void {
     throw new Error(`OpenKruise ${VERSIONS.kruise} is not built (${missing.join(', ')}): run harness/cluster/build.sh kruise`);
 }
 
-type Obj = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
+/** An object of the module's config/ folder. */
+export type Obj = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
 const CLUSTER_SCOPED = new Set([
   'ClusterRole',
   'ClusterRoleBinding',
@@ -65,7 +66,7 @@ function moduleDocs(rel: string): Obj[] {
 }
 
 /** What the module's kustomization does to config/: the `kruise-` name prefix and namespace kruise-system. */
-function kustomize(o: Obj): Obj {
+export function kustomize(o: Obj): Obj {
   const ns = (n: unknown): string => (n === 'system' ? KRUISE_NS : String(n));
   const out: Obj = { ...o, metadata: { ...o.metadata, name: `kruise-${o.metadata.name}` } };
   if (CLUSTER_SCOPED.has(o.kind)) delete out.metadata.namespace;

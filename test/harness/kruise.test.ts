@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { imageListPullJob } from '../../harness/cluster/kruise.js';
+import { imageListPullJob, kustomize } from '../../harness/cluster/kruise.js';
 
 describe('imageListPullJob', () => {
   it('keeps pulling onto new nodes and leaves parallelism at OpenKruise default unless set', () => {
@@ -21,5 +21,43 @@ describe('imageListPullJob', () => {
       pullSecrets: ['regcred'],
     });
     expect(job['spec']).toMatchObject({ parallelism: 8, pullSecrets: ['regcred'] });
+  });
+});
+
+describe('kustomize (the module kustomization: kruise- prefix, namespace kruise-system)', () => {
+  it('prefixes names, references and subjects, and moves system into kruise-system', () => {
+    const binding = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'daemon-rolebinding' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'daemon-role' },
+      subjects: [{ kind: 'ServiceAccount', name: 'daemon', namespace: 'system' }],
+    };
+    expect(kustomize(binding)).toEqual({
+      ...binding,
+      metadata: { name: 'kruise-daemon-rolebinding' },
+      roleRef: { ...binding.roleRef, name: 'kruise-daemon-role' },
+      subjects: [{ kind: 'ServiceAccount', name: 'kruise-daemon', namespace: 'kruise-system' }],
+    });
+  });
+
+  it('puts namespaced objects in kruise-system and points webhooks at its Service', () => {
+    const role = { kind: 'Role', metadata: { name: 'leader-election-role', namespace: 'system' } };
+    expect(kustomize(role).metadata).toEqual({ name: 'kruise-leader-election-role', namespace: 'kruise-system' });
+    const hooks = {
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: 'mutating-webhook-configuration' },
+      webhooks: [{ name: 'mpod.kb.io', clientConfig: { service: { name: 'webhook-service', namespace: 'system', path: '/mutate-pod' } } }],
+    };
+    expect(kustomize(hooks)).toEqual({
+      ...hooks,
+      metadata: { name: 'kruise-mutating-webhook-configuration' },
+      webhooks: [
+        {
+          name: 'mpod.kb.io',
+          clientConfig: { service: { name: 'kruise-webhook-service', namespace: 'kruise-system', path: '/mutate-pod' } },
+        },
+      ],
+    });
   });
 });
