@@ -2,8 +2,10 @@
  * What a harness cluster can leave behind on the machine after its daemons are stopped, and the
  * sweep that `down` ends with: processes (containerd shims and the containers under them, daemons
  * started in a harness netns), mounts under the cluster's folders, and harness network namespaces.
- * A process is the harness's when it runs in a harness netns, in a node's cgroup tree, or names
- * one of the cluster's folders on its command line (a shim's `-address <node socket>`).
+ * A process is the cluster's when it runs in a harness netns or in a node's cgroup tree, or is a
+ * containerd shim of a node (its `-address` is a node's socket). Not a shell that has a log of the
+ * cluster open, and not the loopback control planes of the integration and gitops tiers, which run
+ * the same binaries in the root netns (their daemons stop them by pid).
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { RUN_DIR, STATE_DIR } from './config.js';
@@ -50,7 +52,6 @@ function harnessPids(): { pid: number; cmd: string }[] {
       /* deleted meanwhile */
     }
   }
-  const roots = [`${RUN_DIR}/`, `${STATE_DIR}/`];
   const out: { pid: number; cmd: string }[] = [];
   for (const d of readdirSync('/proc')) {
     const pid = Number(d);
@@ -63,7 +64,8 @@ function harnessPids(): { pid: number; cmd: string }[] {
     } catch {
       /* gone */
     }
-    const ours = nsInodes.has(netns) || (read(`/proc/${pid}/cgroup`) ?? '').includes(CGROUP_MARK) || roots.some((r) => cmd.includes(r));
+    const shim = /containerd-shim/.test(cmd.split(' ')[0] ?? '') && cmd.includes(`${RUN_DIR}/`);
+    const ours = shim || nsInodes.has(netns) || (read(`/proc/${pid}/cgroup`) ?? '').includes(CGROUP_MARK);
     if (ours) out.push({ pid, cmd });
   }
   return out;
