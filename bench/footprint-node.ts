@@ -7,6 +7,10 @@
  *   che          the same DaemonSet without the sidecar (`prewarm synth --no-reconciler`): this is the
  *                che kubernetes-image-puller's shape (one DaemonSet, each image a container running a
  *                copied `sleep`), measured with our pod rather than che's own manifests
+ *   kruise       OpenKruise v1.9.0 (bench/support/kruise.ts): an ImageListPullJob of the N images with
+ *                `completionPolicy: Never` for a fresh node, whose kruise-daemon pulls them; measured
+ *                as the RSS/PSS of that node's kruise-daemon once the images are in (kruise-manager's,
+ *                paid once per cluster, printed beside it). Not in the default BENCH_CONFIGS
  *   kubefledged  the kube-fledged model (bench/kubefledged/model.ts, its exact pull-Job spec): nothing
  *                runs when idle; a refresh creates one Job per image x node lacking it. Measured as the
  *                peak while the Jobs for N images run on one fresh node, and the Jobs one further
@@ -47,10 +51,14 @@ import {
   waitModelStatus,
   type Model,
 } from './support/kubefledged.js';
-import { podMemory, sampleNodePeak, type NodePeak, type PodMem } from './support/memory.js';
+import { podMemory, procMem, sampleNodePeak, type NodePeak, type PodMem, type ProcMem } from './support/memory.js';
 import { ensureCluster, releaseCluster, join as joinNode, leave } from './support/cluster.js';
 import { log, RESULTS_DIR, saveResults } from './support/stats.js';
 import { isHolder } from '../src/contract/roles.js';
+import { imageListPullJob, KRUISE_MANAGER } from '../harness/cluster/kruise.js';
+import { kruiseDaemonName } from '../harness/cluster/node.js';
+import { daemonPid } from '../harness/cluster/sh.js';
+import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 
 const SIZES = (process.env['BENCH_SIZES'] ?? '5,50,200').split(',').map(Number);
 const CONFIGS = (process.env['BENCH_CONFIGS'] ?? 'prewarm,che,kubefledged').split(',');
@@ -307,6 +315,44 @@ async function runKf(kube: Kube, watch: NodeWatch, model: Model, n: number): Pro
   }
 }
 
+/** kruise-daemon of one node that pulled `images` images, and kruise-manager beside it (KiB). */
+interface KruiseResult {
+  images: number;
+  ttwMs?: number;
+  daemon: ProcMem;
+  manager: ProcMem;
+}
+
+/** OpenKruise on a fresh node: an ImageListPullJob of `n` images; kruise-daemon's memory once they are in. */
+async function runKruise(kube: Kube, watch: NodeWatch, n: number): Promise<KruiseResult> {
+  const ns = `bench-fp-kruise-${n}`;
+  const value = `kruise-${n}`;
+  const images = ALL_IMAGES.slice(0, n);
+  await startKruise();
+  const node = `fp-kruise-${n}`;
+  try {
+    await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    const job = imageListPullJob({ name: `fp${n}`, namespace: ns, images, nodeLabels: { [LABEL]: value } });
+    await kube.create(`/apis/apps.kruise.io/v1alpha1/namespaces/${ns}/imagelistpulljobs`, job);
+    const t = await joinWithKruise(watch, node, { [LABEL]: value }, 'parallel');
+    if (!(await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000))) throw new Error(`${node} not Ready within 120 s`);
+    const readyAt = t.readyAt as number;
+    const imagesAt = await waitImages(node, images.map(normalize), readyAt + WARM_BOUND_MS, 250);
+    await sleep(SETTLE_MS);
+    const daemon = procMem(daemonPid(kruiseDaemonName(node)) ?? -1);
+    const manager = procMem(daemonPid(KRUISE_MANAGER) ?? -1);
+    const r: KruiseResult = { images: n, ...(imagesAt !== undefined ? { ttwMs: imagesAt - readyAt } : {}), daemon, manager };
+    console.log(
+      `footprint-node-kruise images=${n} daemon-rss-mib: ${mib(daemon.rss)} daemon-pss-mib: ${mib(daemon.pss)} daemon-anon-mib: ${mib(daemon.anon)} manager-rss-mib: ${mib(manager.rss)} time-to-warm: ${r.ttwMs === undefined ? 'never' : `${secs(r.ttwMs)} s`}`,
+    );
+    return r;
+  } finally {
+    await leave(node);
+    await kube.delete(`/api/v1/namespaces/${ns}`).catch(() => false);
+    await stopKruise();
+  }
+}
+
 function marginal(results: PoolResult[], config: 'prewarm' | 'che', print: boolean): Record<string, number> | undefined {
   const rs = results.filter((r) => r.config === config && r.footprint).sort((a, b) => a.images - b.images);
   const lo = rs[0];
@@ -340,7 +386,7 @@ function previous(): { pools: PoolResult[]; kubefledged: KfResult[] } {
 }
 
 /** Writes the results file: this run's results over the previous file's (merged by config and size). */
-function save(pools: PoolResult[], kf: KfResult[], print: boolean): string {
+function save(pools: PoolResult[], kf: KfResult[], print: boolean, kruise: readonly KruiseResult[] = []): string {
   const old = previous();
   const allPools = [...old.pools, ...pools].sort((a, b) => a.images - b.images || a.config.localeCompare(b.config));
   const allKf = [...old.kubefledged, ...kf].sort((a, b) => a.images - b.images);
@@ -363,6 +409,7 @@ function save(pools: PoolResult[], kf: KfResult[], print: boolean): string {
     kubefledged: allKf,
     marginal: { prewarm: marginal(allPools, 'prewarm', print), che: marginal(allPools, 'che', print) },
     kfRefresh: KF_REFRESH,
+    ...(kruise.length ? { kruise } : {}),
   });
 }
 
@@ -372,6 +419,8 @@ async function main(): Promise<void> {
   const watch = new NodeWatch(kube, LABEL, log);
   const pools: PoolResult[] = [];
   const kf: KfResult[] = [];
+  const kruise: KruiseResult[] = [];
+  if (CONFIGS.includes('kruise')) buildKruise();
   try {
     const t0 = Date.now();
     const pushed = await ensureStandIns(ALL_IMAGES, { sizeBytes: IMAGE_DATA_BYTES });
@@ -386,6 +435,11 @@ async function main(): Promise<void> {
         save(pools, kf, false);
       }
     }
+    if (CONFIGS.includes('kruise'))
+      for (const n of SIZES) {
+        kruise.push(await runKruise(kube, watch, n));
+        save(pools, kf, false, kruise);
+      }
     if (CONFIGS.includes('kubefledged')) {
       await installKubeFledged(kube);
       const model = startModel({ refresh: KF_REFRESH });
@@ -404,7 +458,7 @@ async function main(): Promise<void> {
     kube.close();
     await releaseCluster(started);
   }
-  log(`wrote ${save(pools, kf, true)}`);
+  log(`wrote ${save(pools, kf, true, kruise)}`);
 }
 
 await main();

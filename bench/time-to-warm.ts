@@ -20,6 +20,10 @@
  *   kf-<period>      the kube-fledged model (bench/kubefledged/model.ts) with that refresh period;
  *                    one model per profile and kubelet serves every set, nodes joining at Ready
  *                    phases spread over one period
+ *   kruise           OpenKruise v1.9.0 (built from its module, run as its chart does;
+ *                    bench/support/kruise.ts): one ImageListPullJob per set, `completionPolicy:
+ *                    Never`, the pool's node selector, default parallelism; nodes join one after
+ *                    another; measured to the images in the node's containerd
  *
  * raw and raw-serial do not depend on the kubelet (there is none): they run once per set and
  * profile. Profiles (harness/cluster/registry-profile.ts): loopback (the registry on this machine)
@@ -58,7 +62,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { NODE_ARCH, REGISTRY, REPO_DIR, STATE_DIR } from '../harness/cluster/config.js';
 import { rawPull, startBareRuntime, stopBareRuntime } from '../harness/cluster/bare.js';
-import { registryProfile, setRegistryProfile } from '../harness/cluster/registry.js';
+import { registryLogOffset, registryProfile, registryRequests, setRegistryProfile } from '../harness/cluster/registry.js';
 import {
   describeProfile,
   leastTransferMs,
@@ -101,6 +105,8 @@ import {
   type KubeletKind,
 } from './support/cluster.js';
 import { applyFloor, floorRunningAt } from '../harness/floor.js';
+import { imageListPullJob } from '../harness/cluster/kruise.js';
+import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 import { list } from './support/args.js';
 
@@ -118,11 +124,16 @@ const args = yargs(hideBin(process.argv))
   .option('configs', {
     type: 'string',
     default: CONFIGS_DEFAULT,
-    describe: 'raw, raw-serial, floor, lanes-<L|default|per-image>, kf-<0s|1m|15m>',
+    describe: 'raw, raw-serial, floor, lanes-<L|default|per-image>, kf-<0s|1m|15m>, kruise[-p<parallelism>]',
   })
   .option('nodes', { type: 'number', describe: 'nodes per configuration (default: per set)' })
   .option('waterfalls', { choices: ['default', 'all', 'none'] as const, default: 'default' as const })
   .option('cni-delay', { type: 'number', describe: 'nodes join with a CNI stand-in that writes the CNI config after S seconds' })
+  .option('storm', {
+    type: 'boolean',
+    default: false,
+    describe: "a configuration's nodes join all at once (not one after another); prints the storm's figures",
+  })
   .option('result', { type: 'string', describe: 'results file name (default: time-to-warm-<profiles>-<kubelets>-<sets>)' })
   .strict()
   .parseSync();
@@ -164,7 +175,7 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?|kf-(0s|1m|15m))$/.test(c))
+  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c))
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
@@ -370,7 +381,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
   const draw =
     args.waterfalls === 'all' ||
     (args.waterfalls === 'default' && (config === 'lanes-default' || config === 'lanes-early' || config === 'lanes-default-helper'));
-  for (let i = 1; i <= set.nodes; i++) {
+  await forNodes(set.nodes, async (i) => {
     const name = freshNodeName('pw');
     const recorder = draw && i === 1 ? new TimelineRecorder(kube, name) : undefined;
     await recorder?.start();
@@ -434,7 +445,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
       recorder?.stop();
       await leave(name);
     }
-  }
+  });
   // Deleted in the background: the next configuration has its own namespace.
   await kube.delete(`/api/v1/namespaces/${ns}`);
 }
@@ -465,7 +476,8 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, ctx: Ctx): 
     if (!synced) throw new Error(`${config}: the model wrote no status for the ImageCaches in 60 s`);
     const base = model.ticks[0] ?? t0;
     const jobs = caches.flatMap((c) => Array.from({ length: c.set.nodes }, (_, j) => ({ ...c, j })));
-    const order = jobs.map((x, k) => ({ ...x, phase: ((k + 0.5) * period) / jobs.length }));
+    // A storm: every node Ready at once, half a period after a tick (the mean wait for the next).
+    const order = jobs.map((x, k) => ({ ...x, phase: args.storm ? period / 2 : ((k + 0.5) * period) / jobs.length }));
     log(`${config} ${ctx.profile} ${ctx.kubelet}: ${order.length} nodes, Ready phases ${order.map((o) => secs(o.phase)).join(', ')} s`);
     await Promise.all(
       order.map(async (o) => {
@@ -501,6 +513,114 @@ async function benchKf(kube: Kube, watch: NodeWatch, config: string, ctx: Ctx): 
   } finally {
     await stopModel(model);
     for (const c of caches) await kube.delete(`${KF_IMAGECACHES}/${c.cache}`).catch(() => false);
+  }
+}
+
+/** Runs `each` for nodes 1..n: one after another, or all at once with --storm. */
+async function forNodes(n: number, each: (i: number) => Promise<void>): Promise<void> {
+  if (args.storm) {
+    await Promise.all(Array.from({ length: n }, (_, k) => each(k + 1)));
+    return;
+  }
+  for (let i = 1; i <= n; i++) await each(i);
+}
+
+/** Bytes of blobs the registry served while each configuration ran, by set/config/profile/kubelet. */
+const servedBytes = new Map<string, number>();
+const servedKey = (set: string, config: string, profile: ProfileName, kubelet: KubeletKind) => `${set}/${config}/${profile}/${kubelet}`;
+
+/** Runs one configuration and records the bytes of blobs the (plain) registry served meanwhile. */
+async function served(o: { set: string; config: string; ctx: Ctx }, bench: () => Promise<void>): Promise<void> {
+  const offset = registryLogOffset(false);
+  await bench();
+  const bytes = registryRequests(false, offset)
+    .filter((r) => r.method === 'GET' && r.status === 200 && r.path.includes('/blobs/'))
+    .reduce((a, r) => a + r.bytes, 0);
+  servedBytes.set(servedKey(o.set, o.config, o.ctx.profile, o.ctx.kubelet), bytes);
+}
+
+/**
+ * The storm's figures per configuration: join -> the last node's images in containerd (nodes
+ * joined together, so the latest join-to-images), each node's Ready -> images, and the MiB of
+ * blobs the registry served for them all.
+ */
+function stormSummary(): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  console.log('\nstorm (nodes joined together; join -> last node with every image in containerd; MiB of blobs the registry served)');
+  const groups = new Map<string, Sample[]>();
+  for (const s of samples.filter((x) => x.kubelet !== undefined && x.config !== 'floor')) {
+    const k = `${s.set}/${s.config}/${s.profile}/${s.kubelet ?? ''}`;
+    groups.set(k, [...(groups.get(k) ?? []), s]);
+  }
+  for (const [k, xs] of groups) {
+    const first = xs[0] as Sample;
+    const { set, config, profile } = first;
+    const kubelet = first.kubelet ?? 'parallel';
+    const ends = xs.map((s) => (s.imagesMs === undefined || s.readyMs === undefined ? Number.POSITIVE_INFINITY : s.readyMs + s.imagesMs));
+    const last = Math.max(...ends);
+    const bytes = servedBytes.get(servedKey(set, config, profile, kubelet)) ?? servedBytes.get(servedKey('*', config, profile, kubelet));
+    const each = xs.map((s) => (s.imagesMs === undefined ? 'never' : secs(s.imagesMs))).join(', ');
+    console.log(
+      `storm ${set} ${profile} ${kubelet} ${config}: ${xs.length} nodes, join -> all warm ${fmt(last)}; Ready -> images per node ${each} s; registry served ${bytes === undefined ? '—' : (bytes / MIB).toFixed(0)} MiB`,
+    );
+    out[k] = {
+      nodes: xs.length,
+      joinToAllImagesMs: Number.isFinite(last) ? last : null,
+      readyToImagesMs: xs.map((s) => s.imagesMs ?? null),
+      servedMiB: bytes === undefined ? null : bytes / MIB,
+    };
+  }
+  return out;
+}
+
+/** NodeImage objects appear this long after a node is Ready (kruise-manager's --nodeimage-creation-delay default). */
+const KRUISE_NODEIMAGE_DELAY_MS = 30_000;
+
+/**
+ * OpenKruise for one set: kruise-manager up, the ImageListPullJob a user writes, then the set's
+ * nodes join one after another, each with its kruise-daemon; Ready -> every image in containerd.
+ * kruise-manager and its webhooks go again at the end, so no other configuration runs beside them.
+ */
+async function benchKruise(kube: Kube, watch: NodeWatch, set: ImageSet, config: string, ctx: Ctx): Promise<void> {
+  const ns = `ttw-${RUN}-${set.name}-${config}-${ctx.profile}-${ctx.kubelet}`.slice(0, 63);
+  const parallelism = /^kruise-p(\d+)$/.exec(config)?.[1];
+  await startKruise();
+  try {
+    await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    const job = imageListPullJob({
+      name: 'ttw',
+      namespace: ns,
+      images: set.images,
+      nodeLabels: { [POOL_LABEL]: ns },
+      ...(parallelism !== undefined ? { parallelism: Number(parallelism) } : {}),
+    });
+    await kube.create(`/apis/apps.kruise.io/v1alpha1/namespaces/${ns}/imagelistpulljobs`, job);
+    const boundMs = KRUISE_NODEIMAGE_DELAY_MS + set.boundMs;
+    await forNodes(set.nodes, async () => {
+      const name = freshNodeName('kruise');
+      const t = await joinWithKruise(watch, name, { [POOL_LABEL]: ns }, ctx.kubelet, CNI);
+      try {
+        await until(t, (x) => x.readyAt !== undefined, Date.now() + 120_000);
+        const readyAt = t.readyAt ?? Date.now();
+        const imagesAt = await waitImages(name, set.images.map(normalize), readyAt + boundMs, 500);
+        report({
+          set: set.name,
+          config,
+          profile: ctx.profile,
+          kubelet: ctx.kubelet,
+          node: name,
+          ...(imagesAt !== undefined ? { imagesMs: imagesAt - readyAt } : {}),
+          readyMs: readyAt - t.joinAt,
+          ...(t.registeredAt !== undefined ? { regReadyMs: readyAt - t.registeredAt } : {}),
+          boundMs,
+        });
+      } finally {
+        await leave(name);
+      }
+    });
+    await kube.delete(`/api/v1/namespaces/${ns}`);
+  } finally {
+    await stopKruise();
   }
 }
 
@@ -544,7 +664,7 @@ function summary(): Record<string, unknown> {
         console.log(
           `ttw ${set.name} ${profile} ${kubelet}: pod floor ${fmt(floor)}, raw ${fmt(raw)}, raw serial ${fmt(rawSerial)}; target (floor + 1.1 × ${kubelet === 'serial' ? 'raw serial' : 'raw'} + 0.5 s) ${fmt(target)}`,
         );
-        for (const c of configs.filter((x) => x.startsWith('lanes-') || x.startsWith('kf-'))) {
+        for (const c of configs.filter((x) => x.startsWith('lanes-') || x.startsWith('kf-') || x.startsWith('kruise'))) {
           const xs = of(c, kubelet);
           const m = med(xs);
           if (m === undefined) continue;
@@ -564,7 +684,9 @@ function summary(): Record<string, unknown> {
               ? `early target (floor + 0.5 s = ${fmt(floor + 500)}) ${m <= floor + 500 ? 'met' : 'missed'}`
               : '',
             ...(c.startsWith('lanes-')
-              ? kf.map(([k, v]) => (v === undefined ? '' : `${m < v ? 'beats' : 'loses to'} ${k} (${fmt(v)})`))
+              ? [...kf, ...configs.filter((x) => x.startsWith('kruise')).map((k) => [k, med(of(k, kubelet))] as const)].map(([k, v]) =>
+                  v === undefined ? '' : `${m < v ? 'beats' : 'loses to'} ${k} (${fmt(v)})`,
+                )
               : []),
           ].filter(Boolean);
           console.log(`ttw ${set.name} ${profile} ${kubelet} ${c}: ${fmt(m)} median; ${notes.join('; ')}`);
@@ -584,6 +706,7 @@ function summary(): Record<string, unknown> {
 }
 
 async function main(): Promise<void> {
+  if (configs.some((c) => c.startsWith('kruise'))) buildKruise();
   const started = await ensureCluster();
   await prepareImages();
   const kube = new Kube();
@@ -606,8 +729,14 @@ async function main(): Promise<void> {
       for (const kubelet of kubelets) {
         const ctx: Ctx = { profile, shape: shapes[profile], kubelet };
         if (configs.includes('floor')) await benchFloor(kube, watch, ctx, args.nodes ?? 3);
-        for (const set of sets) for (const c of configs.filter((x) => x.startsWith('lanes-'))) await benchLanes(kube, watch, set, c, ctx);
-        for (const c of configs.filter((x) => x.startsWith('kf-'))) await benchKf(kube, watch, c, ctx);
+        for (const set of sets)
+          for (const c of configs.filter((x) => x.startsWith('lanes-')))
+            await served({ set: set.name, config: c, ctx }, () => benchLanes(kube, watch, set, c, ctx));
+        for (const c of configs.filter((x) => x.startsWith('kf-')))
+          await served({ set: '*', config: c, ctx }, () => benchKf(kube, watch, c, ctx));
+        for (const set of sets)
+          for (const c of configs.filter((x) => x.startsWith('kruise')))
+            await served({ set: set.name, config: c, ctx }, () => benchKruise(kube, watch, set, c, ctx));
       }
     }
   } finally {
@@ -617,6 +746,7 @@ async function main(): Promise<void> {
     await releaseCluster(started);
   }
   const sum = summary();
+  const storm = args.storm ? stormSummary() : null;
   const f = saveResults(RESULT, {
     defaultLanes: LANES.default,
     profiles: Object.fromEntries(profiles.map((p) => [p, describeProfile(shapes[p])])),
@@ -627,6 +757,7 @@ async function main(): Promise<void> {
     wallS: Math.round((Date.now() - t0) / 1000),
     samples,
     summary: sum,
+    ...(storm !== null ? { storm } : {}),
     clusterStartedByBench: started,
   });
   log(`wrote ${f} (${Math.round((Date.now() - t0) / 1000)} s)`);

@@ -2,7 +2,8 @@
 # Builds the Go binaries of the prewarm test cluster from module source (no downloads but modules).
 # Idempotent and cache-keyed: ${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}/<component>-<version>/bin.
 # A component whose .complete stamp exists is skipped, so a warm run takes well under a second.
-# Usage: harness/cluster/build.sh [component...]   (components: pause etcd kubernetes kubelet crictl kwok)
+# Usage: harness/cluster/build.sh [component...]   (components: pause etcd kubernetes kubelet crictl kwok;
+# kruise, OpenKruise's manager and daemon, only when a tier or benchmark that runs it asks)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.sh
@@ -36,6 +37,7 @@ build_one() {
   (cd "$HERE/go/$moddir" && CGO_ENABLED="$cgo" go build -p "$JOBS" -tags selinux,notest \
       -ldflags "-s -w $ldflags" -o "$tmp/" "$@")
   if [[ "$name" == etcd && -f "$tmp/server" ]]; then mv "$tmp/server" "$tmp/etcd"; fi
+  if [[ "$name" == kruise ]]; then mv "$tmp/kruise" "$tmp/kruise-manager" && mv "$tmp/daemon" "$tmp/kruise-daemon"; fi
   rm -rf "$out/bin" && mv "$tmp" "$out/bin"
   echo "built $(date -u +%FT%TZ) in $((SECONDS - t0))s" > "$out/.complete"
   log "$name $version: done in $((SECONDS - t0))s -> $(ls "$out/bin" | tr '\n' ' ')"
@@ -67,6 +69,8 @@ for c in $want; do
     kubelet) build_one kubelet "$K8S_VERSION" kubernetes 1 "$(k8s_ldflags)" k8s.io/kubernetes/cmd/kubelet ;;
     crictl) build_one crictl "$CRICTL_VERSION" cri-tools 0 "-X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" \
         sigs.k8s.io/cri-tools/cmd/crictl ;;
+    kruise) build_one kruise "$KRUISE_VERSION" kruise 0 "" \
+        github.com/openkruise/kruise github.com/openkruise/kruise/cmd/daemon ;;
     kwok) build_one kwok "$KWOK_VERSION" kwok 0 "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
     *) echo "build.sh: unknown component $c" >&2; exit 2 ;;
   esac

@@ -42,6 +42,8 @@ import {
   type Taint,
 } from './node.js';
 import { startKwok, stopKwok } from './kwok.js';
+import { KRUISE_MANAGER } from './kruise.js';
+import { sweep } from './sweep.js';
 
 export const ADMIN_KUBECONFIG = join(STATE_DIR, 'admin.kubeconfig');
 /** The cluster's control-plane data (etcd data, kubeconfigs, the audit log). */
@@ -312,6 +314,11 @@ export async function down(opts: DownOptions = {}): Promise<void> {
   await stopDaemon('fwd-apiserver-root');
   await stopDaemon('fwd-apiserver-hub');
   await stopRegistries();
+  await stopDaemon(KRUISE_MANAGER);
+  // Whatever outlived its daemon (a shim, a container, a pod netns mount): not while another
+  // checkout's cluster holds the hub, whose processes would match.
+  const owner = hubOwner();
+  if (owner === undefined || (owner.stateDir === STATE_DIR && owner.runDir === RUN_DIR)) await sweep();
   deleteNetns(NET.hubNs);
   rmSync(CP_DIR, { recursive: true, force: true });
   rmSync(ADMIN_KUBECONFIG, { force: true });

@@ -35,6 +35,8 @@ export const VERSIONS = {
   kwok: version('KWOK_VERSION'),
   crictl: version('CRICTL_VERSION'),
   pause: version('PAUSE_VERSION'),
+  /** OpenKruise, a peer: built only by the tiers and benchmarks that run it (`build.sh kruise`). */
+  kruise: version('KRUISE_VERSION'),
 };
 
 /**
@@ -123,6 +125,8 @@ export const BIN = {
   crictl: bin('crictl', VERSIONS.crictl, 'crictl'),
   kwok: bin('kwok', VERSIONS.kwok, 'kwok'),
   pause: bin('pause', VERSIONS.pause, 'pause'),
+  kruiseManager: bin('kruise', VERSIONS.kruise, 'kruise-manager'),
+  kruiseDaemon: bin('kruise', VERSIONS.kruise, 'kruise-daemon'),
 } as const;
 export type BinName = keyof typeof BIN;
 

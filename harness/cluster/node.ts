@@ -169,6 +169,8 @@ oom_score = 0
   # runc init ("can't get final child's PID from pipe"). Clamp to containerd's own score.
   restrict_oom_score_adj = true
   max_concurrent_downloads = 3
+  # Pod network namespaces under the node's state folder, not /var/run/netns: they go with the node.
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -332,6 +334,10 @@ export function kubeletDaemon(name: string): string {
 export function proxyDaemon(name: string): string {
   return `node-${name}-kube-proxy`;
 }
+/** A node's kruise-daemon, where a peer benchmark runs OpenKruise (kruise.ts). */
+export function kruiseDaemonName(name: string): string {
+  return `node-${name}-kruise-daemon`;
+}
 
 /** Whether something is mounted on `dir` (an absolute path). */
 function isMountPoint(dir: string): boolean {
@@ -491,6 +497,7 @@ export async function stopNode(name: string): Promise<void> {
   const p = nodePaths(name);
   await stopDaemon(kubeletDaemon(name), 15_000);
   await stopDaemon(proxyDaemon(name), 5_000);
+  await stopDaemon(kruiseDaemonName(name), 5_000);
   if (daemonPid(containerdDaemon(name)) && existsSync(BIN.crictl)) {
     const endpoint = `unix://${p.containerdSock}`;
     run([BIN.crictl, '--runtime-endpoint', endpoint, '--timeout', '20s', 'rmp', '-af'], { allowFail: true, timeoutMs: 60_000 });

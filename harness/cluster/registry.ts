@@ -244,10 +244,12 @@ export interface RegistryRequest {
   method: string;
   path: string;
   status: number;
+  /** Bytes of the response body (0 where the log has none). */
+  bytes: number;
   userAgent: string;
 }
 
-const ACCESS_LINE = /"([A-Z]+) (\S+) HTTP\/[\d.]+" (\d{3}) \S+ "[^"]*" "([^"]*)"/;
+const ACCESS_LINE = /"([A-Z]+) (\S+) HTTP\/[\d.]+" (\d{3}) (\S+) "[^"]*" "([^"]*)"/;
 
 /** Size in bytes of a registry's log, to read only the requests after this point. */
 export function registryLogOffset(tls: boolean): number {
@@ -271,7 +273,8 @@ export function registryRequests(tls: boolean, offset = 0): RegistryRequest[] {
   const out: RegistryRequest[] = [];
   for (const line of text.split('\n')) {
     const m = ACCESS_LINE.exec(line);
-    if (m?.[1] && m[2] && m[3]) out.push({ method: m[1], path: m[2], status: Number(m[3]), userAgent: m[4] ?? '' });
+    if (m?.[1] && m[2] && m[3])
+      out.push({ method: m[1], path: m[2], status: Number(m[3]), bytes: Number(m[4]) || 0, userAgent: m[5] ?? '' });
   }
   return out;
 }

@@ -91,6 +91,11 @@ export interface DaemonSpec {
   argv: string[];
   netns?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The argv[0] the process runs as once every wrapper in `argv` has exec'd (the pid file's check
+   * that the pid is still ours). @default argv[0]
+   */
+  execs?: string;
 }
 
 function pidFile(name: string): string {
@@ -148,7 +153,7 @@ export function startDaemon(spec: DaemonSpec): number {
   if (!child.pid) throw new Error(`could not start ${spec.name}: ${full.join(' ')}`);
   child.unref();
   // nsenter execs the target, so the pid is the daemon's; the marker is its argv[0] after exec.
-  writeFileSync(pidFile(spec.name), `${child.pid}\n${spec.argv[0]}\n`);
+  writeFileSync(pidFile(spec.name), `${child.pid}\n${spec.execs ?? spec.argv[0]}\n`);
   return child.pid;
 }
 

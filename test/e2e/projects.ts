@@ -33,6 +33,20 @@ export const chaosProject = {
   },
 };
 
+/**
+ * The peers tier: other pre-pullers (OpenKruise) built from their modules and run on the same
+ * harness cluster; its own global setup builds them first.
+ */
+export const peersProject = {
+  test: {
+    ...e2eProject.test,
+    name: 'peers',
+    include: ['test/peers/**/*.test.ts'],
+    globalSetup: ['test/peers/setup.ts', 'harness/cluster/global-setup.ts'],
+    setupFiles: [],
+  },
+};
+
 export const integrationProject = {
   test: {
     name: 'integration',
