@@ -95,7 +95,6 @@ apiVersion: prewarm.dev/v1alpha1
 kind: ImageCache
 metadata: {name: modern, namespace: team}
 spec:
-  helperImage: '${p(img.helper)}'
   cacheSpec:
     - pool: gpu
       nodeSelector:
@@ -105,6 +104,7 @@ spec:
         - ${workerRepo}@${served.get(img.worker)}
         -   "${p(img.worker)}"
         - ${p(img.untagged)}   # no tag: pinned as :latest
+        - '${p(img.helper)}'   # single-quoted
 `,
     'nested/cpu.yaml': `apiVersion: prewarm.dev/v1alpha1
 kind: ImageCache

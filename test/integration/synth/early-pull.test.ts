@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { KubeHttp } from '../../../src/http/client.js';
 import { ApiError } from '../../../src/http/api-error.js';
-import { ACCESS_NAMES } from '../../../src/contract/access-names.js';
+import { ACCESS_NAMES, FAILSAFE_NAME } from '../../../src/contract/access-names.js';
 import { isHolder, isPuller } from '../../../src/contract/roles.js';
 import { buildBundle } from '../../../src/imagecache/bundle.js';
 import { parseFiles } from '../../../src/imagecache/parse.js';
@@ -81,7 +81,7 @@ beforeAll(async () => {
       (o.kind === 'Namespace' && o.metadata.name === NS) ||
       o.metadata.name === ACCESS_NAMES.earlyPullPolicy ||
       o.metadata.name === ACCESS_NAMES.sleeperPolicy ||
-      (o.kind === 'ServiceAccount' && o.metadata.namespace === NS),
+      (o.kind === 'ServiceAccount' && o.metadata.namespace === NS && o.metadata.name !== FAILSAFE_NAME),
   );
   expect(applied.map((o) => o.kind).sort()).toEqual([
     'Namespace',
