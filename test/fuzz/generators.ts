@@ -551,7 +551,7 @@ export function generateCase(family: Family, index: number, rng: Rng, corpus: re
       const specs: FileSpec[] = [
         {
           path: 'specs/pin.yaml',
-          data: `# images on the hostile registry, some through anchors and merge keys\n${header('pin')}spec:\n  cacheSpec:\n  - &e\n    images: [{HOST}/team/app:1, &i "{HOST}/team/other:2"]\n  - <<: *e\n    nodeSelector: {tier: web}\n  - images: [*i, {HOST}/team/third]\n  helperImage: {HOST}/lib/busybox:1\n`,
+          data: `# images on the hostile registry, some through anchors and merge keys\n${header('pin')}spec:\n  cacheSpec:\n  - &e\n    images: [{HOST}/team/app:1, &i "{HOST}/team/other:2"]\n  - <<: *e\n    nodeSelector: {tier: web}\n  - images: [*i, {HOST}/team/third, {HOST}/lib/busybox:1]\n`,
         },
         { path: 'specs/fledged.yaml', data: `${header('kf', 'fledged')}spec:\n  cacheSpec:\n  - images: [{HOST}/team/app:1]\n` },
         {
