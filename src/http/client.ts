@@ -246,23 +246,7 @@ export class KubeHttp {
         url,
         { method: 'GET', headers: this.headers({}), agent: this.watchAgent, signal, timeout: idleTimeoutMs },
         (res) => {
-          if ((res.statusCode ?? 0) !== 200) {
-            const chunks: Buffer[] = [];
-            let size = 0;
-            const refuse = (): void =>
-              reject(
-                statusError('WATCH', url.pathname, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
-              );
-            res.on('data', (c: Buffer) => {
-              size += c.length;
-              if (size <= MAX_WATCH_LINE) return void chunks.push(c);
-              refuse();
-              req.destroy();
-            });
-            res.on('end', refuse);
-            res.on('close', refuse);
-            return;
-          }
+          if ((res.statusCode ?? 0) !== 200) return refuseWatch(req, res, url, reject);
           let buf = '';
           let failed = false;
           res.setEncoding('utf8');
@@ -327,4 +311,20 @@ export class KubeHttp {
     this.agent.destroy();
     this.watchAgent.destroy();
   }
+}
+
+/** A watch the server refused: reads at most MAX_WATCH_LINE bytes of its answer, then rejects with its status. */
+function refuseWatch(req: http.ClientRequest, res: http.IncomingMessage, url: URL, reject: (err: unknown) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const refuse = (): void =>
+    reject(statusError('WATCH', url.pathname, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+  res.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size <= MAX_WATCH_LINE) return void chunks.push(c);
+    refuse();
+    req.destroy();
+  });
+  res.on('end', refuse);
+  res.on('close', refuse);
 }

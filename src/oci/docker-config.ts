@@ -172,95 +172,114 @@ function runHelper(
 
 /** Where and why `text` (which JSON.parse refused) is not JSON, in words that never quote it. */
 export function jsonSyntaxError(text: string): { line: number; column: number; problem: string } {
-  let i = 0;
-  let depth = 0;
-  const fail = (problem: string): never => {
-    throw Object.assign(new Error(problem), { offset: i });
-  };
-  const space = () => {
-    while (i < text.length && ' \t\n\r'.includes(text.charAt(i))) i++;
-  };
-  const string = () => {
-    i++;
-    while (i < text.length) {
-      const c = text.charAt(i);
+  const scanner = new JsonScanner(text);
+  let problem = 'not valid JSON';
+  try {
+    scanner.document();
+  } catch (err) {
+    problem = (err as Error).message;
+  }
+  const before = text.slice(0, scanner.offset).split('\n');
+  return { line: before.length, column: (before.at(-1)?.length ?? 0) + 1, problem };
+}
+
+/** Reads one JSON document and throws at its first error; `offset` is then where it stopped. */
+class JsonScanner {
+  /** How far it has read. */
+  offset = 0;
+  private depth = 0;
+  private readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+
+  /** A value and nothing after it but white space. */
+  document(): void {
+    this.value();
+    this.space();
+    if (this.offset < this.text.length) this.fail('more text after the JSON value');
+  }
+
+  private fail(problem: string): never {
+    throw Object.assign(new Error(problem), { offset: this.offset });
+  }
+
+  private space(): void {
+    while (this.offset < this.text.length && ' \t\n\r'.includes(this.text.charAt(this.offset))) this.offset++;
+  }
+
+  private string(): void {
+    const { text } = this;
+    this.offset++;
+    while (this.offset < text.length) {
+      const c = text.charAt(this.offset);
       if (c === '"') {
-        i++;
+        this.offset++;
         return;
       }
       if (c === '\\') {
-        const next = text.charAt(i + 1);
-        if ('"\\/bfnrt'.includes(next) && next !== '') i += 2;
-        else if (next === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) i += 6;
-        else fail('invalid escape sequence in a string');
-      } else if (c < ' ') fail('a control character (a line break?) inside a string');
-      else i++;
+        const next = text.charAt(this.offset + 1);
+        if ('"\\/bfnrt'.includes(next) && next !== '') this.offset += 2;
+        else if (next === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(this.offset + 2, this.offset + 6))) this.offset += 6;
+        else this.fail('invalid escape sequence in a string');
+      } else if (c < ' ') this.fail('a control character (a line break?) inside a string');
+      else this.offset++;
     }
-    fail('a string is not closed');
-  };
-  const sequence = (close: string, item: () => void, what: string) => {
-    if (++depth > 512) fail('nested too deeply');
-    i++;
-    space();
-    if (text.charAt(i) === close) {
-      i++;
-      depth--;
+    this.fail('a string is not closed');
+  }
+
+  private sequence(close: string, item: () => void, what: string): void {
+    if (++this.depth > 512) this.fail('nested too deeply');
+    this.offset++;
+    this.space();
+    if (this.text.charAt(this.offset) === close) {
+      this.offset++;
+      this.depth--;
       return;
     }
     for (;;) {
       item();
-      space();
-      const c = text.charAt(i);
-      if (c === ',') i++;
+      this.space();
+      const c = this.text.charAt(this.offset);
+      if (c === ',') this.offset++;
       else if (c === close) {
-        i++;
-        depth--;
+        this.offset++;
+        this.depth--;
         return;
       } else
-        fail(
-          i >= text.length
+        this.fail(
+          this.offset >= this.text.length
             ? `the file ends inside ${what}`
             : `expected ',' or '${close}' after ${what === 'an object' ? 'a field' : 'an item'}`,
         );
     }
-  };
-  const value = (): void => {
-    space();
-    const c = text.charAt(i);
-    if (c === '{') {
-      return sequence(
-        '}',
-        () => {
-          space();
-          if (text.charAt(i) !== '"') fail(i >= text.length ? 'the file ends inside an object' : 'expected a field name in double quotes');
-          string();
-          space();
-          if (text.charAt(i) !== ':') fail("expected ':' after a field name");
-          i++;
-          value();
-        },
-        'an object',
-      );
-    }
-    if (c === '[') return sequence(']', value, 'a list');
-    if (c === '"') return string();
+  }
+
+  private field(): void {
+    this.space();
+    if (this.text.charAt(this.offset) !== '"')
+      this.fail(this.offset >= this.text.length ? 'the file ends inside an object' : 'expected a field name in double quotes');
+    this.string();
+    this.space();
+    if (this.text.charAt(this.offset) !== ':') this.fail("expected ':' after a field name");
+    this.offset++;
+    this.value();
+  }
+
+  private value(): void {
+    this.space();
+    const c = this.text.charAt(this.offset);
+    if (c === '{') return this.sequence('}', () => this.field(), 'an object');
+    if (c === '[') return this.sequence(']', () => this.value(), 'a list');
+    if (c === '"') return this.string();
     const literal = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?|true|false|null/y;
-    literal.lastIndex = i;
-    if (literal.test(text)) return void (i = literal.lastIndex);
-    fail(
-      i >= text.length
+    literal.lastIndex = this.offset;
+    if (literal.test(this.text)) return void (this.offset = literal.lastIndex);
+    this.fail(
+      this.offset >= this.text.length
         ? 'the file ends where a value should be'
         : 'expected a value (a string in double quotes, a number, an object or a list)',
     );
-  };
-  let problem = 'not valid JSON';
-  try {
-    value();
-    space();
-    if (i < text.length) fail('more text after the JSON value');
-  } catch (err) {
-    problem = (err as Error).message;
   }
-  const before = text.slice(0, i).split('\n');
-  return { line: before.length, column: (before.at(-1)?.length ?? 0) + 1, problem };
 }

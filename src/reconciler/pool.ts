@@ -137,6 +137,75 @@ export function releasesImages(
   return [...missing].some((image) => !covered.has(image));
 }
 
+/** What decidePool knows when it writes a state's annotation and Events. */
+interface RecordInput {
+  readonly config: ReconcilerConfig;
+  /** Our own annotation, as the previous reconcile of this pod wrote it. */
+  readonly own: PoolAnnotation | undefined;
+  readonly curLabel: string | undefined;
+  readonly origin: number;
+  readonly now: number;
+  readonly images: readonly ImageObservation[];
+  readonly present: readonly ImageObservation[];
+  readonly blockers: readonly ImageObservation[];
+  readonly digests: Record<string, string>;
+}
+
+/** A state's annotation, the Events announcing it (none when already announced), and its time to warm. */
+interface StateRecord {
+  readonly ann: PoolAnnotation | undefined;
+  readonly events: EventIntent[];
+  readonly timeToWarmSeconds: number | undefined;
+}
+
+/** The annotation and Events of a warm, partial or warming node. */
+function recordOf(state: PoolState, input: RecordInput): StateRecord {
+  const { config, own, curLabel, origin, now, images, present, blockers, digests } = input;
+  let ann: PoolAnnotation | undefined;
+  let events: EventIntent[] = [];
+  let timeToWarmSeconds: number | undefined;
+  if (state === NodeState.Warm) {
+    const reuse = own?.state === NodeState.Warm && own.warmAt !== undefined && own.ttwSeconds !== undefined;
+    const lastStart = Math.max(origin, ...present.map((i) => i.presentSince ?? origin));
+    const warmAt = reuse ? own.warmAt : new Date(Math.min(lastStart, now)).toISOString();
+    const ttw = reuse ? own.ttwSeconds : round1(Math.max(0, Date.parse(warmAt) - origin) / 1000);
+    ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, warmAt, ttwSeconds: ttw, digests };
+    if (!(own?.state === NodeState.Warm && curLabel === NodeState.Warm)) {
+      timeToWarmSeconds = ttw;
+      events = [warmEvent(config.poolId, images.length, ttw)];
+    }
+  } else {
+    const failing = failures([...blockers, ...images.filter((i) => i.phase === 'failing')], own);
+    if (state === NodeState.Partial) {
+      const missing = failures([...blockers, ...images.filter((i) => i.phase !== 'present')], own);
+      ann = {
+        v: ANNOTATION_VERSION,
+        pod: config.podName,
+        state,
+        images: images.length,
+        present: present.length,
+        digests,
+        failing: missing,
+      };
+      if (!(own?.state === NodeState.Partial && curLabel === NodeState.Partial)) {
+        events = [
+          partialEvent(config.poolId, config.deadlineSeconds, images.length - present.length, images.length, describeFailing(missing)),
+        ];
+      }
+    } else if (failing.length) {
+      ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, failing };
+      // Compare what the annotation can hold (capped list + count), not the full list: the
+      // stored one is capped, and comparing against it would re-announce every reconcile.
+      const key = (a: PoolAnnotation | undefined): string =>
+        `${(a?.failing ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001')}\u0002${a?.failingOmitted ?? 0}`;
+      if (key(parseAnnotation(renderAnnotation(ann))) !== key(own?.state === 'warming' ? own : undefined)) {
+        events = [pullFailingEvent(config.poolId, describeFailing(failing))];
+      }
+    }
+  }
+  return { ann, events, timeToWarmSeconds };
+}
+
 /**
  * Phase 1: our pool's label and annotation.
  *
@@ -189,50 +258,8 @@ export function decidePool(obs: Observed): PoolDecision {
   const pastDeadline = now >= deadlineAt || own?.state === NodeState.Partial || own?.state === NodeState.Warm;
   const state: PoolState = allPresent ? NodeState.Warm : pastDeadline ? NodeState.Partial : 'warming';
 
-  let ann: PoolAnnotation | undefined;
-  let events: EventIntent[] = [];
-  let timeToWarmSeconds: number | undefined;
   const digests = Object.fromEntries(present.flatMap((i) => (i.digest ? [[i.image, i.digest] as const] : [])));
-
-  if (state === NodeState.Warm) {
-    const reuse = own?.state === NodeState.Warm && own.warmAt !== undefined && own.ttwSeconds !== undefined;
-    const lastStart = Math.max(origin, ...present.map((i) => i.presentSince ?? origin));
-    const warmAt = reuse ? own.warmAt : new Date(Math.min(lastStart, now)).toISOString();
-    const ttw = reuse ? own.ttwSeconds : round1(Math.max(0, Date.parse(warmAt) - origin) / 1000);
-    ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, warmAt, ttwSeconds: ttw, digests };
-    if (!(own?.state === NodeState.Warm && curLabel === NodeState.Warm)) {
-      timeToWarmSeconds = ttw;
-      events = [warmEvent(config.poolId, images.length, ttw)];
-    }
-  } else {
-    const failing = failures([...blockers, ...images.filter((i) => i.phase === 'failing')], own);
-    if (state === NodeState.Partial) {
-      const missing = failures([...blockers, ...images.filter((i) => i.phase !== 'present')], own);
-      ann = {
-        v: ANNOTATION_VERSION,
-        pod: config.podName,
-        state,
-        images: images.length,
-        present: present.length,
-        digests,
-        failing: missing,
-      };
-      if (!(own?.state === NodeState.Partial && curLabel === NodeState.Partial)) {
-        events = [
-          partialEvent(config.poolId, config.deadlineSeconds, images.length - present.length, images.length, describeFailing(missing)),
-        ];
-      }
-    } else if (failing.length) {
-      ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, failing };
-      // Compare what the annotation can hold (capped list + count), not the full list: the
-      // stored one is capped, and comparing against it would re-announce every reconcile.
-      const key = (a: PoolAnnotation | undefined): string =>
-        `${(a?.failing ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001')}\u0002${a?.failingOmitted ?? 0}`;
-      if (key(parseAnnotation(renderAnnotation(ann))) !== key(own?.state === 'warming' ? own : undefined)) {
-        events = [pullFailingEvent(config.poolId, describeFailing(failing))];
-      }
-    }
-  }
+  const { ann, events, timeToWarmSeconds } = recordOf(state, { config, own, curLabel, origin, now, images, present, blockers, digests });
 
   const wantLabel = state === 'warming' ? null : state;
   const wantAnn = ann ? renderAnnotation(ann) : null;

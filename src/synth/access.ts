@@ -157,6 +157,72 @@ function refreshValidations(
   ];
 }
 
+/** What a sidecar (or the fail-safe) may change on a node: its own node's prewarm labels, annotations and gating taints. */
+function nodeValidations(
+  taintKeys: readonly string[],
+  requireNodeClaim: boolean,
+  failsafeUser: string | undefined,
+): { expression: string; message?: string; messageExpression?: string; reason: string }[] {
+  const L = celString(NODE_LABEL_PREFIX);
+  const A = celString(NODE_ANNOTATION_PREFIX);
+  const claim = 'variables.tokenNode.size() == 1 && variables.tokenNode[0] == object.metadata.name';
+  return [
+    ...(requireNodeClaim
+      ? [
+          {
+            // The fail-safe acts on nodes where no sidecar runs, so never on its own.
+            expression: failsafeUser === undefined ? claim : `variables.failsafe || (${claim})`,
+            messageExpression: `'the prewarm reconciler may only write the node its pod runs on (token node: ' + (variables.tokenNode.size() == 0 ? '<none>' : variables.tokenNode[0]) + ', target: ' + object.metadata.name + ')'`,
+            reason: 'Forbidden',
+          },
+        ]
+      : []),
+    {
+      expression:
+        `variables.newLabels.all(k, k.startsWith(${L}) || (k in variables.oldLabels && variables.oldLabels[k] == variables.newLabels[k])) && ` +
+        `variables.oldLabels.all(k, k.startsWith(${L}) || k in variables.newLabels)`,
+      message: `the prewarm reconciler may only change node labels under ${NODE_LABEL_PREFIX}`,
+      reason: 'Forbidden',
+    },
+    {
+      expression:
+        `variables.newAnnotations.all(k, k.startsWith(${A}) || (k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.newAnnotations[k])) && ` +
+        `variables.oldAnnotations.all(k, k.startsWith(${A}) || k in variables.newAnnotations)`,
+      message: `the prewarm reconciler may only change node annotations under ${NODE_ANNOTATION_PREFIX}`,
+      reason: 'Forbidden',
+    },
+    ...(failsafeUser === undefined
+      ? []
+      : [
+          {
+            expression:
+              '!variables.failsafe || (variables.newLabels == variables.oldLabels && variables.newAnnotations == variables.oldAnnotations)',
+            message: 'the prewarm fail-safe may only remove the gating taints: no node label or annotation',
+            reason: 'Forbidden',
+          },
+        ]),
+    {
+      expression:
+        `variables.newTaints.all(t, variables.oldTaints.exists(o, o == t)) && ` +
+        `variables.oldTaints.all(o, o.key in ${celList(taintKeys)} || variables.newTaints.exists(t, t == o))`,
+      message: `the prewarm reconciler may only remove the gating taints ${taintKeys.join(', ')}`,
+      reason: 'Forbidden',
+    },
+    {
+      expression: ['podCIDR', 'podCIDRs', 'providerID', 'unschedulable', 'configSource', 'externalID']
+        .map((f) => `(${unchanged('spec', f)})`)
+        .join(' && '),
+      message: 'the prewarm reconciler may not change the node spec besides removing gating taints',
+      reason: 'Forbidden',
+    },
+    {
+      expression: ['finalizers', 'ownerReferences'].map((f) => `(${unchanged('metadata', f)})`).join(' && '),
+      message: 'the prewarm reconciler may not change node finalizers or owner references',
+      reason: 'Forbidden',
+    },
+  ];
+}
+
 /** The sidecar's ServiceAccounts, RBAC and node-write admission policy. */
 export class ReconcilerAccess extends Construct {
   /** ServiceAccount name used in every namespace. */
@@ -170,7 +236,30 @@ export class ReconcilerAccess extends Construct {
     this.namespaces = sorted(props.namespaces);
     this.taintKeys = sorted(props.gateTaintKeys ?? [DEFAULT_GATE_TAINT_KEY]);
     const requireNodeClaim = props.requireNodeClaim ?? true;
+    this.checkProps();
+    this.node.addValidation({
+      validate: () => {
+        const ns = Chart.of(this).namespace;
+        return ns
+          ? [`ReconcilerAccess must be placed in a chart without a namespace (found "${ns}"): it emits cluster-scoped objects`]
+          : [];
+      },
+    });
 
+    if (props.createServiceAccounts ?? true) this.serviceAccounts();
+    this.sidecarRbac();
+
+    const refreshNamespaces = sorted(props.refreshNamespaces ?? []);
+    for (const ns of refreshNamespaces)
+      if (!this.namespaces.includes(ns)) throw new Error(`ReconcilerAccess: refresh namespace "${ns}" is not one of namespaces`);
+    if (refreshNamespaces.length > 0) this.refreshAccess(refreshNamespaces, requireNodeClaim);
+
+    const failsafeUser = props.failsafeNamespace === undefined ? undefined : this.addFailsafe(props.failsafeNamespace);
+    this.nodePolicy(requireNodeClaim, failsafeUser);
+  }
+
+  /** Refuses namespaces, a ServiceAccount name or gate taint keys no cluster would accept. */
+  private checkProps(): void {
     if (this.namespaces.length === 0) throw new Error('ReconcilerAccess: namespaces must not be empty');
     for (const ns of this.namespaces) {
       if (ns.length > 63 || !DNS_LABEL.test(ns)) throw new Error(`ReconcilerAccess: namespace "${ns}" is not a valid DNS label`);
@@ -185,27 +274,22 @@ export class ReconcilerAccess extends Construct {
       // this construct only refuses the taints no policy may ever let a sidecar remove.
       if (isKubernetesNodeTaint(k)) throw new Error(`ReconcilerAccess: gate taint key "${k}" is a taint Kubernetes itself sets and lifts`);
     }
-    this.node.addValidation({
-      validate: () => {
-        const ns = Chart.of(this).namespace;
-        return ns
-          ? [`ReconcilerAccess must be placed in a chart without a namespace (found "${ns}"): it emits cluster-scoped objects`]
-          : [];
-      },
-    });
+  }
 
-    const subjects = this.namespaces.map((namespace) => ({ kind: 'ServiceAccount', name: this.serviceAccountName, namespace }));
-
-    if (props.createServiceAccounts ?? true) {
-      for (const namespace of this.namespaces) {
-        new k8s.KubeServiceAccount(this, `sa-${namespace}`, {
-          metadata: { name: this.serviceAccountName, namespace, labels: LABELS },
-          // The pull pod projects its own pod-bound token into the sidecar only.
-          automountServiceAccountToken: false,
-        });
-      }
+  /** One ServiceAccount per namespace, without a mounted token. */
+  private serviceAccounts(): void {
+    for (const namespace of this.namespaces) {
+      new k8s.KubeServiceAccount(this, `sa-${namespace}`, {
+        metadata: { name: this.serviceAccountName, namespace, labels: LABELS },
+        // The pull pod projects its own pod-bound token into the sidecar only.
+        automountServiceAccountToken: false,
+      });
     }
+  }
 
+  /** The sidecar's roles: patch nodes, read pods in its namespaces, create Events. */
+  private sidecarRbac(): void {
+    const subjects = this.namespaces.map((namespace) => ({ kind: 'ServiceAccount', name: this.serviceAccountName, namespace }));
     new k8s.KubeClusterRole(this, 'nodes-role', {
       metadata: { name: ACCESS_NAMES.nodesRole, labels: LABELS },
       rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }],
@@ -235,75 +319,15 @@ export class ReconcilerAccess extends Construct {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACCESS_NAMES.eventsRole },
       subjects,
     });
+  }
 
-    const refreshNamespaces = sorted(props.refreshNamespaces ?? []);
-    for (const ns of refreshNamespaces)
-      if (!this.namespaces.includes(ns)) throw new Error(`ReconcilerAccess: refresh namespace "${ns}" is not one of namespaces`);
-    if (refreshNamespaces.length > 0) this.refreshAccess(refreshNamespaces, requireNodeClaim);
-
-    const failsafeUser = props.failsafeNamespace === undefined ? undefined : this.addFailsafe(props.failsafeNamespace);
+  /** The admission policy on node writes by the sidecars (and the fail-safe, when there is one). */
+  private nodePolicy(requireNodeClaim: boolean, failsafeUser: string | undefined): void {
     const usernames = [
       ...this.namespaces.map((ns) => `system:serviceaccount:${ns}:${this.serviceAccountName}`),
       ...(failsafeUser === undefined ? [] : [failsafeUser]),
     ];
-    const L = celString(NODE_LABEL_PREFIX);
-    const A = celString(NODE_ANNOTATION_PREFIX);
-    const claim = 'variables.tokenNode.size() == 1 && variables.tokenNode[0] == object.metadata.name';
-    const validations = [
-      ...(requireNodeClaim
-        ? [
-            {
-              // The fail-safe acts on nodes where no sidecar runs, so never on its own.
-              expression: failsafeUser === undefined ? claim : `variables.failsafe || (${claim})`,
-              messageExpression: `'the prewarm reconciler may only write the node its pod runs on (token node: ' + (variables.tokenNode.size() == 0 ? '<none>' : variables.tokenNode[0]) + ', target: ' + object.metadata.name + ')'`,
-              reason: 'Forbidden',
-            },
-          ]
-        : []),
-      {
-        expression:
-          `variables.newLabels.all(k, k.startsWith(${L}) || (k in variables.oldLabels && variables.oldLabels[k] == variables.newLabels[k])) && ` +
-          `variables.oldLabels.all(k, k.startsWith(${L}) || k in variables.newLabels)`,
-        message: `the prewarm reconciler may only change node labels under ${NODE_LABEL_PREFIX}`,
-        reason: 'Forbidden',
-      },
-      {
-        expression:
-          `variables.newAnnotations.all(k, k.startsWith(${A}) || (k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.newAnnotations[k])) && ` +
-          `variables.oldAnnotations.all(k, k.startsWith(${A}) || k in variables.newAnnotations)`,
-        message: `the prewarm reconciler may only change node annotations under ${NODE_ANNOTATION_PREFIX}`,
-        reason: 'Forbidden',
-      },
-      ...(failsafeUser === undefined
-        ? []
-        : [
-            {
-              expression:
-                '!variables.failsafe || (variables.newLabels == variables.oldLabels && variables.newAnnotations == variables.oldAnnotations)',
-              message: 'the prewarm fail-safe may only remove the gating taints: no node label or annotation',
-              reason: 'Forbidden',
-            },
-          ]),
-      {
-        expression:
-          `variables.newTaints.all(t, variables.oldTaints.exists(o, o == t)) && ` +
-          `variables.oldTaints.all(o, o.key in ${celList(this.taintKeys)} || variables.newTaints.exists(t, t == o))`,
-        message: `the prewarm reconciler may only remove the gating taints ${this.taintKeys.join(', ')}`,
-        reason: 'Forbidden',
-      },
-      {
-        expression: ['podCIDR', 'podCIDRs', 'providerID', 'unschedulable', 'configSource', 'externalID']
-          .map((f) => `(${unchanged('spec', f)})`)
-          .join(' && '),
-        message: 'the prewarm reconciler may not change the node spec besides removing gating taints',
-        reason: 'Forbidden',
-      },
-      {
-        expression: ['finalizers', 'ownerReferences'].map((f) => `(${unchanged('metadata', f)})`).join(' && '),
-        message: 'the prewarm reconciler may not change node finalizers or owner references',
-        reason: 'Forbidden',
-      },
-    ];
+    const validations = nodeValidations(this.taintKeys, requireNodeClaim, failsafeUser);
 
     new ApiObject(this, 'policy', {
       apiVersion: 'admissionregistration.k8s.io/v1',

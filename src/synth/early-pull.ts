@@ -90,10 +90,19 @@ function runsOurCode(helperImage: string): string {
   );
 }
 
+/** A validation rule: a CEL expression and the message when it is false. */
+type Rule = [expression: string, message: string];
+
 /** The validations, in the order the apiserver checks them. */
 function validations(helperImage: string): { expression: string; message: string; reason: 'Forbidden' }[] {
+  const rules = [...earlyPullerRules(helperImage), ...restrictedRules()];
+  return rules.map(([expression, message]) => ({ expression, message, reason: 'Forbidden' }));
+}
+
+/** What a pod on the host network must be: a prewarm early puller, as synth renders one. */
+function earlyPullerRules(helperImage: string): Rule[] {
   const early = 'the host network is allowed here only for prewarm early pullers';
-  const rules: [expression: string, message: string][] = [
+  return [
     [
       onHostNetwork(`has(object.metadata.labels) && ${celString(LABEL_PULLER)} in object.metadata.labels`),
       `${early}, labelled ${LABEL_PULLER}`,
@@ -137,6 +146,12 @@ function validations(helperImage: string): { expression: string; message: string
       `${early}, which add no capabilities`,
     ],
     [onHostNetwork(everyContainer(`${seccompOf} == 'RuntimeDefault'`)), `${early}, which use seccomp RuntimeDefault`],
+  ];
+}
+
+/** Pod Security restricted, for every pod of the namespace; earlyPullerRules governs the host network. */
+function restrictedRules(): Rule[] {
+  return [
     [
       '!(has(object.spec.hostPID) && object.spec.hostPID) && !(has(object.spec.hostIPC) && object.spec.hostIPC)',
       "pods here may not use the node's PID or IPC namespace",
@@ -175,7 +190,6 @@ function validations(helperImage: string): { expression: string; message: string
       'pods here may not set sysctls, an unmasked /proc, Windows host processes, SELinux users, roles or other types, or AppArmor Unconfined',
     ],
   ];
-  return rules.map(([expression, message]) => ({ expression, message, reason: 'Forbidden' }));
 }
 
 /**

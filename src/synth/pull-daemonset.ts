@@ -28,7 +28,7 @@ import {
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { COMPONENT, holderSelector, pullerSelector, Role } from '../contract/roles.js';
 import { renderSidecarEnv } from '../contract/sidecar-env.js';
-import { patchPullDaemonSet, type HttpProbe } from './escape-hatches.js';
+import { patchPullDaemonSet, type HttpProbe, type PodTemplatePatches } from './escape-hatches.js';
 import {
   daemonSetName,
   HELPER_CONTAINER,
@@ -142,6 +142,63 @@ export interface PullDaemonSetProps {
   readonly helperImage?: string;
 }
 
+/** What the holder and a burst puller do differently, decided once from the props. */
+interface RoleParts {
+  readonly role: Role;
+  /** The images its containers pull. */
+  readonly images: readonly ImageRef[];
+  /** The sidecar's settings; a puller never runs the sidecar: the holder's watches every pod of the pool. */
+  readonly reconciler: ReconcilerProps | undefined;
+  /** A label no other DaemonSet's pods carry; the member label is what the sidecar watches, and no DaemonSet selects on it. */
+  readonly selector: Record<string, string>;
+  readonly name: string;
+  readonly graceSeconds: number;
+  /**
+   * Early pullers share the node's network namespace, so the kubelet starts their sandbox before
+   * the CNI is up (it holds back only pods on the pod network). The holder never does: it runs
+   * the sidecar, which needs the apiserver through the pod network like any client.
+   */
+  readonly early: boolean;
+  /**
+   * Computed with the pool (src/imagecache/bundle.ts): the pullers' adds the start-up
+   * tolerations when the pool pulls early; the holder's is what pools.json tells the sidecars.
+   */
+  readonly where: Pick<PodTemplatePatches, 'placement' | 'nodeRequirements'>;
+  /** Its lane, for messages ('' for the holder). */
+  readonly lane: string;
+}
+
+/** The holder's parts, or a burst puller's when the props name its lane. */
+function roleParts(props: PullDaemonSetProps): RoleParts {
+  const { pool, puller } = props;
+  if (puller === undefined)
+    return {
+      role: Role.Holder,
+      images: pool.images,
+      reconciler: props.reconciler,
+      selector: holderSelector(pool.id),
+      name: daemonSetName(pool.id),
+      graceSeconds: 10,
+      early: false,
+      where: { placement: pool.placement },
+      lane: '',
+    };
+  return {
+    role: Role.Puller,
+    images: puller.images,
+    reconciler: undefined,
+    selector: pullerSelector(pool.id, puller.key),
+    name: pullerDaemonSetName(pool.id, puller.key),
+    graceSeconds: PULLER_GRACE_SECONDS,
+    early: pool.settings.earlyPull,
+    where: {
+      placement: pool.pullerPlacement,
+      nodeRequirements: [{ key: nodeLabelKey(pool.id), operator: 'NotIn' as const, values: [NodeState.Warm, NodeState.Partial] }],
+    },
+    lane: ` in lane ${puller.key}`,
+  };
+}
+
 /**
  * One pool's pull DaemonSet: the holder, which keeps every image and runs the sidecar, or one of
  * its burst pullers.
@@ -156,79 +213,50 @@ export class PullDaemonSet extends Construct {
 
   constructor(scope: Construct, id: string, props: PullDaemonSetProps) {
     super(scope, id);
-    const { pool, puller } = props;
-    // A puller never runs the sidecar: the holder's sidecar watches every pod of the pool.
-    const reconciler = puller === undefined ? props.reconciler : undefined;
-    const images = puller?.images ?? pool.images;
-    if (images.length === 0)
-      throw new Error(`pool ${pool.namespace}/${pool.id} has no images${puller === undefined ? '' : ` in lane ${puller.key}`}`);
+    const { pool, sleeper } = props;
+    const role = roleParts(props);
+    if (role.images.length === 0) throw new Error(`pool ${pool.namespace}/${pool.id} has no images${role.lane}`);
     this.pool = pool;
     this.poolId = pool.id;
 
-    // Each DaemonSet selects on a label no other DaemonSet's pods carry; the member label is what
-    // the sidecar watches, and no DaemonSet selects on it.
-    const selector = puller === undefined ? holderSelector(this.poolId) : pullerSelector(this.poolId, puller.key);
     const labels = {
       [LABEL_MANAGED_BY]: MANAGED_BY,
       [LABEL_NAME]: 'prewarm',
       [LABEL_PART_OF]: 'prewarm',
-      [LABEL_COMPONENT]: COMPONENT[puller === undefined ? Role.Holder : Role.Puller],
-      ...selector,
+      [LABEL_COMPONENT]: COMPONENT[role.role],
+      ...role.selector,
       [LABEL_POOL_MEMBER]: this.poolId,
     };
-    // Early pullers share the node's network namespace, so the kubelet starts their sandbox before
-    // the CNI is up (it holds back only pods on the pod network). The holder never does: it runs
-    // the sidecar, which needs the apiserver through the pod network like any client.
-    const early = puller !== undefined && pool.settings.earlyPull;
-    const { sleeper } = props;
-    const binVolume =
-      sleeper === undefined
-        ? kplus.Volume.fromEmptyDir(this, 'bin', HELPER_VOLUME, { sizeLimit: Size.mebibytes(16) })
-        : kplus.Volume.fromConfigMap(this, 'bin', kplus.ConfigMap.fromConfigMapName(this, 'sleeper-cm', sleeper.configMap), {
-            name: HELPER_VOLUME,
-            defaultMode: SLEEPER_MODE,
-            items: { [sleeper.arch]: { path: SLEEPER_FILE, mode: SLEEPER_MODE } },
-          });
+    const binVolume = this.binVolume(sleeper);
     const mountBin = { path: HELPER_MOUNT, volume: binVolume, readOnly: true };
     const sleepCommand = [...(sleeper === undefined ? HELPER_SLEEP_COMMAND : SLEEPER_COMMAND)];
 
     this.workload = new kplus.DaemonSet(this, 'Resource', {
-      metadata: {
-        name: puller === undefined ? daemonSetName(this.poolId) : pullerDaemonSetName(this.poolId, puller.key),
-        namespace: pool.namespace,
-        labels,
-      },
+      metadata: { name: role.name, namespace: pool.namespace, labels },
       podMetadata: { labels },
       select: false,
       securityContext: POD_SECURITY,
       // No container gets a token by default; the sidecar alone gets one (see escape-hatches.ts).
       automountServiceAccountToken: false,
-      ...(reconciler === undefined ? {} : { serviceAccount: kplus.ServiceAccount.fromServiceAccountName(this, 'sa', SERVICE_ACCOUNT) }),
+      ...(role.reconciler === undefined
+        ? {}
+        : { serviceAccount: kplus.ServiceAccount.fromServiceAccountName(this, 'sa', SERVICE_ACCOUNT) }),
       // busybox sleep ignores SIGTERM as PID 1 (the sleeper exits on it); a short grace keeps node
       // drains and rollouts quick.
-      terminationGracePeriod: Duration.seconds(puller === undefined ? 10 : PULLER_GRACE_SECONDS),
+      terminationGracePeriod: Duration.seconds(role.graceSeconds),
       volumes: [binVolume],
       // The pullers make no network calls (the kubelet pulls, they only sleep): `Default` gives them
       // the node's resolver, which is what the kubelet falls back to for ClusterFirst on the host
       // network anyway, and never names cluster DNS, which is unreachable before the CNI is up.
-      ...(early ? { hostNetwork: true, dns: { policy: kplus.DnsPolicy.DEFAULT } } : {}),
+      ...(role.early ? { hostNetwork: true, dns: { policy: kplus.DnsPolicy.DEFAULT } } : {}),
     });
-    this.workload.select(kplus.LabelSelector.of({ labels: selector }));
+    this.workload.select(kplus.LabelSelector.of({ labels: role.selector }));
 
     // The sidecar comes first, as a native sidecar (escape-hatches.ts), so it watches the pool's
     // pods while the pullers pull (docs/architecture.md, the holder's sidecar).
-    if (reconciler !== undefined) this.addReconciler(pool, reconciler);
+    if (role.reconciler !== undefined) this.addReconciler(pool, role.reconciler);
     // With the sleeper there is nothing to copy: its ConfigMap is mounted before the sandbox starts.
-    if (sleeper === undefined)
-      this.workload.addInitContainer({
-        name: HELPER_CONTAINER,
-        image: props.helperImage ?? DEFAULT_HELPER_IMAGE,
-        imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
-        command: [...HELPER_COMMAND],
-        securityContext: CONTAINER_SECURITY,
-        resources: HELPER_RESOURCES,
-        volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
-      });
+    if (sleeper === undefined) this.addHelper(binVolume, props.helperImage ?? DEFAULT_HELPER_IMAGE);
     // A container that only makes the kubelet pull `image`: it sleeps, from the mounted binary.
     const addSleeper = (name: string, image: string, imagePullPolicy: kplus.ImagePullPolicy) =>
       this.workload.addContainer({
@@ -240,27 +268,20 @@ export class PullDaemonSet extends Construct {
         resources: IMAGE_RESOURCES,
         volumeMounts: [mountBin],
       });
-    const refreshing = reconciler !== undefined && refreshes(pool);
-    for (const ref of images) addSleeper(imageContainerName(ref), ref.canonical, pullPolicy(ref, refreshing));
+    const refreshing = role.reconciler !== undefined && refreshes(pool);
+    for (const ref of role.images) addSleeper(imageContainerName(ref), ref.canonical, pullPolicy(ref, refreshing));
 
     if (props.sidecarImage !== undefined) {
-      if (!early) throw new Error(`pool ${pool.namespace}/${pool.id}: only an early puller pulls the sidecar's image`);
+      if (!role.early) throw new Error(`pool ${pool.namespace}/${pool.id}: only an early puller pulls the sidecar's image`);
       addSleeper(SIDECAR_IMAGE_CONTAINER, props.sidecarImage, kplus.ImagePullPolicy.IF_NOT_PRESENT);
     }
 
     patchPullDaemonSet(this.workload, {
-      // Computed with the pool (src/imagecache/bundle.ts): the pullers' adds the start-up
-      // tolerations when the pool pulls early; the holder's is what pools.json tells the sidecars.
-      placement: puller === undefined ? pool.placement : pool.pullerPlacement,
-      ...(puller === undefined
-        ? {}
-        : {
-            nodeRequirements: [{ key: nodeLabelKey(this.poolId), operator: 'NotIn' as const, values: [NodeState.Warm, NodeState.Partial] }],
-          }),
+      ...role.where,
       imagePullSecrets: pool.imagePullSecrets,
       ...(pool.settings.priorityClassName === undefined ? {} : { priorityClassName: pool.settings.priorityClassName }),
       maxUnavailable: pool.settings.maxUnavailable,
-      ...(reconciler === undefined
+      ...(role.reconciler === undefined
         ? {}
         : { sidecar: SIDECAR_CONTAINER, sidecarStartupProbe: sidecarStartupProbe(deadlineSecondsOf(pool)) }),
     });
@@ -268,6 +289,30 @@ export class PullDaemonSet extends Construct {
     // What it knows, checked on the object as rendered (escape hatches included): its size and the
     // names of its containers and volumes, pointing at the pool's entry.
     addCheck(this, () => checkPoolObject(this.manifest(), pool));
+  }
+
+  /** The volume the sleep binary comes from: the sleeper's ConfigMap, or an emptyDir the helper fills. */
+  private binVolume(sleeper: SleeperProps | undefined): kplus.Volume {
+    return sleeper === undefined
+      ? kplus.Volume.fromEmptyDir(this, 'bin', HELPER_VOLUME, { sizeLimit: Size.mebibytes(16) })
+      : kplus.Volume.fromConfigMap(this, 'bin', kplus.ConfigMap.fromConfigMapName(this, 'sleeper-cm', sleeper.configMap), {
+          name: HELPER_VOLUME,
+          defaultMode: SLEEPER_MODE,
+          items: { [sleeper.arch]: { path: SLEEPER_FILE, mode: SLEEPER_MODE } },
+        });
+  }
+
+  /** The init container that copies the helper image's sleep binary into `binVolume`. */
+  private addHelper(binVolume: kplus.Volume, image: string): void {
+    this.workload.addInitContainer({
+      name: HELPER_CONTAINER,
+      image,
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      command: [...HELPER_COMMAND],
+      securityContext: CONTAINER_SECURITY,
+      resources: HELPER_RESOURCES,
+      volumeMounts: [{ path: HELPER_MOUNT, volume: binVolume }],
+    });
   }
 
   /**

@@ -70,9 +70,9 @@ function ownedNamespaces(value: string | string[]): string[] {
 /** An allowance of gate keys: an exact taint key, or a prefix ending in `/`. */
 const isGateKeyAllowance: OptionCheck = (value) => gateKeyAllowanceError(value);
 
-/** Adds the options that shape synth's output. */
-export function synthOptions<T>(y: Argv<T>) {
-  const options = y
+/** The sidecar and what watches it: its image, owned namespaces, the PodMonitor. */
+function sidecarOptions<T>(y: Argv<T>) {
+  return y
     .option('reconciler', { type: 'boolean', default: true, describe: 'Add the sidecar reconciler (--no-reconciler to omit)' })
     .option('reconciler-image', { type: 'string', default: DEFAULT_RECONCILER_IMAGE, describe: 'Image of the sidecar reconciler' })
     .option('own-namespace', {
@@ -85,7 +85,12 @@ export function synthOptions<T>(y: Argv<T>) {
     .option('pod-monitor', {
       type: 'boolean',
       describe: "Add a Prometheus Operator PodMonitor per namespace for the sidecars' metrics (needs its CRDs in the cluster)",
-    })
+    });
+}
+
+/** The NetworkPolicy that guards the sidecars' port, and whom it admits. */
+function networkPolicyOptions<T>(y: Argv<T>) {
+  return y
     .option('network-policy', {
       type: 'boolean',
       describe:
@@ -109,7 +114,12 @@ export function synthOptions<T>(y: Argv<T>) {
       describe:
         "With --network-policy: a CIDR of the nodes, admitted too, for network plugins that filter a node's own traffic to its pods; repeat for more",
       coerce: (value: string | string[]) => [value].flat(),
-    })
+    });
+}
+
+/** What specs may choose for the pull pods (gate keys, priority classes) and how those pods sleep. */
+function podOptions<T>(y: Argv<T>) {
+  return y
     .option('allow-gate-key', {
       type: 'string',
       requiresArg: true,
@@ -136,7 +146,12 @@ export function synthOptions<T>(y: Argv<T>) {
       describe:
         'A PriorityClass specs may name in priorityClassName (never a system- class); repeat for more. Without it, a spec that names one is refused',
       coerce: (value: string | string[]) => [value].flat(),
-    })
+    });
+}
+
+/** The bounds the invocation sets on every spec: node memory, refresh interval, the fail-safe's grace. */
+function boundOptions<T>(y: Argv<T>) {
+  return y
     .option('max-node-memory', {
       type: 'string',
       requiresArg: true,
@@ -155,16 +170,20 @@ export function synthOptions<T>(y: Argv<T>) {
       requiresArg: true,
       describe:
         "How long past the longest gate deadline, from a node's creation, the cluster's fail-safe waits before it lifts the gate of a node where no sidecar runs (default 11m: the sidecars' own bound plus a minute)",
-    })
-    .check((argv) => {
-      if (argv['pod-monitor'] === true && !argv.reconciler)
-        throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
-      if (argv['network-policy'] === true && !argv.reconciler)
-        throw new UsageError('--network-policy needs the sidecar: without it there is no port to guard (drop --no-reconciler)');
-      for (const dependent of ['scraper-namespace-label', 'scraper-pod-label', 'node-cidr'])
-        if (argv[dependent] !== undefined && argv['network-policy'] !== true) throw new UsageError(`--${dependent} needs --network-policy`);
-      return true;
     });
+}
+
+/** Adds the options that shape synth's output. */
+export function synthOptions<T>(y: Argv<T>) {
+  const options = boundOptions(podOptions(networkPolicyOptions(sidecarOptions(y)))).check((argv) => {
+    if (argv['pod-monitor'] === true && !argv.reconciler)
+      throw new UsageError('--pod-monitor needs the sidecar: without it there are no metrics to scrape (drop --no-reconciler)');
+    if (argv['network-policy'] === true && !argv.reconciler)
+      throw new UsageError('--network-policy needs the sidecar: without it there is no port to guard (drop --no-reconciler)');
+    for (const dependent of ['scraper-namespace-label', 'scraper-pod-label', 'node-cidr'])
+      if (argv[dependent] !== undefined && argv['network-policy'] !== true) throw new UsageError(`--${dependent} needs --network-policy`);
+    return true;
+  });
   return checkOptions(
     options,
     {
