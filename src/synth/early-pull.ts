@@ -239,7 +239,13 @@ export class EarlyPullAdmission extends Construct {
         validations: validations(props.helperImage),
       },
     });
-    new ApiObject(this, 'policy-binding', {
+    this.bindInNamespaces('policy-binding', name, namespaces);
+    this.sleeperPolicy(namespaces);
+  }
+
+  /** Binds policy `name` to deny in `namespaces` only (by their `kubernetes.io/metadata.name`). */
+  private bindInNamespaces(id: string, name: string, namespaces: readonly string[]): void {
+    new ApiObject(this, id, {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicyBinding',
       metadata: { name, labels: LABELS },
@@ -249,7 +255,6 @@ export class EarlyPullAdmission extends Construct {
         matchResources: { namespaceSelector: { matchExpressions: [{ key: LABEL_NAMESPACE_NAME, operator: 'In', values: namespaces }] } },
       },
     });
-    this.sleeperPolicy(namespaces);
   }
 
   /** Only the sleeper synth renders may carry the sleeper ConfigMaps' name prefix. */
@@ -280,16 +285,7 @@ export class EarlyPullAdmission extends Construct {
         ],
       },
     });
-    new ApiObject(this, 'sleeper-policy-binding', {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name, labels: LABELS },
-      spec: {
-        policyName: name,
-        validationActions: ['Deny'],
-        matchResources: { namespaceSelector: { matchExpressions: [{ key: LABEL_NAMESPACE_NAME, operator: 'In', values: namespaces }] } },
-      },
-    });
+    this.bindInNamespaces('sleeper-policy-binding', name, namespaces);
   }
 }
 
