@@ -306,11 +306,12 @@ export interface PoolPlacement {
  * is known to carry: one taint per key and effect named by the pool's own keyed tolerations with
  * effect NoSchedule or NoExecute (of the values those tolerations accept; any value for `Exists`),
  * never the gate taint. "fits" when every such node passes the workload's nodeSelector, required
- * node affinity and tolerations; "none" when no node does; "partial" otherwise.
+ * node affinity and tolerations; "none" when no node does; "partial" otherwise. A pod bound by
+ * `nodeName` is admitted by the kubelet instead, which ignores NoSchedule taints.
  */
 export function workloadFitsPool(pool: PoolPlacement, workload: WorkloadPlacement): PoolFit {
   const labels = labelFit(pool.nodeSelector, workload);
-  const taints = taintFit(pool, workload.tolerations ?? []);
+  const taints = taintFit(pool, workload);
   if (labels.fit === 'none') return labels;
   if (taints.fit === 'none') return taints;
   if (labels.fit === 'partial') return labels;
@@ -529,9 +530,15 @@ export function knownTaints(pool: PoolPlacement): { key: string; effect: TaintEf
   return [...groups.values()].sort((a, b) => compareStrings(`${a.key}:${a.effect}`, `${b.key}:${b.effect}`));
 }
 
-function taintFit(pool: PoolPlacement, tolerations: readonly WorkloadToleration[]): PoolFit {
+/**
+ * A pod bound by `nodeName` never meets the scheduler: the kubelet admits it, and of the taints it
+ * checks only NoExecute (`generalFilter` in `pkg/kubelet/lifecycle`).
+ */
+function taintFit(pool: PoolPlacement, workload: WorkloadPlacement): PoolFit {
+  const tolerations = workload.tolerations ?? [];
+  const checked = knownTaints(pool).filter((t) => workload.nodeName === undefined || t.effect === 'NoExecute');
   let partial: string | undefined;
-  for (const { key, effect, values } of knownTaints(pool)) {
+  for (const { key, effect, values } of checked) {
     const name = `${key}:${effect}`;
     if (values === undefined) {
       // Any value: only an Exists toleration covers them all; an Equal one covers the value it names.

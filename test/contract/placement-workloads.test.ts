@@ -93,13 +93,17 @@ function toleratesTaint(t: WorkloadToleration, taint: { key: string; value: stri
   return op === 'Exists';
 }
 
-/** Whether the scheduler's NodeAffinity and TaintToleration filters let a pod on the node. */
+/**
+ * Whether the scheduler's NodeAffinity and TaintToleration filters let a pod on the node; for a pod
+ * bound by nodeName, the kubelet's admission, which checks only NoExecute taints.
+ */
 function schedulerAdmits(w: WorkloadPlacement, node: ModelNode): boolean {
   if (w.nodeName !== undefined && w.nodeName !== node.name) return false;
   for (const [k, v] of Object.entries(w.nodeSelector ?? {})) if (node.labels[k] !== v) return false;
   if (w.requiredTerms !== undefined && !w.requiredTerms.some((t) => termMatches(t, node))) return false;
+  const effects = w.nodeName === undefined ? ['NoSchedule', 'NoExecute'] : ['NoExecute'];
   return node.taints
-    .filter((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute')
+    .filter((t) => effects.includes(t.effect))
     .every((taint) => (w.tolerations ?? []).some((t) => toleratesTaint(t, taint)));
 }
 
@@ -142,7 +146,10 @@ function modelFit(pool: PoolPlacement, w: WorkloadPlacement): 'fits' | 'partial'
     ),
   );
   const taintPass = taintings(pool).map((taints) =>
-    schedulerAdmits({ tolerations: w.tolerations ?? [] }, { name: 'n3', labels: {}, taints }),
+    schedulerAdmits(
+      { tolerations: w.tolerations ?? [], ...(w.nodeName === undefined ? {} : { nodeName: 'n3' }) },
+      { name: 'n3', labels: {}, taints },
+    ),
   );
   const all = labelPass.every(Boolean) && taintPass.every(Boolean);
   const some = labelPass.some(Boolean) && taintPass.some(Boolean);
@@ -343,6 +350,18 @@ describe('workloadFitsPool, cases', () => {
       cpu,
       { nodeName: 'node-1' },
       "partial: it is bound to node node-1, which the pool's nodeSelector does not fix",
+    ],
+    [
+      'a pod bound by name skips the scheduler: the kubelet ignores NoSchedule taints',
+      { nodeSelector: {}, tolerations: [{ key: 'gpu', operator: 'Exists', effect: 'NoSchedule' }] },
+      { nodeName: 'node-1' },
+      "partial: it is bound to node node-1, which the pool's nodeSelector does not fix",
+    ],
+    [
+      'a pod bound by name must still tolerate NoExecute taints',
+      { nodeSelector: {}, tolerations: [{ key: 'spot', operator: 'Exists', effect: 'NoExecute' }] },
+      { nodeName: 'node-1' },
+      "none: it does not tolerate the taint spot:NoExecute that the pool's nodes carry",
     ],
   ])('%s', (_, p, w, want) => {
     const got = workloadFitsPool(p, w);
