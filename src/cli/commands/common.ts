@@ -117,6 +117,16 @@ export function requestTimeoutOption<T>(y: Argv<T>) {
   );
 }
 
+/**
+ * `--from-cluster` and `--context`, for a command that reads `what` from a cluster instead of
+ * files, and `--request-timeout`, which bounds each of its requests.
+ */
+export function fromClusterOptions<T>(y: Argv<T>, what: string) {
+  return requestTimeoutOption(y)
+    .option('from-cluster', { type: 'boolean', describe: `Read ${what} from the cluster of the kubeconfig instead, read-only` })
+    .option('context', { type: 'string', describe: 'kubeconfig context (with --from-cluster)' });
+}
+
 /** The bounds of `--deadline`: a whole run's registry look-ups end within it. */
 export const RUN_DEADLINE = { default: '2m', min: 1, max: 6 * 3600 } as const;
 

@@ -19,7 +19,7 @@ import type { Io } from '../io.js';
 import { readEditable, writeAll, type FileChange } from '../rewrite.js';
 import { loadSpecs } from '../specs.js';
 import { readClusterWorkloads } from '../cluster-workloads.js';
-import { checkOptions, durationMs, isNamespace, isPath, requestTimeoutOption } from './common.js';
+import { checkOptions, durationMs, fromClusterOptions, isNamespace, isPath } from './common.js';
 import { synthOptions, synthWithoutWriting, toSynthOptions, type SynthOptionArgs } from './synth-options.js';
 
 interface DiscoverArgs extends SynthOptionArgs {
@@ -49,10 +49,11 @@ export function discoverCommand(io: Io) {
     describe:
       'Find the images each pool should hold from the workloads that can run on its nodes; print, check or write them into the specs',
     builder: (y: Argv) =>
-      requestTimeoutOption(
+      fromClusterOptions(
         synthOptions(
           checkOptions(y, { namespace: isNamespace, 'manifest-namespace': isNamespace, specs: isPath, paths: isPath }, ['specs', 'paths']),
         ),
+        'the workloads',
       )
         .positional('paths', { type: 'string', array: true, describe: 'Rendered manifests: files or folders (*.yaml, *.yml, *.json)' })
         .option('specs', { type: 'string', array: true, demandOption: true, describe: 'Spec files or folders (the pools)' })
@@ -63,8 +64,6 @@ export function discoverCommand(io: Io) {
           describe: 'Namespace for ImageCaches that name none',
         })
         .option('manifest-namespace', { type: 'string', default: 'default', describe: 'Namespace for workloads whose manifest names none' })
-        .option('from-cluster', { type: 'boolean', describe: 'Read the workloads from the cluster of the kubeconfig, read-only' })
-        .option('context', { type: 'string', describe: 'kubeconfig context (with --from-cluster)' })
         .option('write', { type: 'boolean', describe: 'Edit the spec files in place, keeping their formatting' })
         .option('check', { type: 'boolean', describe: 'Exit 1 when --write would change anything (CI)' })
         .option('output', { alias: 'o', choices: ['text', 'json'] as const, default: DEFAULT_FORMAT, describe: 'Plan format' })

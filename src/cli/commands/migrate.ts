@@ -12,7 +12,7 @@ import { CliError, ExitCode, UsageError } from '../exit-codes.js';
 import type { Io } from '../io.js';
 import { kubeClient } from '../kube.js';
 import { readEditable, writeAll, type EditableFile } from '../rewrite.js';
-import { checkOptions, durationMs, isPath, requestTimeoutOption } from './common.js';
+import { checkOptions, durationMs, fromClusterOptions, isPath } from './common.js';
 
 interface MigrateArgs {
   readonly paths?: readonly string[] | undefined;
@@ -28,15 +28,14 @@ export function migrateCommand(io: Io) {
     command: 'migrate [paths..]',
     describe: 'Convert kube-fledged ImageCaches (files, or --from-cluster) into prewarm.dev ImageCaches',
     builder: (y: Argv) =>
-      requestTimeoutOption(
+      fromClusterOptions(
         checkOptions(
           y.positional('paths', { type: 'string', array: true, describe: 'kube-fledged spec files or folders' }),
           { paths: isPath },
           ['paths'],
         ),
+        'kubefledged.io/v1alpha2 ImageCaches',
       )
-        .option('from-cluster', { type: 'boolean', describe: 'Read kubefledged.io/v1alpha2 ImageCaches from the cluster instead' })
-        .option('context', { type: 'string', describe: 'kubeconfig context for --from-cluster' })
         .option('write', { type: 'boolean', describe: 'Rewrite the files in place, keeping comments, instead of printing' })
         .conflicts('from-cluster', 'write')
         .example('$0 migrate specs/', 'print the converted specs')
