@@ -282,13 +282,36 @@ function strings<K extends string>(ctx: DocContext, node: Node, path: Path, keys
 }
 
 function readTolerations(ctx: DocContext, node: Node | null | undefined, path: Path): WorkloadToleration[] | undefined {
-  return listOf(ctx, node, path, (n, p) => strings(ctx, n, p, ['key', 'operator', 'value', 'effect'] as const));
+  return listOf(ctx, node, path, (n, p) => {
+    const t = strings(ctx, n, p, ['key', 'operator', 'value', 'effect'] as const);
+    if (t.operator !== undefined && t.operator !== '')
+      warnOperator(ctx, n, p, t.operator, TOLERATION_OPERATORS, 'so it tolerates nothing here');
+    return t;
+  });
+}
+
+const TOLERATION_OPERATORS = ['Equal', 'Exists'];
+const REQUIREMENT_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt'];
+
+/**
+ * A warning at an operator Kubernetes refuses (the apiserver would not admit the workload): it is
+ * kept, and read as the scheduler reads it, matching nothing.
+ */
+function warnOperator(ctx: DocContext, node: Node, path: Path, operator: string, allowed: readonly string[], consequence: string): void {
+  if (allowed.includes(operator)) return;
+  const quoted = excerpt(JSON.stringify(operator), 80);
+  ctx.warn(
+    field(ctx, node, 'operator', path),
+    [...path, 'operator'],
+    `${quoted} is not an operator Kubernetes accepts (${allowed.join(', ')}), ${consequence}`,
+  );
 }
 
 function readTerms(ctx: DocContext, node: Node | null | undefined, path: Path): WorkloadTerm[] {
   const requirements = (n: Node | null | undefined, p: Path): WorkloadRequirement[] | undefined =>
     listOf(ctx, n, p, (r, rp) => {
       const { key, operator } = strings(ctx, r, rp, ['key', 'operator'] as const);
+      if (operator !== undefined) warnOperator(ctx, r, rp, operator, REQUIREMENT_OPERATORS, 'so its term matches no node');
       const valuesNode = field(ctx, r, 'values', rp);
       const values = listOfStrings(ctx, valuesNode, [...rp, 'values']);
       return { key: key ?? '', operator: operator ?? '', ...(values === undefined ? {} : { values }) };

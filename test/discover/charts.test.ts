@@ -206,6 +206,32 @@ describe('prewarm discover, hostile and invalid manifests', () => {
     expect(r.stderr).toContain('spec.template.spec.containers[0]: must be a mapping, got a list');
   });
 
+  it('warns, with file, line and field path, of an operator Kubernetes refuses, and reads it as matching nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'prewarm-discover-'));
+    await writeFile(
+      join(dir, 'ops.yaml'),
+      [
+        'apiVersion: v1',
+        'kind: Pod',
+        'metadata: {name: p, namespace: web}',
+        'spec:',
+        '  tolerations: [{key: a, operator: Bogus}]',
+        '  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Near}]}]}}}',
+        '  containers: [{name: c, image: "reg.invalid/ops:1"}]',
+        '',
+      ].join('\n'),
+    );
+    const r = await discover(dir, '--specs', SPECS, '-o', 'json');
+    expect(r.code, r.stderr).toBe(ExitCode.Success);
+    const file = join(dir, 'ops.yaml');
+    expect(r.stderr.split('\n').filter((l) => l.includes('warning'))).toEqual([
+      `${file}:5:36: warning: document 1: spec.tolerations[0].operator: "Bogus" is not an operator Kubernetes accepts (Equal, Exists), so it tolerates nothing here`,
+      `${file}:6:137: warning: document 1: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: "Near" is not an operator Kubernetes accepts (In, NotIn, Exists, DoesNotExist, Gt, Lt), so its term matches no node`,
+    ]);
+    const p = JSON.parse(r.stdout) as Plan;
+    expect(p.uncovered.map((u) => u.workload)).toEqual(['Pod/web/p']);
+  });
+
   it('needs manifests or --from-cluster, one of the two', async () => {
     expect((await discover('--specs', SPECS)).code).toBe(ExitCode.Usage);
   });
