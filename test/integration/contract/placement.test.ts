@@ -30,7 +30,7 @@ import { synthYaml } from '../../../src/synth/app.js';
 import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER, POOLS_FILE } from '../../../src/contract/names.js';
 import { startLoopbackControlPlane, type LoopbackControlPlane } from '../../../harness/cluster/loopback.js';
 import { waitFor } from '../../../harness/time.js';
-import { apply, endpointOf } from '../reconciler/cluster.js';
+import { apply, endpointOf, makeSchedulableNode } from '../reconciler/cluster.js';
 
 const GATE = 'prewarm.dev/warming';
 
@@ -175,38 +175,11 @@ beforeAll(async () => {
   });
   http = new KubeHttp(endpointOf(cp.kubeconfig));
   for (const c of NODES) {
-    await http.json('POST', '/api/v1/nodes', {
-      apiVersion: 'v1',
-      kind: 'Node',
-      metadata: { name: nodeName(c), labels: { 'kubernetes.io/hostname': nodeName(c), ...c.labels } },
-      spec: c.unschedulable ? { unschedulable: true } : {},
+    await makeSchedulableNode(http, nodeName(c), {
+      ...(c.labels === undefined ? {} : { labels: c.labels }),
+      ...(c.taints === undefined ? {} : { taints: c.taints }),
+      ...(c.unschedulable === undefined ? {} : { unschedulable: c.unschedulable }),
     });
-    // The TaintNodesByCondition admission plugin taints every new Node not-ready:NoSchedule, which
-    // the node lifecycle controller (not running here) lifts once the node is Ready. Set the
-    // table's taints exactly, after creation: a merge patch replaces the whole list.
-    await http.json('PATCH', `/api/v1/nodes/${nodeName(c)}`, { spec: { taints: c.taints ?? null } }, 'application/merge-patch+json');
-    const now = new Date().toISOString();
-    await http.json(
-      'PATCH',
-      `/api/v1/nodes/${nodeName(c)}/status`,
-      {
-        status: {
-          capacity: { cpu: '8', memory: '32Gi', pods: '110' },
-          allocatable: { cpu: '8', memory: '32Gi', pods: '110' },
-          conditions: [
-            {
-              type: 'Ready',
-              status: 'True',
-              reason: 'KubeletReady',
-              message: 'placement test',
-              lastHeartbeatTime: now,
-              lastTransitionTime: now,
-            },
-          ],
-        },
-      },
-      'application/strategic-merge-patch+json',
-    );
   }
   const parsed = parseFiles(SPECS.map((text, i) => ({ path: `placement-${i}.yaml`, text })));
   const errors = parsed.diagnostics.filter((d) => d.severity === 'error');

@@ -21,7 +21,7 @@ import { readWorkloads } from '../../../src/discover/manifests.js';
 import { KubeHttp } from '../../../src/http/client.js';
 import { startLoopbackControlPlane, type LoopbackControlPlane } from '../../../harness/cluster/loopback.js';
 import { waitFor } from '../../../harness/time.js';
-import { apply, endpointOf } from '../reconciler/cluster.js';
+import { apply, endpointOf, makeSchedulableNode } from '../reconciler/cluster.js';
 
 const NS = 'wfit';
 /** The label that pins each pod to its one node; no case names it. */
@@ -331,38 +331,6 @@ let cp: LoopbackControlPlane;
 let http: KubeHttp;
 const placed: Placed[] = [];
 
-async function createNode(name: string, labels: Record<string, string>, taints: readonly Taint[]): Promise<void> {
-  await http.json('POST', '/api/v1/nodes', {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': name, [PIN]: name, ...labels } },
-  });
-  // The TaintNodesByCondition admission plugin taints a new Node not-ready:NoSchedule: set the
-  // case's taints exactly, after creation (a merge patch replaces the whole list).
-  await http.json(
-    'PATCH',
-    `/api/v1/nodes/${name}`,
-    { spec: { taints: taints.length === 0 ? null : taints } },
-    'application/merge-patch+json',
-  );
-  const now = new Date().toISOString();
-  const ready = {
-    type: 'Ready',
-    status: 'True',
-    reason: 'KubeletReady',
-    message: 'placement test',
-    lastHeartbeatTime: now,
-    lastTransitionTime: now,
-  };
-  const capacity = { cpu: '8', memory: '32Gi', pods: '110' };
-  await http.json(
-    'PATCH',
-    `/api/v1/nodes/${name}/status`,
-    { status: { capacity, allocatable: capacity, conditions: [ready] } },
-    'application/strategic-merge-patch+json',
-  );
-}
-
 /** The workload's pod spec, pinned to one node by {@link PIN}, ANDed with what it asks. */
 function pinnedPod(c: Case, node: string, pod: string): Record<string, unknown> {
   const spec = c.pod as { nodeSelector?: Record<string, string> };
@@ -387,7 +355,12 @@ beforeAll(async () => {
   for (const c of CASES) {
     c.nodes.forEach((shape, i) => {
       const node = nodeOf(c, i);
-      made.push(createNode(node, { ...c.pool.nodeSelector, ...shape.labels }, shape.taints ?? c.taints ?? []));
+      made.push(
+        makeSchedulableNode(http, node, {
+          labels: { [PIN]: node, ...c.pool.nodeSelector, ...shape.labels },
+          taints: shape.taints ?? c.taints ?? [],
+        }),
+      );
       placed.push({ caseName: c.name, node, pod: `${c.name}-${i}` });
     });
   }

@@ -128,6 +128,47 @@ export async function makeNode(
   return http.json<KNode>('PATCH', `/api/v1/nodes/${name}`, { spec: { taints } }, 'application/merge-patch+json');
 }
 
+/** What {@link makeSchedulableNode} sets on a Node besides its name. */
+export interface SchedulableNode {
+  /** Labels besides `kubernetes.io/hostname`. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Exactly the node's taints. */
+  readonly taints?: readonly { key: string; effect: string; value?: string }[];
+  readonly unschedulable?: boolean;
+}
+
+/**
+ * Creates a Node object the scheduler can place pods on: Ready, with capacity, labelled and
+ * tainted as `o` says. No kubelet runs behind it.
+ */
+export async function makeSchedulableNode(http: KubeHttp, name: string, o: SchedulableNode = {}): Promise<void> {
+  await http.json('POST', '/api/v1/nodes', {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, ...o.labels } },
+    spec: o.unschedulable === true ? { unschedulable: true } : {},
+  });
+  // The NodeTaint admission plugin taints every new Node not-ready:NoSchedule, which the node
+  // lifecycle controller (not run here) lifts once the node is Ready. Set the taints exactly,
+  // after creation: a merge patch replaces the whole list.
+  const taints = o.taints ?? [];
+  await http.json(
+    'PATCH',
+    `/api/v1/nodes/${name}`,
+    { spec: { taints: taints.length === 0 ? null : taints } },
+    'application/merge-patch+json',
+  );
+  const now = new Date().toISOString();
+  const ready = { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'test', lastHeartbeatTime: now, lastTransitionTime: now };
+  const capacity = { cpu: '8', memory: '32Gi', pods: '110' };
+  await http.json(
+    'PATCH',
+    `/api/v1/nodes/${name}/status`,
+    { status: { capacity, allocatable: capacity, conditions: [ready] } },
+    'application/strategic-merge-patch+json',
+  );
+}
+
 /** Creates a pod bound to `node` (no scheduler involved: spec.nodeName is set at creation). */
 export async function makePod(http: KubeHttp, ns: string, name: string, node: string, sa: string, images: string[]): Promise<KPod> {
   return http.json<KPod>('POST', `/api/v1/namespaces/${ns}/pods`, {
