@@ -53,6 +53,28 @@ const aff = (...terms: Record<string, unknown>[]) => ({
 const expr = (key: string, operator: string, values?: string[]) => ({ key, operator, ...(values ? { values } : {}) });
 const gpuTaint = (value: string, effect = 'NoSchedule'): Taint => ({ key: 'gpu', value, effect });
 
+/** A pool whose nodes carry a gpu taint of each effect, of any value. */
+const GPU_BOTH_EFFECTS: Pick<Case, 'pool' | 'taints'> = {
+  pool: {
+    tolerations: [
+      { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'gpu', operator: 'Exists', effect: 'NoExecute' },
+    ],
+  },
+  taints: [gpuTaint('a100'), gpuTaint('a100', 'NoExecute')],
+};
+
+/** A pool whose nodes carry spot=true:NoExecute and a gpu:NoSchedule taint of any value. */
+const SPOT_AND_GPU: Pick<Case, 'pool' | 'taints'> = {
+  pool: {
+    tolerations: [
+      { key: 'spot', operator: 'Equal', value: 'true', effect: 'NoExecute' },
+      { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' },
+    ],
+  },
+  taints: [{ key: 'spot', value: 'true', effect: 'NoExecute' }, gpuTaint('a100')],
+};
+
 const CASES: readonly Case[] = [
   { name: 'no-requirement', pool: { nodeSelector: { tier: 'web' } }, pod: {}, nodes: [{}, { labels: { zone: 'a' } }] },
   {
@@ -244,49 +266,25 @@ const CASES: readonly Case[] = [
   },
   {
     name: 'toleration-effectless',
-    pool: {
-      tolerations: [
-        { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' },
-        { key: 'gpu', operator: 'Exists', effect: 'NoExecute' },
-      ],
-    },
-    taints: [gpuTaint('a100'), gpuTaint('a100', 'NoExecute')],
+    ...GPU_BOTH_EFFECTS,
     pod: { tolerations: [{ key: 'gpu', operator: 'Exists' }] },
     nodes: [{}, { taints: [gpuTaint('x'), gpuTaint('y', 'NoExecute')] }],
   },
   {
     name: 'toleration-wrong-effect',
-    pool: {
-      tolerations: [
-        { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' },
-        { key: 'gpu', operator: 'Exists', effect: 'NoExecute' },
-      ],
-    },
-    taints: [gpuTaint('a100'), gpuTaint('a100', 'NoExecute')],
+    ...GPU_BOTH_EFFECTS,
     pod: { tolerations: [{ key: 'gpu', operator: 'Exists', effect: 'NoSchedule' }] },
     nodes: [{}],
   },
   {
     name: 'toleration-keyless',
-    pool: {
-      tolerations: [
-        { key: 'spot', operator: 'Equal', value: 'true', effect: 'NoExecute' },
-        { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' },
-      ],
-    },
-    taints: [{ key: 'spot', value: 'true', effect: 'NoExecute' }, gpuTaint('a100')],
+    ...SPOT_AND_GPU,
     pod: { tolerations: [{ operator: 'Exists' }] },
     nodes: [{}, { taints: [{ key: 'spot', value: 'true', effect: 'NoExecute' }, gpuTaint('other')] }],
   },
   {
     name: 'toleration-keyless-effect',
-    pool: {
-      tolerations: [
-        { key: 'spot', operator: 'Equal', value: 'true', effect: 'NoExecute' },
-        { key: 'gpu', operator: 'Exists', effect: 'NoSchedule' },
-      ],
-    },
-    taints: [{ key: 'spot', value: 'true', effect: 'NoExecute' }, gpuTaint('a100')],
+    ...SPOT_AND_GPU,
     pod: { tolerations: [{ operator: 'Exists', effect: 'NoSchedule' }] },
     nodes: [{}],
   },
