@@ -5,7 +5,8 @@
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { run } from '../../src/cli/main.js';
@@ -61,6 +62,9 @@ async function against(behaviour: HostileBehaviour, ...argv: string[]) {
   }
 }
 
+/** The pools `discover --from-cluster` plans against. */
+const DISCOVER_SPECS = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/discover/specs');
+
 const STALLS: readonly HostileBehaviour[] = [
   { kind: 'silent' },
   { kind: 'drip-head', everyMs: 100 },
@@ -70,8 +74,15 @@ const STALLS: readonly HostileBehaviour[] = [
 
 describe('every apiserver request ends within --request-timeout', () => {
   for (const behaviour of STALLS) {
-    it(`status, doctor and migrate --from-cluster against a ${behaviour.kind} apiserver`, async () => {
-      for (const argv of [['status'], ['status', '--node', 'n1'], ['doctor'], ['migrate', '--from-cluster']]) {
+    it(`status, doctor, migrate and discover --from-cluster against a ${behaviour.kind} apiserver`, async () => {
+      const commands = [
+        ['status'],
+        ['status', '--node', 'n1'],
+        ['doctor'],
+        ['migrate', '--from-cluster'],
+        ['discover', '--from-cluster', '--specs', DISCOVER_SPECS, '--write'],
+      ];
+      for (const argv of commands) {
         const r = await against(behaviour, ...argv, '--request-timeout', '1s');
         expect(r.requests, argv.join(' ')).toBeGreaterThan(0);
         // What doctor makes of calls that failed is its own report's business; here it must end.
