@@ -7,10 +7,10 @@
  * src/synth/access.ts confines the patch). Only `imagePullPolicy: Always` containers are refreshed.
  */
 import type { KPod } from './kube-types.js';
-import type { Metrics } from './metrics.js';
 import { digestOf, tagOf } from './observe.js';
 import type { Clock, Logger, Registry, Restarter } from './ports.js';
-import { EventReason, RefreshOutcome, type EventIntent } from './reasons.js';
+import { tagMovedEvent, type EventIntent } from '../contract/events.js';
+import { RefreshOutcome, type Metrics } from './metrics.js';
 
 /** A container whose tag can be checked against the registry. */
 export interface RefreshCandidate {
@@ -151,10 +151,7 @@ export class Refresher {
       const ok = restarter !== undefined && (await this.restart(restarter, c.container, image));
       log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
       if (ok) {
-        await this.deps.report({
-          reason: EventReason.TagMoved,
-          message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; set container ${c.container} to ${image} to pull it`,
-        });
+        await this.deps.report(tagMovedEvent(pool, c.image, c.running, current, c.container, image));
       }
     }
   }
