@@ -4,6 +4,7 @@
  * reasons, imageID, start times), judged by the contract (src/contract/pod-status.ts), become one
  * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
  */
+import { parseImageID } from '../contract/digest.js';
 import { allStatuses, imagePresent, pullFailure, startedAt, type ContainerStatus } from '../contract/pod-status.js';
 import type { KPod } from './kube-types.js';
 
@@ -27,13 +28,6 @@ export interface ImageObservation {
   readonly presentSince?: number;
 }
 
-/** `repo@sha256:…` or `sha256:…` → `sha256:…`; anything else is not a digest. */
-export function digestOf(imageID: string | undefined): string | undefined {
-  if (!imageID) return undefined;
-  const m = /(sha256:[0-9a-f]{64})$/.exec(imageID);
-  return m?.[1];
-}
-
 function cut(s: string | undefined, n: number): string | undefined {
   if (s === undefined || s === '') return undefined;
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
@@ -45,7 +39,7 @@ function cut(s: string | undefined, n: number): string | undefined {
  */
 export function classifyContainer(image: string, st: ContainerStatus | undefined): ImageObservation {
   const name = st?.name ?? '';
-  const digest = digestOf(st?.imageID);
+  const digest = parseImageID(st?.imageID)?.digest;
   const since = startedAt(st);
   const waiting = st?.state?.waiting;
   const base = { container: name, image, ...(digest ? { digest } : {}), ...(since !== undefined ? { presentSince: since } : {}) };

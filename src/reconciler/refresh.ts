@@ -7,7 +7,8 @@
  * src/synth/access.ts confines the patch). Only `imagePullPolicy: Always` containers are refreshed.
  */
 import type { KPod } from './kube-types.js';
-import { digestOf, tagOf } from './observe.js';
+import { parseImageID } from '../contract/digest.js';
+import { tagOf } from './observe.js';
 import type { Clock, Logger, Registry, Restarter } from './ports.js';
 import { tagMovedEvent, type EventIntent } from '../contract/events.js';
 import { RefreshOutcome, type Metrics } from './metrics.js';
@@ -50,12 +51,13 @@ export function refreshCandidates(pod: KPod, sidecarName: string): { candidates:
     const tag = tagOf(c.image);
     if (tag === undefined) continue;
     const s = statuses.get(c.name);
-    const running = s?.imageID?.includes('@') ? digestOf(s.imageID) : undefined;
+    const id = parseImageID(s?.imageID);
+    const running = id?.repoDigest === undefined ? undefined : id.digest;
     if (!always || !running) {
       skipped.push(c.name);
       continue;
     }
-    const requested = isDigestPinned(c.image) ? digestOf(c.image) : undefined;
+    const requested = isDigestPinned(c.image) ? parseImageID(c.image)?.digest : undefined;
     candidates.push({ container: c.name, image: tag, running, ...(requested === undefined ? {} : { requested }) });
   }
   return { candidates, skipped };
