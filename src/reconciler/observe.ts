@@ -5,7 +5,15 @@
  * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
  */
 import { parseImageID } from '../contract/digest.js';
-import { allStatuses, imagePresent, pullFailure, startedAt, type ContainerStatus } from '../contract/pod-status.js';
+import {
+  allStatuses,
+  imageContainers,
+  imagePresent,
+  pullFailure,
+  startedAt,
+  type Container,
+  type ContainerStatus,
+} from '../contract/pod-status.js';
 import type { KPod } from './kube-types.js';
 
 /** Kubelet messages are cut to this many characters. */
@@ -52,26 +60,16 @@ export function classifyContainer(image: string, st: ContainerStatus | undefined
 }
 
 /**
- * The pool's images as seen in its own pod: every regular container and every restartable init
- * container except the sidecar. Plain init containers (the busybox copy) are not cached images,
- * but when one of them cannot be pulled nothing else ever starts, so it is reported as failing.
+ * The pool's images as seen in its own pod: its image containers (contract `imageContainers`).
+ * Plain init containers (the busybox copy) are not cached images, but when one of them cannot be
+ * pulled nothing else ever starts, so it is reported as a blocker.
  */
-export function observeImages(pod: KPod, sidecarName: string): { images: ImageObservation[]; blockers: ImageObservation[] } {
-  const statuses = new Map<string, ContainerStatus>();
-  for (const s of allStatuses(pod)) statuses.set(s.name, s);
-  const images: ImageObservation[] = [];
-  const blockers: ImageObservation[] = [];
-  for (const c of pod.spec?.initContainers ?? []) {
-    if (c.name === sidecarName) continue;
-    const o = { ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name };
-    if (c.restartPolicy === 'Always') images.push(o);
-    else if (o.phase === 'failing') blockers.push(o);
-  }
-  for (const c of pod.spec?.containers ?? []) {
-    if (c.name === sidecarName) continue;
-    images.push({ ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name });
-  }
-  return { images, blockers };
+export function observeImages(pod: KPod): { images: ImageObservation[]; blockers: ImageObservation[] } {
+  const statuses = new Map(allStatuses(pod).map((s) => [s.name, s]));
+  const observe = (c: Container): ImageObservation => ({ ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name });
+  const images = imageContainers(pod.spec).map(observe);
+  const plainInits = (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy !== 'Always');
+  return { images, blockers: plainInits.map(observe).filter((o) => o.phase === 'failing') };
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   NodeState,
   POOLS_MOUNT_PATH,
   SIDECAR_CONTAINER,
+  SIDECAR_IMAGE_CONTAINER,
   type SleeperArch,
   STARTUP_PATH,
 } from '../contract/names.js';
@@ -32,7 +33,6 @@ import { patchPullDaemonSet, type HttpProbe, type PodTemplatePatches } from './e
 import {
   daemonSetName,
   HELPER_CONTAINER,
-  SIDECAR_IMAGE_CONTAINER,
   HELPER_VOLUME,
   imageContainerName,
   METRICS_PORT_NAME,

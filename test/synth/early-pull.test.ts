@@ -11,7 +11,7 @@ import { LABEL_PULLER } from '../../src/contract/names.js';
 import { STARTUP_TOLERATIONS } from '../../src/contract/placement.js';
 import { isHolder, isPuller } from '../../src/contract/roles.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
-import { SIDECAR_IMAGE_CONTAINER } from '../../src/synth/naming.js';
+import { SIDECAR_IMAGE_CONTAINER } from '../../src/contract/names.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
 import { cli } from '../helpers.js';
 import { bundleOf, cache, refusal } from './spec-fixtures.js';
