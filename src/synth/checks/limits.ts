@@ -2,8 +2,8 @@
  * The size limits of synth's output: what the apiserver, etcd and client-side apply refuse, in one
  * table, measured on an object's compact JSON. docs/cli.md (Limits) states the same numbers.
  */
-import type { Severity } from '../imagecache/errors.js';
-import { POOLS_CONFIGMAP } from '../contract/names.js';
+import type { Severity } from '../../imagecache/errors.js';
+import { POOLS_CONFIGMAP } from '../../contract/names.js';
 
 const MIB = 1024 * 1024;
 

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { run } from '../../src/cli/main.js';
-import type { SourceFile } from '../../src/imagecache/parse.js';
-import { parseImageRef } from '../../src/oci/reference.js';
-import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
-import { bundleOf, cache, refusal } from './spec-fixtures.js';
-import { poolId, shortHash } from '../../src/contract/identity.js';
-import { dnsLabel, imageContainerName, pullSecretVolumeName } from '../../src/synth/naming.js';
-import { poolKey } from '../../src/imagecache/bundle.js';
+import { run } from '../../../src/cli/main.js';
+import type { SourceFile } from '../../../src/imagecache/parse.js';
+import { parseImageRef } from '../../../src/oci/reference.js';
+import { synthYaml, type SynthOptions } from '../../../src/synth/app.js';
+import { bundleOf, cache, refusal } from '../spec-fixtures.js';
+import { poolId, shortHash } from '../../../src/contract/identity.js';
+import { dnsLabel, imageContainerName, pullSecretVolumeName } from '../../../src/synth/naming.js';
+import { poolKey } from '../../../src/imagecache/bundle.js';
 
 const sidecar: SynthOptions = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
 
