@@ -25,7 +25,7 @@ export const OUTPUT_LIMITS = {
   /**
    * Client-side `kubectl apply` (and Argo CD without `ServerSideApply=true`) copies the whole
    * object into the `last-applied-configuration` annotation, and annotations are limited to
-   * 256 KiB in total: such an apply is refused. A DaemonSet passes it at about 490 images.
+   * 256 KiB in total: such an apply is refused.
    */
   clientSideApplyBytes: { limit: 256 * 1024, severity: 'warning' as Severity },
 } as const;
