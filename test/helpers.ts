@@ -4,20 +4,29 @@ import type { ExitCode } from '../src/cli/exit-codes.js';
 import { run } from '../src/cli/main.js';
 import { buildBundle } from '../src/imagecache/bundle.js';
 import type { Bundle, Pool } from '../src/imagecache/model.js';
-import { parseFiles } from '../src/imagecache/parse.js';
+import { parseFiles, type SourceFile } from '../src/imagecache/parse.js';
 
-/** A bundle from prewarm.dev ImageCache `spec` bodies, one per entry of `specs`. */
-export function bundleOf(...specs: string[]): Bundle {
-  const files = specs.map((spec, i) => ({
-    path: `spec-${i}.yaml`,
-    text: `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c${i}, namespace: ml}\nspec:\n${spec}`,
-  }));
+/** A prewarm.dev ImageCache `namespace/name` in `file`, whose spec is `spec` (indented YAML). */
+export function cache(file: string, name: string, namespace: string, spec: string): SourceFile {
+  return {
+    path: file,
+    text: `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: ${name}, namespace: ${namespace}}\nspec:\n${spec}`,
+  };
+}
+
+/** The bundle of `files`, which must parse and group without errors. */
+export function bundleOfFiles(files: readonly SourceFile[]): Bundle {
   const parsed = parseFiles(files);
   const errors = parsed.diagnostics.filter((d) => d.severity === 'error');
   if (errors.length > 0) throw new Error(`bad test spec: ${JSON.stringify(errors)}`);
   const grouped = buildBundle(parsed.caches);
   if (grouped.diagnostics.length > 0) throw new Error(`bad test bundle: ${JSON.stringify(grouped.diagnostics)}`);
   return grouped.bundle;
+}
+
+/** A bundle of ImageCaches `c0`, `c1`, … in namespace `ml`, one per `spec` body. */
+export function bundleOf(...specs: string[]): Bundle {
+  return bundleOfFiles(specs.map((spec, i) => cache(`spec-${i}.yaml`, `c${i}`, 'ml', spec)));
 }
 
 /** The single pool of a one-spec bundle. */

@@ -75,6 +75,17 @@ export function pullFailingEvent(pool: string, detail: string): EventIntent {
 }
 
 /**
+ * The TagMoved Event: `tag` of the pool moved from digest `from` to `to`, and container `container`
+ * was set to `image` so that the kubelet pulls it.
+ */
+export function tagMovedEvent(pool: string, tag: string, from: string, to: string, container: string, image: string): EventIntent {
+  return {
+    reason: EventReason.TagMoved,
+    message: eventMessage(`pool ${pool}: ${tag} moved from ${from} to ${to}; set container ${container} to ${image} to pull it`),
+  };
+}
+
+/**
  * How the gating taint was removed: every pool ready, forced at the absolute bound by a sidecar, or
  * by the cluster's fail-safe where no sidecar ran.
  */

@@ -10,7 +10,7 @@ import { NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from './names.js';
 /**
  * Length of the short hashes in names: 32 bits. Kept, not lengthened: pool ids are DaemonSet
  * names, immutable selector values and node label keys, so a longer hash would rename all of them
- * on upgrade. Collisions are refused after naming instead (src/synth/output-checks.ts states the odds).
+ * on upgrade. Collisions are refused after naming instead (src/synth/checks/output.ts states the odds).
  */
 export const HASH_LENGTH = 8;
 

@@ -74,6 +74,9 @@ export const POOLS_MOUNT_PATH = '/etc/prewarm';
 /** Name of the sidecar container inside every pull pod. */
 export const SIDECAR_CONTAINER = 'prewarm-reconciler';
 
+/** The container of an early puller that pulls the sidecar's image, so the holder finds it present. */
+export const SIDECAR_IMAGE_CONTAINER = 'prewarm-sidecar-image';
+
 /** Init container that copies the static helper binary (pull pods without the sleeper). */
 export const HELPER_CONTAINER = 'prewarm-helper';
 /**

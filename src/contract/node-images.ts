@@ -5,6 +5,7 @@
  * first, each with the names the runtime knows it by (`repo:tag` and `repo@sha256:…`) and its size
  * as the runtime reports it (containerd: the compressed content).
  */
+import { parseImageID } from './digest.js';
 import { compareStrings } from './order.js';
 import type { Container, ContainerStatus, Opt, Pod } from './pod-status.js';
 
@@ -47,11 +48,10 @@ export function podImages(pods: readonly Pod[], key: (image: string) => string =
       const s = statuses.find((x) => x.name === c.name);
       const entry = byRef.get(ref) ?? { names: new Set([c.image, ref]), onNode: false };
       if (s?.image) entry.names.add(s.image);
-      // imageID is `repo@sha256:…` for a pulled image: a name the node lists it by, whatever the tag.
-      if (s?.imageID) {
-        entry.names.add(s.imageID.replace(/^docker-pullable:\/\//, ''));
-        entry.onNode = true;
-      }
+      // The repo digest of a pulled image is a name the node lists it by, whatever the tag.
+      const repoDigest = parseImageID(s?.imageID)?.repoDigest;
+      if (repoDigest !== undefined) entry.names.add(repoDigest);
+      if (s?.imageID) entry.onNode = true;
       byRef.set(ref, entry);
     }
   }

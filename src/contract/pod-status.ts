@@ -7,6 +7,7 @@
  * The types fit both the sidecar's raw JSON (timestamps as RFC 3339 text) and client-node's models
  * (timestamps as Date, absent fields as `undefined`), which the CLI reads.
  */
+import { SIDECAR_CONTAINER, SIDECAR_IMAGE_CONTAINER } from './names.js';
 
 /** A field that may be absent; client-node's models spell absence as `undefined`. */
 export type Opt<T> = T | undefined;
@@ -98,6 +99,14 @@ export function conditionTrueSince(conditions: Opt<readonly Condition[]>, type: 
   return c?.status === 'True' ? timeOf(c.lastTransitionTime) : undefined;
 }
 
+/** Reasons of the kubelet's Events about a pull (kubelet `events/event.go`). */
+export const PullEventReason = {
+  /** The pull started. */
+  Pulling: 'Pulling',
+  /** The pull finished; the message carries its duration. */
+  Pulled: 'Pulled',
+} as const;
+
 /**
  * Waiting reasons the kubelet reports when pulling an image failed (kubelet `images/types.go`).
  * Anything else that is waiting is either still pulling or already past the pull.
@@ -184,4 +193,20 @@ export function runningContainers<C extends Container>(
   spec: Opt<{ readonly initContainers?: Opt<readonly C[]>; readonly containers?: Opt<readonly C[]> }>,
 ): readonly C[] {
   return [...(spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always'), ...(spec?.containers ?? [])];
+}
+
+/** Containers of a pull pod that cache no pool image: the sidecar, and the early puller's copy of its image. */
+const NOT_CACHED: ReadonlySet<string> = new Set([SIDECAR_CONTAINER, SIDECAR_IMAGE_CONTAINER]);
+
+/** The containers of a pull pod that hold a pool's images: its running containers but the sidecar's. */
+export function imageContainers<C extends Container>(
+  spec: Opt<{ readonly initContainers?: Opt<readonly C[]>; readonly containers?: Opt<readonly C[]> }>,
+): readonly C[] {
+  return runningContainers(spec).filter((c) => !NOT_CACHED.has(c.name));
+}
+
+/** The statuses of the pod's {@link imageContainers}, those the kubelet reports, in their order. */
+export function imageStatuses(pod: Opt<Pod>): readonly ContainerStatus[] {
+  const byName = new Map(allStatuses(pod).map((s) => [s.name, s]));
+  return imageContainers(pod?.spec).flatMap((c) => byName.get(c.name) ?? []);
 }

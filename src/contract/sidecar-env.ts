@@ -12,7 +12,7 @@
  * synthesis writes both alike.
  */
 import { isKubernetesNodeTaint, isQualifiedKey } from './gate-key.js';
-import { DEFAULTS, ENV, LIMITS } from './names.js';
+import { DEFAULTS, ENV, LIMITS, POOLS_FILE, POOLS_MOUNT_PATH, PULL_SECRETS_MOUNT_PATH } from './names.js';
 
 /** What synthesis writes into the sidecar's environment as literal values: its pool and the pool's settings. */
 export interface SidecarSettings extends SidecarGate {
@@ -147,4 +147,44 @@ export function configFromEnv(env: Env): ReconcilerConfig {
     // eslint-disable-next-line @typescript-eslint/prefer-nullish-coalescing -- an empty value falls back too
     metricsHost: env[ENV.podIP] || '127.0.0.1',
   };
+}
+
+/** A development override of the sidecar: its variable, what it changes, and its value when unset. */
+export interface DevEnvVar {
+  readonly name: string;
+  readonly meaning: string;
+  readonly default: string;
+}
+
+/**
+ * The development overrides the sidecar reads besides {@link ENV}. Synthesis never sets them: they
+ * point a sidecar that runs outside a pull pod (benchmarks, integration tests, local runs) at
+ * other files and another apiserver.
+ */
+export const DEV_ENV = {
+  kubeServer: { name: 'PREWARM_KUBE_SERVER', meaning: 'apiserver URL instead of the in-cluster one', default: '' },
+  kubeTokenFile: { name: 'PREWARM_KUBE_TOKEN_FILE', meaning: 'bearer token file for PREWARM_KUBE_SERVER', default: '' },
+  kubeCaFile: { name: 'PREWARM_KUBE_CA_FILE', meaning: 'CA bundle for PREWARM_KUBE_SERVER', default: '' },
+  poolsPath: { name: 'PREWARM_POOLS_PATH', meaning: 'pools.json elsewhere than its mount', default: `${POOLS_MOUNT_PATH}/${POOLS_FILE}` },
+  pullSecretsDir: {
+    name: 'PREWARM_PULL_SECRETS_DIR',
+    meaning: 'pull secrets elsewhere than their mount',
+    default: PULL_SECRETS_MOUNT_PATH,
+  },
+  plainHttpRegistries: {
+    name: 'PREWARM_PLAIN_HTTP_REGISTRIES',
+    meaning: 'comma-separated registry hosts spoken to over plain HTTP',
+    default: '',
+  },
+  terminationLog: { name: 'PREWARM_TERMINATION_LOG', meaning: 'termination message file', default: '/dev/termination-log' },
+  timeScale: {
+    name: 'PREWARM_TIME_SCALE',
+    meaning: "how many times faster than the wall clock the sidecar's clock runs; a whole number from 1 to 100000, else ignored",
+    default: '1',
+  },
+} as const satisfies Readonly<Record<string, DevEnvVar>>;
+
+/** The value of the override `v` in `env`, or its default. */
+export function devEnv(env: Env, v: DevEnvVar): string {
+  return env[v.name] ?? v.default;
 }

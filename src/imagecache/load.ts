@@ -32,8 +32,8 @@ export const MAX_RUN_SPEC_BYTES = 16 * 1024 * 1024;
 /**
  * The most YAML files one run reads over all the paths it is given. Each file costs a `realpath`,
  * an `open` and a parse however small it is, so the byte budget alone lets a tree of many tiny
- * files stall a run (100,000 of them took `validate` 100 s). 10,000 is twice the largest repository
- * `bench:argocd` renders (5,000 ImageCaches, one file each).
+ * files stall a run. The bound is twice the largest repository `bench:argocd` renders
+ * (docs/benchmarks.md).
  */
 export const MAX_SPEC_FILES = 10_000;
 

@@ -46,7 +46,7 @@ export interface PoolSettings {
   /**
    * Early pulling: the burst pullers run on the host network and tolerate the taints of a node's
    * start-up (`STARTUP_TOLERATIONS` in src/contract/placement.ts), so they pull before the CNI makes the node Ready. Needs
-   * `lanes` > 1 (pullers) and a namespace prewarm owns (src/synth/checks.ts).
+   * `lanes` > 1 (pullers) and a namespace prewarm owns (src/synth/checks/model.ts).
    */
   readonly earlyPull: boolean;
 }

@@ -10,6 +10,7 @@
  * cache by a pull of that very name. It shares its layers with the `docker.io` name, so warming
  * both costs a manifest, not a second download.
  */
+import { DIGEST_LENGTHS } from '../contract/digest.js';
 
 /** A parsed, normalised image reference. */
 export interface ImageRef {
@@ -50,12 +51,6 @@ const IPV6_HOST = /^\[[0-9a-fA-F:.]+\]$/;
 const PORT = /^[0-9]+$/;
 const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG = /^[\w][\w.-]{0,127}$/;
-/**
- * The digest algorithms containerd accepts, with their hex lengths: those opencontainers/go-digest
- * registers. Any other algorithm (`md5:`, `sha1:`) parses under the reference grammar, but the
- * pull fails on the node, so it is refused here.
- */
-const DIGEST_LENGTHS: Readonly<Record<string, number>> = { sha256: 64, sha384: 96, sha512: 128 };
 
 /**
  * Parses and normalises an image reference. Never throws: a bad reference yields a message that

@@ -12,7 +12,6 @@ import { podPinnedBytes } from '../contract/node-images.js';
 import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import { decideGate, mergeEvents, nextCheckAt } from './gate.js';
 import type { KNode, KPod } from './kube-types.js';
-import type { Metrics } from './metrics.js';
 import { metadataPatch, taintRemovalPatch } from './patches.js';
 import { decidePool, type PoolDecision } from './pool.js';
 import {
@@ -27,7 +26,8 @@ import {
   type Restarter,
 } from './ports.js';
 import { ApiError } from '../http/api-error.js';
-import { type EventIntent, type IgnoredReason, WatchName, WatchRestart } from './reasons.js';
+import type { EventIntent } from '../contract/events.js';
+import { type IgnoredReason, type Metrics, WatchName, WatchRestart } from './metrics.js';
 import { Refresher } from './refresh.js';
 import type { PoolsFile } from '../contract/pools-file.js';
 

@@ -6,14 +6,14 @@
  */
 import { FAILSAFE_PERIOD_SECONDS, failsafeConfigFromEnv, type FailsafeConfig } from '../contract/failsafe.js';
 import type { PoolsFile } from '../contract/pools-file.js';
-import { ConfigError } from '../contract/sidecar-env.js';
+import { ConfigError, DEV_ENV, devEnv } from '../contract/sidecar-env.js';
 import { KubeHttp, type Endpoint } from '../http/client.js';
 import { KubeEventSink, KubeFailsafe } from './adapters/kube.js';
 import { jsonLogger } from './adapters/log.js';
 import { systemClock } from './adapters/system.js';
 import { runFailsafe } from './failsafe-loop.js';
 import type { Logger } from './ports.js';
-import { EXIT_BAD_CONFIG, endpointFromEnv, loadPools, reportStartupFailure, StartupError, TERMINATION_LOG } from './startup.js';
+import { EXIT_BAD_CONFIG, endpointFromEnv, loadPools, reportStartupFailure, StartupError } from './startup.js';
 
 interface FailsafeStartup {
   readonly config: FailsafeConfig;
@@ -51,7 +51,7 @@ export async function failsafeMain(env: NodeJS.ProcessEnv = process.env): Promis
     start = loadFailsafeStartup(env);
   } catch (e) {
     if (!(e instanceof StartupError)) throw e;
-    reportStartupFailure(`invalid configuration: ${e.message}`, undefined, env.PREWARM_TERMINATION_LOG ?? TERMINATION_LOG);
+    reportStartupFailure(`invalid configuration: ${e.message}`, undefined, devEnv(env, DEV_ENV.terminationLog));
     return EXIT_BAD_CONFIG;
   }
   const { config } = start;

@@ -11,7 +11,7 @@ import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode } from './kube-types.js';
 import type { PoolDecision, PoolState } from './pool.js';
 import { gateEvent, type EventIntent } from '../contract/events.js';
-import { GateOutcome } from './reasons.js';
+import { GateOutcome } from './metrics.js';
 
 /** Phase 2 output: what to do with the gating taint. */
 export interface GateDecision {

@@ -2,22 +2,16 @@
  * The sidecar's entry point: reads the environment set by synthesis, wires the adapters to the
  * controller, serves /metrics, and on SIGTERM removes our label and annotation before exiting.
  *
- * Run with the node flags of the Dockerfile's ENTRYPOINT. Besides the contract variables
- * (ENV in src/contract/names.ts) a few development overrides exist, never set by synthesis:
- * - PREWARM_KUBE_SERVER / PREWARM_KUBE_TOKEN_FILE / PREWARM_KUBE_CA_FILE: an apiserver other than
- *   the in-cluster one (bench, local runs);
- * - PREWARM_POOLS_PATH: pools.json elsewhere than POOLS_MOUNT_PATH;
- * - PREWARM_PULL_SECRETS_DIR: pull secrets elsewhere than PULL_SECRETS_MOUNT_PATH;
- * - PREWARM_PLAIN_HTTP_REGISTRIES: comma-separated registry hosts spoken to over plain HTTP;
- * - PREWARM_TERMINATION_LOG: the termination message file elsewhere than /dev/termination-log;
- * - PREWARM_TIME_SCALE: the sidecar's clock runs this many times faster than the wall clock
- *   (bench/soak.ts); a value that is not a whole number from 1 to 100000 is ignored.
+ * Run with the node flags of the Dockerfile's ENTRYPOINT. Besides the contract variables (ENV in
+ * src/contract/names.ts) it reads the development overrides of DEV_ENV (src/contract/sidecar-env.ts),
+ * which synthesis never sets.
  *
  * Bad input (environment, pools.json, endpoint) ends the process at once with exit code 2 and one
  * line naming the problem (src/reconciler/startup.ts); anything else unexpected, with 1.
  */
 import { FAILSAFE_MODE } from '../contract/failsafe.js';
-import { PULL_SECRETS_MOUNT_PATH, SIDECAR_CONTAINER } from '../contract/names.js';
+import { SIDECAR_CONTAINER } from '../contract/names.js';
+import { DEV_ENV, devEnv } from '../contract/sidecar-env.js';
 import { Controller } from './controller.js';
 import { KubeHttp, USER_AGENT } from '../http/client.js';
 import { KubeEventSink, KubeNodePort, KubePodImages, KubePodSource, KubePoolPodSource } from './adapters/kube.js';
@@ -27,7 +21,7 @@ import { OciRegistry } from '../oci/client.js';
 import { loadKeyring } from '../oci/keyring.js';
 import { scaledClock, serveMetrics, systemClock } from './adapters/system.js';
 import { Metrics } from './metrics.js';
-import { EXIT_BAD_CONFIG, loadStartup, oneLine, reportStartupFailure, StartupError, TERMINATION_LOG } from './startup.js';
+import { EXIT_BAD_CONFIG, loadStartup, oneLine, reportStartupFailure, StartupError } from './startup.js';
 
 /** Runs the sidecar until SIGTERM; resolves with the process exit code. */
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -36,11 +30,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
     startup = loadStartup(env);
   } catch (e) {
     if (!(e instanceof StartupError)) throw e;
-    reportStartupFailure(`invalid configuration: ${e.message}`, undefined, env.PREWARM_TERMINATION_LOG ?? TERMINATION_LOG);
+    reportStartupFailure(`invalid configuration: ${e.message}`, undefined, devEnv(env, DEV_ENV.terminationLog));
     return EXIT_BAD_CONFIG;
   }
   const { config, pools } = startup;
-  const scale = Number(env.PREWARM_TIME_SCALE ?? '1');
+  const scale = Number(devEnv(env, DEV_ENV.timeScale));
   const clock = Number.isInteger(scale) && scale > 1 && scale <= 100_000 ? scaledClock(scale) : systemClock;
   const log = jsonLogger({ component: 'prewarm-reconciler', pool: config.poolId, node: config.nodeName, pod: config.podName });
   const kube = new KubeHttp(startup.endpoint);
@@ -48,9 +42,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   const registry =
     config.refreshSeconds > 0
       ? new OciRegistry({
-          keyring: loadKeyring(env.PREWARM_PULL_SECRETS_DIR ?? PULL_SECRETS_MOUNT_PATH),
+          keyring: loadKeyring(devEnv(env, DEV_ENV.pullSecretsDir)),
           userAgent: USER_AGENT,
-          plainHttp: new Set((env.PREWARM_PLAIN_HTTP_REGISTRIES ?? '').split(',').filter(Boolean)),
+          plainHttp: new Set(devEnv(env, DEV_ENV.plainHttpRegistries).split(',').filter(Boolean)),
         })
       : undefined;
   const controller = new Controller(
@@ -104,7 +98,7 @@ entry().then(
   },
   (e: unknown) => {
     // One line, like a configuration error: it becomes the container's termination message.
-    reportStartupFailure(`fatal: ${oneLine(e)}`, undefined, process.env.PREWARM_TERMINATION_LOG ?? TERMINATION_LOG);
+    reportStartupFailure(`fatal: ${oneLine(e)}`, undefined, devEnv(process.env, DEV_ENV.terminationLog));
     process.exitCode = 1;
   },
 );

@@ -1,10 +1,69 @@
 /**
- * A minimal Prometheus registry with text exposition format 0.0.4, hand-written to keep the
- * sidecar free of dependencies. Only what we need: counters, gauges and one histogram, each with
- * a fixed label-name list. Label values come from bounded sets (pool id, reason, outcome).
+ * The sidecar's metrics: every name it emits, in one place so that dashboards and alerts can rely
+ * on the set, and a minimal Prometheus registry with text exposition format 0.0.4, hand-written to
+ * keep the sidecar free of dependencies. Only what we need: counters, gauges and one histogram,
+ * each with a fixed label-name list. Label values come from bounded sets (pool id, reason, outcome).
  */
-import { Metric, TIME_TO_WARM_BUCKETS } from './reasons.js';
 import { compareStrings } from '../contract/order.js';
+
+/**
+ * Metric names. Labels are bounded by construction: `pool` (one per pool in the bundle) and a
+ * reason/outcome from a fixed set; never node or image (the node is the scrape target).
+ */
+export const Metric = {
+  timeToWarm: 'prewarm_time_to_warm_seconds',
+  warm: 'prewarm_pool_warm',
+  partial: 'prewarm_pool_partial',
+  imagesFailing: 'prewarm_images_failing',
+  imagesPresent: 'prewarm_images_present',
+  imagesTotal: 'prewarm_images',
+  pinnedBytes: 'prewarm_pool_pinned_bytes',
+  gateOpened: 'prewarm_gate_opened_total',
+  refreshChecks: 'prewarm_refresh_checks_total',
+  apiErrors: 'prewarm_api_errors_total',
+  watchRestarts: 'prewarm_watch_restarts_total',
+  watchIgnored: 'prewarm_watch_ignored_total',
+} as const;
+
+/** Buckets of {@link Metric.timeToWarm}, in seconds: from a cached layer to a 10 GB pull. */
+export const TIME_TO_WARM_BUCKETS: readonly number[] = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
+
+/** Outcomes of the `gateOpened` counter. */
+export const GateOutcome = { Ready: 'ready', Forced: 'forced' } as const;
+/** One of {@link GateOutcome}. */
+export type GateOutcome = (typeof GateOutcome)[keyof typeof GateOutcome];
+
+/** Outcomes of the `refreshChecks` counter. */
+export const RefreshOutcome = {
+  Unchanged: 'unchanged',
+  Moved: 'moved',
+  Error: 'error',
+  Skipped: 'skipped',
+} as const;
+/** One of {@link RefreshOutcome}. */
+export type RefreshOutcome = (typeof RefreshOutcome)[keyof typeof RefreshOutcome];
+
+/** The sidecar's two watches, as the `watch` label of the watch counters names them. */
+export const WatchName = { Pod: 'pod', PoolPods: 'pool-pods' } as const;
+/** One of {@link WatchName}. */
+export type WatchName = (typeof WatchName)[keyof typeof WatchName];
+
+/** Why a watch was opened again: the `cause` label of `watchRestarts`. */
+export const WatchRestart = {
+  /** The server ended the stream after it ran a while (its timeout): opened again at once. */
+  Ended: 'ended',
+  /** 410 after it ran a while: listed again at once. */
+  Expired: 'expired',
+  /** Ended or expired right after it opened: opened again after a backoff. */
+  Short: 'short',
+  /** A transport or HTTP error: opened again after a backoff. */
+  Error: 'error',
+} as const;
+/** One of {@link WatchRestart}. */
+export type WatchRestart = (typeof WatchRestart)[keyof typeof WatchRestart];
+
+/** Why a watch's object was not used: the `reason` label of `watchIgnored`. */
+export type IgnoredReason = 'invalid' | 'other-node' | 'over-cap';
 
 type Labels = Readonly<Record<string, string>>;
 

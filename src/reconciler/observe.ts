@@ -4,7 +4,16 @@
  * reasons, imageID, start times), judged by the contract (src/contract/pod-status.ts), become one
  * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
  */
-import { allStatuses, imagePresent, pullFailure, startedAt, type ContainerStatus } from '../contract/pod-status.js';
+import { parseImageID } from '../contract/digest.js';
+import {
+  allStatuses,
+  imageContainers,
+  imagePresent,
+  pullFailure,
+  startedAt,
+  type Container,
+  type ContainerStatus,
+} from '../contract/pod-status.js';
 import type { KPod } from './kube-types.js';
 
 /** Kubelet messages are cut to this many characters. */
@@ -27,13 +36,6 @@ export interface ImageObservation {
   readonly presentSince?: number;
 }
 
-/** `repo@sha256:…` or `sha256:…` → `sha256:…`; anything else is not a digest. */
-export function digestOf(imageID: string | undefined): string | undefined {
-  if (!imageID) return undefined;
-  const m = /(sha256:[0-9a-f]{64})$/.exec(imageID);
-  return m?.[1];
-}
-
 function cut(s: string | undefined, n: number): string | undefined {
   if (s === undefined || s === '') return undefined;
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
@@ -45,7 +47,7 @@ function cut(s: string | undefined, n: number): string | undefined {
  */
 export function classifyContainer(image: string, st: ContainerStatus | undefined): ImageObservation {
   const name = st?.name ?? '';
-  const digest = digestOf(st?.imageID);
+  const digest = parseImageID(st?.imageID)?.digest;
   const since = startedAt(st);
   const waiting = st?.state?.waiting;
   const base = { container: name, image, ...(digest ? { digest } : {}), ...(since !== undefined ? { presentSince: since } : {}) };
@@ -58,26 +60,16 @@ export function classifyContainer(image: string, st: ContainerStatus | undefined
 }
 
 /**
- * The pool's images as seen in its own pod: every regular container and every restartable init
- * container except the sidecar. Plain init containers (the busybox copy) are not cached images,
- * but when one of them cannot be pulled nothing else ever starts, so it is reported as failing.
+ * The pool's images as seen in its own pod: its image containers (contract `imageContainers`).
+ * Plain init containers (the busybox copy) are not cached images, but when one of them cannot be
+ * pulled nothing else ever starts, so it is reported as a blocker.
  */
-export function observeImages(pod: KPod, sidecarName: string): { images: ImageObservation[]; blockers: ImageObservation[] } {
-  const statuses = new Map<string, ContainerStatus>();
-  for (const s of allStatuses(pod)) statuses.set(s.name, s);
-  const images: ImageObservation[] = [];
-  const blockers: ImageObservation[] = [];
-  for (const c of pod.spec?.initContainers ?? []) {
-    if (c.name === sidecarName) continue;
-    const o = { ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name };
-    if (c.restartPolicy === 'Always') images.push(o);
-    else if (o.phase === 'failing') blockers.push(o);
-  }
-  for (const c of pod.spec?.containers ?? []) {
-    if (c.name === sidecarName) continue;
-    images.push({ ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name });
-  }
-  return { images, blockers };
+export function observeImages(pod: KPod): { images: ImageObservation[]; blockers: ImageObservation[] } {
+  const statuses = new Map(allStatuses(pod).map((s) => [s.name, s]));
+  const observe = (c: Container): ImageObservation => ({ ...classifyContainer(c.image ?? '', statuses.get(c.name)), container: c.name });
+  const images = imageContainers(pod.spec).map(observe);
+  const plainInits = (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy !== 'Always');
+  return { images, blockers: plainInits.map(observe).filter((o) => o.phase === 'failing') };
 }
 
 /**

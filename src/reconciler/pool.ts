@@ -224,9 +224,9 @@ export function decidePool(obs: Observed): PoolDecision {
   const own = prev?.pod === config.podName ? prev : undefined;
   const origin = warmOrigin(pod, node, now);
   const deadlineAt = origin + config.deadlineSeconds * 1000;
-  const observed = observeImages(pod, obs.sidecarName);
+  const observed = observeImages(pod);
   const { blockers } = observed;
-  const peers = (obs.peers ?? []).map((p) => ({ live: live(p), ...observeImages(p, obs.sidecarName) }));
+  const peers = (obs.peers ?? []).map((p) => ({ live: live(p), ...observeImages(p) }));
   const images = mergeObservations(
     observed.images,
     peers.map((p) => p.images),

@@ -3,7 +3,7 @@
  * apiserver, the registry, the system clock and the process; tests implement them with fakes.
  */
 import type { KNode, KPod } from './kube-types.js';
-import type { EventIntent } from './reasons.js';
+import type { EventIntent } from '../contract/events.js';
 
 /** One event of the watch on our own pod. */
 export interface PodWatchEvent {

@@ -7,10 +7,11 @@
  * src/synth/access.ts confines the patch). Only `imagePullPolicy: Always` containers are refreshed.
  */
 import type { KPod } from './kube-types.js';
-import type { Metrics } from './metrics.js';
-import { digestOf, tagOf } from './observe.js';
+import { parseImageID } from '../contract/digest.js';
+import { tagOf } from './observe.js';
 import type { Clock, Logger, Registry, Restarter } from './ports.js';
-import { EventReason, RefreshOutcome, type EventIntent } from './reasons.js';
+import { tagMovedEvent, type EventIntent } from '../contract/events.js';
+import { RefreshOutcome, type Metrics } from './metrics.js';
 
 /** A container whose tag can be checked against the registry. */
 export interface RefreshCandidate {
@@ -50,12 +51,13 @@ export function refreshCandidates(pod: KPod, sidecarName: string): { candidates:
     const tag = tagOf(c.image);
     if (tag === undefined) continue;
     const s = statuses.get(c.name);
-    const running = s?.imageID?.includes('@') ? digestOf(s.imageID) : undefined;
+    const id = parseImageID(s?.imageID);
+    const running = id?.repoDigest === undefined ? undefined : id.digest;
     if (!always || !running) {
       skipped.push(c.name);
       continue;
     }
-    const requested = isDigestPinned(c.image) ? digestOf(c.image) : undefined;
+    const requested = isDigestPinned(c.image) ? parseImageID(c.image)?.digest : undefined;
     candidates.push({ container: c.name, image: tag, running, ...(requested === undefined ? {} : { requested }) });
   }
   return { candidates, skipped };
@@ -151,10 +153,7 @@ export class Refresher {
       const ok = restarter !== undefined && (await this.restart(restarter, c.container, image));
       log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
       if (ok) {
-        await this.deps.report({
-          reason: EventReason.TagMoved,
-          message: `pool ${pool}: ${c.image} moved from ${c.running} to ${current}; set container ${c.container} to ${image} to pull it`,
-        });
+        await this.deps.report(tagMovedEvent(pool, c.image, c.running, current, c.container, image));
       }
     }
   }

@@ -7,14 +7,13 @@
  * sidecar and the termination-log file written here.
  */
 import fs from 'node:fs';
-import { POOLS_FILE, POOLS_MOUNT_PATH } from '../contract/names.js';
 import { parsePoolsFile, PoolsFileError, type PoolsFile } from '../contract/pools-file.js';
-import { ConfigError, configFromEnv, type ReconcilerConfig } from '../contract/sidecar-env.js';
+import { ConfigError, configFromEnv, DEV_ENV, devEnv, type ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { Endpoint } from '../http/client.js';
 import { inClusterEndpoint } from './adapters/kube.js';
 
 /** Where the kubelet mounts the container's termination message file. */
-export const TERMINATION_LOG = '/dev/termination-log';
+export const TERMINATION_LOG = DEV_ENV.terminationLog.default;
 /** Exit code of a sidecar that refused its configuration (1 is left to unexpected errors). */
 export const EXIT_BAD_CONFIG = 2;
 
@@ -51,11 +50,11 @@ function read(readFile: ReadFile, path: string, what: string): Buffer {
 }
 
 /**
- * The apiserver endpoint: the in-cluster one, or the development overrides PREWARM_KUBE_SERVER,
- * PREWARM_KUBE_TOKEN_FILE and PREWARM_KUBE_CA_FILE (see main.ts).
+ * The apiserver endpoint: the in-cluster one, or the one the development overrides
+ * (`DEV_ENV.kube*`) name.
  */
 export function endpointFromEnv(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile = defaultRead): Endpoint {
-  const server = env['PREWARM_KUBE_SERVER'];
+  const server = devEnv(env, DEV_ENV.kubeServer);
   if (!server) {
     try {
       return inClusterEndpoint(env);
@@ -63,8 +62,8 @@ export function endpointFromEnv(env: Readonly<Record<string, string | undefined>
       throw new StartupError(`no apiserver endpoint: ${oneLine(e)}`);
     }
   }
-  const tokenFile = env['PREWARM_KUBE_TOKEN_FILE'];
-  const caFile = env['PREWARM_KUBE_CA_FILE'];
+  const tokenFile = devEnv(env, DEV_ENV.kubeTokenFile);
+  const caFile = devEnv(env, DEV_ENV.kubeCaFile);
   if (tokenFile) read(readFile, tokenFile, 'the token file');
   return {
     server,
@@ -85,9 +84,9 @@ export function loadStartup(env: Readonly<Record<string, string | undefined>>, r
   return { config, pools: loadPools(env, readFile), endpoint: endpointFromEnv(env, readFile) };
 }
 
-/** pools.json, from its mount or PREWARM_POOLS_PATH; throws a {@link StartupError}. */
+/** pools.json, from its mount or `DEV_ENV.poolsPath`; throws a {@link StartupError}. */
 export function loadPools(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile = defaultRead): PoolsFile {
-  const poolsPath = env['PREWARM_POOLS_PATH'] ?? `${POOLS_MOUNT_PATH}/${POOLS_FILE}`;
+  const poolsPath = devEnv(env, DEV_ENV.poolsPath);
   try {
     return parsePoolsFile(read(readFile, poolsPath, 'pools.json at').toString('utf8'));
   } catch (e) {

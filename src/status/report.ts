@@ -5,10 +5,10 @@
  * (src/contract/pod-status.ts). Pure: the CLI lists the objects and renders the result.
  */
 import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
-import { allStatuses, containerStarted, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
+import { allStatuses, containerStarted, imageStatuses, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
-import { LABEL_PULLER, NodeState } from '../contract/names.js';
-import { isHolder, isPuller, poolOf } from '../contract/roles.js';
+import { NodeState } from '../contract/names.js';
+import { isHolder, isPuller, laneOf, poolOf } from '../contract/roles.js';
 import { compareStrings } from '../contract/order.js';
 
 /** The fields of a DaemonSet that status reads (client-node's V1DaemonSet fits). */
@@ -42,7 +42,7 @@ export interface WaitingImage {
 
 /** One burst puller on a warming node: how far its lane has come. */
 export interface LaneReport {
-  /** The puller's selector value, `<pool>-<lane>`. */
+  /** The puller's lane key (contract `laneOf`). */
   readonly lane: string;
   /** Images of the lane. */
   readonly images: number;
@@ -142,9 +142,9 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
   const failing = live.size > 0 ? [...live.values()] : (annotation?.failing ?? []).map((f) => ({ ...f }));
   const lanes = pullers
     .map((p) => {
-      const statuses = p.status?.containerStatuses ?? [];
+      const statuses = imageStatuses(p);
       return {
-        lane: p.metadata?.labels?.[LABEL_PULLER] ?? '',
+        lane: laneOf(p.metadata?.labels) ?? '',
         images: statuses.length,
         started: statuses.filter(containerStarted).length,
       };
@@ -153,7 +153,7 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
   return {
     node: name,
     state,
-    images: annotation?.images ?? pod.status?.containerStatuses?.length ?? 0,
+    images: annotation?.images ?? imageStatuses(pod).length,
     ...(annotation?.present === undefined ? {} : { present: annotation.present }),
     ...(annotation?.ttwSeconds === undefined ? {} : { timeToWarmSeconds: annotation.ttwSeconds }),
     failing: [...failing].sort((a, b) => compareStrings(a.image, b.image)),
@@ -177,7 +177,7 @@ export function renderTable(report: StatusReport, wide: boolean): string {
       const images = n.present === undefined ? String(n.images) : `${n.present}/${n.images}`;
       const ttw = n.timeToWarmSeconds === undefined ? '-' : `${n.timeToWarmSeconds}s`;
       const failing = n.failing.length === 0 ? '-' : n.failing.map((f) => `${f.image} (${f.reason})`).join(', ');
-      // Each puller as `<lane>:<started>/<images>`, e.g. `gpu-1:2/3`.
+      // Each puller as `<lane>:<started>/<images>`, e.g. `1:2/3`.
       const lanes = n.lanes === undefined ? '-' : n.lanes.map((l) => `${l.lane}:${l.started}/${l.images}`).join(' ');
       nodeRows.push([p.pool, n.node, n.state, images, ttw, lanes, failing]);
     }

@@ -14,6 +14,7 @@ import {
   allStatuses,
   conditionTrueSince,
   imagePresent,
+  PullEventReason,
   runningContainers,
   startedAt,
   timeOf,
@@ -361,8 +362,8 @@ function imageRow(f: PodFacts, c: string, containerEvents: readonly TimelineEven
     (e) => containerOf(e) === c && (f.containers.has(c) || !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? '')),
   );
   if (evs.length === 0 && !f.containers.has(c)) return undefined;
-  const pulled = evs.find((e) => e.reason === 'Pulled');
-  const pulling = evs.find((e) => e.reason === 'Pulling');
+  const pulled = evs.find((e) => e.reason === PullEventReason.Pulled);
+  const pulling = evs.find((e) => e.reason === PullEventReason.Pulling);
   const failed = evs.find((e) => e.reason === 'Failed' && /ErrImagePull|pull/i.test(e.message ?? ''));
   const started = f.started.get(c) ?? min(evs.filter((e) => e.reason === 'Started').map(eventMs));
   const image = f.containers.get(c) ?? /image "([^"]+)"/.exec(pulled?.message ?? pulling?.message ?? '')?.[1] ?? c;

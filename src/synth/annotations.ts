@@ -8,7 +8,7 @@ import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { ANNOTATION_MAX_BYTES } from '../contract/annotation.js';
 import { placementSelectsNode } from '../contract/placement.js';
-import { error, listed, poolLocation, poolName } from './diagnostics.js';
+import { error, listed, poolLocation, poolName } from './checks/diagnostics.js';
 
 /** The apiserver's limit on all the annotations of one object together (`TotalAnnotationSizeLimitB`). */
 export const NODE_ANNOTATIONS_LIMIT_BYTES = 256 * 1024;

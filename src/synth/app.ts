@@ -6,17 +6,12 @@ import { ApiObject, App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { ClusterChart, failsafeNamespace, NamespaceChart } from './charts.js';
-import { checkBundleSize } from './budget.js';
-import { checkNodeAnnotations } from './annotations.js';
-import { BOUND_DEFAULTS, checkPriorityClasses, checkRefreshFloor, priorityClassAllowanceError, type InvocationBounds } from './bounds.js';
+import { BOUND_DEFAULTS, priorityClassAllowanceError, type InvocationBounds } from './bounds.js';
+import { addCheck, checkBundle, checkOutput, diagnosticsOf, settle, type OutputFacts } from './checks/index.js';
+import type { Manifest } from './checks/output.js';
 import { gateKeyAllowanceError } from '../contract/gate-key.js';
-import { checkEarlyPull, checkGateKeys, checkOwnedNamespaces, checkPoolNames, checkPoolSelectors } from './checks.js';
-import { settle } from './diagnostics.js';
-import { checkNodeMemory } from './memory.js';
-import { checkObjectNames, checkSharedObjects, type Manifest } from './output-checks.js';
 import { DEFAULT_HELPER_IMAGE, PullDaemonSet } from './pull-daemonset.js';
 import { parseImageRef } from '../oci/reference.js';
-import { addCheck, diagnosticsOf } from './validation.js';
 import { CLUSTER_CHART_ID, namespaceChartId } from './naming.js';
 import type { ReconcilerProps } from './pull-daemonset.js';
 import type { SleeperArch } from '../contract/names.js';
@@ -91,7 +86,7 @@ export interface SynthOptions {
   readonly minRefreshSeconds?: number;
   /**
    * Receives each warning about the output: what the apiserver accepts but a user would regret
-   * (see OUTPUT_LIMITS in limits.ts). Errors are thrown instead, as a SpecError.
+   * (see OUTPUT_LIMITS in checks/limits.ts). Errors are thrown instead, as a SpecError.
    * @default - warnings are dropped
    */
   readonly onWarning?: (warning: Diagnostic) => void;
@@ -116,16 +111,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   const owned = options.ownedNamespaces ?? [];
   const helperImage = canonicalHelperImage(options.helperImage);
   const bounds = invocationBounds(options);
-  settle([
-    ...checkBundleSize(bundle),
-    ...checkGateKeys(bundle, allowed),
-    ...checkPriorityClasses(bundle, bounds.allowedPriorityClasses),
-    ...checkRefreshFloor(bundle, bounds.minRefreshSeconds),
-    ...checkPoolSelectors(bundle),
-    ...checkPoolNames(bundle, options.reconciler !== undefined),
-    ...checkEarlyPull(bundle, owned),
-    ...(options.reconciler === undefined ? [] : checkNodeAnnotations(bundle)),
-  ]);
+  settle(checkBundle(bundle, { allowedGateKeys: allowed, bounds, ownedNamespaces: owned, reconciler: options.reconciler !== undefined }));
   const charts: Chart[] = [
     new ClusterChart(app, CLUSTER_CHART_ID, { bundle, ownedNamespaces: owned, reconciler: options.reconciler !== undefined, helperImage }),
   ];
@@ -149,7 +135,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
   // What no single construct knows, checked over the whole output by the cluster chart; each
   // pull DaemonSet checks itself. cdk8s runs these again at every synth.
   const [cluster] = charts;
-  if (cluster !== undefined) addCheck(cluster, () => checkOutput(charts, bundle, owned, bounds.maxNodeMemoryBytes));
+  if (cluster !== undefined) addCheck(cluster, () => checkOutput(outputFacts(charts), bundle, owned, bounds.maxNodeMemoryBytes));
   settle(
     charts.flatMap((c) => diagnosticsOf(c)),
     options.onWarning,
@@ -163,29 +149,23 @@ function canonicalHelperImage(image: string = DEFAULT_HELPER_IMAGE): string {
   return parsed.ref.canonical;
 }
 
-/** Checks of what spans the whole output: names, shared objects, a warming node's memory, owned namespaces. */
-function checkOutput(charts: readonly Chart[], bundle: Bundle, owned: readonly string[], maxNodeMemoryBytes: number): Diagnostic[] {
+/** What the whole-output checks read of the charts: names, shared objects, each pool's memory. */
+function outputFacts(charts: readonly Chart[]): OutputFacts {
   const constructs = charts.flatMap((c) => c.node.findAll());
   const daemonSets = constructs.filter((c): c is PullDaemonSet => c instanceof PullDaemonSet);
   const poolOf = new Map<unknown, Pool>(daemonSets.map((ds) => [ApiObject.of(ds.workload), ds.pool]));
   const objects = constructs.filter((c): c is ApiObject => ApiObject.isApiObject(c));
-  // A pull DaemonSet renders (and checks) itself; its identity is all that is read of it here.
-  const shared = objects.filter((o) => !poolOf.has(o)).map((o) => o.toJson() as Manifest);
-  const names = objects.map((o) => ({
-    apiVersion: o.apiVersion,
-    kind: o.kind,
-    metadata: { name: o.name, namespace: o.metadata.namespace },
-    pool: poolOf.get(o),
-  }));
-  return [
-    ...checkObjectNames(names),
-    ...checkSharedObjects(shared, bundle.pools.length),
-    ...checkNodeMemory(
-      daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() })),
-      maxNodeMemoryBytes,
-    ),
-    ...checkOwnedNamespaces(bundle, owned),
-  ];
+  return {
+    names: objects.map((o) => ({
+      apiVersion: o.apiVersion,
+      kind: o.kind,
+      metadata: { name: o.name, namespace: o.metadata.namespace },
+      pool: poolOf.get(o),
+    })),
+    // A pull DaemonSet renders (and checks) itself; its identity is all that is read of it here.
+    shared: objects.filter((o) => !poolOf.has(o)).map((o) => o.toJson() as Manifest),
+    memory: daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() })),
+  };
 }
 
 /** The bounds of `options`, defaults resolved; a bound no invocation could set is a programming error. */

@@ -10,7 +10,7 @@ import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
 import { formatDuration } from '../imagecache/duration.js';
 import { checkDns1123Subdomain } from '../imagecache/k8s-validation.js';
-import { error, poolLocation, poolName, where } from './diagnostics.js';
+import { error, poolLocation, poolName, where } from './checks/diagnostics.js';
 
 const MIB = 1024 * 1024;
 

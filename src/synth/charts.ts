@@ -235,7 +235,7 @@ export class ClusterChart extends Chart {
       if (invalid !== undefined) throw new Error(`ClusterChart: ${invalid}`);
     }
     // Early pullers use the host network, which only an owned namespace is relaxed for (addPrewarmCharts
-    // reports a spec that asks for it elsewhere, with its place; see checks.ts checkEarlyPull).
+    // reports a spec that asks for it elsewhere, with its place; see checks/model.ts checkEarlyPull).
     const early = earlyPullNamespaces(props.bundle.pools, props.reconciler === true);
     const unowned = early.filter((ns) => !owned.has(ns));
     if (unowned.length > 0)

@@ -53,8 +53,6 @@ export function pullSecretVolumeName(secret: string): string {
 
 /** The helper init container and the volume of the sleep binary: named where doctor reads them too. */
 export { HELPER_CONTAINER, HELPER_VOLUME } from '../contract/names.js';
-/** The container of an early puller that pulls the sidecar's image (pull-daemonset.ts sidecarImage). */
-export const SIDECAR_IMAGE_CONTAINER = 'prewarm-sidecar-image';
 /** What every sleeper ConfigMap's name starts with (the early pullers' admission policy admits these). */
 export const SLEEPER_CONFIGMAP_PREFIX = `${NAME_PREFIX}-sleeper-`;
 /**

@@ -22,6 +22,7 @@ import {
   NodeState,
   POOLS_MOUNT_PATH,
   SIDECAR_CONTAINER,
+  SIDECAR_IMAGE_CONTAINER,
   type SleeperArch,
   STARTUP_PATH,
 } from '../contract/names.js';
@@ -32,7 +33,6 @@ import { patchPullDaemonSet, type HttpProbe, type PodTemplatePatches } from './e
 import {
   daemonSetName,
   HELPER_CONTAINER,
-  SIDECAR_IMAGE_CONTAINER,
   HELPER_VOLUME,
   imageContainerName,
   METRICS_PORT_NAME,
@@ -41,9 +41,9 @@ import {
   pullSecretVolumeName,
 } from './naming.js';
 import { SERVICE_ACCOUNT } from '../contract/access-names.js';
-import { podMemoryRequest } from './memory.js';
-import { checkPoolObject, type Manifest } from './output-checks.js';
-import { addCheck } from './validation.js';
+import { podMemoryRequest } from './checks/memory.js';
+import { checkPoolObject, type Manifest } from './checks/output.js';
+import { addCheck } from './checks/validation.js';
 import { CONTAINER_SECURITY, HELPER_RESOURCES, IMAGE_RESOURCES, POD_SECURITY, SIDECAR_RESOURCES } from './security.js';
 import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../contract/names.js';
 

@@ -30,7 +30,7 @@ import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { secs, sleep, waitFor } from '../../harness/time.js';
 import { parseAnnotation } from '../../src/contract/annotation.js';
 import { DEFAULT_GATE_TAINT_KEY, EVENTS_NAMESPACE, LABEL_POOL_MEMBER, LABEL_PULLER, SIDECAR_CONTAINER } from '../../src/contract/names.js';
-import { EVENT_COMPONENT } from '../../src/reconciler/reasons.js';
+import { EVENT_COMPONENT } from '../../src/contract/events.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../../src/contract/identity.js';
 import { applyServerSide, HOST_NETWORK_WARNING, imageCache, kubeconfigPath, registryPullSecret, specDir } from '../e2e/helpers.js';
 

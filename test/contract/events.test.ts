@@ -11,6 +11,7 @@ import {
   parseNodeEvent,
   partialEvent,
   pullFailingEvent,
+  tagMovedEvent,
   warmEvent,
   type EventIntent,
 } from '../../src/contract/events.js';
@@ -35,6 +36,10 @@ describe('node Events', () => {
       gate: 'failsafe',
     });
     expect(read(failsafeGateEvent('example.com/gate', 700, 660, []))).toEqual({ reason: EventReason.GateFailsafeOpened, gate: 'failsafe' });
+    expect(read(tagMovedEvent('gpu', 'reg/a:1', 'sha256:aa', 'sha256:bb', 'c1', 'reg/a:1@sha256:bb'))).toEqual({
+      reason: EventReason.TagMoved,
+      pool: 'gpu',
+    });
   });
 
   it("carry a gate removal in the pool's own Event of the same reconcile", () => {

@@ -4,10 +4,19 @@
  * status as the contract does, so that a fix in one place is a fix everywhere.
  */
 import { describe, expect, it } from 'vitest';
-import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
+import {
+  HELPER_CONTAINER,
+  LABEL_POOL,
+  LABEL_POOL_MEMBER,
+  LABEL_PULLER,
+  SIDECAR_CONTAINER,
+  SIDECAR_IMAGE_CONTAINER,
+} from '../../src/contract/names.js';
 import {
   containerStarted,
+  imageContainers,
   imagePresent,
+  imageStatuses,
   pullFailure,
   startedAt,
   timeOf,
@@ -133,7 +142,7 @@ describe.each(CASES)('a container $name', (c) => {
       [{ metadata: { name: 'n1' } }],
     );
     const n = report.pools[0]?.nodes[0];
-    expect(n?.lanes).toEqual([{ lane: 'gpu-1', images: 1, started: c.started ? 1 : 0 }]);
+    expect(n?.lanes).toEqual([{ lane: '1', images: 1, started: c.started ? 1 : 0 }]);
     expect(n?.failing.map((f) => f.reason)).toEqual(c.failing === undefined ? [] : [c.failing]);
   });
 
@@ -162,5 +171,28 @@ describe('timeOf', () => {
     expect(timeOf(new Date(T0 + 3000))).toBe(T0 + 3000);
     expect(timeOf('yesterday')).toBeUndefined();
     expect(timeOf(undefined)).toBeUndefined();
+  });
+});
+
+describe('imageStatuses', () => {
+  it("holds a pull pod's image containers, native sidecars first, without the sidecar or its image", () => {
+    const pod: Pod = {
+      spec: {
+        initContainers: [
+          { name: SIDECAR_CONTAINER, restartPolicy: 'Always' },
+          { name: HELPER_CONTAINER },
+          { name: 'i1', restartPolicy: 'Always' },
+        ],
+        containers: [{ name: 'c1' }, { name: SIDECAR_IMAGE_CONTAINER }, { name: 'c2' }],
+      },
+      status: {
+        initContainerStatuses: [{ name: SIDECAR_CONTAINER }, { name: HELPER_CONTAINER }, { name: 'i1' }],
+        containerStatuses: [{ name: 'c2' }, { name: SIDECAR_IMAGE_CONTAINER }],
+      },
+    };
+    expect(imageContainers(pod.spec).map((c) => c.name)).toEqual(['i1', 'c1', 'c2']);
+    // c1 has no status yet.
+    expect(imageStatuses(pod).map((s) => s.name)).toEqual(['i1', 'c2']);
+    expect(imageStatuses(undefined)).toEqual([]);
   });
 });

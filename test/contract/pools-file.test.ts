@@ -3,16 +3,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ENV, POOLS_CONFIGMAP, POOLS_FILE, SIDECAR_CONTAINER } from '../../src/contract/names.js';
-import { buildBundle } from '../../src/imagecache/bundle.js';
 import { loadBundle } from '../../src/imagecache/load.js';
 import type { Bundle } from '../../src/imagecache/model.js';
-import { parseFiles } from '../../src/imagecache/parse.js';
 import { configFromEnv } from '../../src/contract/sidecar-env.js';
 import { synthYaml } from '../../src/synth/app.js';
 import { poolEntryOf } from '../../src/synth/charts.js';
 import { placementOf } from '../../src/contract/placement.js';
 import { parsePoolsFile, renderPoolsFile, type PoolEntry } from '../../src/contract/pools-file.js';
 import { isHolder, isPuller, poolOf } from '../../src/contract/roles.js';
+import { bundleOfFiles } from '../helpers.js';
 /**
  * The synth↔sidecar round trip of pools.json, for every valid spec the repo has: what synthesis
  * writes into each namespace's `prewarm-pools` ConfigMap, the sidecar's parser reads back into
@@ -73,15 +72,6 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
       });
       expect(env[ENV.pool]).toBe(poolOf(ds.spec.template.metadata.labels));
     }
-  }
-
-  /** The bundle of in-memory spec files, which must be valid. */
-  function bundleOfFiles(files: Record<string, string>): Bundle {
-    const parsed = parseFiles(Object.entries(files).map(([path, text]) => ({ path, text })));
-    const grouped = buildBundle(parsed.caches);
-    const errors = [...parsed.diagnostics, ...grouped.diagnostics].filter((d) => d.severity === 'error');
-    expect(errors).toEqual([]);
-    return grouped.bundle;
   }
 
   it.each(['examples', ...['kube-fledged', 'ml', 'platform'].map((d) => join('examples', d))])('%s', async (dir) => {
@@ -156,7 +146,7 @@ describe('what synth writes into prewarm-pools, the sidecar parses into the pool
     ],
   ];
   it.each(cases)('%s', (_name, files) => {
-    checkRoundTrip(bundleOfFiles(files));
+    checkRoundTrip(bundleOfFiles(Object.entries(files).map(([path, text]) => ({ path, text }))));
   });
 });
 

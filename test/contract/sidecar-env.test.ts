@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  DEV_ENV,
+  devEnv,
   configFromEnv,
   parseSidecarGate,
   renderSidecarEnv,
@@ -169,5 +171,18 @@ describe('configFromEnv', () => {
     [{ [ENV.gateTaintKey]: 'a b' }, 'environment variable PREWARM_GATE_TAINT_KEY is not a valid taint key: "a b"'],
   ])('rejects %j', (over, msg) => {
     expect(() => configFromEnv({ ...base, ...over })).toThrow(msg);
+  });
+});
+
+describe('DEV_ENV', () => {
+  it('names PREWARM_ variables synthesis never renders, each read as its default when unset', () => {
+    const rendered = new Set<string>(Object.values(ENV));
+    for (const v of Object.values(DEV_ENV)) {
+      expect(v.name).toMatch(/^PREWARM_[A-Z_]+$/);
+      expect(rendered.has(v.name)).toBe(false);
+      expect(devEnv({}, v)).toBe(v.default);
+      expect(devEnv({ [v.name]: 'x' }, v)).toBe('x');
+    }
+    expect(devEnv({}, DEV_ENV.poolsPath)).toBe('/etc/prewarm/pools.json');
   });
 });

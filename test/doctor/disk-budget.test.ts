@@ -36,7 +36,9 @@ function holder(pool: string, node: string, images: string[], pending: string[] 
         image: c.image,
         ...(pending.includes(c.image) ? {} : { imageID: `${c.image.split(':')[0] ?? ''}@sha256:${'a'.repeat(64)}` }),
       })),
-      initContainerStatuses: [{ name: 'helper', image: 'docker.io/library/busybox:1.36', imageID: 'docker.io/library/busybox@sha256:b' }],
+      initContainerStatuses: [
+        { name: 'helper', image: 'docker.io/library/busybox:1.36', imageID: `docker.io/library/busybox@sha256:${'b'.repeat(64)}` },
+      ],
     },
   };
 }
@@ -143,7 +145,7 @@ describe('pinnedBytes: what the pools on a node pin', () => {
     [`docker.io/ml/a@sha256:${'a'.repeat(64)}`, 3 * GiB],
     [`docker.io/ml/b@sha256:${'a'.repeat(64)}`, 2 * GiB],
     [`ghcr.io/prewarm-dev/reconciler@sha256:${'a'.repeat(64)}`, 50 * MiB],
-    ['docker.io/library/busybox@sha256:b', 1 * MiB],
+    [`docker.io/library/busybox@sha256:${'b'.repeat(64)}`, 1 * MiB],
   ];
 
   it('several pools on one node: an image two pools pin counts once, init containers count too', () => {

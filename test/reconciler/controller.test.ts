@@ -17,7 +17,7 @@ import { ABSOLUTE_GRACE_SECONDS } from '../../src/contract/gate-key.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import { type Logger, type Registry, type Restarter } from '../../src/reconciler/ports.js';
 import { ApiError } from '../../src/http/api-error.js';
-import { EventReason } from '../../src/reconciler/reasons.js';
+import { EventReason } from '../../src/contract/events.js';
 import { refreshDelayMs } from '../../src/reconciler/refresh.js';
 import { STARTUP_TOLERATIONS } from '../../src/contract/placement.js';
 import type { KPod } from '../../src/reconciler/kube-types.js';

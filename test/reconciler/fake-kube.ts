@@ -8,7 +8,7 @@ import type { KNode, KPod } from '../../src/reconciler/kube-types.js';
 import { mergeNodeMetadata, patchNodeTaints } from '../../harness/node-patch.js';
 import { type EventSink, type NodePort, type PodSource, type PodWatchEvent, type PoolPodSource } from '../../src/reconciler/ports.js';
 import { ApiError } from '../../src/http/api-error.js';
-import type { EventIntent } from '../../src/reconciler/reasons.js';
+import type { EventIntent } from '../../src/contract/events.js';
 
 interface Watcher {
   readonly onEvent: (e: PodWatchEvent) => void;

@@ -7,7 +7,8 @@ import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
 import { type JsonPatchOp } from '../../src/reconciler/ports.js';
 import { ApiError } from '../../src/http/api-error.js';
-import { EventReason, GateOutcome } from '../../src/reconciler/reasons.js';
+import { EventReason } from '../../src/contract/events.js';
+import { GateOutcome } from '../../src/reconciler/metrics.js';
 import { mergeNodeMetadata, patchNodeTaints } from '../../harness/node-patch.js';
 import { IMAGES, at, config, gate, node, observed as obs, pod, pool, pools, st } from './fixtures.js';
 

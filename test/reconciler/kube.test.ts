@@ -10,7 +10,7 @@ import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource, projectP
 import { taintRemovalPatch } from '../../src/reconciler/patches.js';
 import type { KPod } from '../../src/reconciler/kube-types.js';
 import type { PodWatchEvent } from '../../src/reconciler/ports.js';
-import { EventReason } from '../../src/reconciler/reasons.js';
+import { EventReason } from '../../src/contract/events.js';
 import { FakeApiserver } from '../../harness/fake-apiserver.js';
 import { IMAGES, T0, config, gate, node, pod, st } from './fixtures.js';
 

@@ -3,7 +3,7 @@ import { parseAnnotation, renderAnnotation, type PoolAnnotation } from '../../sr
 import { metadataPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
 import type { KNode } from '../../src/reconciler/kube-types.js';
-import { EventReason } from '../../src/reconciler/reasons.js';
+import { EventReason } from '../../src/contract/events.js';
 import { IMAGES, at, config, digest, gate, iso, node, observed as obs, pod, pullerPod, st } from './fixtures.js';
 
 const ownAnn = (a: Partial<PoolAnnotation>): string => renderAnnotation({ v: 1, pod: 'pull-a-xyz', state: 'warming', images: 2, ...a });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { KPod } from '../../src/reconciler/kube-types.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import type { Registry } from '../../src/reconciler/ports.js';
-import { EventReason, type EventIntent } from '../../src/reconciler/reasons.js';
+import { EventReason, type EventIntent } from '../../src/contract/events.js';
 import { Refresher, isDigestPinned, refreshCandidates, refreshDelayMs } from '../../src/reconciler/refresh.js';
 import { tagOf } from '../../src/reconciler/observe.js';
 import { FakeClock } from './fake-clock.js';

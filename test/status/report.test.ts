@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { watch } from '../../src/cli/commands/status.js';
+import { SIDECAR_IMAGE_CONTAINER } from '../../src/contract/names.js';
 import type { Pod } from '../../src/contract/pod-status.js';
 import { buildReport, renderTable, type ObservedDaemonSet, type ObservedNode, type StatusReport } from '../../src/status/report.js';
 
@@ -9,7 +10,7 @@ const ds = (pool: string, desired: number): ObservedDaemonSet => ({
 });
 const pod = (pool: string, node: string, waiting?: { image: string; reason: string; message?: string }): Pod => ({
   metadata: { namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
-  spec: { nodeName: node },
+  spec: { nodeName: node, containers: waiting === undefined ? [] : [{ name: 'c', image: waiting.image }] },
   status: {
     containerStatuses:
       waiting === undefined
@@ -73,25 +74,32 @@ describe('buildReport', () => {
     expect(renderTable(report, true)).toContain('n1');
   });
 
-  /** A burst puller pod of `pool` lane `lane` on `node`, with one container per status. */
+  /**
+   * A burst puller pod of `pool` lane `lane` on `node`, with one container per status, and (an
+   * early puller's) container of the sidecar's image, which caches no image of the pool.
+   */
   const puller = (
     pool: string,
     lane: number,
     nodeName: string,
     states: ('running' | 'pulling' | { reason: string; image: string })[],
-  ): Pod => ({
-    metadata: { namespace: 'ml', labels: { 'prewarm.dev/puller': `${pool}-${lane}`, 'prewarm.dev/pool-member': pool } },
-    spec: { nodeName },
-    status: {
-      containerStatuses: states.map((s, i) =>
+  ): Pod => {
+    const containerStatuses = [
+      ...states.map((s, i) =>
         s === 'running'
           ? { name: `c${i}`, image: `img${i}:1`, state: { running: {} } }
           : s === 'pulling'
             ? { name: `c${i}`, image: `img${i}:1`, state: { waiting: { reason: 'ContainerCreating' } } }
             : { name: `c${i}`, image: s.image, state: { waiting: { reason: s.reason } } },
       ),
-    },
-  });
+      { name: SIDECAR_IMAGE_CONTAINER, image: 'sidecar:1', state: { running: {} } },
+    ];
+    return {
+      metadata: { namespace: 'ml', labels: { 'prewarm.dev/puller': `${pool}-${lane}`, 'prewarm.dev/pool-member': pool } },
+      spec: { nodeName, containers: containerStatuses.map(({ name, image }) => ({ name, image })) },
+      status: { containerStatuses },
+    };
+  };
 
   it("shows the lanes of a warming node and folds their failures into the pool's node row", () => {
     const report = buildReport(
@@ -128,14 +136,12 @@ describe('buildReport', () => {
         { image: 'worse:1', reason: 'ImagePullBackOff' },
       ],
       lanes: [
-        { lane: 'gpu-1', images: 3, started: 1 },
-        { lane: 'gpu-2', images: 2, started: 1 },
+        { lane: '1', images: 3, started: 1 },
+        { lane: '2', images: 2, started: 1 },
       ],
     });
     expect(report.pools[0]?.nodes[1]).not.toHaveProperty('lanes');
-    expect(renderTable(report, false)).toMatch(
-      /n1 +cold +1 +- +gpu-1:1\/3 gpu-2:1\/2 +bad:1 \(ErrImagePull\), worse:1 \(ImagePullBackOff\)/,
-    );
+    expect(renderTable(report, false)).toMatch(/n1 +cold +1 +- +1:1\/3 2:1\/2 +bad:1 \(ErrImagePull\), worse:1 \(ImagePullBackOff\)/);
   });
 });
 

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { synthYaml } from '../../src/synth/app.js';
 import { PREWARM_ANNOTATIONS_BUDGET_BYTES } from '../../src/synth/annotations.js';
 import { ANNOTATION_MAX_BYTES } from '../../src/contract/annotation.js';
-import { bundleOf, cache, refusal } from './spec-fixtures.js';
+import { bundleOfFiles, cache } from '../helpers.js';
+import { refusal } from './spec-fixtures.js';
 
 // 32 sidecars of 48 MiB are over the default memory bound on their own: that is not what is tested here.
 const sidecar = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' }, maxNodeMemoryBytes: 4 * 2 ** 30 };
@@ -17,7 +18,7 @@ function pools(n: number) {
 describe('the node annotation budget', () => {
   it('allows 32 pools on one node: half of the 256 KiB the apiserver allows for all its annotations', () => {
     expect(PREWARM_ANNOTATIONS_BUDGET_BYTES / ANNOTATION_MAX_BYTES).toBe(32);
-    expect(() => synthYaml(bundleOf(pools(32)), sidecar)).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles(pools(32)), sidecar)).not.toThrow();
   });
 
   it('refuses 33 pools that the placement contract puts on one node, at the pool whose selector makes that node', () => {
@@ -30,7 +31,7 @@ describe('the node annotation budget', () => {
 
   it('counts only what can share a node, and only with the sidecar', () => {
     const apart = Array.from({ length: 40 }, (_, i) => `  - images: [redis:7]\n    nodeSelector: {tier: t${i}}\n`).join('');
-    expect(() => synthYaml(bundleOf([cache('a.yaml', 'a', 'ml', `  lanes: 1\n  cacheSpec:\n${apart}`)]), sidecar)).not.toThrow();
-    expect(() => synthYaml(bundleOf(pools(40)))).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles([cache('a.yaml', 'a', 'ml', `  lanes: 1\n  cacheSpec:\n${apart}`)]), sidecar)).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles(pools(40)))).not.toThrow();
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { synthYaml } from '../../src/synth/app.js';
 import { BOUND_DEFAULTS, priorityClassAllowanceError } from '../../src/synth/bounds.js';
-import { bundleOf, cache, refusal } from './spec-fixtures.js';
+import { bundleOfFiles, cache } from '../helpers.js';
+import { refusal } from './spec-fixtures.js';
 
 const sidecar = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
 const images = '  cacheSpec:\n  - images: [redis:7, nginx:1]\n    nodeSelector: {tier: web}\n';
@@ -31,7 +32,7 @@ describe('priorityClassName is the invocation’s to allow', () => {
   });
 
   it('an allowed class is rendered on the pull pods', () => {
-    const yaml = synthYaml(bundleOf(withPriority('warm')), { ...sidecar, allowedPriorityClasses: ['warm'] });
+    const yaml = synthYaml(bundleOfFiles(withPriority('warm')), { ...sidecar, allowedPriorityClasses: ['warm'] });
     expect(yaml).toContain('priorityClassName: warm');
   });
 
@@ -39,7 +40,7 @@ describe('priorityClassName is the invocation’s to allow', () => {
     expect(priorityClassAllowanceError('system-node-critical')).toMatch(/is a system PriorityClass/);
     expect(priorityClassAllowanceError('Warm')).toMatch(/^is not a PriorityClass name/);
     expect(priorityClassAllowanceError('warm')).toBeUndefined();
-    expect(() => synthYaml(bundleOf(withPriority('warm')), { allowedPriorityClasses: ['system-node-critical'] })).toThrow(
+    expect(() => synthYaml(bundleOfFiles(withPriority('warm')), { allowedPriorityClasses: ['system-node-critical'] })).toThrow(
       'allowedPriorityClasses: "system-node-critical" is a system PriorityClass',
     );
   });
@@ -54,13 +55,15 @@ describe('spec.refresh.interval has a floor the invocation sets', () => {
       ),
     ]);
     expect(refusal(withRefresh('4m59s'))[0]).toContain('refresh interval 4m59s is under 5m');
-    expect(() => synthYaml(bundleOf(withRefresh('5m')), sidecar)).not.toThrow();
-    expect(() => synthYaml(bundleOf(withRefresh('0s')), sidecar)).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles(withRefresh('5m')), sidecar)).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles(withRefresh('0s')), sidecar)).not.toThrow();
   });
 
   it('the invocation lowers or raises it', () => {
-    expect(() => synthYaml(bundleOf(withRefresh('2s')), { ...sidecar, minRefreshSeconds: 2 })).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles(withRefresh('2s')), { ...sidecar, minRefreshSeconds: 2 })).not.toThrow();
     expect(refusal(withRefresh('1h'), { ...sidecar, minRefreshSeconds: 7200 })[0]).toContain('refresh interval 1h is under 2h');
-    expect(() => synthYaml(bundleOf(withRefresh('1h')), { minRefreshSeconds: 0 })).toThrow('minRefreshSeconds: 0 is not a whole number');
+    expect(() => synthYaml(bundleOfFiles(withRefresh('1h')), { minRefreshSeconds: 0 })).toThrow(
+      'minRefreshSeconds: 0 is not a whole number',
+    );
   });
 });

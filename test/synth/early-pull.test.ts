@@ -11,10 +11,10 @@ import { LABEL_PULLER } from '../../src/contract/names.js';
 import { STARTUP_TOLERATIONS } from '../../src/contract/placement.js';
 import { isHolder, isPuller } from '../../src/contract/roles.js';
 import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
-import { SIDECAR_IMAGE_CONTAINER } from '../../src/synth/naming.js';
+import { SIDECAR_IMAGE_CONTAINER } from '../../src/contract/names.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from '../../src/synth/security.js';
-import { cli } from '../helpers.js';
-import { bundleOf, cache, refusal } from './spec-fixtures.js';
+import { bundleOfFiles, cache, cli } from '../helpers.js';
+import { refusal } from './spec-fixtures.js';
 
 const reconciler = { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' };
 const IMAGES = '[redis:7, python:3.12, busybox:1.36, nginx:1.27, alpine:3.20]';
@@ -28,7 +28,7 @@ const gpu = (extra: string, pool = 'gpu') =>
 type Manifest = any;
 
 function synth(files: ReturnType<typeof cache>[], options: SynthOptions): Manifest[] {
-  return parseAllDocuments(synthYaml(bundleOf(files), options)).map((d) => d.toJS());
+  return parseAllDocuments(synthYaml(bundleOfFiles(files), options)).map((d) => d.toJS());
 }
 
 const daemonSets = (out: Manifest[]) => out.filter((d) => d.kind === 'DaemonSet');
@@ -225,7 +225,7 @@ describe('early pulling is refused', () => {
   });
 
   it('by the ClusterChart itself, for a library user who builds the charts without addPrewarmCharts', () => {
-    const bundle = bundleOf([cache('a.yaml', 'a', 'ml', gpu('  earlyPull: true\n'))]);
+    const bundle = bundleOfFiles([cache('a.yaml', 'a', 'ml', gpu('  earlyPull: true\n'))]);
     expect(() => new ClusterChart(Testing.app(), 'cluster', { bundle, reconciler: true })).toThrow(
       'ClusterChart: early-pull pools need a namespace prewarm owns; ml is not owned',
     );

@@ -21,7 +21,7 @@ import { BOUND_DEFAULTS, NODE_MEMORY_RANGE, priorityClassAllowanceError } from '
 import { parseQuantity } from '../../contract/quantity.js';
 import { LIMITS } from '../../contract/names.js';
 import { formatDuration } from '../../imagecache/duration.js';
-import { size } from '../../synth/limits.js';
+import { size } from '../../synth/checks/limits.js';
 import { FAILSAFE_GRACE_RANGE } from '../../contract/failsafe.js';
 
 /** The parsed options of {@link synthOptions}. */

@@ -9,7 +9,7 @@ import { poolMembersQuery } from '../../contract/roles.js';
 import type { ReconcilerConfig } from '../../contract/sidecar-env.js';
 import type { KNode, KPod, KTaint } from '../kube-types.js';
 import type { EventSink, FailsafeKube, JsonPatchOp, NodePort, PodSource, PodWatchEvent, PoolPodSource, Restarter } from '../ports.js';
-import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../reasons.js';
+import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../../contract/events.js';
 import type { Endpoint, KubeHttp } from '../../http/client.js';
 
 /**

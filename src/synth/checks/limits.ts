@@ -2,8 +2,8 @@
  * The size limits of synth's output: what the apiserver, etcd and client-side apply refuse, in one
  * table, measured on an object's compact JSON. docs/cli.md (Limits) states the same numbers.
  */
-import type { Severity } from '../imagecache/errors.js';
-import { POOLS_CONFIGMAP } from '../contract/names.js';
+import type { Severity } from '../../imagecache/errors.js';
+import { POOLS_CONFIGMAP } from '../../contract/names.js';
 
 const MIB = 1024 * 1024;
 
@@ -25,7 +25,7 @@ export const OUTPUT_LIMITS = {
   /**
    * Client-side `kubectl apply` (and Argo CD without `ServerSideApply=true`) copies the whole
    * object into the `last-applied-configuration` annotation, and annotations are limited to
-   * 256 KiB in total: such an apply is refused. A DaemonSet passes it at about 490 images.
+   * 256 KiB in total: such an apply is refused.
    */
   clientSideApplyBytes: { limit: 256 * 1024, severity: 'warning' as Severity },
 } as const;

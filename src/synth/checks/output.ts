@@ -8,12 +8,12 @@
  * unlikely by longer ones: a pool id is a DaemonSet name, an immutable selector value and a node
  * label key, so lengthening the hash would rename every DaemonSet and node label on upgrade.
  */
-import type { Diagnostic, Location } from '../imagecache/errors.js';
-import type { Pool } from '../imagecache/model.js';
+import type { Diagnostic, Location } from '../../imagecache/errors.js';
+import type { Pool } from '../../imagecache/model.js';
 import { duplicates, error, imageLocation, listed, objectLocation, poolLocation, where } from './diagnostics.js';
 import { OUTPUT_LIMITS, overLimit, sizesOver, type SizeLimit } from './limits.js';
 import type { RequestingContainer } from './memory.js';
-import { imageContainerName } from './naming.js';
+import { imageContainerName } from '../naming.js';
 
 /** A rendered object, as far as these checks read it. */
 export interface Manifest {

@@ -2,12 +2,12 @@ import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { run } from '../../src/cli/main.js';
-import { formatDiagnostic } from '../../src/imagecache/errors.js';
-import { poolId } from '../../src/contract/identity.js';
-import { checkNodeMemory, podMemoryRequest } from '../../src/synth/memory.js';
-import { checkObjectNames, checkPodNames, checkPoolObject, checkSharedObjects, type Manifest } from '../../src/synth/output-checks.js';
-import { bundleOf, cache } from './spec-fixtures.js';
+import { run } from '../../../src/cli/main.js';
+import { formatDiagnostic } from '../../../src/imagecache/errors.js';
+import { poolId } from '../../../src/contract/identity.js';
+import { checkNodeMemory, podMemoryRequest } from '../../../src/synth/checks/memory.js';
+import { checkObjectNames, checkPodNames, checkPoolObject, checkSharedObjects, type Manifest } from '../../../src/synth/checks/output.js';
+import { bundleOfFiles, cache } from '../../helpers.js';
 
 describe('checkObjectNames and checkPodNames', () => {
   const pod = (containers: string[], init: string[] = [], volumes: string[] = []) => ({
@@ -72,7 +72,7 @@ describe('checkObjectNames and checkPodNames', () => {
 
 describe('checkPoolObject, checkSharedObjects and checkNodeMemory', () => {
   const MIB = 1024 * 1024;
-  const bundle = bundleOf([
+  const bundle = bundleOfFiles([
     cache('all.yaml', 'all', 'ml', '  cacheSpec:\n  - images: [redis:7]\n'),
     cache('web.yaml', 'web', 'ml', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: web}\n'),
     cache('db.yaml', 'db', 'other', '  cacheSpec:\n  - images: [redis:7]\n    nodeSelector: {tier: db}\n'),

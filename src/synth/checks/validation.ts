@@ -6,7 +6,7 @@
  * strings, and only errors).
  */
 import type { IConstruct, IValidation } from 'constructs';
-import { formatDiagnostic, type Diagnostic } from '../imagecache/errors.js';
+import { formatDiagnostic, type Diagnostic } from '../../imagecache/errors.js';
 
 /** A validation whose findings are diagnostics. */
 class DiagnosticValidation implements IValidation {

@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { run } from '../../src/cli/main.js';
-import type { SourceFile } from '../../src/imagecache/parse.js';
-import { parseImageRef } from '../../src/oci/reference.js';
-import { synthYaml, type SynthOptions } from '../../src/synth/app.js';
-import { bundleOf, cache, refusal } from './spec-fixtures.js';
-import { poolId, shortHash } from '../../src/contract/identity.js';
-import { dnsLabel, imageContainerName, pullSecretVolumeName } from '../../src/synth/naming.js';
-import { poolKey } from '../../src/imagecache/bundle.js';
+import { run } from '../../../src/cli/main.js';
+import type { SourceFile } from '../../../src/imagecache/parse.js';
+import { parseImageRef } from '../../../src/oci/reference.js';
+import { synthYaml, type SynthOptions } from '../../../src/synth/app.js';
+import { bundleOfFiles, cache } from '../../helpers.js';
+import { refusal } from '../spec-fixtures.js';
+import { poolId, shortHash } from '../../../src/contract/identity.js';
+import { dnsLabel, imageContainerName, pullSecretVolumeName } from '../../../src/synth/naming.js';
+import { poolKey } from '../../../src/imagecache/bundle.js';
 
 const sidecar: SynthOptions = { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' } };
 
@@ -122,8 +123,8 @@ describe('name collisions are refused, naming both sources', () => {
   it('lets the colliding pull secrets pass when nothing mounts them (no sidecar, or no refresh)', () => {
     const spec = (refresh: string) =>
       `  cacheSpec:\n  - images: [redis:7]\n  imagePullSecrets: [{name: ${SECRET}-${s1}}, {name: ${SECRET}-${s2}}]\n${refresh}`;
-    expect(() => synthYaml(bundleOf([cache('a.yaml', 'a', 'ml', spec('  refresh: {interval: 1h}\n'))]))).not.toThrow();
-    expect(() => synthYaml(bundleOf([cache('a.yaml', 'a', 'ml', spec(''))]), sidecar)).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles([cache('a.yaml', 'a', 'ml', spec('  refresh: {interval: 1h}\n'))]))).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles([cache('a.yaml', 'a', 'ml', spec(''))]), sidecar)).not.toThrow();
   });
 
   it('the CLI exits 1 naming both files, and writes nothing', async () => {
@@ -159,7 +160,7 @@ describe("a node selector on the pool's own state label", () => {
   });
 
   it("is allowed on another pool's label (a pool that follows another)", () => {
-    expect(() => synthYaml(bundleOf([own('{prewarm.dev/cpu: warm}')]), sidecar)).not.toThrow();
+    expect(() => synthYaml(bundleOfFiles([own('{prewarm.dev/cpu: warm}')]), sidecar)).not.toThrow();
   });
 
   it('validate refuses it as synth does (exit 1)', async () => {
@@ -196,7 +197,10 @@ describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allow
         'is under kubernetes.io, reserved for Kubernetes: the sidecar removes this taint from nodes, so only the synth invocation may allow it ' +
         `(--allow-gate-key ${ca}, or a prefix such as --allow-gate-key startup-taint.cluster-autoscaler.kubernetes.io/)`,
     ]);
-    const yaml = synthYaml(bundleOf([gated(ca)]), { ...sidecar, allowedGateKeys: ['startup-taint.cluster-autoscaler.kubernetes.io/'] });
+    const yaml = synthYaml(bundleOfFiles([gated(ca)]), {
+      ...sidecar,
+      allowedGateKeys: ['startup-taint.cluster-autoscaler.kubernetes.io/'],
+    });
     expect(yaml).toContain(`value: ${ca}`);
     expect(yaml).toContain(`the prewarm reconciler may only remove the gating taints ${ca}`);
   });
@@ -228,7 +232,7 @@ describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allow
 
   it('an empty-key toleration of another effect leaves the gate key its own; every toleration reaches the DaemonSet', () => {
     const yaml = synthYaml(
-      bundleOf([gated('example.com/cold', '[{key: "", operator: Exists, effect: NoExecute, tolerationSeconds: 60}]')]),
+      bundleOfFiles([gated('example.com/cold', '[{key: "", operator: Exists, effect: NoExecute, tolerationSeconds: 60}]')]),
       {
         ...sidecar,
         allowedGateKeys: ['example.com/'],
@@ -244,7 +248,7 @@ describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allow
   });
 
   it('an empty-key toleration keeps the default prewarm.dev/ gate, and tolerates the gate taint without a second toleration', () => {
-    const yaml = synthYaml(bundleOf([gated('prewarm.dev/warming', '[{key: "", operator: Exists}]')]), sidecar);
+    const yaml = synthYaml(bundleOfFiles([gated('prewarm.dev/warming', '[{key: "", operator: Exists}]')]), sidecar);
     const ds = parseAllDocuments(yaml)
       .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { template: { spec: { tolerations: unknown } } } })
       .find((m) => m.kind === 'DaemonSet' && m.metadata?.name === 'prewarm-gpu');
@@ -268,12 +272,12 @@ describe('gate keys: a spec chooses only prewarm.dev/ keys; the invocation allow
       path: 'kf.yaml',
       text: 'apiVersion: kubefledged.io/v1alpha2\nkind: ImageCache\nmetadata: {name: kf, namespace: kf}\nspec:\n  cacheSpec: [{images: [nginx:1]}]\n',
     };
-    const yaml = synthYaml(bundleOf([gated('example.com/cold'), fledged]), { ...sidecar, allowedGateKeys: ['example.com/'] });
+    const yaml = synthYaml(bundleOfFiles([gated('example.com/cold'), fledged]), { ...sidecar, allowedGateKeys: ['example.com/'] });
     expect(yaml).toContain("o.key in ['example.com/cold', 'prewarm.dev/warming']");
   });
 
   it('the library refuses an allowance that is no key or prefix, or that names a Kubernetes node taint', () => {
-    const bundle = bundleOf([gated('prewarm.dev/warming')]);
+    const bundle = bundleOfFiles([gated('prewarm.dev/warming')]);
     expect(() => synthYaml(bundle, { ...sidecar, allowedGateKeys: ['node.kubernetes.io/'] })).toThrow(
       'allowedGateKeys: "node.kubernetes.io/" names taints that Kubernetes itself sets and lifts',
     );

@@ -1,14 +1,14 @@
 /**
  * Bounds checked on the model before any construct is built. Synth builds every pull pod in
  * memory before it can measure the output, so a bundle far over the output's limits would run the
- * process out of memory before the output checks (output-checks.ts) could refuse it. These checks
+ * process out of memory before the output checks (output.ts) could refuse it. These checks
  * refuse such a bundle up front, with the same reason the output checks would give, or the run's
  * own bound.
  */
-import type { Diagnostic } from '../imagecache/errors.js';
-import type { Bundle, Pool } from '../imagecache/model.js';
+import type { Diagnostic } from '../../imagecache/errors.js';
+import type { Bundle, Pool } from '../../imagecache/model.js';
 import { OUTPUT_LIMITS } from './limits.js';
-import { daemonSetName } from './naming.js';
+import { daemonSetName } from '../naming.js';
 
 /**
  * The fewest bytes one image adds to its pool's DaemonSet as compact JSON: its container, for the

@@ -4,14 +4,14 @@
  * may not choose, node selectors a pool can never be warm under, owned namespaces no ImageCache is
  * in, and early pulling where it cannot work or is not allowed. Every finding points back at the
  * spec (file:line) through the pools' origins. The rendered objects are checked by the constructs
- * (src/synth/output-checks.ts).
+ * (output.ts).
  */
-import type { Diagnostic } from '../imagecache/errors.js';
-import type { Bundle, Pool } from '../imagecache/model.js';
-import { gateKeyRefusal } from '../contract/gate-key.js';
-import { nodeLabelKey } from '../contract/identity.js';
+import type { Diagnostic } from '../../imagecache/errors.js';
+import type { Bundle, Pool } from '../../imagecache/model.js';
+import { gateKeyRefusal } from '../../contract/gate-key.js';
+import { nodeLabelKey } from '../../contract/identity.js';
 import { claim, describePool, error, objectLocation, poolLocation, poolName, where } from './diagnostics.js';
-import { daemonSetName, pullSecretVolumeName } from './naming.js';
+import { daemonSetName, pullSecretVolumeName } from '../naming.js';
 
 /**
  * Names checked on the model, while colliding inputs are still apart (the charts index DaemonSets

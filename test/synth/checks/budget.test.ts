@@ -2,15 +2,14 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { run } from '../../src/cli/main.js';
-import { buildBundle } from '../../src/imagecache/bundle.js';
-import { formatDiagnostic } from '../../src/imagecache/errors.js';
-import { MAX_RUN_SPEC_BYTES, MAX_SPEC_FILES, MAX_WALK_ENTRIES } from '../../src/imagecache/load.js';
-import { MAX_SPEC_FILE_BYTES } from '../../src/files/read.js';
-import type { Bundle } from '../../src/imagecache/model.js';
-import { parseFiles } from '../../src/imagecache/parse.js';
-import { createApp } from '../../src/synth/app.js';
-import { checkBundleSize, MAX_POOL_IMAGES, MAX_RUN_IMAGES, MIN_IMAGE_CONTAINER_BYTES } from '../../src/synth/budget.js';
+import { run } from '../../../src/cli/main.js';
+import { formatDiagnostic } from '../../../src/imagecache/errors.js';
+import { MAX_RUN_SPEC_BYTES, MAX_SPEC_FILES, MAX_WALK_ENTRIES } from '../../../src/imagecache/load.js';
+import { MAX_SPEC_FILE_BYTES } from '../../../src/files/read.js';
+import type { Bundle } from '../../../src/imagecache/model.js';
+import { createApp } from '../../../src/synth/app.js';
+import { checkBundleSize, MAX_POOL_IMAGES, MAX_RUN_IMAGES, MIN_IMAGE_CONTAINER_BYTES } from '../../../src/synth/checks/budget.js';
+import { bundleOfFiles } from '../../helpers.js';
 
 /** One ImageCache of `pools` pools (each its own selector) of `images` images each, in block style. */
 function spec(name: string, pools: number, images: number, lanes = 4): string {
@@ -24,11 +23,7 @@ function spec(name: string, pools: number, images: number, lanes = 4): string {
   return out.join('');
 }
 
-function bundleOf(text: string): Bundle {
-  const parsed = parseFiles([{ path: 'big.yaml', text }]);
-  expect(parsed.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
-  return buildBundle(parsed.caches).bundle;
-}
+const bundleOf = (text: string): Bundle => bundleOfFiles([{ path: 'big.yaml', text }]);
 
 async function cli(argv: string[]): Promise<{ code: number; stderr: string }> {
   let stderr = '';

@@ -2,8 +2,8 @@
  * Where synth's findings point, and how they are settled: every finding names the spec entry that
  * made the object (file:line) through the pools' origins, so a refusal says what to change.
  */
-import { compareDiagnostics, SpecError, type Diagnostic, type Location } from '../imagecache/errors.js';
-import type { Pool } from '../imagecache/model.js';
+import { compareDiagnostics, SpecError, type Diagnostic, type Location } from '../../imagecache/errors.js';
+import type { Pool } from '../../imagecache/model.js';
 
 /**
  * Throws a {@link SpecError} carrying every diagnostic when one is an error; otherwise reports the

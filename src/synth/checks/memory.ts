@@ -3,9 +3,9 @@
  * the most. The kubelet reserves a pod's request on its node whether or not the pod uses it, so a
  * node that many pools select can run out of allocatable memory for its workloads.
  */
-import type { Diagnostic } from '../imagecache/errors.js';
-import type { Pool } from '../imagecache/model.js';
-import { parseQuantity } from '../contract/quantity.js';
+import type { Diagnostic } from '../../imagecache/errors.js';
+import type { Pool } from '../../imagecache/model.js';
+import { parseQuantity } from '../../contract/quantity.js';
 import { listed, poolLocation, poolName } from './diagnostics.js';
 import { size } from './limits.js';
 
