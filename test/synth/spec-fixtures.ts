@@ -37,3 +37,10 @@ export function refusal(
   }
   throw new Error('synth did not refuse');
 }
+
+/** `n` pools that all select the nodes labelled tier=web: one on that label, the rest on every node (told apart by a toleration). */
+export function poolsOnOneNode(n: number): SourceFile[] {
+  const entries = ['  - images: [redis:7]\n    nodeSelector: {tier: web}\n'];
+  for (let i = 1; i < n; i++) entries.push(`  - images: [redis:7]\n    tolerations: [{key: t${i}, operator: Exists}]\n`);
+  return [cache('a.yaml', 'a', 'ml', `  lanes: 1\n  cacheSpec:\n${entries.join('')}`)];
+}

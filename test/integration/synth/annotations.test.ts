@@ -16,7 +16,7 @@ import { metadataPatch } from '../../../src/reconciler/patches.js';
 import { synthYaml } from '../../../src/synth/app.js';
 import { NODE_ANNOTATIONS_LIMIT_BYTES, PREWARM_ANNOTATIONS_BUDGET_BYTES } from '../../../src/synth/annotations.js';
 import { adminEndpoint, makeNode } from '../reconciler/cluster.js';
-import { bundleOf, cache } from '../../synth/spec-fixtures.js';
+import { bundleOf, poolsOnOneNode } from '../../synth/spec-fixtures.js';
 
 const NODE = 'int-annotations';
 /** The longest pool name a spec may give (a DNS label of at most 40 characters), the i-th of them. */
@@ -67,17 +67,13 @@ const write = (id: string, annotation: string): Promise<KNode> =>
 const annotationBytes = (n: KNode): number =>
   Object.entries(n.metadata.annotations ?? {}).reduce((s, [k, v]) => s + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
 
-/** `n` pools that all select the nodes labelled tier=web (as the unit test of the check builds them). */
-function onOneNode(n: number) {
-  const entries = ['  - images: [redis:7]\n    nodeSelector: {tier: web}\n'];
-  for (let i = 1; i < n; i++) entries.push(`  - images: [redis:7]\n    tolerations: [{key: t${i}, operator: Exists}]\n`);
-  return bundleOf([cache('a.yaml', 'a', 'ml', `  lanes: 1\n  cacheSpec:\n${entries.join('')}`)]);
-}
-
 /** Whether synthesis admits `n` pools on one node (memory per node raised: not what is measured). */
 function synthAdmits(n: number): boolean {
   try {
-    synthYaml(onOneNode(n), { reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' }, maxNodeMemoryBytes: 8 * 2 ** 30 });
+    synthYaml(bundleOf(poolsOnOneNode(n)), {
+      reconciler: { image: 'ghcr.io/prewarm-dev/reconciler:0.1.0' },
+      maxNodeMemoryBytes: 8 * 2 ** 30,
+    });
     return true;
   } catch {
     return false;
