@@ -9,6 +9,7 @@ import { CP_DIR, kubectl } from './cluster.js';
 import { clusterControlPlane, startApiserver, startEtcd, waitApiserverReady } from './controlplane.js';
 import { crictl, kubeletDaemon, loadSpec, startKubelet } from './node.js';
 import { startHubRegistry, stopHubRegistry } from './registry.js';
+import { withdrawImage } from './images.js';
 import { daemonPid, killDaemon, stopDaemon } from './sh.js';
 
 const APISERVER = 'cp-apiserver';
@@ -60,6 +61,8 @@ export async function startKubeletAgain(node: string): Promise<void> {
 export const stopRegistry = stopHubRegistry;
 /** Starts it again and waits until it answers. */
 export const startRegistry = startHubRegistry;
+/** Withdraws one image from the hub registry, the others still served; returns its restore (see {@link withdrawImage}). */
+export const withdrawRegistryImage = withdrawImage;
 
 /**
  * SIGKILLs the main process of the running container `container` of pod `pod` on a real node

@@ -201,6 +201,35 @@ export function pushImage(source: string, ref: string): void {
   copyToRegistry(source, target, repoAndTag);
 }
 
+/**
+ * Withdraws `ref` from the hub registry, as an outage of that one image would: a copy is kept in a
+ * local OCI layout, then its manifest is deleted, so a pull of it answers "not found" while every
+ * other image still pulls. Returns the function that pushes the copy back under the same reference
+ * (idempotent); a run that dies before it leaves the image absent, which {@link imageInRegistry}
+ * reports and the tiers' image preparation pushes again.
+ */
+export function withdrawImage(ref: string): () => void {
+  const { target, repoAndTag } = hubTarget(ref);
+  const layout = scratchDir(`withdrawn-${ref.replace(/[^a-zA-Z0-9_.-]/g, '_')}`);
+  const remote = `docker://${target.addr}/${repoAndTag}`;
+  const opts = { ...(target.netns !== undefined ? { netns: target.netns } : {}), timeoutMs: 120_000 };
+  run(
+    ['skopeo', 'copy', '--quiet', '--all', '--preserve-digests', ...skopeoAccess(target, '').map(srcFlag), remote, `oci:${layout}:img`],
+    opts,
+  );
+  run(['skopeo', 'delete', ...skopeoAccess(target, ''), remote], opts);
+  if (imageInRegistry(ref)) throw new Error(`${ref} is still in the registry after its manifest was deleted`);
+  let restored = false;
+  return () => {
+    if (restored) return;
+    run(['skopeo', 'copy', '--quiet', '--all', '--preserve-digests', ...skopeoAccess(target, 'dest-'), `oci:${layout}:img`, remote], opts);
+    restored = true;
+  };
+}
+
+/** skopeo copy names the source's access flags `--src-…`; inspect and delete take them bare. */
+const srcFlag = (flag: string): string => flag.replace(/^--/, '--src-');
+
 /** Manifest digest the local registry serves for `ref` now, or undefined when it lacks the tag. */
 export function registryDigest(ref: string): string | undefined {
   const t = localTarget(ref);

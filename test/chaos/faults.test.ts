@@ -1,10 +1,12 @@
 /**
  * Chaos tier: faults on the real harness cluster while a node warms, one shared cluster,
- * one fresh node per case. Every case ends with the same five invariants (see {@link invariants}):
+ * fresh nodes per case. Every case ends with the same five invariants (see {@link invariants}):
  * no gating taint past its deadline; labels and annotations that agree with the pods; no puller
  * pod left on a warm or partial node; no sidecar in a crash loop; at most one Event per transition.
- * Each case prints `fault <name>: survived in <s>s` (from the fault's injection to the invariants
- * holding), and the tier prints `faults survived: N/N`; a case that is not survived fails the run.
+ * The fail-safe's case holds two of its nodes to checks of their own (one never runs its sidecar,
+ * the other keeps its gate on purpose). Each case prints `fault <name>: survived in <s>s` (from
+ * the fault's injection to the invariants holding), and the tier prints `faults survived: N/N`; a
+ * case that is not survived fails the run.
  * Every process killed or restarted is the harness's own (harness/cluster/faults.ts), and every
  * wait is bounded.
  */
@@ -21,16 +23,26 @@ import {
   startRegistry,
   stopKubelet,
   stopRegistry,
+  withdrawRegistryImage,
 } from '../../harness/cluster/faults.js';
 import { ensureStandIn, imageInRegistry } from '../../harness/cluster/images.js';
 import type { Taint } from '../../harness/cluster/node.js';
 import { run } from '../../harness/cluster/sh.js';
 import { Kube, type KubeObject } from '../../harness/kube.js';
-import { prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
+import { poolsOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { secs, sleep, waitFor } from '../../harness/time.js';
 import { parseAnnotation } from '../../src/contract/annotation.js';
-import { DEFAULT_GATE_TAINT_KEY, EVENTS_NAMESPACE, LABEL_POOL_MEMBER, LABEL_PULLER, SIDECAR_CONTAINER } from '../../src/contract/names.js';
-import { EVENT_COMPONENT } from '../../src/contract/events.js';
+import { FAILSAFE_NAME } from '../../src/contract/access-names.js';
+import { EVENT_COMPONENT, EventReason, parseNodeEvent } from '../../src/contract/events.js';
+import { FAILSAFE_CONTAINER, FAILSAFE_PERIOD_SECONDS } from '../../src/contract/failsafe.js';
+import {
+  DEFAULT_GATE_TAINT_KEY,
+  EVENTS_NAMESPACE,
+  LABEL_COMPONENT,
+  LABEL_POOL_MEMBER,
+  LABEL_PULLER,
+  SIDECAR_CONTAINER,
+} from '../../src/contract/names.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../../src/contract/identity.js';
 import { applyServerSide, HOST_NETWORK_WARNING, imageCache, kubeconfigPath, registryPullSecret, specDir } from '../e2e/helpers.js';
 
@@ -98,6 +110,35 @@ const EARLY: Pool = {
 const EARLY_ABSENT = EARLY.images[1] as string;
 /** How long the early node's CNI stand-in fails (exits 1) after the node starts: past the gate deadline. */
 const CNI_FAIL_S = SHORT_DEADLINE_S + 10;
+
+/**
+ * The fail-safe's grace, from the invocation (`--failsafe-grace`): short, so that its case takes
+ * a minute or two. It can reach no other case's node: the fail-safe runs only on a warm or partial
+ * node, and every other case's node is the only node of its case, whose own sidecar then runs.
+ */
+const FAILSAFE_GRACE_S = 10;
+/** A node of this pool never runs its sidecar: the reconciler image is withdrawn from the registry when it joins. */
+const DARK: Pool = { id: 'fs-dark', selector: { [SEL]: 'fs-dark' }, images: [`${REGISTRY.plain}/chaos/fs-dark-1:v1`], deadlineS: 10 };
+/** The namespace whose pods a quota refuses (a pool whose holder pod is never admitted). */
+const BLOCKED_NS = 'chaos-blocked';
+/**
+ * Two pools gate the fail-safe's other node: LIVE, whose sidecar runs and turns warm, and BLOCKED,
+ * whose holder pod is never admitted, so LIVE's sidecar holds the gate until the sidecars' own
+ * absolute bound (10 minutes past the fail-safe's), with a sidecar running all along.
+ */
+const LIVE: Pool = { id: 'fs-live', selector: { [SEL]: 'fs-live' }, images: [`${REGISTRY.plain}/chaos/fs-live-1:v1`], deadlineS: 30 };
+const BLOCKED: Pool = {
+  id: 'fs-blocked',
+  namespace: BLOCKED_NS,
+  selector: { [`${SEL}-fs-blocked`]: 'yes' },
+  images: [`${REGISTRY.plain}/chaos/fs-blocked-1:v1`],
+  deadlineS: 30,
+};
+/** The fail-safe's Deployment (in the first namespace prewarm owns) and its pods' labels. */
+const FAILSAFE_NS = EARLY_NS;
+const FAILSAFE_PODS = `${LABEL_COMPONENT}=failsafe`;
+/** Set in beforeAll: the reconciler image the bundle runs. */
+let reconcilerImage = '';
 
 interface Sample {
   at: number;
@@ -317,6 +358,46 @@ function sidecarLogs(pod: string, previous: boolean): string {
   ).stdout;
 }
 
+/**
+ * Waits until the fail-safe's pod runs on `host`. A pod of it left bound to a node an earlier case
+ * removed would hold the Deployment's one replica until pod GC's quarantine of such pods ends, so
+ * it is deleted here (it runs nowhere: its node and kubelet are gone).
+ */
+async function failsafeRunsOn(host: string): Promise<KubeObject> {
+  return waitFor(
+    `the fail-safe's pod running on ${host}`,
+    async () => {
+      const pods = (await kube.list(`/api/v1/namespaces/${FAILSAFE_NS}/pods`, { labelSelector: FAILSAFE_PODS })).items;
+      for (const p of pods) {
+        const on = p.spec?.nodeName as string | undefined;
+        if (on !== undefined && !p.metadata.deletionTimestamp && (await kube.getOpt(`/api/v1/nodes/${on}`)) === undefined)
+          kubectl(['delete', 'pod', '-n', FAILSAFE_NS, p.metadata.name, '--grace-period=0', '--force', '--wait=false'], {
+            allowFail: true,
+          });
+      }
+      return pods.find(
+        (p) =>
+          p.spec?.nodeName === host &&
+          !p.metadata.deletionTimestamp &&
+          statuses(p).some((c) => c.name === FAILSAFE_CONTAINER && c.state?.running !== undefined),
+      );
+    },
+    120_000,
+    500,
+  );
+}
+
+/** The node's creationTimestamp (ms, whole seconds as the apiserver keeps it): where the fail-safe's bound counts from. */
+async function createdAt(node: string): Promise<number> {
+  return Date.parse((await kube.get(`/api/v1/nodes/${node}`)).metadata.creationTimestamp as string);
+}
+
+/** The running sidecar of `pool`'s holder pod on `node`, or undefined. */
+async function runningSidecar(pool: Pool, node: string): Promise<ContainerStatus | undefined> {
+  const c = statuses(await holder(pool, node)).find((x) => x.name === SIDECAR_CONTAINER);
+  return c?.state?.running ? c : undefined;
+}
+
 /** One case of the tier: an `it`, counted in the summary's denominator. */
 function faultCase(title: string, body: () => Promise<void>): void {
   cases++;
@@ -325,7 +406,7 @@ function faultCase(title: string, body: () => Promise<void>): void {
 
 describe('faults survived', () => {
   beforeAll(() => {
-    kubectl(['delete', 'namespace', NS, EARLY_NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
+    kubectl(['delete', 'namespace', NS, EARLY_NS, BLOCKED_NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
     const cache = (pool: Pool, extra: Record<string, unknown> = {}): Record<string, unknown> =>
       imageCache(pool.namespace ?? NS, pool.id, [{ pool: pool.id, nodeSelector: { ...pool.selector }, images: [...pool.images] }], {
         gate: { deadline: `${pool.deadlineS}s` },
@@ -337,8 +418,14 @@ describe('faults survived', () => {
       cache(PRIVATE, { imagePullSecrets: [{ name: 'regcred' }] }),
       ...FIVE.map((p) => cache(p)),
       cache(EARLY, { earlyPull: true }),
+      ...[DARK, LIVE, BLOCKED].map((p) => cache(p)),
     ]);
-    const objects = yamlObjects(synth([dir], ['--own-namespace', EARLY_NS]).yaml);
+    const objects = yamlObjects(synth([dir], ['--own-namespace', EARLY_NS, '--failsafe-grace', `${FAILSAFE_GRACE_S}s`]).yaml);
+    reconcilerImage = poolsOf(objects)[0]?.sidecar[0] ?? '';
+    expect(reconcilerImage, 'the reconciler image of the bundle').not.toBe('');
+    expect(objects.filter((o) => o.kind === 'Deployment').map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual([
+      `${FAILSAFE_NS}/${FAILSAFE_NAME}`,
+    ]);
     for (const ref of [...MAIN.images, ...PRIVATE.images]) ensureStandIn(ref, { sizeBytes: 16 << 20 });
     for (const ref of SLOW.images) ensureStandIn(ref, { sizeBytes: 192 << 20 });
     for (const ref of FIVE.flatMap((p) => p.images)) if (ref !== ABSENT) ensureStandIn(ref);
@@ -348,6 +435,13 @@ describe('faults survived', () => {
     const namespaces = objects.filter((o) => o.kind === 'Namespace');
     expect(applyServerSide(namespaces.map((o) => JSON.stringify(o)).join('\n---\n')).warnings).toEqual([]);
     expect(applyServerSide(JSON.stringify(registryPullSecret(NS, 'regcred'))).warnings).toEqual([]);
+    const quota = {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'no-pods', namespace: BLOCKED_NS },
+      spec: { hard: { pods: '0' } },
+    };
+    expect(applyServerSide(JSON.stringify(quota)).warnings).toEqual([]);
     const applied = applyServerSide(objects.map((o) => JSON.stringify(o)).join('\n---\n'));
     // The early pool's host network, reported by Pod Security warn (by design), and nothing else.
     expect(applied.warnings, applied.stderr).toEqual([HOST_NETWORK_WARNING]);
@@ -361,7 +455,7 @@ describe('faults survived', () => {
 
   afterAll(() => {
     kube?.close();
-    kubectl(['delete', 'namespace', NS, EARLY_NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
+    kubectl(['delete', 'namespace', NS, EARLY_NS, BLOCKED_NS, '--ignore-not-found', '--wait=false'], { allowFail: true });
     console.log(`faults survived: ${survived.length}/${cases}`);
   });
 
@@ -580,6 +674,80 @@ describe('faults survived', () => {
           150_000,
           1_000,
         );
+        return t0;
+      });
+    },
+  );
+  faultCase(
+    'a node joins while the reconciler image cannot be pulled: the fail-safe lifts its gate within its bound plus a period, and leaves a node whose sidecar runs',
+    async () => {
+      await fault('failsafe', async () => {
+        const host = 'chaos-fs-host';
+        const live = 'chaos-fs-live';
+        const dark = 'chaos-fs-dark';
+        // The fail-safe needs a node that holds the reconciler image (warm); LIVE's node pulls it
+        // too, and runs its sidecar before the image is withdrawn.
+        const hostTrack = await join(host, [MAIN]);
+        const liveTrack = await join(live, [LIVE, BLOCKED]);
+        await until(host, [MAIN], ['warm'], 180_000);
+        await invariants(hostTrack, [MAIN]);
+        await failsafeRunsOn(host);
+        await waitFor(`the sidecar of ${LIVE.id} running on ${live}`, () => runningSidecar(LIVE, live), 120_000, 250);
+        const liveCreated = await createdAt(live);
+        const liveBound = liveCreated + (Math.max(LIVE.deadlineS, BLOCKED.deadlineS) + FAILSAFE_GRACE_S) * 1000;
+        // DARK's bound must not come before LIVE's, so that the look that opens DARK's node has LIVE's overdue too.
+        await sleep(Math.max(0, liveBound - (DARK.deadlineS + FAILSAFE_GRACE_S) * 1000 + 2_000 - Date.now()));
+        const t0 = Date.now();
+        const restore = withdrawRegistryImage(reconcilerImage);
+        try {
+          const darkTrack = await join(dark, [DARK]);
+          const darkCreated = await waitFor(
+            `${dark} registered`,
+            async () => (await kube.getOpt(`/api/v1/nodes/${dark}`)) && createdAt(dark),
+            60_000,
+          );
+          const darkBound = darkCreated + (DARK.deadlineS + FAILSAFE_GRACE_S) * 1000;
+          const period = FAILSAFE_PERIOD_SECONDS * 1100;
+          await waitFor(`the gate gone from ${dark}`, () => darkTrack.taintGoneAt, darkBound + period + 30_000 - Date.now(), 250);
+          const goneAt = darkTrack.taintGoneAt as number;
+          console.log(
+            `(failsafe: ${dark}'s gate gone ${secs(goneAt - darkCreated)}s after its creation; bound ${secs(darkBound - darkCreated)}s, period ${FAILSAFE_PERIOD_SECONDS}s)`,
+          );
+          // 1. Within the bound plus one period (jittered by a tenth), and not before the bound;
+          //    a few seconds of slack for the track's polling and the request's own time.
+          expect(goneAt, 'the gate held until the fail-safe bound').toBeGreaterThanOrEqual(darkBound);
+          expect(goneAt, 'the gate gone within the bound plus a period').toBeLessThanOrEqual(darkBound + period + 3_000);
+          // 2. No sidecar ran there: the holder pod waits on the reconciler image.
+          const sidecar = statuses(await holder(DARK, dark)).find((c) => c.name === SIDECAR_CONTAINER);
+          expect(sidecar?.state?.waiting?.reason, JSON.stringify(sidecar)).toMatch(/ErrImagePull|ImagePullBackOff/);
+          expect(started(sidecar as ContainerStatus), 'the sidecar never started').toBe(false);
+          // 3. The fail-safe's Event on the node, naming the pool it did not wait for any longer.
+          const uid = (await kube.get(`/api/v1/nodes/${dark}`)).metadata.uid as string;
+          const events = await waitFor(
+            `the ${EventReason.GateFailsafeOpened} Event on ${dark}`,
+            async () => {
+              const e = await prewarmEvents(dark, uid);
+              return e.some((x) => x.reason === EventReason.GateFailsafeOpened) ? e : undefined;
+            },
+            10_000,
+          );
+          expect(events.map((e) => e.reason)).toEqual([EventReason.GateFailsafeOpened]);
+          expect(parseNodeEvent(events[0]?.reason, events[0]?.message)?.gate).toBeDefined();
+          expect(events[0]?.message).toContain(`pools not ready: ${DARK.id}`);
+          // 4. The same look found LIVE's node past its bound too (DARK's bound is the later one),
+          //    with the gate on and its sidecar running, and left it alone.
+          expect(goneAt).toBeGreaterThanOrEqual(liveBound);
+          const liveAtLook = liveTrack.samples.filter((x) => x.at >= liveBound && x.at <= goneAt);
+          expect(liveAtLook.length, `${live} polled between its bound and the look`).toBeGreaterThan(0);
+          expect(liveAtLook.filter((x) => !x.taint).map((x) => JSON.stringify(x))).toEqual([]);
+          expect(await runningSidecar(LIVE, live), `the sidecar of ${LIVE.id} still running on ${live}`).toBeDefined();
+          expect(((await kube.get(`/api/v1/nodes/${live}`)).spec?.taints as Taint[]).map((x) => x.key)).toContain(GATE.key);
+          const liveEvents = await prewarmEvents(live);
+          expect(liveEvents.filter((e) => e.reason === EventReason.GateFailsafeOpened)).toEqual([]);
+          expect((await holder(BLOCKED, live)) === undefined, `${BLOCKED.id}'s holder pod was never admitted`).toBe(true);
+        } finally {
+          restore();
+        }
         return t0;
       });
     },

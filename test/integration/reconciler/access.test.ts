@@ -8,7 +8,7 @@ import { KubeHttp } from '../../../src/http/client.js';
 import { ApiError } from '../../../src/http/api-error.js';
 import type { KNode } from '../../../src/reconciler/kube-types.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
-import { adminEndpoint, apply, applyAccess, INT_NAMESPACES, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
+import { adminEndpoint, apply, applyAccess, INT_ACCESS, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
 import { waitFor } from '../../../harness/time.js';
 
 const NS = 'prewarm-int-access';
@@ -48,7 +48,7 @@ const merge = (node: string, body: object): Promise<KNode> =>
 beforeAll(async () => {
   admin = new KubeHttp(adminEndpoint());
   await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await applyAccess(admin, { namespaces: INT_NAMESPACES });
+  await applyAccess(admin, INT_ACCESS);
   await makeNode(admin, 'int-node-a', [GATE, OTHER]);
   await makeNode(admin, 'int-node-b', [GATE]);
   try {

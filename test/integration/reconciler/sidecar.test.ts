@@ -18,7 +18,17 @@ import { renderPoolsFile, type PoolsFile } from '../../../src/contract/pools-fil
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../../../src/contract/identity.js';
 import { renderSidecarEnv, resolveSidecarEnv } from '../../../src/contract/sidecar-env.js';
-import { adminEndpoint, apply, applyAccess, INT_NAMESPACES, makeNode, makePod, podToken, setContainerStatuses } from './cluster.js';
+import {
+  adminEndpoint,
+  apply,
+  applyAccess,
+  INT_ACCESS,
+  INT_NAMESPACES,
+  makeNode,
+  makePod,
+  podToken,
+  setContainerStatuses,
+} from './cluster.js';
 import { waitFor } from '../../../harness/time.js';
 
 const NS = INT_NAMESPACES[1] as string;
@@ -134,7 +144,7 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(tmp, 'pools.json'), renderPoolsFile(pools.pools));
   admin = new KubeHttp(adminEndpoint());
   await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await applyAccess(admin, { namespaces: INT_NAMESPACES });
+  await applyAccess(admin, INT_ACCESS);
 });
 
 afterAll(() => {
