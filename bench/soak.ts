@@ -157,7 +157,9 @@ async function main(): Promise<number> {
     spec: { taints: [{ key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' }] },
     status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: iso(created) }] },
   };
-  const api = await new FakeApiserver(pool(POD, images, NODE, created, true), node, { token: token() }).start();
+  // The watches' timeoutSeconds in the sidecar's time: a real apiserver ends each watch every few
+  // minutes of the month, and the sidecar opens it again.
+  const api = await new FakeApiserver(pool(POD, images, NODE, created, true), node, { token: token(), timeScale: scale }).start();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'prewarm-soak-'));
   const tokenPath = path.join(tmp, 'token');
   const poolsPath = path.join(tmp, 'pools.json');

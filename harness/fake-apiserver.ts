@@ -105,10 +105,17 @@ export class FakeApiserver {
 
   /** Bearer tokens a request may carry; undefined: any request is let in. */
   private tokens: ReadonlySet<string> | undefined;
+  private readonly timeScale: number;
 
-  /** `options.token`: the bearer token every request must carry (none: any request is let in). */
-  constructor(pod: KPod, node: KNode, options: { readonly token?: string } = {}) {
+  /**
+   * `options.token`: the bearer token every request must carry (none: any request is let in).
+   * `options.timeScale`: how many times faster than the wall clock the client's clock runs (the
+   * soak bench's sidecar); a watch's `timeoutSeconds` is served in the client's time, so the
+   * watch ends as often as a real apiserver would end it in the life the client lives (default 1).
+   */
+  constructor(pod: KPod, node: KNode, options: { readonly token?: string; readonly timeScale?: number } = {}) {
     this.tokens = options.token === undefined ? undefined : new Set([options.token]);
+    this.timeScale = options.timeScale ?? 1;
     this.primary = key(pod);
     this.setPod(pod);
     this.node = this.bump(node);
@@ -354,7 +361,7 @@ export class FakeApiserver {
     res.on('close', () => this.watchers.delete(w));
     const timeout = Number(q.get('timeoutSeconds') ?? '0');
     if (timeout > 0) {
-      const t = setTimeout(() => res.end(), timeout * 1000);
+      const t = setTimeout(() => res.end(), Math.max(1, (timeout * 1000) / this.timeScale));
       t.unref();
       res.on('close', () => clearTimeout(t));
     }

@@ -3,7 +3,7 @@
  * ports. It keeps no decision state of its own: the latest pod from the watch is only a cache of
  * what the apiserver says, and every reconcile re-reads the node.
  *
- * API cost per node: one GET of the pod at start (and after a 410), one watch on it; one list and
+ * API cost per node: one list of the pod by name at start (and after a 410), one watch on it; one list and
  * one watch of the pool's pods on the node (holder and burst pullers); per reconcile
  * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
@@ -70,6 +70,15 @@ export interface ControllerOptions {
  * "very short watch" (ms).
  */
 export const SHORT_WATCH_MS = 1000;
+
+/**
+ * A watch loop's backoff starts again from its first step only after a watch that was not short,
+ * and only this long after its last backoff began: client-go's reflector resets its backoff
+ * manager after two minutes without a backoff (ms). How long one round trip took never resets it,
+ * so a server that answers every watch with 410 keeps being asked less often, however slow it is
+ * or however fast the clock runs.
+ */
+export const BACKOFF_RESET_MS = 120_000;
 
 /** The most pool pods of this node kept as peers: the holder's burst and early pullers. */
 export const MAX_PEERS = 256;
@@ -340,9 +349,9 @@ export class Controller {
   }
 
   /**
-   * GET our pod, then watch it from that resourceVersion; every event is only a reason to
-   * reconcile again. What arrives must still be our pod ({@link ownPodProblem}): anything else is
-   * ignored rather than allowed to replace the pod every decision is made from.
+   * List our pod by name, then watch it from the list's resourceVersion; every event is only a
+   * reason to reconcile again. What arrives must still be our pod ({@link ownPodProblem}): anything
+   * else is ignored rather than allowed to replace the pod every decision is made from.
    */
   private watchPod(signal: AbortSignal): Promise<void> {
     const { pods, clock } = this.deps;
@@ -350,11 +359,12 @@ export class Controller {
     return this.watchLoop(
       WatchName.Pod,
       async () => {
-        const got = await pods.get();
-        const problem = this.ownPodProblem(got);
-        if (problem !== undefined) throw new ApiError(0, `GET of our pod answered ${problem}`, 'Invalid');
-        this.pod = got;
-        return this.pod.metadata.resourceVersion ?? '0';
+        const listed = await pods.list();
+        if (listed.pod === undefined) throw new ApiError(404, 'the list of our pod is empty', 'NotFound');
+        const problem = this.ownPodProblem(listed.pod);
+        if (problem !== undefined) throw new ApiError(0, `the list of our pod answered ${problem}`, 'Invalid');
+        this.pod = listed.pod;
+        return listed.resourceVersion;
       },
       (rv, onEvent) => pods.watch(rv, onEvent, signal),
       (e) => {
@@ -450,12 +460,13 @@ export class Controller {
 
   /**
    * Lists (`relist`), then watches from the version the list returned; each event is applied and
-   * kicks a reconcile. A watch that ends after running a while is opened again at once, and one
-   * that expired (410) after a while is listed again at once. Everything else waits with backoff
-   * before the next try, as client-go's reflector does: a failure, and a watch that ended or
-   * expired within {@link SHORT_WATCH_MS} of opening, since a server that ends every watch at once
-   * would otherwise be asked again in a tight loop. Each restart is counted by cause; a run of
-   * delayed restarts is logged once when it begins and once when it ends.
+   * kicks a reconcile. A watch that ends after running a while is opened again at once. Everything
+   * else waits with backoff before the next try, as client-go's reflector does: a 410 (listed again
+   * after the wait), a failure, and a watch that ended within {@link SHORT_WATCH_MS} of opening,
+   * since a server that ends or expires every watch at once would otherwise be asked again in a
+   * tight loop. The backoff resets as {@link BACKOFF_RESET_MS} says. Each restart is counted by
+   * cause; a run of delayed restarts other than a lone 410 is logged once when it begins and once
+   * when it ends.
    */
   private async watchLoop(
     what: WatchName,
@@ -469,6 +480,8 @@ export class Controller {
     let rv: string | undefined;
     /** Delayed restarts in a row: the current episode, 0 when healthy. */
     let troubled = 0;
+    /** When the last backoff wait began. */
+    let backedOffAt = Number.NEGATIVE_INFINITY;
     while (!signal.aborted) {
       let opened: number | undefined;
       let cause: WatchRestart;
@@ -501,15 +514,18 @@ export class Controller {
       const ranLong = opened !== undefined && clock.now() - opened >= SHORT_WATCH_MS;
       if (cause !== WatchRestart.Error && !ranLong) cause = WatchRestart.Short;
       metrics.watchRestarts.inc({ pool: this.config.poolId, watch: what, cause });
-      if (ranLong) {
+      if (ranLong && clock.now() - backedOffAt >= BACKOFF_RESET_MS) {
         backoff.reset();
         if (troubled > 0) log.info(`${what} watch healthy again`, { delayedRestarts: troubled });
         troubled = 0;
-        if (cause !== WatchRestart.Error) continue;
       }
+      if (cause === WatchRestart.Ended) continue;
       const wait = backoff.next();
-      if (troubled++ === 0)
-        log.warn(`${what} watch restarting with backoff (logged once until it recovers)`, { cause, err, retryInMs: wait });
+      backedOffAt = clock.now();
+      if (cause !== WatchRestart.Expired || troubled > 0) {
+        if (troubled++ === 0)
+          log.warn(`${what} watch restarting with backoff (logged once until it recovers)`, { cause, err, retryInMs: wait });
+      }
       await clock.sleep(wait, signal);
     }
   }

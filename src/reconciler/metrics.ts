@@ -52,7 +52,7 @@ export type WatchName = (typeof WatchName)[keyof typeof WatchName];
 export const WatchRestart = {
   /** The server ended the stream after it ran a while (its timeout): opened again at once. */
   Ended: 'ended',
-  /** 410 after it ran a while: listed again at once. */
+  /** 410 after it ran a while: listed again after a backoff (client-go's reflector does the same). */
   Expired: 'expired',
   /** Ended or expired right after it opened: opened again after a backoff. */
   Short: 'short',

@@ -1,14 +1,17 @@
 /**
  * The controller with its real HTTP adapters, in real time, against loopback apiservers that
- * misbehave: watches that end the moment they open, and a 410 on every watch. Without a backoff the
- * sidecar asks again in a tight loop (thousands of watches in a few seconds); with it, a handful.
+ * misbehave: watches that end the moment they open, and a 410 on every watch; and against the fake
+ * apiserver after its watch window moved past our pod, under the soak bench's fast clock. Without
+ * a backoff the sidecar asks again in a tight loop (thousands of watches in a few seconds); with
+ * it, a handful.
  */
 import { describe, expect, it } from 'vitest';
+import { FakeApiserver } from '../../harness/fake-apiserver.js';
 import { startScriptedApiserver, type Script } from '../../harness/scripted-apiserver.js';
 import { sleep } from '../../harness/time.js';
 import { KubeHttp } from '../../src/http/client.js';
 import { KubeEventSink, KubeNodePort, KubePodSource, KubePoolPodSource } from '../../src/reconciler/adapters/kube.js';
-import { systemClock } from '../../src/reconciler/adapters/system.js';
+import { scaledClock, systemClock } from '../../src/reconciler/adapters/system.js';
 import { Controller } from '../../src/reconciler/controller.js';
 import { Metrics } from '../../src/reconciler/metrics.js';
 import type { Logger } from '../../src/reconciler/ports.js';
@@ -95,5 +98,48 @@ describe('the watches against a server that ends them at once', () => {
     expect(r.lists).toBeLessThanOrEqual(10);
     expect(r.warnings.filter((w) => w.includes('restarting with backoff'))).toHaveLength(2);
     expect(r.metrics).toMatch(/prewarm_watch_restarts_total\{cause="short",pool="gpu",watch="pod"\} [1-5]\n/);
+  });
+});
+
+describe('the watches against the fake apiserver, under a clock 720 times the wall clock', () => {
+  it.concurrent('after the watch window moves past our pod, a few requests follow, not a relist loop', async () => {
+    const api = await new FakeApiserver(pod(IMAGES, [st.creating('c1'), st.creating('c2')]), node({ taints: [gate] })).start();
+    const http = new KubeHttp({ server: api.url });
+    const cfg = config();
+    const ctl = new Controller(
+      {
+        pods: new KubePodSource(http, cfg.podNamespace, cfg.podName),
+        poolPods: new KubePoolPodSource(http, cfg.podNamespace, cfg.poolId, cfg.nodeName),
+        nodes: new KubeNodePort(http, cfg.nodeName),
+        events: new KubeEventSink(http, cfg, () => Date.now()),
+        // The soak bench's clock: a loopback round trip of a few ms is seconds of its time.
+        clock: scaledClock(720),
+        log: logger(),
+        metrics: new Metrics(),
+      },
+      cfg,
+      pools(pool('gpu')),
+      { sidecarName: SIDECAR },
+    );
+    const stop = new AbortController();
+    const done = ctl.run(stop.signal);
+    let after: number;
+    try {
+      await api.watching();
+      await sleep(500);
+      // As after a compaction: every version before now is gone, our pod's own included.
+      api.expireWatches();
+      const from = api.requests.length;
+      await sleep(WINDOW_MS / 2); // 36 minutes of the sidecar's time
+      after = api.requests.length - from;
+    } finally {
+      stop.abort();
+      await done;
+      http.close();
+      await api.stop();
+    }
+    // Both watches listed again once and watching again, the node read on the resyncs and for the
+    // lists' kicks: about a dozen. A relist loop makes hundreds.
+    expect(after).toBeLessThanOrEqual(40);
   });
 });

@@ -10,6 +10,7 @@ import {
   CLEANUP_BUDGET_MS,
   Controller,
   MAX_PEERS,
+  BACKOFF_RESET_MS,
   SHORT_WATCH_MS,
   type ControllerOptions,
 } from '../../src/reconciler/controller.js';
@@ -135,7 +136,7 @@ describe('Controller with burst pullers', () => {
       pullerPod('puller-1-abc', IMAGES, [st.running('c1', 'reg/a:1', 20, 'a'), st.running('c2', 'reg/b:1', 25, 'b')]),
     );
     await clock.settle();
-    expect(kube.calls).toEqual(['GET pod', 'LIST pool pods', 'WATCH pod']); // no node read, no write
+    expect(kube.calls).toEqual(['LIST pod', 'LIST pool pods', 'WATCH pod']); // no node read, no write
     answer();
     await clock.settle();
     expect(kube.writes()).toEqual(['PATCH node merge', 'PATCH node json', 'POST event']);
@@ -221,19 +222,20 @@ describe('Controller against a broken apiserver or proxy', () => {
     expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
   });
 
-  it('refuses an empty pod from its GET and retries with backoff instead of judging from it', async () => {
+  it('refuses an empty pod from its list and retries with backoff instead of judging from it', async () => {
     const { clock, kube } = setup();
     await clock.settle();
     await clock.advance(SHORT_WATCH_MS);
-    const real = kube.pods.get.bind(kube.pods);
+    const real = kube.pods.list.bind(kube.pods);
     let empty = 2;
-    kube.pods.get = () => (empty-- > 0 ? Promise.resolve({ metadata: {} } as KPod) : real());
+    kube.pods.list = () => (empty-- > 0 ? Promise.resolve({ pod: { metadata: {} }, resourceVersion: '1' }) : real());
     kube.expireWatches();
     await clock.settle();
+    // The 410 waits 750 ms, then two empty answers wait 1.5 s and 3 s.
+    await clock.advance(750 + 1500);
+    expect(empty).toBe(0);
     expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(1);
-    await clock.advance(750);
-    expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(1);
-    await clock.advance(1500);
+    await clock.advance(3000);
     expect(kube.calls.filter((c) => c === 'WATCH pod')).toHaveLength(2);
     expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBeUndefined();
   });
@@ -354,7 +356,7 @@ describe('Controller', () => {
   it('warms the node: one label write, one taint removal, one Event; then idles without writes', async () => {
     const { clock, kube, metrics } = setup();
     await clock.settle();
-    expect(kube.calls).toEqual(['GET pod', 'WATCH pod', 'GET node']); // nothing to say while pulling
+    expect(kube.calls).toEqual(['LIST pod', 'WATCH pod', 'GET node']); // nothing to say while pulling
     kube.setPod(running());
     await clock.settle();
     expect(kube.writes()).toEqual(['PATCH node merge', 'PATCH node json', 'POST event']);
@@ -442,14 +444,45 @@ describe('Controller', () => {
     expect(kube.node.metadata.annotations?.['status.prewarm.dev/gpu']).toBeUndefined();
   });
 
+  it('a 410 on every watch, each request taking 2 s, costs a few requests a minute: a slow round trip never resets the backoff', async () => {
+    const { clock, kube, metrics } = setup({ poolPods: true });
+    await clock.settle();
+    await clock.advance(SHORT_WATCH_MS);
+    // A slow apiserver, or a fast clock (the soak bench), where one round trip is seconds long:
+    // each watch "ran" 2 s before its 410, longer than a very short watch.
+    kube.before = () => clock.sleep(2000, new AbortController().signal);
+    kube.expireWatchesAtOnce = true;
+    kube.expireWatches();
+    const from = kube.calls.length;
+    await clock.advance(10 * 60_000);
+    const mid = kube.calls.length;
+    await clock.advance(20 * 60_000);
+    // Backoff to its 60 s cap (45 s at this jitter): per watch one list, one watch and the
+    // reconcile the list kicks, per 47 s; two watches.
+    expect((mid - from) / 10).toBeLessThanOrEqual(12);
+    expect((kube.calls.length - mid) / 20).toBeLessThanOrEqual(8);
+    expect(metrics.render()).toMatch(/prewarm_watch_restarts_total\{cause="expired",pool="gpu",watch="pod"\} \d+\n/);
+    // The server heals: the next list's watch holds, and a later 410 is listed again after the first step.
+    kube.expireWatchesAtOnce = false;
+    await clock.advance(60_000);
+    const healed = kube.calls.length;
+    await clock.advance(BACKOFF_RESET_MS);
+    expect(kube.calls.slice(healed).filter((c) => c === 'LIST pod' || c === 'WATCH pod')).toHaveLength(0);
+    kube.expireWatches();
+    await clock.advance(750 + 3 * 2000);
+    expect(kube.calls.slice(healed).filter((c) => c === 'LIST pod')).toHaveLength(1);
+  });
+
   it('re-reads its pod after the watch expires (410) and keeps following it', async () => {
     const { clock, kube } = setup();
     await clock.settle();
-    // The watch has run a while (a 410 right after it opened waits out a backoff, see below).
+    // The watch has run a while; the list again waits out the first step of the backoff.
     await clock.advance(SHORT_WATCH_MS);
     kube.expireWatches();
     await clock.settle();
-    expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual(['GET pod', 'WATCH pod', 'GET pod', 'WATCH pod']);
+    expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual(['LIST pod', 'WATCH pod']);
+    await clock.advance(750);
+    expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual(['LIST pod', 'WATCH pod', 'LIST pod', 'WATCH pod']);
     kube.setPod(running());
     await clock.settle();
     expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
@@ -481,15 +514,22 @@ describe('Controller', () => {
     const { clock, kube } = setup({ opts: { backoffInitialMs: 1000, backoffMaxMs: 60_000 } });
     await clock.settle();
     await clock.advance(SHORT_WATCH_MS);
-    // After a 410 the watch GETs the pod again: that GET and its first retry fail.
+    // After a 410 the watch lists the pod again, after a backoff: that list and its first retry fail.
     kube.failNext = 2;
     kube.expireWatches();
     await clock.settle();
-    for (const wait of [750, 1500]) {
+    for (const wait of [750, 1500, 3000]) {
       expect(clock.pending[0]).toBe(clock.now() + wait);
       await clock.advance(wait);
     }
-    expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual(['GET pod', 'WATCH pod', 'GET pod', 'GET pod', 'GET pod', 'WATCH pod']);
+    expect(kube.calls.filter((c) => c.endsWith(' pod'))).toEqual([
+      'LIST pod',
+      'WATCH pod',
+      'LIST pod',
+      'LIST pod',
+      'LIST pod',
+      'WATCH pod',
+    ]);
     kube.setPod(running());
     await clock.settle();
     expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');

@@ -33,7 +33,7 @@ export class FakeKube {
   readonly peers = new Map<string, KPod>();
 
   readonly pods: PodSource = {
-    get: () => this.call('GET pod', () => this.pod),
+    list: () => this.call('LIST pod', () => ({ pod: this.pod, resourceVersion: String(this.rv) })),
     watch: async (_rv, onEvent, signal) => {
       await this.call('WATCH pod', () => undefined);
       return this.open(this.watchers, onEvent, signal);
@@ -53,6 +53,7 @@ export class FakeKube {
   private open(set: Set<Watcher>, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal.aborted || this.endWatchesAtOnce) return resolve();
+      if (this.expireWatchesAtOnce) return reject(new ApiError(410, 'too old resource version', 'Expired'));
       const w: Watcher = {
         onEvent,
         end: (e) => {
@@ -105,6 +106,12 @@ export class FakeKube {
 
   /** Every watch opened from now on ends as soon as it opens (a server that closes them at once). */
   endWatchesAtOnce = false;
+
+  /**
+   * Every watch opened from now on is answered 410 as soon as it opens, whatever version it asks
+   * for (a server whose lists answer versions its watch window no longer holds).
+   */
+  expireWatchesAtOnce = false;
 
   /** Ends every open watch as a server's timeout does (the stream just ends). */
   endWatches(): void {

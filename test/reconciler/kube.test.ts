@@ -151,16 +151,16 @@ describe('the apiserver adapters over HTTP', () => {
     };
   }
 
-  it('name only our pod and node, never a list, with an explicit patch type per write', async () => {
+  it('name only our pod and node, never an unnarrowed list, with an explicit patch type per write', async () => {
     const { api, pods, nodes, events } = await serve();
-    expect((await pods.get()).metadata.name).toBe('pull-a-xyz');
+    expect((await pods.list()).pod?.metadata.name).toBe('pull-a-xyz');
     const n = await nodes.patchMerge({ metadata: { labels: { 'prewarm.dev/gpu': 'warm' } } });
     expect(n.metadata.labels).toEqual({ 'prewarm.dev/gpu': 'warm' });
     const after = await nodes.patchJson(taintRemovalPatch(await nodes.get(), gate.key) ?? []);
     expect(after.spec?.taints).toEqual([{ key: 'other', effect: 'NoSchedule' }]);
     await events.emit(after, { reason: EventReason.Warm, message: 'pool gpu: warm' });
     expect(api.requests.map((r) => `${r.method} ${r.path} ${r.contentType ?? ''}`.trim())).toEqual([
-      'GET /api/v1/namespaces/prewarm/pods/pull-a-xyz',
+      'GET /api/v1/namespaces/prewarm/pods?fieldSelector=metadata.name%3Dpull-a-xyz',
       'PATCH /api/v1/nodes/node-a application/strategic-merge-patch+json',
       'GET /api/v1/nodes/node-a',
       'PATCH /api/v1/nodes/node-a application/json-patch+json',
@@ -188,11 +188,11 @@ describe('the apiserver adapters over HTTP', () => {
     const got: PodWatchEvent[] = [];
     let delivered: () => void = () => {};
     const stop = new AbortController();
-    const rv = (await pods.get()).metadata.resourceVersion ?? '';
+    const { resourceVersion: rv } = await pods.list();
     const watch = pods.watch(rv, (e) => (got.push(e), delivered()), stop.signal);
     await api.watching();
     expect(api.requests.at(-1)?.path).toBe(
-      `/api/v1/namespaces/prewarm/pods?watch=true&fieldSelector=metadata.name%3Dpull-a-xyz&resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=290`,
+      `/api/v1/namespaces/prewarm/pods?fieldSelector=metadata.name%3Dpull-a-xyz&watch=true&resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=290`,
     );
     const arrived = new Promise<void>((resolve) => (delivered = resolve));
     api.setPod(pod(IMAGES, [st.running('c1', 'reg/a:1'), st.creating('c2')]));
@@ -200,6 +200,28 @@ describe('the apiserver adapters over HTTP', () => {
     expect(got.map((e) => [e.type, e.pod.status?.containerStatuses?.[0]?.state?.running !== undefined])).toEqual([['MODIFIED', true]]);
     api.expireWatches();
     await expect(watch).rejects.toMatchObject({ name: 'ApiError', code: 410, reason: 'Expired' });
+  });
+
+  it('lists our pod at a version the watch window holds, though the pod is older than the window', async () => {
+    const { api, pods } = await serve();
+    // The window moves past the pod's own version (a GET answers that one: a watch from it is 410).
+    api.expireWatches();
+    const listed = await pods.list();
+    expect(Number(listed.resourceVersion)).toBeGreaterThan(Number(listed.pod?.metadata.resourceVersion));
+    const watch = pods.watch(listed.resourceVersion, () => undefined, new AbortController().signal);
+    await api.watching();
+    api.endWatches();
+    await expect(watch).resolves.toBeUndefined();
+  });
+
+  it('answers no pod when the list of our pod is empty', async () => {
+    const { api } = await serve();
+    const http = new KubeHttp({ server: api.url });
+    try {
+      expect((await new KubePodSource(http, 'prewarm', 'gone').list()).pod).toBeUndefined();
+    } finally {
+      http.close();
+    }
   });
 
   it('lists and watches the pool members on our node only, in our namespace, by label and spec.nodeName', async () => {

@@ -83,24 +83,26 @@ function lists(src: Json, fields: Record<string, readonly string[]>): Json {
   return out;
 }
 
-/** Our pod: GET by name and a watch with `fieldSelector=metadata.name=<pod>`. */
+/** Our pod: a list and a watch with `fieldSelector=metadata.name=<pod>` (see {@link PodSource}). */
 export class KubePodSource implements PodSource {
   constructor(
     private readonly http: KubeHttp,
     private readonly namespace: string,
     private readonly name: string,
   ) {}
-  async get(): Promise<KPod> {
-    return projectPod(await this.http.json<unknown>('GET', `/api/v1/namespaces/${enc(this.namespace)}/pods/${enc(this.name)}`));
+  private query(extra: Record<string, string>): URLSearchParams {
+    return new URLSearchParams({ fieldSelector: `metadata.name=${this.name}`, ...extra });
+  }
+  async list(): Promise<{ pod: KPod | undefined; resourceVersion: string }> {
+    const raw = await this.http.json<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>(
+      'GET',
+      `/api/v1/namespaces/${enc(this.namespace)}/pods?${this.query({}).toString()}`,
+    );
+    const first = raw.items?.[0];
+    return { pod: first === undefined ? undefined : projectPod(first), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
   }
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
-    const q = new URLSearchParams({
-      watch: 'true',
-      fieldSelector: `metadata.name=${this.name}`,
-      resourceVersion,
-      allowWatchBookmarks: 'true',
-      timeoutSeconds: '290',
-    });
+    const q = this.query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' });
     return this.http.watch(
       `/api/v1/namespaces/${enc(this.namespace)}/pods?${q.toString()}`,
       (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: projectPod(o.object) }),
