@@ -432,7 +432,7 @@ async function main(): Promise<void> {
       for (const c of ['prewarm', 'che'] as const) {
         if (!CONFIGS.includes(c)) continue;
         pools.push(await runPool(kube, watch, c, n));
-        save(pools, kf, false);
+        save(pools, kf, false, kruise);
       }
     }
     if (CONFIGS.includes('kruise'))
@@ -446,7 +446,7 @@ async function main(): Promise<void> {
       try {
         for (const n of SIZES) {
           kf.push(await runKf(kube, watch, model, n));
-          save(pools, kf, false);
+          save(pools, kf, false, kruise);
         }
       } finally {
         await stopModel(model);

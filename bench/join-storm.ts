@@ -12,15 +12,23 @@
  *      apiserver_request_total deltas as a cross-check of the totals.
  *   4. The kube-fledged model on the same nodes, for a bounded window after its refresh tick:
  *      Jobs, pods, requests per second; completion extrapolated (and printed as such).
+ *   5. With --kruise, OpenKruise v1.9.0 (built from its module, run as its chart does;
+ *      bench/support/kruise.ts) on the same nodes: kruise-manager starts, the ImageListPullJob a
+ *      user writes for the pool (`completionPolicy: Never`, parallelism N: at its default of 1 a
+ *      job waits for each node's daemon, and kwok nodes run none) is created, and the run waits
+ *      until every node's NodeImage asks for all 10 images. kruise-manager's requests (its
+ *      ServiceAccount in the audit log, its start-up lists included), divided by N.
  *
  * kwok pods run no containers, so the sidecar's own requests are not in these counts; they are
- * added from bench/footprint.ts (against a fake apiserver), not measured here.
+ * added from bench/footprint.ts (against a fake apiserver), not measured here. Nor does a kwok node
+ * run kruise-daemon, so its requests (its NodeImage watch, a status write per pull) are not in
+ * OpenKruise's count either.
  *
  * A benchmark: prints figures, asserts nothing about time, is bounded everywhere, and cleans up
  * (fake nodes, namespaces, CRD; the cluster is brought down when this run started it).
  *
  * Usage: tsx bench/join-storm.ts [--nodes 1000] [--window-s 10] [--bound-s 600] [--kf-window-s 150]
- *   [--controller-manager-arg --feature-gates=...] [--results join-storm]
+ *   [--kruise] [--kruise-bound-s 600] [--controller-manager-arg --feature-gates=...] [--results join-storm]
  *   (run as root under the harness lock; the cluster must be down or up with --audit-log)
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -36,7 +44,9 @@ import { KWOK_TAINT_KEY, deleteFakeNodes, fakeNode } from '../harness/cluster/kw
 import { ApiError, Kube, diffTotals, objectPath, requestTotals, type KubeObject } from '../harness/kube.js';
 import { applyAll, synthObjects } from '../harness/manifests.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
+import { KRUISE_NS, imageListPullJob } from '../harness/cluster/kruise.js';
 import { auditMark, countRequests, identity, operation, type AuditEvent } from './support/audit.js';
+import { buildKruise, startKruise, stopKruise } from './support/kruise.js';
 import { KF_IMAGECACHES, KF_NS, MODEL_USER_AGENT, installKubeFledged, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
 import { log, percentile, saveResults } from './support/stats.js';
 
@@ -53,6 +63,16 @@ const args = await yargs(hideBin(process.argv))
     type: 'number',
     default: 1,
     describe: 'spec.lanes of the pool: 1 is the holder alone, L > 1 adds up to L burst pullers per node',
+  })
+  .option('kruise', {
+    type: 'boolean',
+    default: false,
+    describe: 'also run OpenKruise v1.9.0 on the same nodes (built from its module, cached by version)',
+  })
+  .option('kruise-bound-s', {
+    type: 'number',
+    default: 600,
+    describe: "give up waiting for OpenKruise's NodeImages after this many seconds",
   })
   .option('keep-cluster', { type: 'boolean', default: false, describe: 'leave a cluster this run started up' })
   .option('controller-manager-arg', {
@@ -71,6 +91,8 @@ const POOL = 'storm';
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const NODE_PREFIX = 'storm';
 const KF_CACHE = 'storm';
+const KRUISE_STORM_NS = 'kruise-storm';
+const KRUISE_MANAGER_USER = `system:serviceaccount:${KRUISE_NS}:kruise-manager`;
 /** Ten images a platform team would cache (kwok pulls nothing, so only their number matters). */
 const IMAGES = [
   'docker.io/library/python:3.12-slim',
@@ -475,6 +497,90 @@ async function kubeFledged(kube: Kube): Promise<KfResult> {
   };
 }
 
+interface KruiseResult {
+  parallelism: number;
+  nodeImages: number;
+  nodeImagesAsking: number;
+  allAskingS: number | null;
+  managerRequests: number;
+  managerRequestsPerNode: number;
+  managerByOperation: Record<string, number>;
+}
+
+/** NodeImages of the pool's nodes, and how many of them ask for every image of the storm. */
+async function nodeImageCounts(kube: Kube): Promise<{ total: number; asking: number }> {
+  const l = await kube.list('/apis/apps.kruise.io/v1beta1/nodeimages', { labelSelector: `${POOL_LABEL}=${POOL}` });
+  const asking = l.items.filter((ni) => {
+    const images = (ni.spec?.images ?? {}) as Record<string, { tags?: { tag: string }[] }>;
+    return IMAGES.every((ref) => {
+      const colon = ref.lastIndexOf(':');
+      return (images[ref.slice(0, colon)]?.tags ?? []).some((t) => t.tag === ref.slice(colon + 1));
+    });
+  }).length;
+  return { total: l.items.length, asking };
+}
+
+/**
+ * OpenKruise on the same nodes: kruise-manager starts (it was not running while they joined, so
+ * its NodeImages come at once, the creation delay long past), then the pool's ImageListPullJob;
+ * done when every node's NodeImage asks for all the images, which is all a manager does per node
+ * before the node's daemon pulls.
+ */
+async function kruise(kube: Kube): Promise<KruiseResult> {
+  const auditFrom = auditMark(AUDIT_LOG);
+  const t0 = Date.now();
+  await startKruise();
+  let asked = { total: 0, asking: 0 };
+  let doneAt: number | undefined;
+  try {
+    await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: KRUISE_STORM_NS } });
+    const job = imageListPullJob({
+      name: 'storm',
+      namespace: KRUISE_STORM_NS,
+      images: IMAGES,
+      nodeLabels: { [POOL_LABEL]: POOL },
+      parallelism: N,
+    });
+    await kube.create(`/apis/apps.kruise.io/v1alpha1/namespaces/${KRUISE_STORM_NS}/imagelistpulljobs`, job);
+    const bound = t0 + args['kruise-bound-s'] * 1000;
+    let lastLog = 0;
+    while (Date.now() < bound) {
+      asked = await nodeImageCounts(kube);
+      if (asked.asking === N) {
+        doneAt = Date.now();
+        break;
+      }
+      if (Date.now() - lastLog >= 10_000) {
+        log(`OpenKruise t+${secs(Date.now() - t0)} s: NodeImages ${asked.total}, asking for every image ${asked.asking} of ${N}`);
+        lastLog = Date.now();
+      }
+      await sleep(2000);
+    }
+    await sleep(5000);
+  } finally {
+    await stopKruise();
+  }
+  const auditTo = auditMark(AUDIT_LOG);
+  const byOp = countRequests(AUDIT_LOG, auditFrom, auditTo, (ev) => (identity(ev) === KRUISE_MANAGER_USER ? operation(ev) : undefined));
+  const total = sum(byOp);
+  console.log(
+    `\nOpenKruise v1.9.0 on the same ${N} nodes (ImageListPullJob, completionPolicy Never, parallelism ${N}): NodeImages ${asked.total}, asking for every image ${asked.asking}; ${doneAt === undefined ? `not all within ${args['kruise-bound-s']} s` : `all ${secs(doneAt - t0)} s after kruise-manager started`}`,
+  );
+  console.log(
+    `  kruise-manager's requests (${total}, ${(total / N).toFixed(2)} per node; its start-up lists included; no kruise-daemon runs on kwok):`,
+  );
+  for (const row of table(byOp, N)) console.log(row);
+  return {
+    parallelism: N,
+    nodeImages: asked.total,
+    nodeImagesAsking: asked.asking,
+    allAskingS: doneAt === undefined ? null : (doneAt - t0) / 1000,
+    managerRequests: total,
+    managerRequestsPerNode: total / N,
+    managerByOperation: Object.fromEntries(byOp),
+  };
+}
+
 /** Waits until every Job in the kube-fledged namespace has finished (or the bound passes). */
 async function drainJobs(kube: Kube, boundMs: number): Promise<{ total: number; done: number; ms: number }> {
   const t0 = Date.now();
@@ -494,6 +600,11 @@ async function cleanUp(kube: Kube, objs: readonly KubeObject[]): Promise<void> {
   };
   await kube.delete(`/api/v1/namespaces/${KF_NS}`).catch(ignore404);
   await kube.delete(`/api/v1/namespaces/${NS}`).catch(ignore404);
+  if (args.kruise) {
+    await kube.delete(`/api/v1/namespaces/${KRUISE_STORM_NS}`).catch(ignore404);
+    // kruise-manager is stopped by now, so nothing would delete the NodeImages of the fake nodes.
+    await kube.delete('/apis/apps.kruise.io/v1beta1/nodeimages').catch(ignore404);
+  }
   for (const o of objs) if (!o.metadata.namespace && o.kind !== 'Namespace') await kube.delete(objectPath(o)).catch(ignore404);
   await kube.delete('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/imagecaches.kubefledged.io').catch(ignore404);
   const until = Date.now() + 150_000;
@@ -514,6 +625,7 @@ async function removeLeftovers(kube: Kube): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  if (args.kruise) buildKruise();
   let started = false;
   const cmArgs = args['controller-manager-arg'] ?? [];
   if (await isUp()) {
@@ -531,6 +643,11 @@ async function main(): Promise<void> {
     await removeLeftovers(kube);
     const s = await storm(kube, objs);
     const kf = args['kf-window-s'] > 0 ? await kubeFledged(kube) : undefined;
+    const kr = args.kruise ? await kruise(kube) : undefined;
+    if (kr)
+      console.log(
+        `\nAPI requests per node, OpenKruise's manager / prewarm (measured): x${(kr.managerRequestsPerNode / s.prewarmRequestsPerNode).toFixed(1)}`,
+      );
     if (kf) {
       const sidecar = SIDECAR_PER_NODE.get + SIDECAR_PER_NODE.watch + SIDECAR_PER_NODE.writesAtMost;
       const kfPerNode = kf.extrapolation.requestsPerNode;
@@ -544,6 +661,7 @@ async function main(): Promise<void> {
       storm: s,
       sidecarPerNodeFromFootprint: SIDECAR_PER_NODE,
       ...(kf ? { kubeFledged: kf } : {}),
+      ...(kr ? { kruise: kr } : {}),
       clusterStartedByBench: started,
     });
     log(`wrote ${f}`);
