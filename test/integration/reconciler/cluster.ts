@@ -19,7 +19,7 @@ import { ReconcilerAccess, type ReconcilerAccessProps } from '../../../src/synth
  * Every namespace any reconciler integration test uses: the access objects are cluster-scoped and
  * shared, so every file applies them with this same list (files run in parallel).
  */
-export const INT_NAMESPACES = ['prewarm-int-access', 'prewarm-int-sidecar'];
+export const INT_NAMESPACES = ['prewarm-int-access', 'prewarm-int-sidecar', 'prewarm-int-refresh'];
 
 const read = (file?: string, data?: string): Buffer | undefined =>
   data ? Buffer.from(data, 'base64') : file ? fs.readFileSync(file) : undefined;
