@@ -4,7 +4,16 @@
  * re-exported here for the sidecar's modules.
  */
 
-export { EVENT_COMPONENT, EVENT_TYPE, EventReason, eventMessage, MAX_EVENT_MESSAGE_CHARS, type EventIntent } from '../contract/events.js';
+export {
+  EVENT_COMPONENT,
+  EVENT_TYPE,
+  EventReason,
+  eventMessage,
+  MAX_EVENT_MESSAGE_CHARS,
+  tagMovedEvent,
+  tagRefreshFailedEvent,
+  type EventIntent,
+} from '../contract/events.js';
 
 /**
  * Metric names. Labels are bounded by construction: `pool` (one per pool in the bundle) and a
@@ -39,6 +48,8 @@ export const RefreshOutcome = {
   Moved: 'moved',
   Error: 'error',
   Skipped: 'skipped',
+  /** The tag moved, and the apiserver refused to set the container to the new digest. */
+  RestartFailed: 'restart-failed',
 } as const;
 /** One of {@link RefreshOutcome}. */
 export type RefreshOutcome = (typeof RefreshOutcome)[keyof typeof RefreshOutcome];

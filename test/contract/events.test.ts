@@ -11,6 +11,8 @@ import {
   parseNodeEvent,
   partialEvent,
   pullFailingEvent,
+  tagMovedEvent,
+  tagRefreshFailedEvent,
   warmEvent,
   type EventIntent,
 } from '../../src/contract/events.js';
@@ -35,6 +37,15 @@ describe('node Events', () => {
       gate: 'failsafe',
     });
     expect(read(failsafeGateEvent('example.com/gate', 700, 660, []))).toEqual({ reason: EventReason.GateFailsafeOpened, gate: 'failsafe' });
+    const d = `sha256:${'f'.repeat(64)}`;
+    expect(read(tagMovedEvent('gpu', 'reg/a:1', `sha256:${'a'.repeat(64)}`, d, 'c1', `reg/a:1@${d}`))).toEqual({
+      reason: EventReason.TagMoved,
+      pool: 'gpu',
+    });
+    expect(read(tagRefreshFailedEvent('gpu', 'reg/a:1', d, 'c1', 'pods "p" is forbidden'))).toEqual({
+      reason: EventReason.TagRefreshFailed,
+      pool: 'gpu',
+    });
   });
 
   it("carry a gate removal in the pool's own Event of the same reconcile", () => {
