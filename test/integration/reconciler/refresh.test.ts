@@ -93,18 +93,21 @@ beforeAll(async () => {
   const noRefresh = await holderPod(NO_REFRESH_NS, 'pull-n');
   sa = new KubeHttp(tokenEndpoint(await podToken(admin, NS, SA, own)));
   otherSa = new KubeHttp(tokenEndpoint(await podToken(admin, NO_REFRESH_NS, SA, noRefresh)));
-  // The policy reaches the admission plugin asynchronously: wait until a change only it forbids is denied.
+  // The policy reaches the admission plugin asynchronously: wait until a change only it forbids is
+  // denied. Each probe sets a new value, so a probe admitted before the policy applies is a change
+  // again the next time.
+  let probe = 0;
   await waitFor(
     'the refresh policy to be enforced',
     async () => {
       try {
-        await merge(sa, NS, 'pull-r', { metadata: { labels: { 'prewarm.dev/probe': 'x' } } });
+        await merge(sa, NS, 'pull-r', { metadata: { labels: { 'prewarm.dev/probe': String(probe++) } } });
         return false;
       } catch (e) {
         return e instanceof ApiError && e.code === 403 && e.message.includes('ValidatingAdmissionPolicy');
       }
     },
-    30_000,
+    60_000,
     200,
   );
   expect(await imageOf('pull-r', 'c0')).toBe(A);
