@@ -24,6 +24,8 @@ export const EventReason = {
   GateFailsafeOpened: 'GateFailsafeOpened',
   /** A moved tag was detected and its container restarted to pull the new digest. */
   TagMoved: 'TagMoved',
+  /** A moved tag was detected, but the apiserver refused to set its container to the new digest. */
+  TagRefreshFailed: 'TagRefreshFailed',
 } as const;
 /** One of {@link EventReason}. */
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
@@ -51,6 +53,7 @@ export const EVENT_TYPE: Readonly<Record<EventReason, 'Normal' | 'Warning'>> = {
   GateForcedOpen: 'Warning',
   GateFailsafeOpened: 'Warning',
   TagMoved: 'Normal',
+  TagRefreshFailed: 'Warning',
 };
 
 /** The `source.component` / `reportingController` of our Events. */
@@ -74,14 +77,22 @@ export function pullFailingEvent(pool: string, detail: string): EventIntent {
   return { reason: EventReason.ImagePullFailing, message: eventMessage(`pool ${pool}: ${detail}`) };
 }
 
-/**
- * The TagMoved Event: `tag` of the pool moved from digest `from` to `to`, and container `container`
- * was set to `image` so that the kubelet pulls it.
- */
-export function tagMovedEvent(pool: string, tag: string, from: string, to: string, container: string, image: string): EventIntent {
+/** A moved tag of `pool`: container `container` was set to `pinned` (the tag at `to`) to pull it. */
+export function tagMovedEvent(pool: string, tag: string, from: string, to: string, container: string, pinned: string): EventIntent {
   return {
     reason: EventReason.TagMoved,
-    message: eventMessage(`pool ${pool}: ${tag} moved from ${from} to ${to}; set container ${container} to ${image} to pull it`),
+    message: eventMessage(`pool ${pool}: ${tag} moved from ${from} to ${to}; set container ${container} to ${pinned} to pull it`),
+  };
+}
+
+/**
+ * A moved tag of `pool` whose container could not be set to the new digest `to`; `why` is the
+ * apiserver's answer, already quoted by the caller. The node keeps the old digest until it can.
+ */
+export function tagRefreshFailedEvent(pool: string, tag: string, to: string, container: string, why: string): EventIntent {
+  return {
+    reason: EventReason.TagRefreshFailed,
+    message: eventMessage(`pool ${pool}: ${tag} moved to ${to}, but container ${container} could not be set to it: ${why}`),
   };
 }
 

@@ -39,6 +39,8 @@ export const RefreshOutcome = {
   Moved: 'moved',
   Error: 'error',
   Skipped: 'skipped',
+  /** The tag moved, and the apiserver refused to set the container to the new digest. */
+  RestartFailed: 'restart-failed',
 } as const;
 /** One of {@link RefreshOutcome}. */
 export type RefreshOutcome = (typeof RefreshOutcome)[keyof typeof RefreshOutcome];

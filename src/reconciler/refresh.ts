@@ -10,8 +10,12 @@ import type { KPod } from './kube-types.js';
 import { parseImageID } from '../contract/digest.js';
 import { tagOf } from './observe.js';
 import type { Clock, Logger, Registry, Restarter } from './ports.js';
-import { tagMovedEvent, type EventIntent } from '../contract/events.js';
+import { tagMovedEvent, tagRefreshFailedEvent, type EventIntent } from '../contract/events.js';
+import { excerpt } from '../text/quote.js';
 import { RefreshOutcome, type Metrics } from './metrics.js';
+
+/** How much of the apiserver's answer a TagRefreshFailed Event quotes. */
+const MAX_REFUSAL_CHARS = 400;
 
 /** A container whose tag can be checked against the registry. */
 export interface RefreshCandidate {
@@ -90,6 +94,8 @@ export interface RefresherDeps {
  */
 export class Refresher {
   private warnedSkipped = false;
+  /** Per container, the digest it could not be set to and was already reported: one Event each. */
+  private readonly reportedFailures = new Map<string, string>();
 
   constructor(
     private readonly deps: RefresherDeps,
@@ -108,15 +114,30 @@ export class Refresher {
     }
   }
 
-  /** Sets `container` to `image`; false, with a warning, when the apiserver refused. */
-  private async restart(restarter: Restarter, container: string, image: string): Promise<boolean> {
+  /** Sets `container` to `image`; the error when the apiserver refused or could not be reached. */
+  private async restart(restarter: Restarter, container: string, image: string): Promise<unknown> {
     try {
       await restarter.restart(container, image);
-      return true;
+      this.reportedFailures.delete(container);
+      return undefined;
     } catch (e) {
-      this.deps.log.warn('could not set the image of a container whose tag moved', { container, image, err: e });
-      return false;
+      return e ?? new Error('unknown error');
     }
+  }
+
+  /**
+   * A moved tag that the apiserver would not let us pin: a warning every pass, a counted outcome,
+   * and one Warning Event per container and digest, so an operator sees why the node keeps the
+   * old digest without an Event every interval.
+   */
+  private async refused(c: RefreshCandidate, current: string, image: string, err: unknown): Promise<void> {
+    const { log, metrics } = this.deps;
+    metrics.refreshChecks.inc({ pool: this.poolId, outcome: RefreshOutcome.RestartFailed });
+    log.warn('could not set the image of a container whose tag moved', { container: c.container, image, err });
+    if (this.reportedFailures.get(c.container) === current) return;
+    this.reportedFailures.set(c.container, current);
+    const why = excerpt(err instanceof Error ? err.message : String(err), MAX_REFUSAL_CHARS);
+    await this.deps.report(tagRefreshFailedEvent(this.poolId, c.image, current, c.container, why));
   }
 
   /** One pass over our pod's tagged containers. */
@@ -150,11 +171,11 @@ export class Refresher {
       // again changes nothing.
       if (c.requested === current) continue;
       const image = pinnedImage(c.image, current);
-      const ok = restarter !== undefined && (await this.restart(restarter, c.container, image));
+      const err = restarter === undefined ? undefined : await this.restart(restarter, c.container, image);
+      const ok = restarter !== undefined && err === undefined;
       log.info('tag moved', { image: c.image, running: c.running, registry: current, restarted: ok });
-      if (ok) {
-        await this.deps.report(tagMovedEvent(pool, c.image, c.running, current, c.container, image));
-      }
+      if (err !== undefined) await this.refused(c, current, image, err);
+      else if (ok) await this.deps.report(tagMovedEvent(pool, c.image, c.running, current, c.container, image));
     }
   }
 }

@@ -103,25 +103,24 @@ function extraOf(key: string): string {
 const DIGEST_REF = '^[^@]+@sha256:[0-9a-f]{64}$';
 
 /**
- * What a sidecar may change on a pod: its own pod (when the token names it), a holder, and on it
- * only images of its containers, each kept or set to the same reference with another digest.
+ * What a sidecar may change on a pod: its own pod (the token's pod name, and its node when the
+ * node claim is required), a holder, and on it only images of its containers, each kept or set to
+ * the same reference with another digest. Pod-bound tokens carry the pod name on every Kubernetes
+ * that has this policy's API, so the own-pod check never depends on `requireNodeClaim`: a token
+ * without it changes no pod.
  */
 function refreshValidations(
   requireNodeClaim: boolean,
 ): { expression: string; message?: string; messageExpression?: string; reason: string }[] {
   const base = (image: string): string => `${image}.split('@')[0]`;
+  const ownPod = 'variables.tokenPod.size() == 1 && variables.tokenPod[0] == object.metadata.name';
+  const ownNode = 'variables.tokenNode.size() == 1 && has(object.spec.nodeName) && variables.tokenNode[0] == object.spec.nodeName';
   return [
-    ...(requireNodeClaim
-      ? [
-          {
-            expression:
-              'variables.tokenNode.size() == 1 && has(object.spec.nodeName) && variables.tokenNode[0] == object.spec.nodeName && ' +
-              'variables.tokenPod.size() == 1 && variables.tokenPod[0] == object.metadata.name',
-            messageExpression: `'the prewarm reconciler may only change its own pod (token pod: ' + (variables.tokenPod.size() == 0 ? '<none>' : variables.tokenPod[0]) + ', target: ' + object.metadata.name + ')'`,
-            reason: 'Forbidden',
-          },
-        ]
-      : []),
+    {
+      expression: requireNodeClaim ? `${ownNode} && ${ownPod}` : ownPod,
+      messageExpression: `'the prewarm reconciler may only change its own pod (token pod: ' + (variables.tokenPod.size() == 0 ? '<none>' : variables.tokenPod[0]) + ', target: ' + object.metadata.name + ')'`,
+      reason: 'Forbidden',
+    },
     {
       expression: `has(oldObject.metadata.labels) && ${celString(LABEL_POOL)} in oldObject.metadata.labels`,
       message: `the prewarm reconciler may only change a pool's holder pod (labelled ${LABEL_POOL})`,

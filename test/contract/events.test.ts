@@ -12,6 +12,7 @@ import {
   partialEvent,
   pullFailingEvent,
   tagMovedEvent,
+  tagRefreshFailedEvent,
   warmEvent,
   type EventIntent,
 } from '../../src/contract/events.js';
@@ -36,8 +37,13 @@ describe('node Events', () => {
       gate: 'failsafe',
     });
     expect(read(failsafeGateEvent('example.com/gate', 700, 660, []))).toEqual({ reason: EventReason.GateFailsafeOpened, gate: 'failsafe' });
-    expect(read(tagMovedEvent('gpu', 'reg/a:1', 'sha256:aa', 'sha256:bb', 'c1', 'reg/a:1@sha256:bb'))).toEqual({
+    const d = `sha256:${'f'.repeat(64)}`;
+    expect(read(tagMovedEvent('gpu', 'reg/a:1', `sha256:${'a'.repeat(64)}`, d, 'c1', `reg/a:1@${d}`))).toEqual({
       reason: EventReason.TagMoved,
+      pool: 'gpu',
+    });
+    expect(read(tagRefreshFailedEvent('gpu', 'reg/a:1', d, 'c1', 'pods "p" is forbidden'))).toEqual({
+      reason: EventReason.TagRefreshFailed,
       pool: 'gpu',
     });
   });

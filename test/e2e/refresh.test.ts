@@ -112,6 +112,13 @@ function requestsFor(ref: string, offset: number): { checks: RegistryRequest[]; 
   return { checks, all };
 }
 
+/** The sidecar's log and the pod's container images: why a refresh did not happen. */
+function sidecarDiagnostics(podName: string): string {
+  const logs = kubectl(['-n', NS, 'logs', podName, '-c', SIDECAR, '--tail', '60'], { allowFail: true });
+  const images = kubectl(['-n', NS, 'get', 'pod', podName, '-o', 'jsonpath={.spec.containers[*].image}'], { allowFail: true });
+  return `pod images: ${images}\nsidecar log:\n${logs}`;
+}
+
 function describeRequests(rs: readonly RegistryRequest[]): string {
   return rs.map((r) => `${r.method} ${r.path} ${r.status} ${r.userAgent}`).join('\n');
 }
@@ -128,12 +135,24 @@ describe('moved-tag refresh on a real node', () => {
     if (!p) throw new Error(`no pod of pool ${pool.pool} on ${NODE}`);
     return p;
   };
+  /** The container that caches `ref`, as the pod template renders it. */
+  const templateContainer = (ref: string): { name: string; image: string } => {
+    const c = templateOf(ds).containers.find((x) => x.image !== undefined && normalize(x.image) === normalize(ref));
+    if (!c?.image) throw new Error(`no container of ${ref} in ${ds.metadata.name}`);
+    return { name: c.name, image: c.image };
+  };
+  const containerOf = (ref: string): string => templateContainer(ref).name;
   const status = (ref: string): PodInfo['containerStatuses'][number] => {
-    // Once refresh pins the tag to the digest it moved to, the status names `ref@sha256:…`.
-    const s = pod().containerStatuses.find((c) => [ref, normalize(ref)].some((r) => c.image === r || c.image.startsWith(`${r}@`)));
-    if (!s) throw new Error(`no container status for ${ref}: ${JSON.stringify(pod().containerStatuses)}`);
+    // By container name: once refresh pins the tag to a digest, containerd keeps the image under
+    // the digest alone and the kubelet reports the status's `image` as its id (`sha256:…`).
+    const name = containerOf(ref);
+    const s = pod().containerStatuses.find((c) => c.name === name);
+    if (!s) throw new Error(`no container status for ${ref} (${name}): ${JSON.stringify(pod().containerStatuses)}`);
     return s;
   };
+  /** The image the pod's spec now gives the container of `ref`. */
+  const specImage = (ref: string): string =>
+    kubectl(['-n', NS, 'get', 'pod', pod().name, '-o', `jsonpath={.spec.containers[?(@.name=="${containerOf(ref)}")].image}`]);
   const annotationDigests = (): Record<string, string> => {
     const text = nodeMeta().annotations[annotationKey];
     const digests = text ? ((JSON.parse(text) as { digests?: Record<string, string> }).digests ?? {}) : {};
@@ -238,67 +257,74 @@ describe('moved-tag refresh on a real node', () => {
     expect(nodeMeta().labels[labelKey]).toBe('warm');
   });
 
-  // Known broken on main: with the pod-image patch that replaced the shared PID namespace, the
-  // moved tag is never re-pulled on a real node (the pod keeps `:v1`). `it.fails` keeps the case
-  // running, and turns red the day it passes, so the fix must also drop `.fails`.
-  it.fails(
-    'KNOWN BROKEN: moved tag: the container restarts once, containerd and the annotation get the new digest, the node stays warm',
-    async () => {
-      const offset = registryLogOffset(true);
-      ensureStandIn(MOVING, { force: true });
-      const pushedAt = Date.now();
-      const moved = registryDigest(MOVING) as string;
-      expect(moved).not.toBe(before.get(MOVING));
+  it('moved tag: the container restarts once, containerd and the annotation get the new digest, the node stays warm', async () => {
+    const offset = registryLogOffset(true);
+    ensureStandIn(MOVING, { force: true });
+    const pushedAt = Date.now();
+    const moved = registryDigest(MOVING) as string;
+    expect(moved).not.toBe(before.get(MOVING));
 
-      await waitFor(
-        `${MOVING} re-pulled on ${NODE}`,
-        () => status(MOVING).imageID?.endsWith(moved) === true && status(MOVING).restartCount >= 1,
-        MAX_DELAY_MS + 60_000,
-        250,
-      );
-      const repulledMs = Date.now() - pushedAt;
-      console.log(`refresh re-pulled after ${secs(repulledMs)}s (interval ${INTERVAL}s)`);
-      expect(repulledMs).toBeLessThan(MAX_DELAY_MS + 60_000);
+    await waitFor(
+      `${MOVING} re-pulled on ${NODE}`,
+      () => status(MOVING).imageID?.endsWith(moved) === true && status(MOVING).restartCount >= 1,
+      MAX_DELAY_MS + 60_000,
+      250,
+    ).catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}\n${sidecarDiagnostics(pod().name)}`);
+    });
+    const repulledMs = Date.now() - pushedAt;
+    console.log(`refresh re-pulled after ${secs(repulledMs)}s (interval ${INTERVAL}s)`);
+    expect(repulledMs).toBeLessThan(MAX_DELAY_MS + 60_000);
 
-      // The running container reports the new digest, and the sidecar writes it into the annotation.
-      await waitFor('container imageID has the new digest', () => status(MOVING).imageID?.endsWith(moved), 30_000, 250);
-      await waitFor('annotation has the new digest', () => annotationDigests()[MOVING] === moved, 30_000, 250).catch((e: unknown) => {
-        throw new Error(`${(e as Error).message}; annotation: ${nodeMeta().annotations[annotationKey] ?? '(none)'}`);
-      });
-      expect(annotationDigests()[STATIC]).toBe(before.get(STATIC));
-      expect(nodeMeta().labels[labelKey]).toBe('warm');
+    // The running container reports the new digest, and the sidecar writes it into the annotation.
+    await waitFor('container imageID has the new digest', () => status(MOVING).imageID?.endsWith(moved), 30_000, 250);
+    await waitFor('annotation has the new digest', () => annotationDigests()[MOVING] === moved, 30_000, 250).catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}; annotation: ${nodeMeta().annotations[annotationKey] ?? '(none)'}`);
+    });
+    expect(annotationDigests()[STATIC]).toBe(before.get(STATIC));
+    expect(nodeMeta().labels[labelKey]).toBe('warm');
 
-      // containerd re-pulled the new manifest of `moving` (the push itself is skopeo's), nothing of `static`.
-      const movingReqs = requestsFor(MOVING, offset).all;
-      expect(
-        movingReqs.some((r) => r.method === 'GET' && r.path.includes('/manifests/') && r.userAgent.startsWith('containerd')),
-        describeRequests(movingReqs),
-      ).toBe(true);
-      const staticOther = requestsFor(STATIC, offset).all.filter((r) => r.method !== 'HEAD');
-      expect(staticOther, describeRequests(staticOther)).toEqual([]);
-      const events = kubectl([
-        '-n',
-        'default',
-        'get',
-        'events',
-        '--field-selector',
-        `reason=TagMoved,involvedObject.name=${NODE}`,
-        '-o',
-        'jsonpath={.items[*].message}',
-      ]);
-      expect(events).toContain(moved);
-      // The sidecar set the container's image to the tag at its new digest; the kubelet pulled that.
-      const image = pod().containerStatuses.find((c) => c.imageID?.endsWith(moved))?.image ?? '';
-      expect(image.endsWith(`@${moved}`), image).toBe(true);
+    // containerd re-pulled the new manifest of `moving` (the push itself is skopeo's), nothing of `static`.
+    const movingReqs = requestsFor(MOVING, offset).all;
+    expect(
+      movingReqs.some((r) => r.method === 'GET' && r.path.includes('/manifests/') && r.userAgent.startsWith('containerd')),
+      describeRequests(movingReqs),
+    ).toBe(true);
+    const staticOther = requestsFor(STATIC, offset).all.filter((r) => r.method !== 'HEAD');
+    expect(staticOther, describeRequests(staticOther)).toEqual([]);
+    const events = kubectl([
+      '-n',
+      'default',
+      'get',
+      'events',
+      '--field-selector',
+      `reason=TagMoved,involvedObject.name=${NODE}`,
+      '-o',
+      'jsonpath={.items[*].message}',
+    ]);
+    expect(events).toContain(moved);
+    const refusals = kubectl([
+      '-n',
+      'default',
+      'get',
+      'events',
+      '--field-selector',
+      `reason=TagRefreshFailed,involvedObject.name=${NODE}`,
+      '-o',
+      'name',
+    ]);
+    expect(refusals.trim()).toBe('');
+    // The sidecar set the container's image to the tag at its new digest; the kubelet pulled that.
+    expect(specImage(MOVING)).toBe(`${templateContainer(MOVING).image}@${moved}`);
+    expect(specImage(STATIC)).toBe(templateContainer(STATIC).image);
 
-      // The tag is stable again: one more check finds it unchanged and nothing restarts again.
-      const after = registryLogOffset(true);
-      await waitFor('a check after the re-pull', () => requestsFor(MOVING, after).checks.length >= 1, MAX_DELAY_MS + 10_000, 500);
-      await sleep(1_000);
-      expect(status(MOVING).restartCount).toBe(1);
-      expect(status(STATIC).restartCount).toBe(0);
-      expect(requestsFor(MOVING, after).all.filter((r) => r.method === 'GET')).toEqual([]);
-      expect(nodeMeta().labels[labelKey]).toBe('warm');
-    },
-  );
+    // The tag is stable again: one more check finds it unchanged and nothing restarts again.
+    const after = registryLogOffset(true);
+    await waitFor('a check after the re-pull', () => requestsFor(MOVING, after).checks.length >= 1, MAX_DELAY_MS + 10_000, 500);
+    await sleep(1_000);
+    expect(status(MOVING).restartCount).toBe(1);
+    expect(status(STATIC).restartCount).toBe(0);
+    expect(requestsFor(MOVING, after).all.filter((r) => r.method === 'GET')).toEqual([]);
+    expect(nodeMeta().labels[labelKey]).toBe('warm');
+  });
 });

@@ -50,7 +50,7 @@ describe('refreshCandidates', () => {
 });
 
 /** A Refresher of pool gpu every 100 s over `current`, whose tag `reg/b:1` moved to digest f. */
-function refresher(current: () => KPod | undefined, over: { registry?: Registry; refuse?: boolean } = {}) {
+function refresher(current: () => KPod | undefined, over: { registry?: Registry; refuse?: string } = {}) {
   const clock = new FakeClock(T0);
   const checked: string[] = [];
   const restarted: string[] = [];
@@ -66,7 +66,7 @@ function refresher(current: () => KPod | undefined, over: { registry?: Registry;
       restarter: {
         restart: (c, image) => {
           restarted.push(`${c}=${image}`);
-          return over.refuse === true ? Promise.reject(new Error('403 Forbidden')) : Promise.resolve();
+          return over.refuse === undefined ? Promise.resolve() : Promise.reject(new Error(over.refuse));
         },
       },
       clock,
@@ -99,13 +99,30 @@ describe('Refresher', () => {
     expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="unchanged",pool="gpu"} 1');
   });
 
-  it('reports nothing when the container could not be restarted, and counts registry errors', async () => {
+  it('reports a refused restart once per digest, warns and counts it on every pass, and counts registry errors', async () => {
     const failing: Registry = { digest: async (img) => (img === 'reg/a:1' ? Promise.reject(new Error('down')) : digest('f')) };
-    const { r, reported, metrics, warnings } = refresher(both, { registry: failing, refuse: true });
+    const { r, reported, restarted, metrics, warnings } = refresher(both, { registry: failing, refuse: '403 Forbidden' });
     await r.once();
-    expect(reported).toEqual([]);
-    expect(warnings).toContain('could not set the image of a container whose tag moved');
-    expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="error",pool="gpu"} 1');
+    await r.once();
+    expect(restarted).toEqual([`c2=reg/b:1@${digest('f')}`, `c2=reg/b:1@${digest('f')}`]);
+    expect(reported).toEqual([
+      {
+        reason: EventReason.TagRefreshFailed,
+        message: `pool gpu: reg/b:1 moved to ${digest('f')}, but container c2 could not be set to it: 403 Forbidden`,
+      },
+    ]);
+    expect(warnings.filter((w) => w === 'could not set the image of a container whose tag moved')).toHaveLength(2);
+    expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="restart-failed",pool="gpu"} 2');
+    expect(metrics.render()).toContain('prewarm_refresh_checks_total{outcome="error",pool="gpu"} 2');
+  });
+
+  it('quotes the refusal escaped and bounded', async () => {
+    const { r, reported } = refresher(both, { refuse: `denied\u001b[31m${'x'.repeat(2000)}` });
+    await r.once();
+    const message = reported[0]?.message ?? '';
+    expect(message).not.toContain('\u001b');
+    expect(message).toContain('denied\\x1b[31m');
+    expect(message.length).toBeLessThan(600);
   });
 
   it('asks once for a digest: a container already set to it is left to the kubelet', async () => {

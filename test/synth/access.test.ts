@@ -162,6 +162,18 @@ describe('ReconcilerAccess', () => {
     );
   });
 
+  it('confines pod patches to the own pod even where the node claim is not required', () => {
+    const refreshPolicy = (requireNodeClaim: boolean): string =>
+      (
+        byKind(synth({ namespaces: ['a'], refreshNamespaces: ['a'], requireNodeClaim }), 'ValidatingAdmissionPolicy').find(
+          (p) => p.metadata.name === ACCESS_NAMES.refreshPolicy,
+        ) as unknown as { spec: { validations: { expression: string }[] } }
+      ).spec.validations[0]?.expression ?? '';
+    expect(refreshPolicy(false)).toBe('variables.tokenPod.size() == 1 && variables.tokenPod[0] == object.metadata.name');
+    expect(refreshPolicy(true)).toContain('variables.tokenPod[0] == object.metadata.name');
+    expect(refreshPolicy(true)).toContain('variables.tokenNode[0] == object.spec.nodeName');
+  });
+
   it('refuses a chart with a namespace (it would stamp it onto cluster-scoped objects)', () => {
     const app = new App({ outdir: '/tmp/prewarm-access-test-unused' });
     const chart = new Chart(app, 'c', { namespace: 'oops' });

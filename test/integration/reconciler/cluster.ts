@@ -19,13 +19,18 @@ import { ReconcilerAccess, type ReconcilerAccessProps } from '../../../src/synth
  * Every namespace any reconciler integration test uses: the access objects are cluster-scoped and
  * shared, so every file applies them with this same list (files run in parallel).
  */
-export const INT_NAMESPACES = ['prewarm-int-access', 'prewarm-int-sidecar', 'prewarm-int-failsafe'];
+export const INT_NAMESPACES = ['prewarm-int-access', 'prewarm-int-sidecar', 'prewarm-int-failsafe', 'prewarm-int-refresh'];
 
 /**
  * The access every file applies (the policy and its bindings are cluster-scoped, so all files must
- * apply the same props): the sidecars' in every namespace, the fail-safe's as synthesis renders it.
+ * apply the same props): the sidecars' in every namespace, refresh in one, the fail-safe's as
+ * synthesis renders it.
  */
-export const INT_ACCESS: ReconcilerAccessProps = { namespaces: INT_NAMESPACES, failsafeNamespace: 'prewarm-int-failsafe' };
+export const INT_ACCESS: ReconcilerAccessProps = {
+  namespaces: INT_NAMESPACES,
+  refreshNamespaces: ['prewarm-int-refresh'],
+  failsafeNamespace: 'prewarm-int-failsafe',
+};
 
 const read = (file?: string, data?: string): Buffer | undefined =>
   data ? Buffer.from(data, 'base64') : file ? fs.readFileSync(file) : undefined;
