@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../src/cli/exit-codes.js';
 import { run as runCli } from '../src/cli/main.js';
-import { REPO_DIR } from './cluster/config.js';
+import { NET, REGISTRY, REPO_DIR } from './cluster/config.js';
+import { LOCK_FILE } from '../src/imagecache/sizes.js';
 import {
   busyboxLayers,
   buildOciImage,
@@ -50,6 +51,23 @@ export async function synthObjects(specDir: string, args: readonly string[] = []
   const code = await runCli(['synth', specDir, '--stdout', ...withHelper(args)], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
   if (code !== ExitCode.Success) throw new Error(`prewarm synth ${specDir} exited ${code}: ${err}`);
   return yamlObjects(out);
+}
+
+/**
+ * `prewarm pin <specDir> --plain-http <the plain registry>` of the compiled CLI, run in the hub's
+ * network namespace (the only place the harness's registries listen): digests into the spec files
+ * and sizes into the folder's lock file, as a user's repository would hold them. Throws unless it
+ * exits 0 and wrote the lock file.
+ */
+export function pinSpecs(specDir: string): void {
+  buildProject();
+  const r = run(['node', cliBin(), 'pin', specDir, '--plain-http', REGISTRY.plain], {
+    cwd: REPO_DIR,
+    netns: NET.hubNs,
+    allowFail: true,
+    timeoutMs: 120_000,
+  });
+  if (r.code !== 0 || !existsSync(join(specDir, LOCK_FILE))) throw new Error(`prewarm pin ${specDir} exited ${r.code}: ${r.stderr}`);
 }
 
 /** Server-side applies the objects in order, Namespaces first (their contents need them). */
