@@ -18,7 +18,7 @@ import {
   normalize,
   pushImage,
 } from './cluster/images.js';
-import { run } from './cluster/sh.js';
+import { run, runAsync } from './cluster/sh.js';
 import type { Kube, KubeObject } from './kube.js';
 import { isHolder, poolOf } from '../src/contract/roles.js';
 import { SIDECAR_CONTAINER } from '../src/contract/names.js';
@@ -54,14 +54,14 @@ export async function synthObjects(specDir: string, args: readonly string[] = []
 }
 
 /**
- * `prewarm pin <specDir> --plain-http <the plain registry>` of the compiled CLI, run in the hub's
- * network namespace (the only place the harness's registries listen): digests into the spec files
- * and sizes into the folder's lock file, as a user's repository would hold them. Throws unless it
- * exits 0 and wrote the lock file.
+ * `prewarm pin <specDir> --plain-http <the plain registry>` of the compiled CLI (build it first:
+ * {@link buildProject}), run in the hub's network namespace (the only place the harness's
+ * registries listen): digests into the spec files and sizes into the folder's lock file, as a
+ * user's repository would hold them. Does not block the event loop (a benchmark's node watch runs
+ * meanwhile). Throws unless it exits 0 and wrote the lock file.
  */
-export function pinSpecs(specDir: string): void {
-  buildProject();
-  const r = run(['node', cliBin(), 'pin', specDir, '--plain-http', REGISTRY.plain], {
+export async function pinSpecs(specDir: string): Promise<void> {
+  const r = await runAsync(['node', cliBin(), 'pin', specDir, '--plain-http', REGISTRY.plain], {
     cwd: REPO_DIR,
     netns: NET.hubNs,
     allowFail: true,

@@ -23,7 +23,7 @@ import { NODE_ARCH, REGISTRY } from '../../harness/cluster/config.js';
 import { containerdName, ensureStandIn, normalize } from '../../harness/cluster/images.js';
 import { nodeImages, type Taint } from '../../harness/cluster/node.js';
 import type { Kube } from '../../harness/kube.js';
-import { pinSpecs, podSpecOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
+import { buildProject, pinSpecs, podSpecOf, prepareImages, synth, yamlObjects } from '../../harness/manifests.js';
 import { type NodeWatch, until } from '../../harness/nodes.js';
 import { pullersOnNode } from '../../harness/pullers.js';
 import { secs, waitFor } from '../../harness/time.js';
@@ -63,7 +63,8 @@ describe('an ML pool split by bytes on real kubelets', () => {
     const dir = specDir('ml-lanes', [
       imageCache(NS, 'ml', [{ pool: POOL, nodeSelector: { [SEL]: 'yes', [ARCH_LABEL]: NODE_ARCH }, images: [...IMAGES] }]),
     ]);
-    pinSpecs(dir);
+    buildProject();
+    await pinSpecs(dir);
     const lockFile = join(dir, LOCK_FILE);
     const { lock, diagnostics } = parseLock(readFileSync(lockFile, 'utf8'), lockFile);
     expect(diagnostics).toEqual([]);
