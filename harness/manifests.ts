@@ -8,7 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../src/cli/exit-codes.js';
 import { run as runCli } from '../src/cli/main.js';
 import { NET, REGISTRY, REPO_DIR } from './cluster/config.js';
-import { LOCK_FILE } from '../src/imagecache/sizes.js';
+import { LOCK_FILE } from '../src/index.js';
 import {
   busyboxLayers,
   buildOciImage,
@@ -61,7 +61,7 @@ export async function synthObjects(specDir: string, args: readonly string[] = []
  * meanwhile). Throws unless it exits 0 and wrote the lock file.
  */
 export async function pinSpecs(specDir: string): Promise<void> {
-  const r = await runAsync(['node', cliBin(), 'pin', specDir, '--plain-http', REGISTRY.plain], {
+  const r = await runAsync([process.execPath, cliBin(), 'pin', specDir, '--plain-http', REGISTRY.plain], {
     cwd: REPO_DIR,
     netns: NET.hubNs,
     allowFail: true,

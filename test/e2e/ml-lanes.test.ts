@@ -10,7 +10,7 @@
  * go and the taint is removed.
  *
  * Prints `time-to-warm ml-lanes <node>` (Ready → warm label) against a raw parallel `crictl pull`
- * of the same images on a bare containerd in the same run, with issue 38's target beside it
+ * of the same images on a bare containerd in the same run, with its target beside it
  * (1.1 × raw + 2 s). How soon is a speed figure: the line reports it and `bench:time-to-warm`
  * (sets ml and ml5, `lanes-default-bytes`) measures it; this test asserts the split and the warm-up.
  */
