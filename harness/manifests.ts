@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ExitCode } from '../src/cli/exit-codes.js';
 import { run as runCli } from '../src/cli/main.js';
-import { REPO_DIR } from './cluster/config.js';
+import { NET, REGISTRY, REPO_DIR } from './cluster/config.js';
+import { LOCK_FILE } from '../src/index.js';
 import {
   busyboxLayers,
   buildOciImage,
@@ -17,7 +18,7 @@ import {
   normalize,
   pushImage,
 } from './cluster/images.js';
-import { run } from './cluster/sh.js';
+import { run, runAsync } from './cluster/sh.js';
 import type { Kube, KubeObject } from './kube.js';
 import { isHolder, poolOf } from '../src/contract/roles.js';
 import { SIDECAR_CONTAINER } from '../src/contract/names.js';
@@ -50,6 +51,23 @@ export async function synthObjects(specDir: string, args: readonly string[] = []
   const code = await runCli(['synth', specDir, '--stdout', ...withHelper(args)], { stdout: (t) => (out += t), stderr: (t) => (err += t) });
   if (code !== ExitCode.Success) throw new Error(`prewarm synth ${specDir} exited ${code}: ${err}`);
   return yamlObjects(out);
+}
+
+/**
+ * `prewarm pin <specDir> --plain-http <the plain registry>` of the compiled CLI (build it first:
+ * {@link buildProject}), run in the hub's network namespace (the only place the harness's
+ * registries listen): digests into the spec files and sizes into the folder's lock file, as a
+ * user's repository would hold them. Does not block the event loop (a benchmark's node watch runs
+ * meanwhile). Throws unless it exits 0 and wrote the lock file.
+ */
+export async function pinSpecs(specDir: string): Promise<void> {
+  const r = await runAsync([process.execPath, cliBin(), 'pin', specDir, '--plain-http', REGISTRY.plain], {
+    cwd: REPO_DIR,
+    netns: NET.hubNs,
+    allowFail: true,
+    timeoutMs: 120_000,
+  });
+  if (r.code !== 0 || !existsSync(join(specDir, LOCK_FILE))) throw new Error(`prewarm pin ${specDir} exited ${r.code}: ${r.stderr}`);
 }
 
 /** Server-side applies the objects in order, Namespaces first (their contents need them). */

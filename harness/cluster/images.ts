@@ -65,6 +65,17 @@ export function normalize(ref: string): string {
   return `${r.host}/${r.path}:${r.tag}`;
 }
 
+/**
+ * The name containerd's CRI records for a pulled reference: {@link normalize}d, or `repo@digest`
+ * for a pinned `repo:tag@digest` (the CRI drops the tag of a reference that has both).
+ */
+export function containerdName(ref: string): string {
+  const at = ref.indexOf('@');
+  if (at < 0) return normalize(ref);
+  const r = parseRef(ref.slice(0, at));
+  return `${r.host}/${r.path}${ref.slice(at)}`;
+}
+
 export interface ImageConfig {
   cmd?: string[];
   entrypoint?: string[];
