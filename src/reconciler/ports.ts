@@ -10,7 +10,10 @@ export interface PodWatchEvent {
 /** Our own pod: one GET and one watch with `fieldSelector=metadata.name=<pod>`; never a list. */
 export interface PodSource {
   get(): Promise<KPod>;
-  /** Streams events after `resourceVersion` until the stream closes; ApiError 410 means GET again. */
+  /**
+   * Streams events after `resourceVersion` until the server closes the stream (resolve) or it
+   * fails (reject; ApiError 410 means the version expired and the caller must GET again).
+   */
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
