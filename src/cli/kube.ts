@@ -1,16 +1,8 @@
 /**
- * The one place the CLI builds a Kubernetes client. @kubernetes/client-node is imported lazily,
- * so `synth` and `validate` (which never talk to a cluster) do not pay for loading it.
- *
- * The kubeconfig is found as kubectl finds it (every file in KUBECONFIG, else ~/.kube/config,
- * else the in-cluster service account), but read here, not by client-node: it holds tokens and
- * keys, and its errors end up in CI logs, so they name the file, the line and the problem, never
- * the content. Each file, and each certificate, key and token file it names for the context in
- * use, is read as spec files are: a regular file (a FIFO never blocks), of bounded size.
- *
- * Its requests go through the sidecar's own HTTP exchange (src/http/client.ts), not
- * client-node's fetch: that one bounds each request as a whole (connect to last byte) and caps the
- * body, where fetch would wait on an apiserver that accepts and never answers, or drips.
+ * The one place the CLI builds a Kubernetes client, client-node loaded lazily. The kubeconfig is
+ * found as kubectl finds it but read here, bounded, with errors that never quote its secrets.
+ * Requests go through src/http/client.ts, bounded as a whole, where client-node's fetch would wait
+ * on a server that never answers.
  */
 import { homedir } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -20,17 +12,13 @@ import { readNamedFile } from '../files/read.js';
 import { request } from '../http/client.js';
 import { CliError, ExitCode } from './exit-codes.js';
 
-/**
- * The largest apiserver answer read: a list of every node or pod of a large cluster runs to tens
- * of MiB, so this cap only stops a server that streams without end.
- */
+/** The largest apiserver answer read: only stops a server that streams without end. */
 const MAX_APISERVER_BODY = 256 << 20;
 
-/** How the client talks to the apiserver. */
 export interface KubeClientOptions {
   /** The kubeconfig context. @default the current context */
   readonly context?: string | undefined;
-  /** Each request, from connecting to its last byte, takes at most this long (ms). */
+  /** Each whole request's deadline (ms). */
   readonly requestTimeoutMs: number;
   /** Ends every request in flight, e.g. at a command's own deadline. */
   readonly signal?: AbortSignal | undefined;
@@ -39,7 +27,7 @@ export interface KubeClientOptions {
 /** Where the in-cluster service account is mounted. */
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-/** Where a kubeconfig is looked for; defaults are the process's, so tests need not touch them. */
+/** Where a kubeconfig is looked for; injectable for tests. */
 export interface KubeconfigSources {
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
@@ -49,11 +37,7 @@ export interface KubeconfigSources {
   readonly serviceAccountDir?: string;
 }
 
-/**
- * A client configured from the default kubeconfig (KUBECONFIG, ~/.kube/config, in-cluster). A
- * kubeconfig that is missing everywhere, unreadable or malformed is exit 2: the invoker's setup
- * must change, and nothing was sent.
- */
+/** A client from the default kubeconfig; a missing, unreadable or malformed one is exit 2. */
 export async function kubeClient(o: KubeClientOptions, sources: KubeconfigSources = {}) {
   const { context } = o;
   const k8s = await import('@kubernetes/client-node');
@@ -112,10 +96,7 @@ export async function kubeClient(o: KubeClientOptions, sources: KubeconfigSource
         });
       },
     });
-  /**
-   * An API client of `type` whose every request is bounded as above; `maxBody` lowers the cap for
-   * answers that are small by nature (a kubelet's summary through the node proxy).
-   */
+  /** An API client of `type`, bounded as above; `maxBody` lowers the cap for small answers. */
   const api = <T>(type: new (configuration: ReturnType<typeof k8s.createConfiguration>) => T, maxBody = MAX_APISERVER_BODY): T =>
     new type(
       k8s.createConfiguration({
@@ -234,9 +215,8 @@ function entriesOf(list: unknown): Obj[] {
 }
 
 /**
- * Replaces the files that the context in use names with their content, read bounded, so that
- * client-node never opens them itself (it would block on a FIFO, and read them unbounded). Token
- * files of the other users are dropped: client-node reads every one while loading.
+ * Inlines the files the context in use names, read bounded, so client-node never opens them (it
+ * would block on a FIFO); other users' token files are dropped, as client-node reads them all.
  */
 async function inlineFiles(config: Obj, contextName: string | undefined, name: string): Promise<void> {
   const context = entriesOf(config['contexts']).find((c) => c['name'] === contextName)?.['context'] as Obj | undefined;

@@ -18,10 +18,7 @@ import { processIo, type Io } from './io.js';
 /** How the CLI is invoked: as `prewarm`, or by kubectl as the plugin `kubectl prewarm`. */
 export type ScriptName = 'prewarm' | 'kubectl prewarm';
 
-/**
- * Runs the CLI with `argv` (without node and script) and returns the exit code. `scriptName` is
- * what help and usage errors tell the user to type.
- */
+/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function run(argv: readonly string[], io: Io = processIo, scriptName: ScriptName = 'prewarm'): Promise<ExitCode> {
   // `--` ends the options: what follows is paths, whatever it looks like.
   const args = withOperands(argv);
@@ -54,9 +51,7 @@ export async function run(argv: readonly string[], io: Io = processIo, scriptNam
     .alias('h', 'help')
     .wrap(Math.min(100, process.stderr.columns ?? 100))
     .fail((message, err) => {
-      // yargs reports its own validation (unknown options, conflicts, failed checks) with a
-      // message; errors thrown by a handler arrive without one. Throwing here is what stops
-      // yargs from running the handler after a usage error.
+      // yargs's own validation comes with a message; throwing stops it running the handler.
       if (err instanceof UsageError || err instanceof CliError) throw err;
       if (message !== null && message !== undefined) throw new UsageError(message);
       throw err;
@@ -86,10 +81,8 @@ export async function run(argv: readonly string[], io: Io = processIo, scriptNam
 }
 
 /**
- * `argv` with `--` honoured: whatever follows the first `--` is an operand (a path), never an
- * option. yargs would leave such arguments out of a command's positionals, and it parses
- * positionals once more as options, so each operand is moved in right after the command, and one
- * that starts with `-` is spelled `./-…`, which names the same file.
+ * `argv` with `--` honoured: yargs re-parses positionals as options, so each operand moves right
+ * after the command, and one starting with `-` is spelled `./-…`.
  */
 export function withOperands(argv: readonly string[]): string[] {
   const end = argv.indexOf('--');
@@ -104,11 +97,7 @@ export function withOperands(argv: readonly string[]): string[] {
 /** Calls whose failure means prewarm could not read; any other failed call is a write. */
 const READ_CALLS = new Set(['open', 'read', 'readdir', 'scandir', 'stat', 'lstat', 'readlink', 'realpath', 'access']);
 
-/**
- * The one place a failed command is reported: one line on stderr, `prewarm: …`, and its exit
- * code. Plain I/O failures name the path and the system's reason (exit 70). Anything else is a
- * bug: exit 70 with its message, and the stack trace only when `debug` (PREWARM_DEBUG=1) asks.
- */
+/** The one place a failed command is reported: one stderr line and its exit code; a stack only when `debug`. */
 export function reportFailure(failure: unknown, io: Io, debug: boolean, scriptName: ScriptName = 'prewarm'): ExitCode {
   const err = isSystemError(failure)
     ? asIoError(READ_CALLS.has(failure.syscall ?? '') ? 'read' : 'write', failure.path ?? 'a file', failure)
@@ -131,10 +120,7 @@ export function reportFailure(failure: unknown, io: Io, debug: boolean, scriptNa
   return ExitCode.Internal;
 }
 
-/**
- * The body of both executables, `prewarm` and `kubectl-prewarm`: runs the CLI on the process's
- * arguments and sets (never forces) the exit code.
- */
+/** The body of `prewarm` and `kubectl-prewarm`: sets, never forces, the exit code. */
 export async function runProcess(scriptName: ScriptName): Promise<void> {
   // cdk8s reads these at synth time; output must be a function of the specs alone.
   delete process.env['CDK8S_DISABLE_SORT'];

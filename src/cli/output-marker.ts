@@ -1,13 +1,7 @@
 /**
- * How prewarm recognises a folder it wrote itself. `synth -o DIR` replaces such a folder whole and
- * refuses any other, so a typo in `-o` can never delete a user's files; the spec loader skips such a
- * folder, so `synth specs -o specs/out` followed by `validate specs` never reads manifests as specs.
- *
- * The rule is exact. A folder is prewarm output when it holds only regular files and either
- * - a marker file {@link OUTPUT_MARKER} that lists the other files, each named the way synth names
- *   its files (`prewarm-cluster.k8s.yaml`, `prewarm-ns-<namespace>.k8s.yaml`), and nothing unlisted;
- * - or, written by a prewarm older than the marker, no marker, `prewarm-cluster.k8s.yaml` (every
- *   synth writes it) and nothing but files named that way.
+ * How prewarm recognises a folder it wrote: only regular files, either listed by the marker or,
+ * from before the marker, synth-named with `prewarm-cluster.k8s.yaml`. `synth -o` replaces only
+ * such a folder, and the spec loader skips it.
  */
 import { constants } from 'node:fs';
 import { open, readdir, writeFile } from 'node:fs/promises';
@@ -17,7 +11,7 @@ import { CLUSTER_CHART_ID, namespaceChartId } from '../synth/naming.js';
 /** The marker synth writes into every output folder; hidden, so no YAML walk ever reads it. */
 export const OUTPUT_MARKER = '.prewarm-output';
 
-/** A marker longer than this was not written by prewarm (it lists a few file names). */
+/** A longer marker was not written by prewarm. */
 const MARKER_MAX_BYTES = 1 << 20;
 
 const CLUSTER_FILE = `${CLUSTER_CHART_ID}.k8s.yaml`;
@@ -29,26 +23,19 @@ const MARKER_HEADER = [
   '# prewarm replaces it only while it holds this file and the files listed below, and nothing more.',
 ];
 
-/** One entry of a folder, as {@link classifyOutput} needs it. */
 export interface FolderEntry {
   readonly name: string;
-  /** A regular file (not a folder, link, FIFO or device). */
   readonly isFile: boolean;
 }
 
 /** What a folder holds, as far as replacing it goes. */
 export type OutputContents =
-  /** Nothing at all: free to use. */
   | { readonly kind: 'empty' }
-  /** A previous prewarm output: free to replace. */
   | { readonly kind: 'output' }
   /** Something prewarm did not write; `names` are those entries, sorted, folders with a trailing `/`. */
   | { readonly kind: 'foreign'; readonly names: readonly string[] };
 
-/**
- * Classifies a folder's listing; `marker` is the text of its {@link OUTPUT_MARKER}, when it has a
- * readable one. Pure, so a folder walk that already holds the listing can decide without more I/O.
- */
+/** Classifies a folder's listing and marker text; pure, so a walk decides without more I/O. */
 export function classifyOutput(entries: readonly FolderEntry[], marker?: string): OutputContents {
   if (entries.length === 0) return { kind: 'empty' };
   const listed = marker === undefined ? undefined : new Set(markerFiles(marker));
@@ -70,10 +57,7 @@ export async function inspectOutput(dir: string): Promise<OutputContents> {
   );
 }
 
-/**
- * True when `dir` is a folder that prewarm synth wrote (see the module comment for the exact rule).
- * False for an empty folder, anything that is not a folder, and anything unreadable.
- */
+/** Whether `dir` is a folder synth wrote; false when empty, not a folder, or unreadable. */
 export async function isPrewarmOutput(dir: string): Promise<boolean> {
   try {
     return (await inspectOutput(dir)).kind === 'output';
@@ -82,7 +66,7 @@ export async function isPrewarmOutput(dir: string): Promise<boolean> {
   }
 }
 
-/** Writes the marker into `dir`, a fresh folder that holds only what synth just wrote. */
+/** Into a fresh folder holding only what synth just wrote. */
 export async function writeOutputMarker(dir: string): Promise<void> {
   const files = (await readdir(dir)).filter((name) => name !== OUTPUT_MARKER).sort();
   await writeFile(join(dir, OUTPUT_MARKER), [...MARKER_HEADER, ...files, ''].join('\n'));

@@ -1,16 +1,8 @@
 /**
- * All-or-nothing output: a synth writes into a fresh temporary folder beside the target and only
- * a complete result is moved into place, so a failed run leaves the previous output untouched
- * and a reader (Argo CD, a CI upload) never sees half a bundle.
- *
- * Only a previous prewarm output is ever replaced (see output-marker.ts): a target that holds
- * anything else, that is a file, or that is or holds an input is refused, so a typo in `-o` cannot
- * delete a user's work.
- *
- * The output path usually lies in a checkout, which is untrusted: a committed link `dist -> /etc`
- * must not make synth write or delete there. So a link on the way to the target is followed only
- * while it stays inside the folder it lies in or inside the current directory, unless the invoker
- * asks for it ({@link ReplaceOptions.followLinks}).
+ * All-or-nothing output: written beside the target and renamed into place, so a reader never sees
+ * half a bundle. Only a previous prewarm output is replaced, so a typo in `-o` cannot delete a
+ * user's work; and a checkout is untrusted, so a committed `dist -> /etc` cannot choose where we
+ * write ({@link ReplaceOptions.followLinks}).
  */
 import { randomBytes } from 'node:crypto';
 import { lstatSync, renameSync, rmSync } from 'node:fs';
@@ -27,35 +19,27 @@ const MAX_NAME_CHARS = 200;
 /** Options of {@link replaceDirectory}. */
 export interface ReplaceOptions {
   /**
-   * Replace a folder even when it holds files prewarm did not write. Never overrides the refusal
-   * of a file or of a folder that is or holds an input.
+   * Replace a folder even when it holds files prewarm did not write; never a file or an input.
    * @default false
    */
   readonly force?: boolean;
   /**
-   * Paths the run reads (spec files and folders): the target may lie inside one of them, but may
-   * neither be one nor hold one.
+   * Paths the run reads: the target may lie inside one, but may neither be one nor hold one.
    * @default - none
    */
   readonly inputs?: readonly string[];
   /**
-   * Follow links on the way to the target wherever they lead. Without it, a link that leaves both
-   * the folder it lies in and the current directory is refused: a checkout must not choose where
-   * synth writes and deletes. Only the invoker can set it (`--follow-output-link`), never a spec.
+   * Follow links to the target wherever they lead; without it, a checkout must not choose where
+   * synth writes and deletes. Only the invoker sets it (`--follow-output-link`), never a spec.
    * @default false
    */
   readonly followLinks?: boolean;
 }
 
 /**
- * Runs `write` against a temporary folder, adds the output marker, then replaces `target` with
- * it. The temporary folder sits next to the target, on the same file system, so the final step is
- * a rename. Between the two renames the target is briefly absent; it is never partly written.
- * The folder keeps the mode and owner it had (a new one gets the umask's), and a target that is a
- * link stays one: the folder it leads to is replaced, when the link may be followed. Throws
- * {@link CliError} (exit 1) when the target is in the way, before anything is written. SIGINT and
- * SIGTERM meanwhile remove the temporary folder, put the old output back, and end the process
- * (exit 130 and 143, as a shell reports them).
+ * Runs `write` against a temporary folder beside `target`, adds the output marker, and renames it
+ * into place: the target is briefly absent, never partly written. Keeps the folder's mode and
+ * owner and a link as a link. SIGINT/SIGTERM meanwhile put the old output back (exit 130/143).
  */
 export async function replaceDirectory(
   target: string,
@@ -65,10 +49,7 @@ export async function replaceDirectory(
   await writing(target, () => replace(target, write, options));
 }
 
-/**
- * Runs `step`, reporting a failed system call as `cannot write <target>: …`: the folder asked
- * for, not the temporary one beside it that the call named.
- */
+/** Runs `step`, reporting a failure against the folder asked for, not the temporary one. */
 async function writing(target: string, step: () => Promise<void>): Promise<void> {
   try {
     await step();
@@ -124,7 +105,7 @@ async function replace(target: string, write: (dir: string) => Promise<void> | v
   }
 }
 
-/** Undo steps of runs in progress, run when SIGINT or SIGTERM asks the process to stop. */
+/** Undo steps of runs in progress, for SIGINT and SIGTERM. */
 const pending = new Set<() => void>();
 
 function stopSignal(signal: NodeJS.Signals): void {
@@ -135,8 +116,7 @@ function stopSignal(signal: NodeJS.Signals): void {
       // Keep undoing the others; the process is ending either way.
     }
   }
-  // A handler replaces the default action, so the process must end itself, with the status a
-  // shell gives a process the signal killed.
+  // A handler replaces the default action: end with the status a shell gives a killed process.
   process.exit(128 + constants.signals[signal]);
 }
 
@@ -158,11 +138,7 @@ function exists(path: string): boolean {
   return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
 }
 
-/**
- * `mkdir -p`, reporting why a folder cannot be made: Node's recursive mkdir says ENOENT for
- * every failure below a missing folder, also on a read-only file system (EROFS) or without
- * permission (EACCES).
- */
+/** `mkdir -p` that says why: Node's recursive mkdir reports ENOENT even for EROFS or EACCES. */
 async function makeFolders(path: string): Promise<void> {
   const missing: string[] = [];
   for (let dir = path; !exists(dir); dir = dirname(dir)) {
@@ -177,9 +153,8 @@ async function makeFolders(path: string): Promise<void> {
 }
 
 /**
- * Refuses (with {@link CliError}, exit 1) a target that is a file, is or holds an input, or holds
- * what prewarm did not write. Commands call it before reading their input too, so a wrong `-o`
- * is reported as such and not as whatever the input looks like without it.
+ * Refuses (exit 1) a target that is a file, is or holds an input, or holds what prewarm did not
+ * write. Called before reading input too, so a wrong `-o` is reported as such.
  */
 export async function checkOutput(target: string, options: ReplaceOptions = {}): Promise<void> {
   await writing(target, () => check(target, options));
@@ -210,22 +185,15 @@ async function check(target: string, options: ReplaceOptions): Promise<void> {
   throw refuse(`it holds ${shown}${more}, which prewarm did not write; choose another folder, or pass --force to replace it`);
 }
 
-/**
- * A hidden, unused name beside `path`, on the same file system, so that a rename can swap them
- * atomically; hidden, so no spec walk reads it meanwhile.
- */
+/** A hidden, unused name beside `path`: same file system for an atomic rename, hidden from spec walks. */
 export function sibling(path: string, tag: string): string {
   return join(dirname(path), `.${basename(path)}.${tag}-${randomBytes(6).toString('hex')}`);
 }
 
 /**
- * Where writing `target` lands: every link on the way resolved, including a link at `target`
- * itself, whether or not its target exists yet (a dangling `dist` link gets its folder created).
- *
- * Unless `follow`, each link must lead to the folder it lies in or below it, or into the current
- * directory: `dist -> build/dist` and `out -> ../dist` from inside the project are fine, `dist ->
- * /etc` or `dist -> ..` is refused (exit 1). Links above the current directory are the invoker's
- * own setup and are not judged; a relative target is walked from the current directory's real path.
+ * Where writing `target` lands, every link resolved (a dangling one included). Unless `follow`,
+ * a link must stay in its folder or the current directory: `dist -> build/dist` is fine, `dist ->
+ * /etc` is refused. Links above the current directory are the invoker's own and not judged.
  */
 async function followLinks(target: string, follow: boolean): Promise<string> {
   const here = process.cwd();
@@ -271,7 +239,6 @@ async function followLinks(target: string, follow: boolean): Promise<string> {
   return current;
 }
 
-/** The names of a path's steps, without its root. */
 function parts(path: string): string[] {
   return path
     .slice(parse(path).root.length)
@@ -279,7 +246,6 @@ function parts(path: string): string[] {
     .filter((p) => p !== '');
 }
 
-/** Whether `path` is `root` or lies below it. */
 function within(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }

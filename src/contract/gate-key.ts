@@ -1,13 +1,7 @@
 /**
- * Which taint keys a pool may gate on, and so which taints a sidecar may ever remove. A spec is
- * untrusted (CI and Argo CD run synth on pull requests), and a gate key is a taint the privileged
- * sidecar strips from nodes, so the spec alone may only choose keys under `prewarm.dev/`, which
- * prewarm owns. Any other key must be allowed by the synth invocation (`--allow-gate-key`,
- * `SynthOptions.allowedGateKeys`), which is trusted. Synthesis checks every pool against this
- * before it renders the sidecar's environment, pools.json or the admission policy; the sidecar
- * checks its own key again at start-up.
- *
- * Pure and dependency-free, like the rest of the contract.
+ * Which taint keys a pool may gate on, and so which taints the privileged sidecar may remove. A
+ * spec is untrusted, so alone it may only choose keys under `prewarm.dev/`; any other needs the
+ * trusted invocation's `--allow-gate-key`. The sidecar checks its own key again at start-up.
  */
 import { DEFAULTS, GROUP } from './names.js';
 import { tolerates, type Toleration } from './placement.js';
@@ -16,19 +10,14 @@ import { tolerates, type Toleration } from './placement.js';
 export const OWN_GATE_KEY_PREFIX = `${GROUP}/`;
 
 /**
- * Domains whose taints belong to Kubernetes or Karpenter (and every subdomain of them): a spec may
- * never pick one on its own. `startup-taint.cluster-autoscaler.kubernetes.io/` lies here too; the
- * cluster autoscaler made it for taints that something else lifts at start-up, so an allowance
- * may open it.
+ * Kubernetes' and Karpenter's domains, subdomains included: a spec never picks one on its own; an
+ * allowance may (e.g. `startup-taint.cluster-autoscaler.kubernetes.io/`, made for this).
  */
 export const RESERVED_GATE_KEY_DOMAINS: readonly string[] = ['kubernetes.io', 'k8s.io', 'karpenter.sh'];
 
 /**
- * Domains of the taints Kubernetes' own components set and lift: the node lifecycle controller and
- * kubelet (`node.kubernetes.io/not-ready`, `unschedulable`, the pressure taints), kubeadm's
- * control-plane taint, and the cloud controller manager's `uninitialized`. Lifting one would put
- * workloads on nodes that are not ready, cordoned or control-plane; no allowance unlocks them, and
- * the sidecar refuses to start with one.
+ * Taints Kubernetes' own components set and lift (not-ready, unschedulable, pressure,
+ * control-plane, uninitialized): lifting one would open unready or cordoned nodes. Never allowed.
  */
 export const KUBERNETES_NODE_TAINT_DOMAINS: readonly string[] = [
   'node.kubernetes.io',
@@ -37,19 +26,14 @@ export const KUBERNETES_NODE_TAINT_DOMAINS: readonly string[] = [
 ];
 
 /**
- * Extra time, past the longest deadline of the pools gating a node, before any sidecar on that
- * node removes the taint regardless of the other pools (doctor reports a taint past it). It is counted from the node's
- * creationTimestamp (immutable), not from Ready (which moves when the node flaps), and has to
- * cover the boot-to-Ready time that the per-pool deadlines (counted from Ready) do not.
+ * Past the longest deadline of a node's gating pools, counted from creationTimestamp (Ready moves
+ * when a node flaps), before any sidecar lifts the taint regardless (docs/architecture.md#the-gate-deadline-and-absolute-bound).
  */
 export const ABSOLUTE_GRACE_SECONDS = 600;
 
 /**
- * The absolute bound of a gate (ms): `createdMs` (the node's creationTimestamp) plus the longest
- * of `deadlinesSeconds` (the pools gating the node with one key) plus `graceSeconds`. The default
- * deadline stands in when no pool gates the node, so a taint no pool will ever lift still has one.
- * The sidecars enforce it with {@link ABSOLUTE_GRACE_SECONDS}; the fail-safe with its own grace,
- * longer by default, so that where a sidecar runs it always acts first.
+ * The absolute bound of a gate (ms): creation plus the longest deadline plus `graceSeconds`; the
+ * default deadline stands in when no pool gates the node, so every taint has a bound.
  */
 export function absoluteBoundAt(createdMs: number, deadlinesSeconds: readonly number[], graceSeconds = ABSOLUTE_GRACE_SECONDS): number {
   const longest = deadlinesSeconds.length === 0 ? DEFAULTS.deadlineSeconds : Math.max(...deadlinesSeconds);
@@ -93,11 +77,7 @@ export function reservedDomainOf(key: string): string | undefined {
   return RESERVED_GATE_KEY_DOMAINS.find((d) => inDomain(domain, d));
 }
 
-/**
- * Why an allowance is not usable, or undefined when it is. An allowance is an exact taint key, or
- * a prefix ending in `/` (`example.com/`), which allows exactly the keys that start with it:
- * `example.com/` does not allow `gpu.example.com/x`.
- */
+/** Why an allowance (an exact key, or a prefix ending in `/`) is not usable, or undefined. */
 export function gateKeyAllowanceError(allowance: string): string | undefined {
   const prefix = allowance.endsWith('/');
   const valid = prefix ? DNS_SUBDOMAIN.test(allowance.slice(0, -1)) && allowance.length <= 254 : isQualifiedKey(allowance);
@@ -114,10 +94,8 @@ function allows(allowance: string, key: string): boolean {
 }
 
 /**
- * Whether a toleration tolerates the gating taint of `key`, whatever the taint's value: the gate
- * taint is `NoSchedule`, and its value is whatever the node's provisioner writes, so an `Equal`
- * toleration of the key tolerates the gate taint that carries its value. A toleration of another
- * effect does not (core/v1 `ToleratesTaint`).
+ * Whether a toleration tolerates the `NoSchedule` gate taint of `key`, whatever value the
+ * provisioner wrote (core/v1 `ToleratesTaint`).
  */
 export function toleratesGateTaint(t: Toleration, key: string): boolean {
   return tolerates(t, { key, effect: GATE_TAINT_EFFECT, ...(t.operator === 'Equal' && t.value !== undefined ? { value: t.value } : {}) });
@@ -127,13 +105,9 @@ export function toleratesGateTaint(t: Toleration, key: string): boolean {
  * Why a pool may not gate on `key`, or undefined when it may.
  * - Kubernetes' own node taints are always refused.
  * - A key outside `prewarm.dev/` needs an allowance; a key under a reserved domain says so.
- * - A key outside `prewarm.dev/` that the pool's own tolerations (as the spec gave them, before
- *   the gate toleration is added) tolerate is always refused: such a taint exists for a reason of
- *   its own (a GPU taint, a dedicated node group), the pool is placed there because of it, and
- *   lifting it would open those nodes to every workload. A toleration of every key counts.
- *   `prewarm.dev/` keys are exempt: prewarm owns that prefix, nothing else taints with it, and the
- *   pool's pods tolerate the gate taint anyway (kube-fledged input, which tolerates every taint,
- *   keeps its default gate this way).
+ * - A key outside `prewarm.dev/` that the pool's own tolerations tolerate is always refused: that
+ *   taint exists for a reason of its own (a GPU node group), and lifting it would open those nodes
+ *   to every workload.
  */
 export function gateKeyRefusal(key: string, tolerations: readonly Toleration[], allowed: readonly string[]): string | undefined {
   if (!isQualifiedKey(key)) return `gate taint key "${key}" is not a valid taint key`;

@@ -1,11 +1,6 @@
 /**
- * A pod as the kubelet reports it, and what its container statuses mean for the images of a pool:
- * whether a container started, whether its image is on the node, whether its pull failed. The
- * sidecar decides warm or partial from these judgements, and `prewarm status`, the timeline and
- * `prewarm doctor` show them, so all of them read a status alike.
- *
- * The types fit both the sidecar's raw JSON (timestamps as RFC 3339 text) and client-node's models
- * (timestamps as Date, absent fields as `undefined`), which the CLI reads.
+ * What a pod's container statuses mean for a pool's images, in one place so the sidecar, status,
+ * timeline and doctor read them alike. Types fit both raw JSON and client-node's models.
  */
 import { SIDECAR_CONTAINER, SIDECAR_IMAGE_CONTAINER } from './names.js';
 
@@ -22,7 +17,6 @@ export function timeOf(t: Opt<Timestamp>): number | undefined {
   return Number.isNaN(v) ? undefined : v;
 }
 
-/** metadata common to the objects we read. */
 export interface ObjectMeta {
   readonly name?: Opt<string>;
   readonly namespace?: Opt<string>;
@@ -101,9 +95,8 @@ export function conditionTrueSince(conditions: Opt<readonly Condition[]>, type: 
 
 /** Reasons of the kubelet's Events about a pull (kubelet `events/event.go`). */
 export const PullEventReason = {
-  /** The pull started. */
   Pulling: 'Pulling',
-  /** The pull finished; the message carries its duration. */
+  /** The message carries the pull's duration. */
   Pulled: 'Pulled',
 } as const;
 
@@ -122,9 +115,8 @@ export const PULL_FAILURE_REASONS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Waiting reasons the kubelet only reaches after `EnsureImageExists` succeeded (kuberuntime
- * `startContainer`: step 1 pulls, step 2 generates the config and creates the container), so the
- * image is on the node even though the container does not run.
+ * Waiting reasons only reached after `EnsureImageExists` succeeded (kuberuntime `startContainer`),
+ * so the image is on the node though the container does not run.
  */
 export const POST_PULL_REASONS: ReadonlySet<string> = new Set([
   'CreateContainerConfigError',
@@ -145,10 +137,8 @@ export function startedAt(st: Opt<ContainerStatus>): number | undefined {
 }
 
 /**
- * Whether the container runs or ran, by its current or last state. A terminated state counts only
- * with a start: the kubelet also reports containers that never started as terminated when their
- * pod is deleted (a burst puller removed at the deadline, its pull still failing: exit 137,
- * "ContainerStatusUnknown", no startedAt), and those images are not on the node.
+ * Whether the container runs or ran. A terminated state counts only with a start: the kubelet
+ * reports never-started containers of a deleted pod as terminated too.
  */
 export function containerStarted(st: Opt<ContainerStatus>): boolean {
   return (
@@ -159,11 +149,7 @@ export function containerStarted(st: Opt<ContainerStatus>): boolean {
   );
 }
 
-/**
- * Whether the container's image is on the node: the container started ({@link containerStarted}),
- * or the runtime reported its imageID, or the kubelet stopped at a step that only comes after a
- * successful pull (a crash after the pull counts).
- */
+/** Whether the image is on the node: started, an imageID reported, or stopped past a successful pull. */
 export function imagePresent(st: Opt<ContainerStatus>): boolean {
   const reason = st?.state?.waiting?.reason;
   return containerStarted(st) || (st?.imageID ?? '') !== '' || (reason !== undefined && POST_PULL_REASONS.has(reason));
@@ -175,10 +161,7 @@ export function pullFailure(st: Opt<ContainerStatus>): string | undefined {
   return reason !== undefined && PULL_FAILURE_REASONS.has(reason) && !imagePresent(st) ? reason : undefined;
 }
 
-/**
- * Every container status of the pod: its init containers' (the native sidecar's and the helper's),
- * then its containers'. A container's name is unique across both lists.
- */
+/** Every container status of the pod, init containers first; names are unique across both. */
 export function allStatuses(pod: Opt<Pod>): readonly ContainerStatus[] {
   return [...(pod?.status?.initContainerStatuses ?? []), ...(pod?.status?.containerStatuses ?? [])];
 }

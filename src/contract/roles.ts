@@ -1,9 +1,6 @@
 /**
- * Holder or puller: what a DaemonSet or pod of a pool is, decided from its labels only. Synthesis
- * labels the objects with {@link holderSelector} and {@link pullerSelector}; the sidecar, status,
- * the timeline, doctor, the harness and the benchmarks read them back with {@link roleOf} and
- * {@link poolOf}. Names are never parsed: a long name is cut and hashed, and stops saying what it
- * was.
+ * Holder or puller, decided from labels only: names are never parsed, since a long one is cut and
+ * hashed and stops saying what it was.
  */
 import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from './names.js';
 
@@ -16,7 +13,6 @@ export const Role = {
   /** One lane of a pool's images, only on nodes still warming; no sidecar. */
   Puller: 'puller',
 } as const;
-/** One of {@link Role}. */
 export type Role = (typeof Role)[keyof typeof Role];
 
 /** `app.kubernetes.io/component` of each role's DaemonSets and pods. */
@@ -35,24 +31,15 @@ export function poolOf(labels: Labels): string | undefined {
   return role === Role.Holder ? labels?.[LABEL_POOL] : role === Role.Puller ? labels?.[LABEL_POOL_MEMBER] : undefined;
 }
 
-/** Whether the labels are those of a pool's holder. */
 export const isHolder = (labels: Labels): boolean => roleOf(labels) === Role.Holder;
-/** Whether the labels are those of one of a pool's burst pullers. */
 export const isPuller = (labels: Labels): boolean => roleOf(labels) === Role.Puller;
 
-/**
- * Whether a DaemonSet's or pod's labels and pod spec are those of an early puller: synthesis puts a
- * pool's burst pullers on the host network when, and only when, the pool pulls early
- * (`spec.earlyPull`), so doctor reads the setting back from the pullers.
- */
+/** Whether these are an early puller's: pullers are on the host network exactly when the pool pulls early. */
 export function isEarlyPuller(labels: Labels, podSpec: { readonly hostNetwork?: boolean | null | undefined } | null | undefined): boolean {
   return isPuller(labels) && podSpec?.hostNetwork === true;
 }
 
-/**
- * Selector value ({@link LABEL_PULLER}) of a pool's puller for lane `lane`: `<id>-<lane>`, unique
- * as lane keys (digits up to 15, or 8 hex) never contain a dash.
- */
+/** `<id>-<lane>`: unique, as lane keys never contain a dash. */
 export function pullerSelectorValue(id: string, lane: string): string {
   return `${id}-${lane}`;
 }

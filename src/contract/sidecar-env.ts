@@ -1,20 +1,12 @@
 /**
- * The sidecar's environment, the one render/parse pair: synthesis renders it into the pull pod
- * ({@link renderSidecarEnv}), the sidecar parses it at start ({@link configFromEnv}), and doctor
- * reads the gate back from a DaemonSet template ({@link parseSidecarGate}). Errors throw with exact
- * messages so a misconfigured pod fails at start, loudly.
- *
- * The gate key and deadline travel twice, here and in pools.json, on purpose. The environment is
- * part of the pod template: a change rolls the DaemonSet, so each pod runs with the settings it was
- * created with, and its own pool's gate never changes under it. pools.json is one ConfigMap for the
- * namespace, which the kubelet refreshes in place some time after it changes; the sidecar reads it
- * only for the other pools that gate the same node. test/contract/pools-file.test.ts checks that
- * synthesis writes both alike.
+ * The sidecar's environment, rendered by synthesis and parsed at start; a bad one fails loudly.
+ * The gate travels here and in pools.json on purpose: the environment rolls with the pod, so its
+ * own gate never changes under it; pools.json, refreshed in place, serves the other pools.
  */
 import { isKubernetesNodeTaint, isQualifiedKey } from './gate-key.js';
 import { DEFAULTS, ENV, LIMITS, POOLS_FILE, POOLS_MOUNT_PATH, PULL_SECRETS_MOUNT_PATH } from './names.js';
 
-/** What synthesis writes into the sidecar's environment as literal values: its pool and the pool's settings. */
+/** The literal values synthesis writes: the pool and its settings. */
 export interface SidecarSettings extends SidecarGate {
   readonly poolId: string;
   readonly nodeLabelKey: string;
@@ -41,13 +33,11 @@ export interface ReconcilerConfig extends SidecarSettings {
   readonly metricsHost: string;
 }
 
-/** The environment as a process sees it. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** One variable of the sidecar container: a literal value, or a downward API field the kubelet fills in. */
 export type SidecarEnvVar = { readonly name: string; readonly value: string } | { readonly name: string; readonly fieldPath: string };
 
-/** The downward API fields the sidecar reads, in the order the pod spec lists them. */
 const FIELD_REFS: readonly { readonly name: string; readonly fieldPath: string }[] = [
   { name: ENV.nodeName, fieldPath: 'spec.nodeName' },
   { name: ENV.podName, fieldPath: 'metadata.name' },
@@ -69,12 +59,7 @@ export function renderSidecarEnv(s: SidecarSettings): readonly SidecarEnvVar[] {
   ];
 }
 
-/**
- * What the process would see: the rendered variables with each downward API field taken from
- * `fields` (by field path, e.g. `spec.nodeName`); a field missing there stays unset, as the kubelet
- * leaves `status.podIP` unset before the pod has an address. For tests and benchmarks that run the
- * sidecar outside a pod.
- */
+/** What the process would see, downward API fields taken from `fields`; for runs outside a pod. */
 export function resolveSidecarEnv(vars: readonly SidecarEnvVar[], fields: Readonly<Record<string, string>>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const v of vars) {
@@ -106,11 +91,8 @@ function wholeNumber(env: Env, key: string, dflt: number, max: number): number {
 }
 
 /**
- * The gate key, checked again here although synthesis chose it: the sidecar holds the token that
- * patches nodes, so whatever its environment says, it never removes a taint that Kubernetes itself
- * sets and lifts (a control-plane or not-ready taint). Which other keys a pool may gate on is
- * decided at synth time (src/contract/gate-key.ts), where the trusted allowances are known; the
- * admission policy enforces that list.
+ * The gate key, checked again although synthesis chose it: the sidecar holds a token that patches
+ * nodes, so it never removes a taint Kubernetes itself sets and lifts.
  */
 function gateTaintKey(key: string): string {
   if (key === '') return key;
@@ -156,11 +138,7 @@ export interface DevEnvVar {
   readonly default: string;
 }
 
-/**
- * The development overrides the sidecar reads besides {@link ENV}. Synthesis never sets them: they
- * point a sidecar that runs outside a pull pod (benchmarks, integration tests, local runs) at
- * other files and another apiserver.
- */
+/** Development overrides, never set by synthesis: for a sidecar run outside a pull pod. */
 export const DEV_ENV = {
   kubeServer: { name: 'PREWARM_KUBE_SERVER', meaning: 'apiserver URL instead of the in-cluster one', default: '' },
   kubeTokenFile: { name: 'PREWARM_KUBE_TOKEN_FILE', meaning: 'bearer token file for PREWARM_KUBE_SERVER', default: '' },

@@ -1,25 +1,11 @@
 /**
- * Doctor's disk budget of a node: the bytes its pools pin (their images are always in use, so the
- * kubelet's image GC never removes them) against the image filesystem and GC's thresholds.
- *
- * The kubelet's image GC (image_gc_manager.go) runs every 5 minutes. It reads the image
- * filesystem's capacity and available bytes, takes `usage = 100 - floor(available * 100 /
- * capacity)` and, when `usage >= imageGCHighThresholdPercent`, tries to free
- * `floor(capacity * (100 - imageGCLowThresholdPercent) / 100) - available` bytes by removing
- * images no container uses; freeing less fails the pass (`FreeDiskSpaceFailed`). So:
- * - pinned images that alone pass the high threshold keep every pass failing, and the node never
- *   gets back below it (an error);
- * - pinned images that pass the low threshold let GC start but never reach its target: each pass
- *   removes every unused image and fails (a warning);
+ * Doctor's disk budget of a node: the bytes its pools pin (always in use, so never GC'd) against
+ * the image filesystem and GC's thresholds. The kubelet's image GC (image_gc_manager.go), past the
+ * high threshold, must free down to the low one from unused images, or the pass fails:
+ * - pinned images alone past the high threshold keep every pass failing (an error);
+ * - past the low one, each pass removes every unused image and still fails (a warning);
  * - `imageGCHighThresholdPercent: 100` turns image GC off.
- *
- * Sizes come from the node's image list where it shows an image (what the runtime reports: for
- * containerd the compressed content, so unpacked layers take more and the figures are lower
- * bounds) and else from the registry's manifests, compressed, and said so. The list holds at most
- * `nodeStatusMaxImages` (50 by default) images, the largest first, so an image cut from it is no
- * larger than the smallest one listed.
- *
- * Pure: the CLI reads `/stats/summary` and the registries, and hands over what it got.
+ * Sizes from the node's image list are lower bounds (containerd reports compressed content). Pure.
  */
 import { believedSize, matchImages, podImages } from '../contract/node-images.js';
 import { compareStrings } from '../contract/order.js';
@@ -41,7 +27,6 @@ const MAX_FS_BYTES = Number.MAX_SAFE_INTEGER;
 /** `nodeStatusMaxImages` when the kubelet configuration does not say. */
 export const DEFAULT_NODE_STATUS_MAX_IMAGES = 50;
 
-/** The longest registry or kubelet message a finding quotes. */
 const MAX_WHY_CHARS = 200;
 
 /** A byte count the summary reports: a whole number up to {@link MAX_FS_BYTES}, or why it is not one. */
@@ -51,11 +36,7 @@ function byteCount(v: unknown, what: string): number | string {
   return v;
 }
 
-/**
- * The image filesystem from a `/stats/summary` answer (client-node hands it over parsed, or as
- * text). Numbers that no file system has (negative, fractional, beyond 8 PiB, more used than
- * there is) fail the read: doctor judges nothing on them.
- */
+/** The image filesystem from `/stats/summary`; numbers no file system has fail the read. */
 export function imageFsOf(answer: ClusterRead<unknown>): ClusterRead<ImageFsStats> {
   if (answer.kind !== 'ok') return answer;
   let parsed: unknown = answer.value;
@@ -101,7 +82,7 @@ export function platformOf(node: DoctorNode): Platform | undefined {
   return info?.operatingSystem && info.architecture ? { os: info.operatingSystem, architecture: info.architecture } : undefined;
 }
 
-/** Image references normalised as containerd names them, so `python:3.12` and `docker.io/library/python:3.12` are one image. */
+/** Image references as containerd names them (`python:3.12` is `docker.io/library/python:3.12`). */
 function canonical(image: string): string {
   const parsed = parseImageRef(image);
   return parsed.ok ? parsed.ref.canonical : image;
@@ -119,10 +100,7 @@ export interface ImageToSize {
   readonly key: string;
 }
 
-/**
- * The images of the pools on each node that the node's image list does not show: not pulled yet,
- * or cut from the list. Each once per platform, sorted.
- */
+/** The pools' images each node's list does not show (not pulled, or cut), once per platform. */
 export function imagesToSize(pods: readonly Pod[], nodes: readonly DoctorNode[]): ImageToSize[] {
   const out = new Map<string, ImageToSize>();
   for (const node of nodes) {
@@ -140,22 +118,15 @@ export function imagesToSize(pods: readonly Pod[], nodes: readonly DoctorNode[])
 
 /** What the pools on a node pin, in bytes. */
 export interface PinnedBytes {
-  /** The pools, by id, sorted. */
   readonly pools: readonly string[];
-  /** Distinct images. */
   readonly images: number;
-  /** Bytes of the images the node lists, as it lists them. */
   readonly listed: number;
   /** Bytes of the images sized from their registry manifests: compressed. */
   readonly compressed: number;
   /** Images whose size neither the node nor the registry told. */
   readonly unknown: readonly string[];
-  /** Why the registry did not tell, one line each, distinct. */
   readonly why: readonly string[];
-  /**
-   * The most the unknown images can add: each is on the node but cut from its list, so no larger
-   * than the smallest image listed. Undefined when some may be larger (not pulled yet).
-   */
+  /** The most the unknown images can add (each cut from the list is no larger than its smallest). */
   readonly unknownAtMost: number | undefined;
 }
 
@@ -200,13 +171,12 @@ export function pinnedBytes(
   };
 }
 
-/** Image GC's thresholds, in percent. */
 export interface GcThresholds {
   readonly high: number;
   readonly low: number;
 }
 
-/** The thresholds a kubelet configuration states (85/80 by default); undefined when they are not percentages. */
+/** The thresholds a kubelet configuration states; undefined when they are not percentages. */
 export function thresholdsOf(kc: KubeletConfig): GcThresholds | undefined {
   const high = kc.imageGCHighThresholdPercent ?? 85;
   const low = kc.imageGCLowThresholdPercent ?? 80;
@@ -234,14 +204,13 @@ export function byteSize(b: number): string {
   return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`;
 }
 
-/** A finding's level, message and fix. */
 export interface Judgement {
   readonly level: Level;
   readonly message: string;
   readonly fix?: string;
 }
 
-/** What the pools pin, in words: `pools a, b pin 3 images, at least 1.2 GiB (… compressed, from the registry; …)`; `pool a pins …`. */
+/** What the pools pin, in words. */
 export function pinnedText(p: PinnedBytes): string {
   const total = p.listed + p.compressed;
   const parts: string[] = [];
@@ -260,10 +229,8 @@ const SHRINK_FIX =
   'give these nodes a larger image filesystem, or pin fewer or smaller images on them (a pool of their own, by node selector)';
 
 /**
- * Judges a node's disk budget: the pinned bytes against the image filesystem and, when known, the
- * GC thresholds. Levels: error when the pinned images alone pass the high threshold (or, without
- * thresholds, do not fit at all); warning when they pass the low one; unknown when images of
- * unknown size could tip it; else ok (info with GC off or thresholds unknown).
+ * Judges a node's disk budget: error past the high threshold (or no fit), warning past the low,
+ * unknown when unsized images could tip it; else ok.
  */
 export function judgeBudget(p: PinnedBytes, fs: ImageFsStats, gc: GcThresholds | undefined): Judgement {
   const low = p.listed + p.compressed;
@@ -306,10 +273,7 @@ export function judgeBudget(p: PinnedBytes, fs: ImageFsStats, gc: GcThresholds |
   return { level: 'ok', message: `${head}; ${thresholds}: GC has room below the low threshold beside them` };
 }
 
-/**
- * The disk budget of one node, from what was read: no finding for a node without pools; unknown
- * when its image filesystem could not be read.
- */
+/** The disk budget of one node: none without pools; unknown when its filesystem could not be read. */
 export function checkDiskBudget(
   nodeName: string,
   node: DoctorNode,

@@ -1,7 +1,4 @@
-/**
- * What `prewarm doctor` reads from the cluster, as far as its checks look: each read's outcome, and
- * the fields of the objects read (client-node's types fit them).
- */
+/** What `prewarm doctor` reads from the cluster, as far as its checks look (client-node's types fit). */
 
 import type { Opt, Pod } from '../contract/pod-status.js';
 
@@ -13,20 +10,15 @@ export interface ImageFsStats {
   readonly availableBytes: number;
 }
 
-/** Labels of an object, when it has any. */
 export type Labels = Opt<Readonly<Record<string, string>>>;
 
-/**
- * One read from the cluster: the object, or why there is none. `denied` (401/403) is the user's
- * missing permission, reported as such; `missing` is a 404; `failed` is anything else.
- */
+/** One read: the object, or why not (`denied` is the user's missing permission, `missing` a 404). */
 export type ClusterRead<T> =
   | { readonly kind: 'ok'; readonly value: T }
   | { readonly kind: 'missing' }
   | { readonly kind: 'denied'; readonly message: string }
   | { readonly kind: 'failed'; readonly message: string };
 
-/** The apiserver's `/version`. */
 export interface ObservedVersion {
   readonly major: string;
   /** As the apiserver says it: `36`, or `30+` on some managed clusters. */
@@ -34,7 +26,6 @@ export interface ObservedVersion {
   readonly gitVersion: string;
 }
 
-/** The fields of a container (template) that doctor reads. */
 interface ObservedContainer {
   readonly name: string;
   readonly image?: Opt<string>;
@@ -42,7 +33,6 @@ interface ObservedContainer {
   readonly restartPolicy?: Opt<string>;
 }
 
-/** The fields of a DaemonSet that doctor reads (client-node's V1DaemonSet fits). */
 export interface DoctorDaemonSet {
   readonly metadata?: Opt<{
     readonly name?: Opt<string>;
@@ -77,7 +67,6 @@ export interface DoctorDaemonSet {
   }>;
 }
 
-/** The fields of a node that doctor reads (client-node's V1Node fits). */
 export interface DoctorNode {
   readonly metadata?: Opt<{ readonly name?: Opt<string>; readonly creationTimestamp?: Opt<Date | string> }>;
   readonly spec?: Opt<{ readonly taints?: Opt<readonly { readonly key: string; readonly effect?: Opt<string> }[]> }>;
@@ -118,7 +107,7 @@ export interface EarlyPullBinding {
 
 /** Everything doctor looked at. Secrets and kubelet configs are read for what the rest names. */
 export interface DoctorInput {
-  /** Milliseconds since the epoch, when the cluster was read. */
+  /** When the cluster was read (ms since the epoch). */
   readonly now: number;
   readonly version: ClusterRead<ObservedVersion>;
   readonly policy: ClusterRead<unknown>;
@@ -133,16 +122,9 @@ export interface DoctorInput {
   readonly nodes: ClusterRead<readonly DoctorNode[]>;
   /** By `namespace/name`, for each name {@link pullSecretsOf} returns. */
   readonly secrets: ReadonlyMap<string, ClusterRead<unknown>>;
-  /** By node name. */
   readonly kubeletConfigs: ReadonlyMap<string, ClusterRead<KubeletConfig>>;
-  /**
-   * The image filesystem of each node that runs a pool (`/stats/summary`), by node name, for each
-   * name `nodesWithPools` (./disk-budget.ts) returns.
-   */
+  /** `/stats/summary`'s image filesystem, by node name, for each of `nodesWithPools`. */
   readonly imageFs: ReadonlyMap<string, ClusterRead<ImageFsStats>>;
-  /**
-   * Compressed sizes from the registries, by `sizeKey`, for each image `imagesToSize`
-   * (./disk-budget.ts) returns: the images of a pool that a node's image list does not show.
-   */
+  /** Compressed registry sizes by `sizeKey`, for each of `imagesToSize`. */
   readonly imageSizes: ReadonlyMap<string, ClusterRead<number>>;
 }

@@ -1,24 +1,13 @@
-/**
- * The one bounded file reader: every file prewarm reads from a path it was given (spec files,
- * rendered manifests, kubeconfigs, docker configs) is read here, as a regular file, never
- * blocking, at most {@link MAX_SPEC_FILE_BYTES}. A leaf: it imports nothing of src/.
- */
+/** The one bounded file reader for every path prewarm is given: regular files, never blocking, bounded. */
 import { constants, type Stats } from 'node:fs';
 import { open, realpath, stat } from 'node:fs/promises';
 
-/**
- * The largest spec file read, in bytes. The apiserver refuses objects over about 1.5 MiB, so a
- * file of ImageCaches larger than this is a mistake or an attack; the limit keeps a run's memory
- * and time bounded.
- */
+/** The largest spec file read: past what the apiserver accepts, a file is a mistake or an attack. */
 export const MAX_SPEC_FILE_BYTES = 4 * 1024 * 1024;
 
 /**
- * Reads a file the invoker named outside the spec roots, such as a kubeconfig or a docker config,
- * the way spec files are read (regular files only, never blocking, at most
- * {@link MAX_SPEC_FILE_BYTES}); links on the way are followed, since the invoker chose the path.
- * `missing` tells a file that does not exist from one that cannot be read. A problem never
- * quotes the file's content.
+ * Reads a file the invoker named (a kubeconfig), as spec files are read but following links, since
+ * the invoker chose the path. A problem never quotes the content.
  */
 export async function readNamedFile(path: string, kind: string): Promise<string | { problem: string; missing: boolean }> {
   let real: string;
@@ -36,12 +25,8 @@ export async function readNamedFile(path: string, kind: string): Promise<string 
 
 /**
  * Reads a regular file without ever blocking: the kind is checked before opening (opening a device
- * can have effects of its own), the file is opened non-blocking and without following a final link,
- * and the kind is checked again on the opened descriptor, which is what is read, so a file swapped
- * in between is caught. A file whose content does not match the size it reports is refused:
- * `/proc` and `/sys` files report sizes that are not their content. `real` must not end in a link.
- * Credential files (kubeconfig, docker config) are read the same way; `kind` names the file in the
- * size limit's message.
+ * has effects) and again on the descriptor, so a swapped file is caught; a size that does not match
+ * the content (`/proc`, `/sys`) is refused. `real` must not end in a link.
  */
 export async function readRegularFile(real: string, kind = 'spec file'): Promise<string | { problem: string }> {
   try {
@@ -79,11 +64,7 @@ export async function readRegularFile(real: string, kind = 'spec file'): Promise
   }
 }
 
-/**
- * The text of a spec file, which must be UTF-8 (a byte order mark is fine: YAML allows it). Editors
- * on Windows save UTF-16 by default; read as UTF-8 it is a stream of NULs that YAML reports as
- * nonsense, so it gets a hint instead.
- */
+/** The text of a UTF-8 spec file; UTF-16 (a Windows editor's default) gets a hint, not YAML's nonsense. */
 function decode(bytes: Buffer): string | { problem: string } {
   const at = (i: number) => bytes[i] ?? -1;
   if (

@@ -1,8 +1,6 @@
 /**
- * A thin JSON client over node:http/node:https, shared by the sidecar's apiserver and registry
- * adapters and by the CLI. It imports only node built-ins, {@link ApiError} and the quoting of
- * untrusted text: @kubernetes/client-node, or even global `fetch` (undici), would cost the sidecar
- * more memory than its budget allows for the few calls it makes (docs/benchmarks.md, footprint).
+ * A thin JSON client over node:http/node:https for the sidecar and the CLI: @kubernetes/client-node,
+ * or even global `fetch` (undici), would cost the sidecar more memory than its budget allows.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -12,7 +10,6 @@ import { ApiError } from './api-error.js';
 /** The sidecar's User-Agent towards the apiserver and registries, so their logs name it. */
 export const USER_AGENT = 'prewarm-reconciler';
 
-/** Where and how to reach a server. */
 export interface Endpoint {
   /** `https://host:port` (or `http://` for loopback fakes). */
   readonly server: string;
@@ -26,25 +23,19 @@ export interface Endpoint {
   readonly requestTimeoutMs?: number;
 }
 
-/** A response with its body read. */
 export interface HttpResponse {
   readonly status: number;
   readonly headers: http.IncomingHttpHeaders;
   readonly body: Buffer;
 }
 
-/** Options of one request. */
 export interface RequestOptions {
   readonly method: string;
   readonly url: URL;
   readonly headers?: Record<string, string>;
   readonly body?: string;
   readonly agent?: http.Agent;
-  /**
-   * The whole exchange, from connecting to the last body byte, takes at most this long (ms): a
-   * server that accepts and never answers, drips a byte at a time, or streams without end is cut
-   * off here, where a socket idle timeout alone would wait forever. @default 30000
-   */
+  /** The whole exchange's deadline (ms): an idle timeout alone never stops a server that drips. @default 30000 */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
   /** A body longer than this many bytes fails the request (the server is not one we can trust). @default 4 MiB */
@@ -58,9 +49,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_BODY = 4 << 20;
 
 /**
- * One HTTP exchange; rejects with ApiError(0) on transport errors and timeouts. A request that
- * failed on a reused keep-alive socket before any response (the server had closed it meanwhile)
- * is sent once more on a fresh socket, as Go's transport does: the server never saw it.
+ * One HTTP exchange; rejects with ApiError(0) on transport errors and timeouts. A failure on a
+ * reused socket before any response is retried once on a fresh one, as Go's transport does.
  */
 export async function request(o: RequestOptions): Promise<HttpResponse> {
   try {
@@ -134,7 +124,7 @@ function requestOnce(o: RequestOptions): Promise<HttpResponse> {
   });
 }
 
-/** Longest excerpt of a server's error text in a message: servers are untrusted, and logs are read in terminals. */
+/** Servers are untrusted, and logs are read in terminals. */
 const MAX_ERROR_TEXT = 500;
 
 /** A Kubernetes `Status` body turned into an ApiError, its message escaped and bounded. */
@@ -155,11 +145,7 @@ function statusError(method: string, path: string, r: HttpResponse): ApiError {
 /** The longest watch event (one line of the stream) read, in characters. */
 const MAX_WATCH_LINE = DEFAULT_MAX_BODY;
 
-/**
- * The most JSON objects and arrays one watch event may hold. Parsing builds every one of them at
- * once, so a line of small ones costs far more heap than its length suggests; a pod with hundreds
- * of containers and its managedFields holds a few tens of thousands.
- */
+/** The most JSON objects and arrays in one watch event: a line of small ones costs far more heap than its length. */
 export const MAX_WATCH_NESTS = 100_000;
 
 /** Whether `line` opens more than `max` objects and arrays (brackets inside strings count too). */
@@ -172,11 +158,7 @@ function tooManyNests(line: string, max: number): boolean {
   return false;
 }
 
-/**
- * The apiserver client: JSON requests, each with a total deadline and a size cap, and a
- * line-delimited watch stream, long-lived by design, bounded instead by its idle time and the size
- * of each event.
- */
+/** The apiserver client: requests with a deadline and a size cap; watches bounded by idle time and event size. */
 export class KubeHttp {
   private readonly agent: http.Agent;
   /** Watches get their own sockets, never pooled: a stream's socket must not serve a PATCH later. */
@@ -207,10 +189,7 @@ export class KubeHttp {
     };
   }
 
-  /**
-   * A JSON request; non-2xx rejects with the apiserver's Status code and reason. An answer that is
-   * not JSON rejects with the response's status code, so a caller can tell it from a transport error.
-   */
+  /** A JSON request; non-2xx rejects with the Status's code and reason, non-JSON with the HTTP status. */
   async json<T>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
     const r = await request({
       method,
@@ -306,7 +285,7 @@ export class KubeHttp {
     });
   }
 
-  /** Closes idle keep-alive sockets (shutdown, tests). */
+  /** Closes idle keep-alive sockets. */
   close(): void {
     this.agent.destroy();
     this.watchAgent.destroy();

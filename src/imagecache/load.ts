@@ -1,11 +1,7 @@
 /**
- * The only place in `imagecache/` that touches the file system: expands the paths a user named into
- * YAML files, reads them, and hands the text to the pure parser.
- *
- * A spec repository is untrusted input: CI and Argo CD's repo-server run prewarm on whatever a pull
- * request holds. So links are followed only while they stay inside the spec roots (the paths named
- * on the command line), only regular files are read, and nothing is ever opened in a way that could
- * block. A link that leaves the roots is an error that never shows what it points to.
+ * The only file-system access in `imagecache/`. A spec repository is untrusted: links are followed
+ * only inside the spec roots, only regular files are read, nothing is opened in a way that could
+ * block, and a link that leaves the roots never shows what it points to.
  */
 import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve, sep } from 'node:path';
@@ -22,33 +18,21 @@ const YAML_FILE = /\.ya?ml$/i;
 export const MANIFEST_FILE = /\.(ya?ml|json)$/i;
 
 /**
- * The most spec bytes one run reads over all its files. Every file's text is held until the run
- * ends, and reading YAML takes far more memory than the text (docs/benchmarks.md, loader memory):
- * without a bound across files, many files each under the per-file limit (src/files/read.ts) would
- * run the Argo CD sidecar out of memory. It holds the largest bundle `bench:synth` generates.
+ * The most spec bytes one run reads over all its files: parsed YAML costs far more memory than its
+ * text, so many files each under the per-file limit could still exhaust the Argo CD sidecar.
  */
 export const MAX_RUN_SPEC_BYTES = 16 * 1024 * 1024;
 
-/**
- * The most YAML files one run reads over all the paths it is given. Each file costs a `realpath`,
- * an `open` and a parse however small it is, so the byte budget alone lets a tree of many tiny
- * files stall a run. The bound is twice the largest repository `bench:argocd` renders
- * (docs/benchmarks.md).
- */
+/** The most YAML files one run reads: without it, a tree of many tiny files stalls a run. */
 export const MAX_SPEC_FILES = 10_000;
 
-/**
- * The most folder entries one run's walk visits, whatever their names: a spec root that is in
- * fact a whole checkout (a `node_modules`, a build tree) ends the walk here instead of listing it
- * all.
- */
+/** The most folder entries a walk visits, so a root that is a whole checkout ends here. */
 export const MAX_WALK_ENTRIES = 100_000;
 
 /** Options of {@link loadBundle}. */
 export interface LoadOptions extends ParseOptions {
   /**
-   * Folders never read when walking, such as the synth output folder when it lies inside a spec
-   * folder: its manifests are not ImageCaches.
+   * Folders never walked, such as the synth output inside a spec folder.
    * @default - none
    */
   readonly exclude?: readonly string[];
@@ -58,29 +42,22 @@ export interface LoadOptions extends ParseOptions {
 export interface LoadResult {
   readonly bundle: Bundle;
   readonly warnings: readonly Diagnostic[];
-  /** Number of ImageCache documents read. */
   readonly imageCaches: number;
   /** Input passed over on purpose: other manifests, plain YAML, Helm templates. */
   readonly skipped: Skipped;
-  /** The lock files read (./sizes.ts), as named; none when the roots hold none. */
   readonly lockFiles: readonly string[];
   /** Images of split pools without a usable size in the lock files (none without lock files). */
   readonly unsized: readonly UnsizedImage[];
 }
 
-/**
- * Loads every ImageCache under `paths` (files, or folders searched recursively for `*.yaml` and
- * `*.yml`; hidden entries skipped). Throws {@link SpecError} with every diagnostic when any error
- * is found, so nothing downstream ever sees a partly valid bundle.
- */
+/** Loads every ImageCache under `paths`; throws {@link SpecError} with every diagnostic, never a partial bundle. */
 export async function loadBundle(paths: readonly string[], options: LoadOptions = {}): Promise<LoadResult> {
   const diagnostics: Diagnostic[] = [];
   const { files, helmTemplates, roots } = await readTree(paths, diagnostics, options.exclude ?? []);
   const locks = await readLocks(paths, roots, diagnostics);
   const parsed = parseFiles(files, options);
   const skipped = { ...parsed.skipped, helmTemplates };
-  // Loops, not push(...list): spreading passes every item as an argument, and past about 125,000
-  // of them the call overflows the stack.
+  // Loops, not push(...list): spreading a large list overflows the stack.
   for (const d of parsed.diagnostics) diagnostics.push(d);
   const grouped = buildBundle(parsed.caches);
   for (const d of grouped.diagnostics) diagnostics.push(d);
@@ -91,9 +68,8 @@ export async function loadBundle(paths: readonly string[], options: LoadOptions 
 }
 
 /**
- * The lock file of each root: in a folder named, or beside a file named. Read as spec files are
- * (inside the roots, regular files only, bounded); a root without one has none. A lock that cannot
- * be read or is malformed is an error, never passed over: it would change the split unseen.
+ * The lock file of each root, read as spec files are. An unreadable or malformed one is an error,
+ * never passed over: it would change the split unseen.
  */
 async function readLocks(paths: readonly string[], roots: readonly string[], diagnostics: Diagnostic[]): Promise<SizeLock[]> {
   const byReal = new Map<string, string>();
@@ -122,11 +98,7 @@ async function readLocks(paths: readonly string[], roots: readonly string[], dia
   return locks;
 }
 
-/**
- * Reads the named files and folders; every path that cannot or must not be read becomes a
- * diagnostic. A file reached twice (named twice, by a relative and an absolute path, or through a
- * folder and directly) is read once.
- */
+/** Reads the named paths, each real file once; what cannot or must not be read becomes a diagnostic. */
 export async function readSources(
   paths: readonly string[],
   diagnostics: Diagnostic[],
@@ -172,9 +144,7 @@ async function readTree(
       return { files: [], helmTemplates, roots };
     }
   }
-  // Each real file is read once, and shown by its own name rather than a link's, then by the
-  // smallest name, so the result never depends on the order or spelling of the paths given. A file
-  // that cannot be read is reported under every name that leads to it.
+  // Shown by its own name, then the smallest, so the result never depends on how paths were given.
   const byReal = new Map<string, string[]>();
   // Sorted first: a folder listing's order is the file system's, and diagnostics must not be.
   for (const path of candidates.sort()) {
@@ -215,11 +185,9 @@ async function readTree(
 }
 
 /**
- * YAML files below `dir`, as paths under `dir`. Hidden entries are skipped before they are
- * entered, and links are never walked: a link with a YAML name is returned so that reading it
- * checks where it leads; any other link is left alone, so a loop cannot make the walk endless.
- * The `templates/` folder of a Helm chart (a folder with a `Chart.yaml`) holds Go templates that
- * are not YAML until rendered: its files are counted, not read.
+ * YAML files below `dir`, hidden entries skipped. Links are never walked (a loop cannot make it
+ * endless); a YAML-named link is returned so reading checks it. A Helm chart's `templates/` is
+ * counted, not read: Go templates are not YAML.
  */
 async function walk(
   dir: string,
@@ -313,10 +281,7 @@ async function locate(path: string, roots: readonly string[], diagnostics: Diagn
 const OUTSIDE_ROOTS =
   'is a link whose target is outside the spec roots; not read (links are followed only within the files and folders named on the command line)';
 
-/**
- * Why `path` cannot be read. A dangling link whose first step already leaves the roots is
- * reported as leaving them, so the answer never tells whether a file outside exists.
- */
+/** Why `path` cannot be read; never telling whether a file outside the roots exists. */
 async function cannotRead(path: string, err: unknown, roots: readonly string[]): Promise<string> {
   const code = (err as NodeJS.ErrnoException).code ?? String(err);
   const link = await linkTarget(path);
@@ -336,7 +301,6 @@ async function linkTarget(path: string): Promise<string | undefined> {
   }
 }
 
-/** Whether `path` is `root` or lies below it. */
 function within(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }

@@ -1,7 +1,4 @@
-/**
- * The validated, frozen model that synthesis consumes. Everything here is already checked and
- * normalised; constructs never see raw YAML.
- */
+/** The validated, frozen model that synthesis consumes; constructs never see raw YAML. */
 import type { Placement, Toleration } from '../contract/placement.js';
 import type { Location } from './errors.js';
 import type { ImageRef } from '../oci/reference.js';
@@ -13,7 +10,6 @@ export const API_VERSIONS = {
   /** Our own ImageCache, a superset of kube-fledged's. */
   prewarm: 'prewarm.dev/v1alpha1',
 } as const;
-/** An ImageCache apiVersion we accept. */
 export type ApiVersion = (typeof API_VERSIONS)[keyof typeof API_VERSIONS];
 
 /** A core/v1 Toleration, validated; the placement contract defines it. */
@@ -21,7 +17,6 @@ export type { Toleration } from '../contract/placement.js';
 
 /** The gating taint a pool lifts once its images are present. */
 export interface Gate {
-  /** Taint key, e.g. `prewarm.dev/warming`. */
   readonly taintKey: string;
   /** Seconds after the node turned Ready before the pool fails open. */
   readonly deadlineSeconds: number;
@@ -29,32 +24,19 @@ export interface Gate {
 
 /** Settings that apply to a whole pool; every ImageCache feeding one pool must agree on them. */
 export interface PoolSettings {
-  /** PriorityClass of the pull pods, if any. */
   readonly priorityClassName?: string;
   /** RollingUpdate maxUnavailable: a count, or a percentage such as `10%`. */
   readonly maxUnavailable: number | string;
-  /** Gating, or undefined when this pool does not gate nodes. */
   readonly gate?: Gate;
   /** Seconds between digest checks of moved tags; 0 disables refresh. */
   readonly refreshSeconds: number;
-  /**
-   * Pods that pull the pool's images in parallel while a node warms: 1 is the holder alone, with
-   * no pullers; L > 1 is L burst pullers beside the holder, which then pulls none
-   * (src/synth/lanes.ts).
-   */
+  /** 1 is the holder alone; L > 1 is L burst pullers beside it (docs/architecture.md#lanes-burst-pullers). */
   readonly lanes: number;
-  /**
-   * Early pulling: the burst pullers run on the host network and tolerate the taints of a node's
-   * start-up (`STARTUP_TOLERATIONS` in src/contract/placement.ts), so they pull before the CNI makes the node Ready. Needs
-   * `lanes` > 1 (pullers) and a namespace prewarm owns (src/synth/checks/model.ts).
-   */
+  /** Burst pullers pull before the CNI is up; needs `lanes` > 1 and an owned namespace. */
   readonly earlyPull: boolean;
 }
 
-/**
- * What a location may be recorded for: each pool-wide setting, and the gate's taint key apart from
- * the rest of the gate (a refused key points at the key itself).
- */
+/** Each pool-wide setting, and the gate's taint key apart, so a refused key points at itself. */
 export type SettingField = keyof PoolSettings | 'gateTaintKey';
 
 /** Where each explicit setting of an ImageCache is written. */
@@ -67,9 +49,7 @@ export interface CacheEntry {
   readonly nodeSelector: Readonly<Record<string, string>>;
   /** Tolerations of the pull pods (kube-fledged input tolerates every taint, as its Jobs did). */
   readonly tolerations: readonly Toleration[];
-  /** Explicit pool name, when the spec gave one. */
   readonly pool?: string;
-  /** Where this entry was written. */
   readonly location: Location;
 }
 
@@ -81,77 +61,53 @@ export interface ImageCache {
   readonly entries: readonly CacheEntry[];
   /** Names of Secrets in {@link namespace}, sorted and de-duplicated. */
   readonly imagePullSecrets: readonly string[];
-  /** Pool-wide settings with defaults resolved, and where each explicit one was written. */
+  /** Defaults resolved. */
   readonly settings: PoolSettings;
   readonly settingLocations: SettingLocations;
-  /** Where the document starts. */
   readonly location: Location;
 }
 
-/**
- * One `cacheSpec` entry that feeds a pool. Synthesis keeps no other link back to the spec, so
- * checks made after naming (a name two inputs share, an object over a size limit) use this to
- * point at the file and line.
- */
+/** One `cacheSpec` entry that feeds a pool: the only link back to the spec for later checks. */
 export interface PoolOrigin {
-  /** `namespace/name` of the ImageCache. */
   readonly imageCache: string;
-  /** Where the entry is written. */
   readonly location: Location;
-  /** Canonical references of the entry's images, in the entry's order. */
+  /** Canonical, in the entry's order. */
   readonly images: readonly string[];
 }
 
 /** A node pool: the unit that becomes one pull DaemonSet. */
 export interface Pool {
-  /**
-   * The pool's identity as objects name it, computed once when the bundle is built
-   * (src/contract/identity.ts `poolId`): the DaemonSet's selector value, the node label's name part and
-   * the id the sidecars know the pool by in pools.json.
-   */
+  /** The pool's identity as objects, labels and pools.json name it (contract/identity.ts `poolId`). */
   readonly id: string;
   readonly namespace: string;
-  /** Explicit pool name from the spec; otherwise naming derives {@link id} from the selector. */
+  /** Explicit; otherwise {@link id} derives from the selector. */
   readonly name?: string;
-  /** Canonical identity: namespace, selector and tolerations, serialised; stable across runs. */
+  /** Namespace, selector and tolerations, serialised; stable across runs. */
   readonly key: string;
-  /** The selector and tolerations the spec gave (without the gate toleration). */
+  /** As the spec gave them (without the gate toleration). */
   readonly nodeSelector: Readonly<Record<string, string>>;
   readonly tolerations: readonly Toleration[];
-  /**
-   * Where the pool's pods run, computed once: the DaemonSet and pools.json are both rendered from
-   * it (src/contract/placement.ts).
-   */
+  /** Computed once; the DaemonSet and pools.json both render it. */
   readonly placement: Placement;
-  /**
-   * Where the pool's burst pullers run, computed with {@link placement}: the same selector and
-   * tolerations, plus the start-up tolerations when the pool pulls early. The holder, and so the
-   * sidecars' view in pools.json, keep {@link placement}.
-   */
+  /** {@link placement}, plus the start-up tolerations when the pool pulls early. */
   readonly pullerPlacement: Placement;
-  /** Every image of every entry that feeds the pool, de-duplicated and sorted by canonical form. */
+  /** De-duplicated, sorted by canonical form. */
   readonly images: readonly ImageRef[];
-  /** Union of the pull secrets of the contributing ImageCaches, sorted. */
   readonly imagePullSecrets: readonly string[];
   readonly settings: PoolSettings;
-  /** Where the ImageCache whose settings the pool took (the first by `namespace/name`) wrote them. */
+  /** The settings come from the first contributing ImageCache by `namespace/name`. */
   readonly settingLocations: SettingLocations;
-  /** `namespace/name` of the contributing ImageCaches, sorted. */
   readonly sources: readonly string[];
-  /** Every entry that feeds the pool, in ImageCache (`namespace/name`) then entry order. */
   readonly origins: readonly PoolOrigin[];
 }
 
 /** Everything one synth run produces objects for. */
 export interface Bundle {
-  /** Pools sorted by namespace, then key. */
+  /** Sorted by namespace, then key. */
   readonly pools: readonly Pool[];
-  /** Namespaces that hold at least one pool, sorted. */
   readonly namespaces: readonly string[];
   /**
-   * Compressed bytes of images, by canonical reference (with digest), as the repository's lock
-   * files record them (./sizes.ts); only images whose entry is fresh. A pool whose every image
-   * is here splits its pullers by bytes (src/synth/lanes.ts).
+   * Compressed bytes by canonical reference, from fresh lock-file entries (./sizes.ts).
    * @default - no sizes: every pool splits by image count
    */
   readonly imageBytes?: ReadonlyMap<string, number>;

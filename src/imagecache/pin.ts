@@ -1,8 +1,6 @@
 /**
- * Digest pinning of spec files, pure: find every image reference in ImageCache documents and
- * rewrite `tag` into `tag@sha256:…` in place. Edits are made on the exact source span of each
- * scalar, so comments, quoting, key order and every other byte of the file stay as they were, and
- * Renovate or Dependabot can keep updating the lines afterwards.
+ * Digest pinning of spec files, pure: `tag` becomes `tag@sha256:…` on each scalar's exact span, so
+ * every other byte stays and Renovate or Dependabot keep updating the lines.
  */
 import { isAlias, isMap, isScalar, isSeq, LineCounter, type Alias, type Node, type Scalar } from 'yaml';
 import { applyEdits, scalarSpan } from './edit.js';
@@ -14,22 +12,15 @@ import { parseYamlDocuments, resolveAlias } from './yaml.js';
 
 /** One image reference found in a file. */
 export interface ImageSite {
-  /** The reference as written, e.g. `python:3.12`. */
+  /** As written. */
   readonly text: string;
-  /** Byte range of the scalar's value in the file, quotes excluded. */
+  /** Quotes excluded. */
   readonly start: number;
   readonly end: number;
-  /**
-   * True when the span holds the reference character for character, so it can be rewritten in
-   * place: false for block scalars, quoted strings with escape sequences, and aliases.
-   */
+  /** The span holds the reference verbatim (not a block scalar, escaped string or alias). */
   readonly literal: boolean;
-  /** Where it is, as diagnostics name it (file, document, line:column, field path). */
   readonly location: Location;
-  /**
-   * Set when the image field holds a YAML alias (`*name`) whose anchored value is written
-   * outside the image fields: `location` is the alias, `anchorLine` the line of the value.
-   */
+  /** An alias whose anchored value lies outside the image fields: never rewritten. */
   readonly alias?: { readonly anchor: string; readonly anchorLine: number; readonly merge: boolean };
 }
 
@@ -40,16 +31,10 @@ interface Reached {
   readonly merge?: boolean;
 }
 
-/**
- * Every image reference of every ImageCache document in `text` (the images of every `cacheSpec` entry), in file
- * order. `file` only labels the locations. An image given through an alias is found where its
- * anchored value is written when that is an image field too (rewriting it there pins both);
- * otherwise it is a site with {@link ImageSite.alias} set, which nothing rewrites.
- */
+/** Every image reference of every ImageCache document in `text`, in file order; `file` only labels. */
 export function findImages(text: string, file = ''): ImageSite[] {
   const lines = new LineCounter();
-  // Parsed as the loader parses (merge keys on, aliases resolved from one table per document): pin
-  // must see every image the loader sees, in time linear in the file as the loader reads it.
+  // Parsed as the loader parses: pin must see every image the loader sees.
   const docs = [...parseYamlDocuments(text, lines)];
   const sites: ImageSite[] = [];
   docs.forEach((doc, i) => {
@@ -67,8 +52,7 @@ export function findImages(text: string, file = ''): ImageSite[] {
       }
       return first === undefined ? { node: current } : { node: current, via: first, merge };
     };
-    // A key of a mapping, written in it or merged in by `<<` (written keys first, then the merged
-    // mappings in order, as the loader reads them).
+    // Written keys first, then merged ones, as the loader reads them.
     const member = (reached: Reached, key: string, seen = new Set<unknown>()): Reached | undefined => {
       const map = reached.node;
       if (!isMap(map) || seen.has(map)) return undefined;
@@ -134,20 +118,13 @@ export function needsPin(reference: string): boolean {
   return parsed.ok && parsed.ref.digest === undefined;
 }
 
-/**
- * The pinned form of a reference: `tag@digest`. A reference written without a tag gets the
- * `:latest` it stood for, so the tag stays visible to readers, to Renovate and to the next pin.
- */
+/** `tag@digest`; a missing tag becomes the `:latest` it stood for, visible to Renovate and readers. */
 export function pinnedRef(reference: string, digest: string): string {
   const parsed = parseImageRef(reference);
   return `${reference}${parsed.ok && parsed.ref.defaultedTag ? ':latest' : ''}@${digest}`;
 }
 
-/**
- * Applies digests: `digests` maps a reference as written to its `sha256:…` digest. Sites whose
- * reference has no entry, or that are not {@link ImageSite.literal}, are left alone. Returns the
- * new text.
- */
+/** Applies digests (by reference as written) to literal sites; returns the new text. */
 export function applyPins(text: string, sites: readonly ImageSite[], digests: ReadonlyMap<string, string>): string {
   return applyEdits(
     text,

@@ -1,7 +1,6 @@
 /**
- * A small typed reader over the YAML syntax tree. Reading from nodes, not from `toJS()`, keeps
- * the position of every value, so each diagnostic can point at the exact line and column, and lets
- * us tell an unquoted number from a string.
+ * A typed reader over the YAML syntax tree: unlike `toJS()`, it keeps every value's position for
+ * diagnostics and tells an unquoted number from a string.
  */
 import { isAlias, isMap, isNode, isScalar, isSeq, type Document, type LineCounter, type Node, type YAMLMap } from 'yaml';
 import { type Diagnostic, type Location, type Severity } from './errors.js';
@@ -11,7 +10,6 @@ import { resolveAlias } from './yaml.js';
 /** A field path, rendered like `spec.cacheSpec[0].nodeSelector["kubernetes.io/arch"]`. */
 export type Path = readonly (string | number)[];
 
-/** Renders a path for messages. */
 export function formatPath(path: Path): string {
   let out = '';
   for (const part of path) {
@@ -22,17 +20,10 @@ export function formatPath(path: Path): string {
   return out;
 }
 
-/**
- * Nodes visited per document before reading stops. Aliases can expand a small file into an
- * exponentially large tree ("billion laughs"); this bound keeps reading linear in the input.
- */
+/** Nodes visited per document: aliases can expand a small file exponentially ("billion laughs"). */
 const NODE_BUDGET = 200_000;
 
-/**
- * Nodes visited over all the files of one run (aliases and merge keys counted as expanded): what a
- * run reads becomes its model, so this bounds the run's memory however many files it reads. The
- * largest bundle `bench:synth` generates fits well within it.
- */
+/** Nodes visited over all files of one run, expanded: this bounds the run's memory. */
 export const RUN_NODE_BUDGET = 1_000_000;
 
 /** Merge keys (`<<`) that include mappings that include mappings, at most. */
@@ -41,14 +32,13 @@ export const MAX_MERGE_DEPTH = 32;
 /** Nodes left to visit in one run, shared by the documents it reads. */
 export class ReadBudget {
   constructor(private left: number = RUN_NODE_BUDGET) {}
-  /** Takes `count` nodes; false once the budget is spent. */
   take(count: number): boolean {
     this.left -= count;
     return this.left >= 0;
   }
 }
 
-/** Reading context of one YAML document: where it is, and the diagnostics found so far. */
+/** Reading context of one YAML document. */
 export class DocContext {
   private visited = 0;
   private exhausted = false;
@@ -64,19 +54,16 @@ export class DocContext {
     private readonly budget: ReadBudget = new ReadBudget(),
   ) {}
 
-  /** Where a node is (or the document start when there is no node). */
   locate(node: Node | null | undefined, path: Path): Location {
     const offset = node?.range?.[0] ?? this.doc.range[0];
     const pos = this.lines.linePos(offset);
     return { file: this.file, document: this.document, line: pos.line, column: pos.col, path: formatPath(path) };
   }
 
-  /** Records a diagnostic at a node. */
   report(severity: Severity, node: Node | null | undefined, path: Path, message: string): void {
     this.diagnostics.push({ ...this.locate(node, path), severity, message });
   }
 
-  /** Errors recorded so far through this context. */
   errorCount(): number {
     return this.diagnostics.filter((d) => d.severity === 'error').length;
   }
@@ -86,7 +73,6 @@ export class DocContext {
     return new DocContext(this.file, this.document, this.doc, this.lines, sink, this.budget);
   }
 
-  /** Takes over diagnostics recorded by a fork. */
   adopt(diagnostics: readonly Diagnostic[]): void {
     for (const d of diagnostics) this.diagnostics.push(d);
   }
@@ -99,10 +85,7 @@ export class DocContext {
     this.report('warning', node, path, message);
   }
 
-  /**
-   * Counts `count` nodes read at `node` against the document's and the run's budgets; false (and
-   * one error) once either is spent.
-   */
+  /** Counts nodes against the document's and the run's budgets; false (one error) once spent. */
   spend(count: number, node: unknown, path: Path): boolean {
     if (this.exhausted) return false;
     this.visited += count;
@@ -153,10 +136,8 @@ export interface MapEntry {
 }
 
 /**
- * The entries of a mapping with YAML merge keys applied (`<<: *base`, `<<: [*a, *b]`; YAML 1.1's
- * merge, which kubectl accepts): keys written in the mapping win over merged ones, and an earlier
- * merged mapping wins over a later one. Undefined after an invalid merge (reported) or when the
- * node budget is spent.
+ * A mapping's entries with YAML 1.1 merge keys applied, as kubectl accepts them: written keys win,
+ * then earlier merges. Undefined after an invalid merge or a spent budget.
  */
 export function entries(ctx: DocContext, map: YAMLMap, path: Path, merging: Set<YAMLMap> = new Set()): MapEntry[] | undefined {
   const known = ctx.merged.get(map);
@@ -214,7 +195,7 @@ function keyName(key: unknown): string | undefined {
   return isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
 }
 
-/** Describes the YAML type of a node, for "expected X, got Y" messages. */
+/** For "expected X, got Y" messages. */
 export function describe(node: Node | null | undefined): string {
   if (node === null || node === undefined) return 'nothing';
   if (isMap(node)) return 'a mapping';
@@ -264,7 +245,6 @@ export function checked(check: (value: string) => string | undefined, what: stri
   };
 }
 
-/** An integer within bounds. */
 export function int(min: number, max: number): Reader<number> {
   return (ctx, node, path) => {
     if (isScalar(node) && typeof node.value === 'number' && Number.isInteger(node.value)) {
@@ -277,7 +257,6 @@ export function int(min: number, max: number): Reader<number> {
   };
 }
 
-/** A boolean. */
 export const bool: Reader<boolean> = (ctx, node, path) => {
   if (isScalar(node) && typeof node.value === 'boolean') return node.value;
   ctx.error(node, path, `must be true or false, got ${describe(node)}`);
@@ -335,7 +314,6 @@ export function stringMap(
     }
     const out = new Map<string, string>();
     let ok = true;
-    /** Reports `problem` (a key's or a value's) at `at`; false when there was one. */
     const valid = (n: Node | null, at: Path, label: string, text: string, problem: string | undefined): boolean => {
       if (problem === undefined) return true;
       ctx.error(n, at, `${label} ${quote(text)} is invalid: ${problem}`);
@@ -375,16 +353,13 @@ export function stringMap(
 
 /** What the spec reference (docs/spec.md) says of a field. */
 export interface FieldDoc {
-  /** The value's type as a spec writes it. */
   readonly type: string;
   readonly description: string;
   /** What a spec that leaves the field out gets. */
   readonly default?: string;
-  /** Bounds beyond the type. */
   readonly limits?: string;
 }
 
-/** A field of an object shape. */
 export interface Field<T> {
   readonly read: Reader<T>;
   readonly required?: boolean;
@@ -393,7 +368,6 @@ export interface Field<T> {
   readonly fields?: Readonly<Record<string, Field<unknown>>>;
 }
 
-/** Field readers of an object, keyed by field name. */
 export type Shape<T> = { readonly [K in keyof T]-?: Field<NonNullable<T[K]>> };
 
 /** The value an object reader yields, plus the nodes it came from (for later diagnostics). */
@@ -475,7 +449,6 @@ function suggest(key: string, known: readonly string[]): string {
   return best === undefined ? ` (known fields: ${list})` : ` (did you mean "${best}"?)`;
 }
 
-/** Levenshtein distance, for near-miss hints. */
 export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {

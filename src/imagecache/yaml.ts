@@ -1,35 +1,20 @@
 /**
- * Spec text → YAML documents, in time and stack depth linear in the input. The `yaml` library's
- * own conveniences are quadratic or recursive on hostile input, so three of them are replaced:
- * - nesting is measured on the syntax tokens (the parser is iterative; composing is recursive and
- *   overflows the stack at about 800 levels), and a collection nested too deep is cut off;
- * - duplicate keys are found with one set per mapping (the library compares each key with every
- *   earlier one);
- * - aliases are resolved from one table per document (the library walks the whole document for
- *   every alias).
+ * Spec text → YAML documents, linear in time and stack depth. The `yaml` library is quadratic or
+ * recursive on hostile input, so nesting is measured on tokens (composing recurses), duplicate keys
+ * use one set per mapping, and aliases one table per document.
  */
 import { Composer, isAlias, isMap, isPair, isSeq, Parser, YAMLParseError, type CST, type Document, type LineCounter } from 'yaml';
 import type { Alias, Node } from 'yaml';
 
-/**
- * Lists and mappings nested inside each other, at most. An ImageCache needs six; the margin is for
- * anchors parked in deeper places.
- */
+/** Nesting depth, at most; the margin over an ImageCache's needs is for anchors parked deeper. */
 export const MAX_YAML_DEPTH = 64;
 
-/**
- * Keys, values and list items per document, at most, before aliases are expanded. The apiserver
- * takes objects up to about 1.5 MiB; 100,000 nodes is more than that holds in any ImageCache, and
- * bounds the memory one document's tree takes.
- */
+/** Nodes per document before aliases expand: more than any object the apiserver takes holds. */
 export const MAX_YAML_NODES = 100_000;
 
 /**
- * The documents of `text`, one at a time, read as the spec loader reads YAML: version 1.2, merge
- * keys on, duplicate keys an error. Each document is composed only when asked for, so a file of
- * many documents never holds more than one tree. A document nested deeper than
- * {@link MAX_YAML_DEPTH}, or with more than {@link MAX_YAML_NODES} nodes, keeps what comes before
- * the limit and gets an error where it was reached.
+ * The documents of `text`, composed one at a time (never more than one tree held): YAML 1.2, merge
+ * keys on, duplicate keys an error; past a limit, an error where it was reached.
  */
 export function* parseYamlDocuments(text: string, lines?: LineCounter): Generator<Document.Parsed> {
   const composer = new Composer({ version: '1.2', merge: true, uniqueKeys: false });
@@ -63,10 +48,7 @@ const tooLarge = (offset: number): Problem => ({
   message: `document is too large to read: more than ${MAX_YAML_NODES} YAML nodes (keys, values and list items)`,
 });
 
-/**
- * Walks a document's syntax tokens without recursion, and replaces with an empty scalar each
- * collection nested too deep, and drops the items past the node limit. Returns the first limit hit.
- */
+/** Cuts, without recursion, what is nested too deep or past the node limit; returns the first hit. */
 function cutOversized(document: CST.Document): Problem | undefined {
   const stack: { readonly token: CST.Token; readonly depth: number; readonly replace: (t: CST.Token) => void }[] = [];
   if (document.value) stack.push({ token: document.value, depth: 0, replace: (t) => (document.value = t) });
@@ -130,10 +112,7 @@ function* nodesOf(doc: Document.Parsed): Generator<Node> {
 
 const aliasTables = new WeakMap<Document.Parsed, Map<Alias, Node | undefined>>();
 
-/**
- * The node an alias stands for: the last node before it with that anchor, as YAML defines it (and
- * the library's `Alias.resolve` finds). Undefined when no anchor comes before it.
- */
+/** The last node before the alias with its anchor, as YAML defines it. */
 export function resolveAlias(doc: Document.Parsed, alias: Alias): Node | undefined {
   let table = aliasTables.get(doc);
   if (table === undefined) {

@@ -1,11 +1,6 @@
 /**
- * kube-fledged → prewarm.dev conversion. Pure: text in, text out.
- *
- * A converted ImageCache places every image exactly where kube-fledged did: same selectors, same
- * pull secrets, and a toleration of every taint, which is what kube-fledged's per-node Jobs carry.
- * File conversion rewrites only the spans that change (imagecache/edit.ts, as `pin` does), so
- * comments, key order, quoting, indentation, line endings and encoding survive and the diff a
- * reviewer sees is only the lines that had to change.
+ * kube-fledged → prewarm.dev conversion, pure. Images land exactly where kube-fledged put them (its
+ * Jobs tolerate every taint), and only changed spans are rewritten, so a reviewer's diff is minimal.
  */
 import { App, Chart } from 'cdk8s';
 import { isDeepStrictEqual } from 'node:util';
@@ -27,10 +22,8 @@ const DROPPED_ANNOTATION = /^(kubefledged\.io\/|kubectl\.kubernetes\.io\/last-ap
  */
 const SEQUENCE_AT_KEY_INDENT = /^( *)[^\s#-][^\n]*:[ \t]*\r?\n\1- /m;
 
-/** Fields the apiserver sets; meaningless in a spec file. */
 const CLUSTER_FIELDS = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields', 'selfLink'];
 
-/** Outcome of converting one file. */
 export interface MigratedText {
   readonly text: string;
   /** kube-fledged ImageCache documents converted. */
@@ -50,22 +43,15 @@ export class InPlaceError extends Error {
 
 type Key = string | number;
 
-/**
- * One change the conversion makes to a document. The list is made once, then rendered as text
- * edits and, to check those edits, replayed on the syntax tree.
- */
+/** One change to a document: rendered as text edits and, to check them, replayed on the tree. */
 type Change =
   | { readonly op: 'set'; readonly path: readonly Key[]; readonly value: string }
   | { readonly op: 'delete'; readonly path: readonly Key[] }
   | { readonly op: 'add'; readonly path: readonly Key[]; readonly value: unknown };
 
 /**
- * Converts every `kubefledged.io/v1alpha2` ImageCache in `text`. Only the spans that change are
- * rewritten: the apiVersion value, the cluster-only fields and kube-fledged annotations removed,
- * and a toleration of every taint added to each cacheSpec entry without tolerations. Every other
- * byte stays, so a file without kube-fledged documents comes back identical. The caller validates
- * the input first: this assumes well-formed kube-fledged documents. Throws {@link InPlaceError}
- * for a layout it cannot edit in place.
+ * Converts every `kubefledged.io/v1alpha2` ImageCache in validated `text`, every other byte kept.
+ * Throws {@link InPlaceError} for a layout it cannot edit in place.
  */
 export function migrateText(text: string): MigratedText {
   const docs = parseAllDocuments(text, { version: '1.2', keepSourceTokens: true });
@@ -218,10 +204,7 @@ function flowYaml(value: unknown): string {
   return String(value);
 }
 
-/**
- * The edits must mean exactly the planned changes: the edited text, parsed, equals every document
- * with its changes applied to the syntax tree. Anything else is a layout the edits got wrong.
- */
+/** The edited text, parsed, must equal the documents with the changes applied to the tree. */
 function checkEdits(before: readonly Document.Parsed[], planned: readonly (readonly Change[])[], after: string): void {
   const parsed = parseAllDocuments(after, { version: '1.2' });
   const docs = Array.isArray(parsed) ? parsed : [];
@@ -286,10 +269,8 @@ export interface ClusterObjects {
 }
 
 /**
- * Checks the `items` of a kubefledged.io/v1alpha2 ImageCache list as spec files are checked: an
- * apiserver is untrusted, and a CRD without a schema lets any shape through (null items, a
- * `cacheSpec` that is not a list). Each object is read by the one spec loader, as a file named
- * after the object; positions are left out, since the text was never the user's.
+ * Checks a cluster's ImageCache list as spec files are checked: an apiserver is untrusted, and a
+ * CRD without a schema lets any shape through.
  */
 export function readClusterObjects(items: unknown): ClusterObjects {
   const where = (file: string, path: string, message: string): Diagnostic => ({
@@ -322,11 +303,7 @@ export function readClusterObjects(items: unknown): ClusterObjects {
   return { objects: diagnostics.length === 0 ? (items as FledgedObject[]) : [], diagnostics };
 }
 
-/**
- * Renders ImageCaches read from a cluster as prewarm.dev documents, through the construct
- * generated from our CRD (imports/), sorted by namespace and name in code-point order, whatever the
- * locale.
- */
+/** Renders cluster ImageCaches as prewarm.dev documents through the construct generated from our CRD. */
 export function migrateObjects(objects: readonly FledgedObject[]): string {
   const app = new App({ outdir: 'unused', recordConstructMetadata: false });
   const chart = new Chart(app, 'migrated', { disableResourceNameHashes: true });

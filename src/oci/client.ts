@@ -1,11 +1,6 @@
 /**
- * The OCI distribution client that `prewarm pin` and the sidecar share: what a tag points to now,
- * by `HEAD /v2/<repo>/manifests/<tag>` with index/manifest-list Accept headers, answering the
- * `Docker-Content-Digest` header. Handles the anonymous, basic and bearer-token flows
- * (distribution `token` spec), with credentials from a {@link Keyring}.
- *
- * The sidecar imports this file, so it stays on node built-ins and the sidecar's own HTTP client
- * (src/http/client.ts explains the memory budget behind that).
+ * The OCI distribution client `prewarm pin` and the sidecar share: anonymous, basic and bearer
+ * flows. The sidecar imports it, so it stays on node built-ins (see src/http/client.ts).
  */
 import { createHash } from 'node:crypto';
 import { ApiError } from '../http/api-error.js';
@@ -15,10 +10,7 @@ import { checkDigest, parseImageRef, type ImageRef } from './reference.js';
 import { DOCKER_HUB, DOCKER_HUB_API, type Credential, type Keyring } from './keyring.js';
 import { imageBytes, isIndex, parseManifest, platformDigest, type ImageBytes, type Platform } from './manifest.js';
 
-/**
- * Parses a reference to resolve, by the one parser synthesis uses (src/oci/reference.ts),
- * so the registry is asked exactly for the names synth emitted. Throws on an invalid reference.
- */
+/** Parses a reference by synthesis's own parser, so the registry is asked for the names synth emitted. */
 export function registryRef(image: string): ImageRef {
   const parsed = parseImageRef(image);
   if (!parsed.ok) throw new Error(`invalid image reference ${quote(image)}`);
@@ -26,16 +18,14 @@ export function registryRef(image: string): ImageRef {
 }
 
 /**
- * The host a reference's domain is reached at. Host names are case-insensitive (RFC 4343) and the
- * reference grammar allows capitals in the domain, as containerd's resolver does, which dials the
- * name as given: `Registry.Example.com/app` and `registry.example.com/app` are one registry, and
- * its credentials and `--plain-http` entry are found under the lowercase name.
+ * The host a reference's domain is reached at, lowercased (RFC 4343): credentials and
+ * `--plain-http` entries are found under the lowercase name.
  */
 export function registryHost(domain: string): string {
   return domain.toLowerCase();
 }
 
-/** What one image's request came to in {@link askRegistries}. */
+/** What one image's request came to. */
 export type Asked<R> =
   | { readonly kind: 'answered'; readonly value: R }
   | { readonly kind: 'failed'; readonly error: unknown }
@@ -51,21 +41,15 @@ export const REGISTRY_CONCURRENCY = 8;
 export interface AskBounds {
   /** The run's deadline: once aborted, nothing more is asked, and requests under way end. */
   readonly signal: AbortSignal;
-  /**
-   * Runs before a host's first request, such as its credential helper; when it rejects, every
-   * image of that host fails with its error.
-   */
+  /** Runs before a host's first request (a credential helper); if it rejects, that host's images fail. */
   readonly prepare?: (host: string) => Promise<void>;
   /** @default REGISTRY_CONCURRENCY */
   readonly concurrency?: number;
 }
 
 /**
- * Asks `ask` for each item: registries in parallel, at most `concurrency` at once, and each
- * registry's items one after another, in order (registries rate-limit bursts); `imageOf` names
- * the image an item is about. A registry that did not answer (transport error or the request
- * deadline: status 0) is not asked again in the run, so each registry takes at most one request
- * timeout, and the whole run ends by `signal`. Never rejects.
+ * Asks registries in parallel, each one's items in turn (registries rate-limit bursts). A registry
+ * that did not answer is not asked again, so each costs at most one timeout. Never rejects.
  */
 export async function askRegistries<T, R>(
   items: readonly T[],
@@ -129,10 +113,8 @@ async function askHost<T, R>(
 const MAX_MANIFEST_BYTES = 4 << 20;
 
 /**
- * The digest a registry claims, accepted only when it is one digest of a supported algorithm.
- * Headers are untrusted text that `pin` writes into specs: a list (a repeated header, which Node
- * joins with `, `), white space, a comment or anything after the hex would become part of the
- * spec, so every deviation is refused, naming the registry.
+ * The digest a registry claims, only when exactly one digest: `pin` writes this untrusted header
+ * into specs, so a list, a comment or trailing text is refused.
  */
 export function checkedDigest(registry: string, sent: string | readonly string[]): string {
   const value = typeof sent === 'string' ? sent : sent.join(', ');
@@ -149,8 +131,7 @@ export function manifestDigest(registry: string, r: Pick<HttpResponse, 'headers'
   const claimed = sent === undefined ? undefined : checkedDigest(registry, sent);
   const algorithm = claimed?.slice(0, claimed.indexOf(':')) ?? 'sha256';
   const actual = `${algorithm}:${createHash(algorithm).update(r.body).digest('hex')}`;
-  // Without a header, the digest is ours: only the hash of a manifest may be pinned, never that of
-  // a truncated or foreign answer, which no node could pull by.
+  // Only the hash of a manifest may be pinned, never of a truncated or foreign answer.
   if (claimed === undefined && !isManifest(r.body))
     throw new ApiError(
       200,
@@ -171,12 +152,10 @@ function isManifest(body: string | Buffer): boolean {
   }
 }
 
-/** The host the registry API is served on. */
 export function apiHost(registry: string): string {
   return registry === DOCKER_HUB || registry === 'index.docker.io' ? DOCKER_HUB_API : registry;
 }
 
-/** A parsed `WWW-Authenticate` header. */
 export interface Challenge {
   readonly scheme: string;
   readonly params: Readonly<Record<string, string>>;
@@ -194,10 +173,7 @@ export function parseChallenge(header: string): Challenge | undefined {
   return { scheme: (m[1] as string).toLowerCase(), params };
 }
 
-/**
- * Accept header of the manifest HEAD: an index/list first, since that is what a multi-arch tag
- * resolves to, and its digest is the one a pinned reference must name.
- */
+/** An index first: a multi-arch tag resolves to it, and a pin must name its digest. */
 export const MANIFEST_ACCEPT = [
   'application/vnd.oci.image.index.v1+json',
   'application/vnd.docker.distribution.manifest.list.v2+json',
@@ -208,14 +184,10 @@ export const MANIFEST_ACCEPT = [
 /** Options of {@link OciRegistry}. */
 export interface OciRegistryOptions {
   readonly keyring: Keyring;
-  /**
-   * The User-Agent of every request, so registry logs tell the sidecar from the CLI
-   * (`prewarm-reconciler`, `prewarm-cli/<version>`).
-   */
+  /** So registry logs tell the sidecar from the CLI. */
   readonly userAgent: string;
   /**
-   * Registries spoken to over plain HTTP (host[:port]), like containerd's `plain-http` hosts.
-   * Everything else is HTTPS, verified against the system CAs plus NODE_EXTRA_CA_CERTS.
+   * Hosts (host[:port]) spoken to over plain HTTP; all else is verified HTTPS.
    * @default none
    */
   readonly plainHttp?: ReadonlySet<string>;
@@ -228,10 +200,8 @@ export interface OciRegistryOptions {
 const basic = (c: Credential): string => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
 
 /**
- * Registry digest client. Caches bearer tokens per scope until shortly before they expire, and
- * remembers which scopes asked for basic auth, so that after the first challenge every check is a
- * single HEAD (a registry behind htpasswd otherwise answers each bare HEAD with a 401 first).
- * Failures reject with an {@link ApiError} carrying the HTTP status (0 for transport errors).
+ * Registry digest client. Caches tokens and basic-auth scopes, so after the first challenge each
+ * check is one HEAD. Rejects with an {@link ApiError} (status 0 for transport errors).
  */
 export class OciRegistry {
   private readonly tokens = new Map<string, { token: string; until: number }>();
@@ -244,11 +214,7 @@ export class OciRegistry {
     return `${plain ? 'http' : 'https'}://${api}`;
   }
 
-  /**
-   * The digest `image` resolves to now; a digest-pinned reference answers its own digest. A HEAD
-   * answers with the `Docker-Content-Digest` header; a registry that sends none is asked for the
-   * manifest itself, whose hash is the digest.
-   */
+  /** The digest `image` resolves to now; without a digest header, the hash of the manifest. */
   async digest(image: string): Promise<string> {
     const ref = registryRef(image);
     if (ref.digest) return ref.digest;
@@ -260,19 +226,14 @@ export class OciRegistry {
   }
 
   /**
-   * The compressed size of `image` for `platform`: config and layer sizes of its manifest (of the
-   * index's entry for the platform, when the reference names an index). Two GETs at the most, each
-   * bounded like every manifest request; a manifest fetched by digest must hash to that digest.
-   * Rejects with an {@link ApiError} on anything the registry cannot back up.
+   * The compressed size of `image` for `platform`: at most two bounded GETs, and a manifest
+   * fetched by digest must hash to it.
    */
   async compressedSize(image: string, platform: Platform): Promise<number> {
     return (await this.imageSize(image, platform)).compressed;
   }
 
-  /**
-   * The size of `image` for `platform` as its manifest states it: compressed, and uncompressed
-   * where the manifest tells it (src/oci/manifest.ts). Requests and checks as {@link compressedSize}.
-   */
+  /** Compressed and, where the manifest tells it, uncompressed; as {@link compressedSize}. */
   async imageSize(image: string, platform: Platform): Promise<ImageBytes> {
     const ref = registryRef(image);
     const host = registryHost(ref.domain);

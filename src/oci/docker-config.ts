@@ -1,14 +1,7 @@
 /**
- * The user's registry credentials, found the way `docker pull` finds them: a docker config.json
- * (`--docker-config FILE`, else `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`) with
- * `auths` entries (`auth` = base64 `user:password`, as `docker login` writes without a store) and
- * credential helpers: `credHelpers` per registry host, then `credsStore` for every other host, run
- * as `docker-credential-<name> get` with the host on stdin. podman's and skopeo's auth.json
- * (`$REGISTRY_AUTH_FILE`) has the same `auths` format and can be passed as `--docker-config`.
- *
- * The file holds secrets, and its errors end up in CI logs: they name the file, the line and the
- * problem, never its content. It is read as spec files are: a regular file (a FIFO or a /proc file
- * is refused without blocking), of bounded size.
+ * Registry credentials found as `docker pull` finds them: config.json `auths`, `credHelpers`, then
+ * `credsStore`. It holds secrets and its errors reach CI logs, so they never quote its content; it
+ * is read as spec files are, bounded and never blocking.
  */
 import { execFile } from 'node:child_process';
 import { homedir } from 'node:os';
@@ -24,19 +17,12 @@ export class DockerConfigError extends Error {
 /** Credentials for the registries a command talks to, and where they came from (for messages). */
 export interface RegistryCredentials {
   readonly keyring: Keyring;
-  /** The docker config read, or the path looked for when there is none. */
   readonly file: string;
   readonly found: boolean;
-  /**
-   * Runs the credential helper of `host` (if the config names one) once, before the first request
-   * to it, and adds its credential to {@link keyring}; later calls wait for the same run. Each
-   * helper is bounded by {@link HELPER_TIMEOUT_MS} and `signal`, and all of a run's helpers by
-   * {@link HELPERS_TOTAL_MS} together. Rejects with a {@link DockerConfigError}.
-   */
+  /** Runs `host`'s credential helper once, bounded, into {@link keyring}. Rejects with a {@link DockerConfigError}. */
   prepare(host: string, signal?: AbortSignal): Promise<void>;
 }
 
-/** The parts of config.json that name credentials. */
 interface DockerConfig {
   readonly auths?: Record<string, unknown>;
   readonly credHelpers?: Record<string, string>;
@@ -46,19 +32,12 @@ interface DockerConfig {
 /** Helper answers longer than this are not a credential: a helper waiting on a prompt or a network. */
 export const HELPER_TIMEOUT_MS = 10_000;
 
-/**
- * The time all the credential helpers of one run may take together. Helpers run once per host, and
- * the spec chooses the hosts: without a cap, 40 hosts behind a stalled helper would wait 40 times.
- */
+/** All of a run's credential helpers together: the spec chooses the hosts, so one stall must not multiply. */
 export const HELPERS_TOTAL_MS = 30_000;
 
 /**
- * Loads credentials: the `auths` entries at once, the credential helpers lazily, per host, through
- * {@link RegistryCredentials.prepare} (hosts as written in image references; docker.io for Docker
- * Hub), so that a run asks only the helpers of the hosts it reaches, within its bounds. A helper's
- * credential wins over an `auths` entry for the same host, as in docker. No config file at the
- * default path means anonymous access; a named file that is missing or a file that is not JSON
- * rejects with a {@link DockerConfigError} (the user's setup is wrong, not the registry).
+ * Loads `auths` at once and helpers lazily per host; a helper wins over `auths`, as in docker. No
+ * default file means anonymous; a named file missing or not JSON rejects with a {@link DockerConfigError}.
  */
 export async function loadRegistryCredentials(
   explicit: string | undefined,
@@ -130,9 +109,8 @@ function helperFor(config: DockerConfig, registry: string): string | undefined {
 }
 
 /**
- * `docker-credential-<helper> get`: JSON `{ServerURL, Username, Secret}` on stdout, or exit 1 with
- * "credentials not found" (no credential: anonymous). Identity tokens (Username `<token>`) are
- * OAuth refresh tokens that only docker's own token exchange uses; they are skipped.
+ * `docker-credential-<helper> get`; "credentials not found" means anonymous. Identity tokens are
+ * skipped: only docker's own token exchange uses them.
  */
 function runHelper(
   helper: string,
@@ -185,7 +163,6 @@ export function jsonSyntaxError(text: string): { line: number; column: number; p
 
 /** Reads one JSON document and throws at its first error; `offset` is then where it stopped. */
 class JsonScanner {
-  /** How far it has read. */
   offset = 0;
   private depth = 0;
   private readonly text: string;

@@ -1,49 +1,32 @@
 /**
- * Container image references, parsed by the grammar of distribution/reference
- * (https://github.com/distribution/reference/blob/main/reference.go) and normalised the way the
- * kubelet and containerd resolve them (normalize.go there), so that `python:3.12`,
- * `docker.io/library/python:3.12` and `index.docker.io/library/python:3.12` are recognised as one
- * image.
- *
- * `registry-1.docker.io/...` is deliberately left as it is, as distribution/reference leaves it:
- * containerd stores the image under that name, so a workload that names it is only served from the
- * cache by a pull of that very name. It shares its layers with the `docker.io` name, so warming
- * both costs a manifest, not a second download.
+ * Image references by distribution/reference's grammar, normalised as the kubelet and containerd
+ * resolve them (normalize.go). `registry-1.docker.io/...` stays as written, as there: containerd
+ * stores the image under that name, so only a pull of that name serves it.
  */
 import { DIGEST_LENGTHS } from '../contract/digest.js';
 
 /** A parsed, normalised image reference. */
 export interface ImageRef {
-  /** Registry host, with port if any; `docker.io` when the reference named none, or `index.docker.io`. */
+  /** With port if any; `docker.io` for none or `index.docker.io`. */
   readonly domain: string;
-  /** Repository path inside the registry, e.g. `library/python`. */
   readonly path: string;
-  /** Tag; `latest` when the reference had neither tag nor digest. */
   readonly tag?: string;
-  /** Digest such as `sha256:…`, when pinned. */
   readonly digest?: string;
-  /** True when the tag was filled in because the reference had neither tag nor digest. */
+  /** The tag was filled in as `latest`. */
   readonly defaultedTag: boolean;
-  /** Fully qualified form: `domain/path[:tag][@digest]`. Identity for de-duplication. */
+  /** `domain/path[:tag][@digest]`: identity for de-duplication. */
   readonly canonical: string;
 }
 
-/** Outcome of parsing: a reference, or a message saying exactly what is wrong. */
 export type ParseResult = { readonly ok: true; readonly ref: ImageRef } | { readonly ok: false; readonly error: string };
 
 const DEFAULT_DOMAIN = 'docker.io';
 /** Docker Hub's legacy name, which normalize.go turns into {@link DEFAULT_DOMAIN}. */
 const LEGACY_DEFAULT_DOMAIN = 'index.docker.io';
 const OFFICIAL_PREFIX = 'library/';
-/**
- * distribution/reference's NameTotalLengthMax, which it applies to the name once normalised
- * (`docker.io/library/…`): a longer name is refused by containerd and the kubelet on every node.
- */
+/** distribution/reference's NameTotalLengthMax, applied once normalised, as every node does. */
 const MAX_NAME_LENGTH = 255;
-/**
- * A name that is nothing but 64 hex digits: distribution/reference (ParseNormalizedNamed, which the
- * kubelet and containerd use) refuses it, since it reads as an image ID.
- */
+/** ParseNormalizedNamed refuses a name of 64 hex digits: it reads as an image ID. */
 const IMAGE_ID = /^[a-f0-9]{64}$/;
 
 const DOMAIN_COMPONENT = /^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])$/;
@@ -52,10 +35,7 @@ const PORT = /^[0-9]+$/;
 const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG = /^[\w][\w.-]{0,127}$/;
 
-/**
- * Parses and normalises an image reference. Never throws: a bad reference yields a message that
- * names the offending part.
- */
+/** Parses and normalises an image reference; never throws: the message names the offending part. */
 export function parseImageRef(input: string): ParseResult {
   if (input.length === 0) return fail('image reference is empty');
   if (input.trim() !== input) return fail('image reference has leading or trailing white space');
@@ -86,8 +66,7 @@ export function parseImageRef(input: string): ParseResult {
   }
 
   if (rest === '') return fail(`repository name is empty in "${input}"`);
-  // Normalising adds at most `docker.io/library/` and drops at most `index.`: a name this long
-  // cannot fit once normalised, and is refused before any further work on it.
+  // Normalising cannot shorten a name this long enough to fit: refused before any further work.
   if (rest.length > MAX_NAME_LENGTH + 'index.'.length) return fail(tooLong(rest.length));
 
   const { domain, path } = splitDomain(rest);
@@ -151,10 +130,7 @@ function checkDomain(domain: string): string | undefined {
   return `registry host "${host}" is invalid`;
 }
 
-/**
- * Why `digest` is not a digest containerd can pull by (`algorithm:hex` of a supported algorithm,
- * exact length, lowercase), or undefined when it is one.
- */
+/** Why `digest` is not one containerd can pull by, or undefined. */
 export function checkDigest(digest: string): string | undefined {
   const colon = digest.indexOf(':');
   if (colon <= 0) return `digest "${digest}" must have the form algorithm:hex`;

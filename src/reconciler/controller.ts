@@ -35,7 +35,7 @@ import type { PoolsFile } from '../contract/pools-file.js';
 export interface ControllerDeps {
   readonly pods: PodSource;
   /**
-   * The pool's pods on this node, burst pullers included, whose started containers count too.
+   * The pool's other pods on this node, whose started containers count too.
    * @default - only our own pod is observed
    */
   readonly poolPods?: PoolPodSource;
@@ -53,8 +53,7 @@ export interface ControllerDeps {
 export interface ControllerOptions {
   readonly sidecarName: string;
   /**
-   * Re-read the node this often even without pod events, to heal drift (someone removed our label)
-   * and to see other pools' labels while the gate waits.
+   * Re-read the node this often without pod events, to heal drift and see other pools' labels.
    * @default 300000 (5 min); 30000 while our gate taint is still on the node
    */
   readonly resyncMs?: number;
@@ -136,13 +135,10 @@ class Kick {
 /** The reconciler of one pull pod's sidecar. */
 export class Controller {
   private pod: KPod | undefined;
-  /** The pool's other pods on this node by name, as the member watch last showed them. */
   private peers = new Map<string, KPod>();
   /**
-   * Whether the first list of the pool's pods has answered (or failed). The first reconcile waits
-   * for it, as a controller waits for its caches to sync: a decision from our pod alone counts
-   * none of the pullers' images, so its read of the node (and any write) is moot a moment later,
-   * and it stands between a node whose pullers are already done and its warm label.
+   * Whether the first list of the pool's pods has answered (or failed): the first reconcile waits
+   * for it, as for a cache sync, since our pod alone counts none of the pullers' images.
    */
   private peersListed: boolean;
   private readonly kick = new Kick();
@@ -185,10 +181,7 @@ export class Controller {
         : undefined;
   }
 
-  /**
-   * Runs until `signal` aborts (SIGTERM), then removes our label and annotation from the node.
-   * The pod watch and the refresh run beside the loop and stop with it.
-   */
+  /** Runs until `signal` aborts (SIGTERM), then removes our label and annotation from the node. */
   async run(signal: AbortSignal): Promise<void> {
     const { log } = this.deps;
     const stop = new AbortController();
@@ -220,10 +213,8 @@ export class Controller {
   }
 
   /**
-   * What the startup probe answers (STARTUP_PATH): whether the holder's image containers may start.
-   * True from the first decision that releases them (src/reconciler/pool.ts `releasesImages`), or
-   * once the pool's deadline has passed since this process started, so a sidecar that never
-   * reaches the apiserver still lets them start and pull; never false again.
+   * Whether the holder's image containers may start (the startup probe): once released, or once the
+   * deadline has passed since we started, so a sidecar cut off from the apiserver never holds them.
    */
   imagesReleased(): boolean {
     if (!this.released && this.deps.clock.now() >= this.startedAt + this.config.deadlineSeconds * 1000) this.release('deadline');
@@ -280,9 +271,8 @@ export class Controller {
   }
 
   /**
-   * Removes the taint with a test-guarded JSON patch. On a failed test (409/422) someone changed
-   * the taint list: re-read and retry a bounded number of times; a taint already gone is success
-   * for nobody (another sidecar did it), so `done` is false then.
+   * Removes the taint with a test-guarded JSON patch, re-reading on a failed test a bounded number
+   * of times; a taint already gone leaves `done` false (another sidecar lifted it).
    */
   private async removeTaint(start: KNode, key: string): Promise<{ node: KNode; done: boolean }> {
     let node = start;
@@ -332,11 +322,7 @@ export class Controller {
     this.lastDecision = d;
   }
 
-  /**
-   * The bytes our pod's images pin, from the node's image list this reconcile read anyway: no
-   * request and no privilege of its own. One series per pool; `complete` says whether it is a
-   * lower bound.
-   */
+  /** The bytes our pod's images pin, from the node this reconcile read anyway: no request of its own. */
   private observePinned(pod: KPod, node: KNode): void {
     const pool = this.config.poolId;
     const pinned = podPinnedBytes(pod, node.status?.images ?? []);
@@ -382,10 +368,8 @@ export class Controller {
   }
 
   /**
-   * Why `p` cannot be our own pod, or undefined when it can: its name, namespace and node must be
-   * ours, and it must have containers (a pod without any is refused by the apiserver). A proxy or apiserver
-   * that answers with an empty or foreign object would otherwise have the pool judged from no
-   * images at all, which reads as warm.
+   * Why `p` cannot be our own pod, or undefined: an empty or foreign object from a proxy would
+   * otherwise have the pool judged from no images, which reads as warm.
    */
   private ownPodProblem(p: KPod): string | undefined {
     const md = p.metadata;
@@ -397,10 +381,8 @@ export class Controller {
   }
 
   /**
-   * List the pool's pods on this node, then watch them: the burst pullers, whose started
-   * containers count as present images. Our own pod comes through {@link watchPod} alone. Pods of
-   * other nodes are ignored (the field selector already excludes them; a broken proxy might not),
-   * and so are pods beyond {@link MAX_PEERS}.
+   * List then watch the pool's other pods on this node; pods of other nodes (a broken proxy) and
+   * beyond {@link MAX_PEERS} are ignored.
    */
   private watchPeers(signal: AbortSignal): Promise<void> {
     const source = this.deps.poolPods;
@@ -442,10 +424,7 @@ export class Controller {
     );
   }
 
-  /**
-   * Counts an object a watch ignored, and logs the first of each reason; returns false, so a
-   * filter can return it.
-   */
+  /** Counts an object a watch ignored, logging the first of each reason; false, for a filter. */
   private ignoredCounter(watch: WatchName): (reason: IgnoredReason, detail: string) => false {
     const logged = new Set<IgnoredReason>();
     return (reason, detail) => {
@@ -531,9 +510,8 @@ export class Controller {
   }
 
   /**
-   * Removes our label and annotation; retries stop after {@link CLEANUP_BUDGET_MS} because the
-   * kubelet's grace period (30 s by default) ends with SIGKILL anyway. A label left behind by a
-   * killed sidecar is stale, not harmful: the next pod on the node recomputes it (see pool.ts).
+   * Removes our label and annotation within {@link CLEANUP_BUDGET_MS}, before the kubelet's SIGKILL;
+   * a label left behind is stale, not harmful: the next pod on the node recomputes it.
    */
   async cleanup(): Promise<void> {
     if (!this.pod) return;

@@ -1,9 +1,4 @@
-/**
- * Observation: what the sidecar sees of its pool's images, read from the container statuses of
- * its own pod and of the pool's burst pullers on its node. Pure: the kubelet's words (waiting
- * reasons, imageID, start times), judged by the contract (src/contract/pod-status.ts), become one
- * {@link ImageObservation} per image, which the pool decision (pool.ts) counts.
- */
+/** What the sidecar sees of its pool's images, from the statuses of its pod and the pullers'. Pure. */
 import { parseImageID } from '../contract/digest.js';
 import {
   allStatuses,
@@ -22,14 +17,12 @@ export const MAX_MESSAGE_CHARS = 200;
 /** Where an image of the pool stands on this node. */
 export type ImagePhase = 'present' | 'pending' | 'failing';
 
-/** One cached image as observed through its container's status. */
 export interface ImageObservation {
   readonly container: string;
   readonly image: string;
   readonly phase: ImagePhase;
   /** Digest from the container's imageID, when the runtime reported one. */
   readonly digest?: string;
-  /** The kubelet's waiting reason (failing or pending). */
   readonly reason?: string;
   readonly message?: string;
   /** When the container first started, as far as the status still tells (ms since epoch). */
@@ -41,10 +34,7 @@ function cut(s: string | undefined, n: number): string | undefined {
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }
 
-/**
- * Classifies one image container: present when its image is on the node (contract
- * `imagePresent`), failing when the kubelet reports a pull failure, else pending.
- */
+/** Present when its image is on the node, failing on a pull failure, else pending. */
 export function classifyContainer(image: string, st: ContainerStatus | undefined): ImageObservation {
   const name = st?.name ?? '';
   const digest = parseImageID(st?.imageID)?.digest;
@@ -60,9 +50,8 @@ export function classifyContainer(image: string, st: ContainerStatus | undefined
 }
 
 /**
- * The pool's images as seen in its own pod: its image containers (contract `imageContainers`).
- * Plain init containers (the busybox copy) are not cached images, but when one of them cannot be
- * pulled nothing else ever starts, so it is reported as a blocker.
+ * The pool's images as seen in its own pod. An init container that cannot be pulled is reported
+ * too: nothing else ever starts behind it.
  */
 export function observeImages(pod: KPod): { images: ImageObservation[]; blockers: ImageObservation[] } {
   const statuses = new Map(allStatuses(pod).map((s) => [s.name, s]));
@@ -72,10 +61,7 @@ export function observeImages(pod: KPod): { images: ImageObservation[]; blockers
   return { images, blockers: plainInits.map(observe).filter((o) => o.phase === 'failing') };
 }
 
-/**
- * The tag of `image`, which may carry a digest the sidecar set (`repo:tag@sha256:…`), or undefined
- * when it names no tag (`repo@sha256:…`, or `repo` alone, which the registry reads as `latest`).
- */
+/** The tag of `image` (which may carry a digest the sidecar set), or undefined when it names none. */
 export function tagOf(image: string): string | undefined {
   const [named = ''] = image.split('@');
   const lastPart = named.slice(named.lastIndexOf('/') + 1);
@@ -86,13 +72,9 @@ export function tagOf(image: string): string | undefined {
 const PHASE_RANK: Readonly<Record<ImagePhase, number>> = { present: 2, failing: 1, pending: 0 };
 
 /**
- * The holder's images (`own`, every image of the pool) merged with what the pool's other pods on
- * the node (burst pullers) show of the same images, by image reference. Present wins: a container
- * of the image started in any pod, so the image is on the node (the earliest start is kept, as
- * time-to-warm counts from it). Otherwise a failure in any lane is kept with its reason, since the
- * holder would hit the same one when it reaches the image. The holder's container name is kept:
- * the annotation and the refresh name the holder's containers. Images only a puller shows are not
- * the pool's (a puller of an older template) and are left out.
+ * The holder's images merged with what the pullers show of them: present wins (earliest start
+ * kept), then a failure in any lane, which the holder would hit too. Images only a puller shows
+ * (an older template) are left out.
  */
 export function mergeObservations(own: readonly ImageObservation[], others: readonly (readonly ImageObservation[])[]): ImageObservation[] {
   const best = new Map<string, ImageObservation>();

@@ -1,14 +1,7 @@
 /**
- * Phase 1 of a reconcile, the pool decision: from observed state (own pod, the pool's pullers on
- * the node, own node, configuration, the time) to our own label, annotation and Event. No I/O, no clock reads, no
- * memory between calls: everything that must survive a restart is read back from the node (its
- * labels and our annotation), so a restarted sidecar reaches the same decision as the one that
- * died: it reacts to state, not to events.
- *
- * A reconcile runs in two phases because of a race between sidecars of different pools on one
- * node (see decideGate in gate.ts): phase 1 ({@link decidePool}) decides our own label and
- * annotation; the controller writes them and phase 2 decides the gate on the node returned by that
- * write.
+ * Phase 1 of a reconcile: observed state to our own label, annotation and Event. No I/O, no memory
+ * between calls: what must survive a restart is read back from the node. Phase 2 (gate.ts) decides
+ * the gate on the node our write returned, because of a race between pools' sidecars.
  */
 import { ANNOTATION_VERSION, parseAnnotation, renderAnnotation, type FailingImage, type PoolAnnotation } from '../contract/annotation.js';
 import { NodeState } from '../contract/names.js';
@@ -27,15 +20,14 @@ export interface Observed {
   readonly node: KNode;
   readonly pools: PoolsFile;
   readonly config: ReconcilerConfig;
-  /** ms since epoch from the Clock port. */
+  /** ms since epoch. */
   readonly now: number;
   /** SIGTERM received or deletionTimestamp observed: remove what we own and stop. */
   readonly terminating?: boolean;
-  /** Name of the sidecar container, never counted as an image. */
+  /** Never counted as an image. */
   readonly sidecarName: string;
   /**
-   * The pool's other pods on this node (its burst pullers), from the member watch: an image
-   * counts as present as soon as a container of it started in any of them.
+   * The pool's other pods on this node: an image counts once a container of it started in any.
    * @default - none
    */
   readonly peers?: readonly KPod[];
@@ -51,14 +43,14 @@ export interface PoolDecision {
   readonly label?: string | null;
   /** New annotation value (null = remove); undefined = already as desired. */
   readonly annotation?: string | null;
-  /** Events of this phase (at most one). */
+  /** At most one. */
   readonly events: readonly EventIntent[];
   /** Set once, on the transition to warm: the time-to-warm to observe in the histogram. */
   readonly timeToWarmSeconds?: number;
   readonly images: readonly ImageObservation[];
   /** When the pool's deadline passes (ms), while still warming. */
   readonly deadlineAt: number;
-  /** Whether the holder's own image containers may start now ({@link releasesImages}). */
+  /** {@link releasesImages}. */
   readonly releaseImages: boolean;
 }
 
@@ -68,10 +60,8 @@ export function nodeReadyAt(node: KNode): number | undefined {
 }
 
 /**
- * Origin of the deadline and of time-to-warm: the later of node Ready and pod creation. On a new
- * node the DaemonSet creates the pod before the node is Ready, so this is node Ready (the
- * deadline counts from node Ready); for a pool that newly selects an old node it is the
- * pod's creation, so the pool gets its full deadline instead of being partial at once.
+ * Origin of the deadline and time-to-warm: the later of node Ready and pod creation, so a pool that
+ * newly selects an old node gets its full deadline instead of being partial at once.
  */
 export function warmOrigin(pod: KPod, node: KNode, now: number): number {
   const ready = nodeReadyAt(node) ?? timeOf(node.metadata.creationTimestamp) ?? now;
@@ -80,12 +70,9 @@ export function warmOrigin(pod: KPod, node: KNode, now: number): number {
 }
 
 /**
- * Failure entries, with ErrImagePull and ImagePullBackOff folded into one reason: the kubelet
- * alternates between them and we must not rewrite the annotation on every flip. The back-off
- * message ("Back-off pulling image …") says nothing, so the last real message is kept from the
- * previous annotation when we have one. An image that only waits now keeps the failure the previous
- * annotation gave it: on a partial node the pullers that showed it leave, and the holder's own
- * container waits to start (or to retry) before it shows the failure again.
+ * Failure entries, ErrImagePull and ImagePullBackOff folded into one (the kubelet alternates, and
+ * each flip would rewrite the annotation). The back-off message says nothing, so the previous real
+ * one is kept, as is a failure whose image now only waits (its pullers left a partial node).
  */
 function failures(list: readonly ImageObservation[], prev: PoolAnnotation | undefined): FailingImage[] {
   const prevMsg = new Map((prev?.failing ?? []).map((f) => [`${f.image}\u0000${f.reason}`, f.message]));
@@ -110,14 +97,11 @@ const round1 = (x: number): number => Math.round(x * 10) / 10;
 /** What one of the pool's other pods on the node shows: {@link observeImages}, and whether it still runs or will. */
 type PeerObservation = ReturnType<typeof observeImages> & { readonly live: boolean };
 
-/** A pod that still runs or will: not being deleted, not ended. */
 const live = (p: KPod): boolean => !p.metadata.deletionTimestamp && p.status?.phase !== 'Failed' && p.status?.phase !== 'Succeeded';
 
 /**
- * Whether the holder's own image containers may start now: what the sidecar's startup probe
- * answers (STARTUP_PATH in src/contract/names.ts). They wait while burst pullers on the node cover
- * every image still missing, so their starts stay out of the pullers' window; each case that
- * releases them is listed, with why, in docs/architecture.md (the holder's image containers).
+ * Whether the holder's image containers may start now (the startup probe): not while burst pullers
+ * cover every missing image (docs/architecture.md#the-holders-image-containers-wait-behind-the-sidecars-startup-probe).
  */
 export function releasesImages(
   state: PoolState | 'terminating',
@@ -140,7 +124,7 @@ export function releasesImages(
 /** What decidePool knows when it writes a state's annotation and Events. */
 interface RecordInput {
   readonly config: ReconcilerConfig;
-  /** Our own annotation, as the previous reconcile of this pod wrote it. */
+  /** As the previous reconcile of this pod wrote it. */
   readonly own: PoolAnnotation | undefined;
   readonly curLabel: string | undefined;
   readonly origin: number;
@@ -207,12 +191,8 @@ function recordOf(state: PoolState, input: RecordInput): StateRecord {
 }
 
 /**
- * Phase 1: our pool's label and annotation.
- *
- * State is monotone for one pod: warming → partial → warm, or warming → warm. "Partial" is sticky
- * (read back from our own annotation), because the deadline's origin can move later when the node
- * flaps NotReady→Ready and a node must not go from partial back to "no label". A label or
- * annotation written by a previous pod (another name) is stale and recomputed from scratch.
+ * Phase 1: our pool's label and annotation. Monotone for one pod; "partial" is sticky because a
+ * flapping node moves the deadline's origin. What a previous pod wrote is recomputed from scratch.
  */
 export function decidePool(obs: Observed): PoolDecision {
   const { pod, node, config, now } = obs;
@@ -248,10 +228,8 @@ export function decidePool(obs: Observed): PoolDecision {
   }
 
   const present = images.filter((i) => i.phase === 'present');
-  // Warm is sticky for one pod, like partial: once the pullers that showed the images are removed,
-  // the holder may still report them waiting until its own containers start (they can, the
-  // images are on the node and its running containers keep them from garbage collection).
-  // What it records stays as written until the holder shows every image again.
+  // Warm is sticky for one pod: once the pullers leave, the holder may still report images waiting
+  // until its own containers start.
   const allPresent = present.length === images.length;
   if (!allPresent && own?.state === NodeState.Warm && curLabel === NodeState.Warm)
     return { state: NodeState.Warm, events: [], images, deadlineAt, releaseImages: true };

@@ -1,11 +1,7 @@
-/**
- * The ports between the controller loop and the outside world. Adapters implement them over the
- * apiserver, the registry, the system clock and the process; tests implement them with fakes.
- */
+/** The ports between the controller loop and the outside world; tests implement them with fakes. */
 import type { KNode, KPod } from './kube-types.js';
 import type { EventIntent } from '../contract/events.js';
 
-/** One event of the watch on our own pod. */
 export interface PodWatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
   readonly pod: KPod;
@@ -27,19 +23,14 @@ export interface PodSource {
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
-/**
- * Every pod of our pool on our node, holder and burst pullers: one list and one watch with
- * `labelSelector=prewarm.dev/pool-member=<pool>` and `fieldSelector=spec.nodeName=<node>`, in our
- * own namespace; never a cluster-wide list.
- */
+/** Every pod of our pool on our node, by pool-member label and `spec.nodeName`; never a cluster-wide list. */
 export interface PoolPodSource {
-  /** The pods now, and the resourceVersion to watch from. */
   list(): Promise<{ readonly pods: readonly KPod[]; readonly resourceVersion: string }>;
   /** As {@link PodSource.watch}: ApiError 410 means list again. */
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
-/** JSON patch operation (RFC 6902). */
+/** RFC 6902. */
 export interface JsonPatchOp {
   readonly op: string;
   readonly path: string;
@@ -60,12 +51,12 @@ export interface EventSink {
   emit(node: KNode, e: EventIntent): Promise<void>;
 }
 
-/** Time, injectable so the core and the loop run under a fake clock in tests. */
+/** Time, injectable for a fake clock. */
 export interface Clock {
   now(): number;
   /** Resolves after `ms` or when `signal` aborts, whichever is first; never rejects. */
   sleep(ms: number, signal: AbortSignal): Promise<void>;
-  /** Uniform random number in [0, 1), for jitter. */
+  /** In [0, 1), for jitter. */
   random(): number;
 }
 
@@ -76,11 +67,7 @@ export interface Registry {
 
 /** Restarts one image container of our pod so the kubelet pulls its tag again. */
 export interface Restarter {
-  /**
-   * Sets `container`'s image in our pod to `image` (its tag and the digest it moved to); the
-   * kubelet then restarts that container alone and pulls by digest. Rejects when the apiserver
-   * refuses or cannot be reached.
-   */
+  /** Sets `container`'s image to `image` (tag@digest); the kubelet restarts that container alone. */
   restart(container: string, image: string): Promise<void>;
 }
 
@@ -91,11 +78,7 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
-/**
- * What the fail-safe asks of the apiserver: the nodes (a paged list, bounded), the holder pods on
- * one node (one list per pool namespace, narrowed by label and `spec.nodeName`), and a test-guarded
- * JSON patch of one node.
- */
+/** The fail-safe's apiserver calls: a bounded paged node list, holder pods per node, a guarded patch. */
 export interface FailsafeKube {
   listNodes(): Promise<readonly KNode[]>;
   holdersOn(node: string): Promise<readonly KPod[]>;

@@ -1,14 +1,7 @@
 /**
- * One node's warm-up as a timeline: Ready, each pull pod (holder and burst pullers) from creation
- * through scheduling, sandbox and init to its containers, each image pulling → pulled, the pools
- * turning warm or partial, and the gating taint removed. Built from what the cluster keeps: the
- * node, the pods still there, and the Events (kubelet, scheduler, and the sidecar's). Pods that
- * are gone (pullers leave once a node is warm) are rebuilt from their Events. Pure: the CLI lists
- * the objects; `prewarm status --node` renders the result as text bars, JSON or SVG, and the
- * benchmarks draw their waterfall with the same code.
- *
- * Times are seconds after the node's last Ready transition. Most Kubernetes timestamps have 1 s
- * resolution; a pull's length comes from the kubelet's own measure in its `Pulled` message.
+ * One node's warm-up as a timeline, pure, from the node, the pods still there and the Events; gone
+ * pods (pullers leave once warm) are rebuilt from their Events. Times are seconds after the node's
+ * last Ready; a pull's length is the kubelet's own measure, sharper than Event timestamps.
  */
 import {
   allStatuses,
@@ -54,7 +47,6 @@ export interface TimelineEvent {
   readonly reportingInstance?: Opt<string>;
 }
 
-/** A phase of a pod's start-up, or of an image. */
 export type SpanKind = 'pending' | 'sandbox' | 'init' | 'containers' | 'pulling' | 'present' | 'failed' | 'running';
 
 /** One bar: `from`..`to` in seconds after the origin; `to` undefined means still going at `end`. */
@@ -62,21 +54,19 @@ export interface Span {
   readonly kind: SpanKind;
   readonly from: number;
   readonly to?: number;
-  /** E.g. the kubelet's pull time, `12.3s`. */
   readonly note?: string;
 }
 
 /** One row: a pod, or one image pulled by a pod. */
 export interface TimelineRow {
   readonly kind: 'pod' | 'image';
-  /** The pod's name (both kinds), so rows group by pod. */
+  /** Both kinds, so rows group by pod. */
   readonly pod: string;
   /** `holder`, `puller <lane>` or `pod`, for a pod row; the image reference for an image row. */
   readonly label: string;
   readonly spans: readonly Span[];
   /** For an image row: whether it was pulled, found present, or failed. */
   readonly outcome?: 'pulled' | 'present' | 'failed' | 'waiting';
-  /** For an image row: the kubelet's own measure of the pull, in seconds. */
   readonly pullSeconds?: number;
 }
 
@@ -86,12 +76,10 @@ export interface TimelineMark {
   readonly label: string;
 }
 
-/** One node's warm-up. */
 export interface Timeline {
   readonly node: string;
   /** The wall-clock time of 0 s (the node's last Ready transition, else the earliest thing seen). */
   readonly origin: string;
-  /** What 0 s is. */
   readonly originLabel: 'Ready' | 'first seen';
   /** The last time anything happened, in seconds after the origin (or now, while warming). */
   readonly end: number;
@@ -109,7 +97,6 @@ export interface TimelineDaemonSet {
 /** What {@link buildTimeline} reads. */
 export interface TimelineInput {
   readonly node: TimelineNode;
-  /** The pull pods bound to the node (others are ignored). */
   readonly pods: readonly Pod[];
   /** Events of the pull pods' namespaces and of the sidecars (about the Node). */
   readonly events: readonly TimelineEvent[];
@@ -129,7 +116,7 @@ function eventMs(e: TimelineEvent): number | undefined {
   return timeOf(e.eventTime) ?? timeOf(e.firstTimestamp) ?? timeOf(e.metadata?.creationTimestamp);
 }
 
-/** A Go duration as the kubelet prints it (`1.5s`, `850ms`, `1m2.5s`, `1h0m3s`, `12µs`), in seconds. */
+/** A Go duration as the kubelet prints it, in seconds. */
 export function parseGoDuration(text: string): number | undefined {
   const units: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, µs: 1e-6, ns: 1e-9 };
   const re = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/gy;
@@ -143,7 +130,7 @@ export function parseGoDuration(text: string): number | undefined {
   return matched === text.length && matched > 0 ? total : undefined;
 }
 
-/** The kubelet's pull time from a `Pulled` message: `Successfully pulled image "x" in 1.2s (…)`. */
+/** The kubelet's pull time from a `Pulled` message. */
 export function pullSecondsOf(message: string): number | undefined {
   const m = / in ([0-9.hmsuµn]+) \(/.exec(message);
   return m?.[1] === undefined ? undefined : parseGoDuration(m[1]);
@@ -165,7 +152,6 @@ interface PodFacts {
   sandbox?: number | undefined;
   initialized?: number | undefined;
   deleted?: number | undefined;
-  /** Image containers in spec order: name → image. */
   containers: Map<string, string>;
   started: Map<string, number>;
   waiting: Map<string, string>;
@@ -195,19 +181,16 @@ function daemonSetOf(namespace: string, pod: string, daemonSets: readonly Timeli
   return daemonSets.find((d) => d.metadata?.namespace === namespace && isPodNameOf(d.metadata.name ?? '', pod));
 }
 
-/** Whether `pod` is named as a pod of DaemonSet `ds`: `<ds>-<5 random characters>`. */
 function isPodNameOf(ds: string, pod: string): boolean {
   return ds !== '' && pod.length === ds.length + 6 && pod.startsWith(`${ds}-`) && /^[a-z0-9]{5}$/.test(pod.slice(ds.length + 1));
 }
 
-/** Builds one node's timeline. */
 export function buildTimeline(input: TimelineInput): Timeline {
   const node = input.node.metadata?.name ?? '';
   const now = input.now.getTime();
   const notes: string[] = [];
   const { pods, nodeEvents } = collect(input, node);
 
-  // The origin: the node's last Ready transition.
   const readyAt = conditionTrueSince(input.node.status?.conditions, 'Ready');
   const origin = readyAt ?? firstSeen(pods.values(), nodeEvents, now);
   const at = (t: number) => Math.round((t - origin) / 10) / 100;
@@ -285,12 +268,9 @@ function collect(input: TimelineInput, node: string): { pods: Map<string, PodFac
     pods.set(key(p.metadata?.namespace ?? '', p.metadata?.name ?? ''), podFacts(p, input.daemonSets));
   }
   const nodeEvents: TimelineEvent[] = [];
-  // Events outlive their objects (an hour by default), and names come back: a node deleted and
-  // registered again, a static or DaemonSet pod of a fixed name. An Event of an earlier object of
-  // the same name is told apart by its uid where both are known; an Event of a pod known only from
-  // its Events, by coming before this node was created (the node's clock may run a little apart
-  // from the apiserver's, hence the slack). The kubelet names its node by name in the uid field of
-  // its own Events, so only another real uid rules out a Node Event.
+  // Events outlive their objects and names come back: an earlier object's Event is told apart by
+  // its uid, or, for a pod known only from Events, by predating the node (with clock slack). The
+  // kubelet puts its node's name in the uid field, so only another real uid rules out a Node Event.
   const nodeUid = input.node.metadata?.uid ?? undefined;
   const nodeBorn = timeOf(input.node.metadata?.creationTimestamp);
   const otherUid = (e: TimelineEvent, uid: string | undefined): boolean => {
@@ -356,8 +336,7 @@ interface ImageRowOf {
 
 /** The spans and outcome of one image container, from its Events and the kubelet's statuses. */
 function imageRow(f: PodFacts, c: string, containerEvents: readonly TimelineEvent[], at: (t: number) => number): ImageRowOf | undefined {
-  // Init containers that run to completion (the helper) are the pod's init phase, not a row;
-  // native sidecars are rows.
+  // Completed init containers (the helper) are the init phase; native sidecars are rows.
   const evs = containerEvents.filter(
     (e) => containerOf(e) === c && (f.containers.has(c) || !/^spec\.initContainers/.test(e.involvedObject.fieldPath ?? '')),
   );
@@ -379,8 +358,7 @@ function imageRow(f: PodFacts, c: string, containerEvents: readonly TimelineEven
       spans.push({ kind: 'present', from: at(pulledAt), to: at(pulledAt) });
     } else {
       outcome = 'pulled';
-      // The kubelet's measure is sharper than the Events' 1 s timestamps: the bar ends at the
-      // Pulled event and is exactly as long as the kubelet says.
+      // The kubelet's measure is sharper than Event timestamps: the bar is exactly that long.
       spans.push({ kind: 'pulling', from: at(pulledAt - pullSeconds * 1000), to: at(pulledAt), note: `${round(pullSeconds)}s` });
     }
   } else if (failed !== undefined) {
@@ -390,9 +368,7 @@ function imageRow(f: PodFacts, c: string, containerEvents: readonly TimelineEven
       spans.push({ kind: 'failed', from: at(from), to: at(eventMs(failed) ?? from), note: f.waiting.get(c) ?? 'ErrImagePull' });
   } else if (pulling !== undefined) {
     const from = eventMs(pulling);
-    // The image is there (the container started, or the runtime reported its imageID) but the
-    // kubelet's Pulled Event is not: client-go's event spam filter drops a pod's Events beyond
-    // its burst, which a pod of a dozen images exceeds. The pull ended by the start.
+    // Present without a Pulled Event: client-go's spam filter drops a pod's Events beyond its burst.
     if (started !== undefined || f.present.has(c)) {
       outcome = 'pulled';
       droppedEvents = true;
@@ -434,17 +410,12 @@ function podPhaseSpans(f: PodFacts, lastStarted: number | undefined, at: (t: num
   return podSpans;
 }
 
-/**
- * One pod's rows: the pod's phases, then one row per image container in the kubelet's order
- * (spec order; gone pods: event order). `droppedEvents` tells that the kubelet's spam filter
- * dropped some of its Events.
- */
+/** One pod's rows: its phases, then one per image container in the kubelet's order. */
 function podRows(f: PodFacts, at: (t: number) => number, now: number, notes: string[]): { rows: TimelineRow[]; droppedEvents: boolean } {
   const byReason = (reason: string) => f.events.filter((e) => e.reason === reason);
   f.scheduled ??= min(byReason('Scheduled').map(eventMs));
   f.created ??= f.scheduled;
-  // Events of a pod that is gone stand in for its conditions: the first container event is when
-  // its sandbox was up (the kubelet starts pulling only then).
+  // For a gone pod, the first container Event marks its sandbox up (pulls start only then).
   const containerEvents = f.events.filter((e) => containerOf(e) !== undefined);
   f.sandbox ??= min(containerEvents.map(eventMs));
   f.deleted ??= min(byReason('Killing').map(eventMs));
@@ -480,10 +451,7 @@ function marksOf(nodeEvents: readonly TimelineEvent[], ready: boolean, origin: n
   return marks;
 }
 
-/**
- * The marks of one of the sidecar's Events about the node. A pool's Warm or Partial Event also
- * says when it removed the gate taint in the same write (contract `gateEvent`).
- */
+/** The marks of one sidecar Event about the node, gate removal included (contract `gateEvent`). */
 function markLabels(e: TimelineEvent): string[] {
   const facts = parseNodeEvent(e.reason, e.message);
   if (facts === undefined) return [];

@@ -1,7 +1,4 @@
-/**
- * A bundle → a cdk8s App of charts. Pure except for `App.synth()`, which the caller points at a
- * directory of its choosing (the CLI uses a temporary one and moves it into place).
- */
+/** A bundle → a cdk8s App of charts. Pure except for `App.synth()`, into the caller's directory. */
 import { ApiObject, App, YamlOutputType, type Chart } from 'cdk8s';
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
@@ -25,57 +22,48 @@ export interface SynthOptions {
    */
   readonly reconciler?: ReconcilerProps;
   /**
-   * Namespaces prewarm owns: emitted with Pod Security enforced, and pruned with the output once no
-   * ImageCache names them. Every other namespace is emitted bare and protected from GitOps pruning
-   * (docs/cli.md, namespaces).
+   * Emitted with Pod Security enforced, and pruned once no ImageCache names them; others are
+   * emitted bare and protected from GitOps pruning (docs/cli.md).
    * @default - none: prewarm owns no namespace
    */
   readonly ownedNamespaces?: readonly string[];
   /**
-   * Emit a Prometheus Operator PodMonitor (`monitoring.coreos.com/v1`) per namespace for the
-   * sidecars' metrics port. Needs `reconciler`, and the Prometheus Operator's CRDs in the cluster.
+   * Emit a PodMonitor per namespace; needs `reconciler` and the Prometheus Operator's CRDs.
    * @default false
    */
   readonly podMonitor?: boolean;
   /**
-   * Emit a NetworkPolicy (`networking.k8s.io/v1`) per namespace that admits to the sidecars'
-   * metrics and startup-probe port only the node (the kubelet's probes) and the scraper named
-   * here. Needs `reconciler`, and a network plugin that enforces NetworkPolicy
-   * (docs/operations.md).
+   * Emit a NetworkPolicy per namespace admitting to the sidecars' port only the node (the kubelet's
+   * probes) and this scraper. Needs `reconciler` and an enforcing network plugin.
    * @default - none
    */
   readonly networkPolicy?: ReconcilerNetworkPolicyProps;
   /**
-   * Gate taint keys a spec may choose beyond those under `prewarm.dev/`: exact keys, or prefixes
-   * ending in `/`. A gate key is a taint the sidecars remove and a spec is untrusted, so only the
-   * caller may widen this (src/contract/gate-key.ts says what is never admitted).
+   * Gate taint keys (exact, or prefixes ending in `/`) a spec may choose beyond `prewarm.dev/`. The
+   * sidecars remove that taint and a spec is untrusted, so only the caller may widen this.
    * @default - none: only `prewarm.dev/` keys
    */
   readonly allowedGateKeys?: readonly string[];
   /**
-   * The architecture of every node in the cluster, stated by the caller: every pool then runs the
-   * sleeper (src/synth/sleeper.ts). A wrong one leaves pods failing to start, so a spec never sets it.
+   * Every node's architecture, so every pool runs the sleeper. A wrong one breaks pods, so a spec
+   * never sets it.
    * @default - not stated
    */
   readonly nodeArch?: SleeperArch;
   /**
-   * The image the helper init container copies a static busybox from (`/bin/busybox`), in pools
-   * that do not run the sleeper, stated by the caller (as `--helper-image`). Every image container
-   * of such a pool, early pullers on the host network included, runs its binary, so it is code,
-   * and a spec never chooses it. Pin it to a digest.
+   * `--helper-image`: every image container of a pool without the sleeper runs its busybox, so it
+   * is code, and a spec never chooses it. Pin it to a digest.
    * @default DEFAULT_HELPER_IMAGE (src/synth/pull-daemonset.ts)
    */
   readonly helperImage?: string;
   /**
-   * PriorityClasses a spec's `priorityClassName` may name (as `--allow-priority-class`). A class
-   * lets the pull pods preempt workloads, so a spec may only choose among what the caller allows;
-   * a `system-` class is never allowed (src/synth/bounds.ts).
+   * `--allow-priority-class`: a class lets pull pods preempt workloads, so a spec only chooses among
+   * these; a `system-` class never.
    * @default - none: a spec that names a PriorityClass is refused
    */
   readonly allowedPriorityClasses?: readonly string[];
   /**
-   * The most memory, in bytes, that the pull pods of every pool selecting one node may request
-   * there together while it warms (as `--max-node-memory`); over it, synth refuses the bundle.
+   * `--max-node-memory`: bytes all pull pods on one warming node may request together.
    * @default 1 GiB (BOUND_DEFAULTS in src/synth/bounds.ts)
    */
   readonly maxNodeMemoryBytes?: number;
@@ -85,18 +73,15 @@ export interface SynthOptions {
    */
   readonly minRefreshSeconds?: number;
   /**
-   * Receives each warning about the output: what the apiserver accepts but a user would regret
-   * (see OUTPUT_LIMITS in checks/limits.ts). Errors are thrown instead, as a SpecError.
+   * Receives each warning: what the apiserver accepts but a user would regret. Errors throw.
    * @default - warnings are dropped
    */
   readonly onWarning?: (warning: Diagnostic) => void;
 }
 
 /**
- * Adds prewarm's charts for `bundle` to an existing cdk8s App: one without a namespace for
- * cluster-scoped objects, then one per namespace, in sorted order. Throws a SpecError, before
- * anything can be written, when the output would be wrong or refused, or past the invocation's
- * bounds (src/synth/bounds.ts).
+ * Adds prewarm's charts for `bundle` to an existing cdk8s App. Throws a SpecError, before anything
+ * is written, when the output would be wrong, refused, or past the invocation's bounds.
  */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   if (options.podMonitor === true && options.reconciler === undefined)
@@ -132,8 +117,7 @@ export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions
       }),
     );
   }
-  // What no single construct knows, checked over the whole output by the cluster chart; each
-  // pull DaemonSet checks itself. cdk8s runs these again at every synth.
+  // What no single construct knows, checked over the whole output; cdk8s reruns it at every synth.
   const [cluster] = charts;
   if (cluster !== undefined) addCheck(cluster, () => checkOutput(outputFacts(charts), bundle, owned, bounds.maxNodeMemoryBytes));
   settle(
@@ -162,7 +146,6 @@ function outputFacts(charts: readonly Chart[]): OutputFacts {
       metadata: { name: o.name, namespace: o.metadata.namespace },
       pool: poolOf.get(o),
     })),
-    // A pull DaemonSet renders (and checks) itself; its identity is all that is read of it here.
     shared: objects.filter((o) => !poolOf.has(o)).map((o) => o.toJson() as Manifest),
     memory: daemonSets.map((ds) => ({ pool: ds.pool, bytes: ds.memoryRequest() })),
   };
@@ -185,10 +168,7 @@ function invocationBounds(options: SynthOptions): InvocationBounds {
   return bounds;
 }
 
-/**
- * A fresh App holding prewarm's charts. Every App setting that cdk8s would otherwise take from
- * the environment is set explicitly, so the environment cannot change the output.
- */
+/** A fresh App holding prewarm's charts; every setting explicit, so the environment cannot change the output. */
 export function createApp(bundle: Bundle, options: SynthOptions = {}, outdir = 'dist'): App {
   const app = new App({ outdir, yamlOutputType: YamlOutputType.FILE_PER_CHART, recordConstructMetadata: false });
   addPrewarmCharts(app, bundle, options);

@@ -1,10 +1,6 @@
 /**
- * The bounds the synth invocation sets on what a spec may ask of the cluster: the priority of the
- * pull pods, the memory they request on one node, and how often every node asks the registries
- * about moved tags. A spec is untrusted (CI and Argo CD run synth on pull requests); the
- * invocation (`--allow-priority-class`, `--max-node-memory`, `--min-refresh-interval`, and the Argo
- * CD plugin's configuration) is trusted, so only it may widen these. Checked on the model, at the
- * setting the spec wrote, before any construct renders it; validate runs the same checks.
+ * The bounds the trusted invocation sets on what an untrusted spec may ask of the cluster: pull
+ * pods' priority, their memory on one node, and the registry request rate of tag refresh.
  */
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
@@ -24,13 +20,7 @@ export interface InvocationBounds {
   readonly minRefreshSeconds: number;
 }
 
-/**
- * The defaults, chosen for a platform team that has not thought about any of this yet
- * (docs/operations.md, "Bounds the invocation sets", says why each):
- * - no PriorityClass: the pull pods run at the cluster's default priority and never preempt;
- * - 1 GiB per node, while it warms: a quarter of a 4 GiB node's allocatable memory;
- * - a refresh every 5 minutes at most often: every node sends one request per tag per interval.
- */
+/** Defaults for a team that has not thought about this yet; docs/operations.md says why each. */
 export const BOUND_DEFAULTS: InvocationBounds = {
   allowedPriorityClasses: [],
   maxNodeMemoryBytes: 1024 * MIB,
@@ -40,7 +30,7 @@ export const BOUND_DEFAULTS: InvocationBounds = {
 /** The limits of `--max-node-memory`: a bound under one image's holder and puller, or past a large node, is a typo. */
 export const NODE_MEMORY_RANGE = { min: 64 * MIB, max: 1024 * 1024 * MIB } as const;
 
-/** The prefix Kubernetes reserves for its own PriorityClasses (`system-node-critical`, `system-cluster-critical`). */
+/** The prefix Kubernetes reserves for its own PriorityClasses. */
 export const SYSTEM_PRIORITY_PREFIX = 'system-';
 
 /** Why `name` cannot be allowed as a PriorityClass for specs, or undefined when it can. */
@@ -52,11 +42,7 @@ export function priorityClassAllowanceError(name: string): string | undefined {
   return undefined;
 }
 
-/**
- * The pools whose `priorityClassName` the invocation does not allow. A system class is refused
- * whatever is allowed: at `system-node-critical` the scheduler evicts workloads to fit a pool's pull
- * pods (gigabytes of memory requests) on every node it selects.
- */
+/** Pools naming a class not allowed; a system class never: the scheduler would evict workloads for them. */
 export function checkPriorityClasses(bundle: Bundle, allowed: readonly string[]): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const pool of bundle.pools) {
@@ -87,10 +73,8 @@ export function checkPriorityClasses(bundle: Bundle, allowed: readonly string[])
 }
 
 /**
- * The pools whose moved-tag refresh is more frequent than `floorSeconds`. Every node of a pool
- * asks the registry about every tag once per interval, so the interval sets the request rate of
- * the whole cluster, and a cluster's nodes usually share one egress address that registries
- * rate-limit.
+ * Pools refreshing more often than `floorSeconds`: every node asks per tag per interval, usually
+ * from one egress address that registries rate-limit.
  */
 export function checkRefreshFloor(bundle: Bundle, floorSeconds: number): Diagnostic[] {
   const out: Diagnostic[] = [];

@@ -1,7 +1,6 @@
 /**
- * Charts: one per namespace holding that namespace's pools, and one without a namespace for
- * cluster-scoped objects (cdk8s stamps a chart's namespace onto every object in it, cluster-scoped
- * ones included: cdk8s-team/cdk8s-core#731).
+ * One chart per namespace, and one without a namespace for cluster-scoped objects (cdk8s stamps a
+ * chart's namespace onto every object in it: cdk8s-team/cdk8s-core#731).
  */
 import { Chart } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
@@ -35,23 +34,16 @@ import { FAILSAFE_DEFAULT_GRACE_SECONDS } from '../contract/failsafe.js';
 const FOREIGN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
 
 /**
- * Annotations of a Namespace that prewarm emits but does not own. It is emitted at all so that an
- * apply or a sync works on a fresh cluster; these keep the GitOps tools that apply it from ever
- * deleting it: neither when it leaves the output (prune) nor when their Application or
- * Kustomization is deleted. Argo CD: sync options `Prune=false`, `Delete=false`
- * (https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/); Flux: `prune: disabled`
- * (kustomize-controller compares the value case-insensitively; older releases exactly, so it is
- * lowercase).
+ * Keep GitOps tools from ever deleting a Namespace we emit but do not own, on prune or on delete:
+ * Argo CD's `Prune=false`/`Delete=false`, Flux's `prune: disabled` (lowercase: older releases
+ * compare exactly).
  */
 export const SHARED_NAMESPACE_ANNOTATIONS: Readonly<Record<string, string>> = {
   'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false',
   'kustomize.toolkit.fluxcd.io/prune': 'disabled',
 };
 
-/**
- * Why `namespace` cannot be owned, or undefined when it can: it must be a valid namespace name,
- * and never one that every cluster has.
- */
+/** Why `namespace` cannot be owned (invalid, or one every cluster has), or undefined. */
 export function ownedNamespaceError(namespace: string): string | undefined {
   const invalid = checkDns1123Label(namespace);
   if (invalid !== undefined) return `namespace "${namespace}" is not a valid namespace name: ${invalid}`;
@@ -64,7 +56,6 @@ const COMMON_LABELS = { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_PART_OF]: 'prewar
 /** Props of {@link NamespaceChart}. */
 export interface NamespaceChartProps {
   readonly namespace: string;
-  /** The pools of this namespace. */
   readonly pools: readonly Pool[];
   /** Every pool of the bundle, written into the pools ConfigMap for the sidecars. */
   readonly allPools: readonly Pool[];
@@ -74,37 +65,32 @@ export interface NamespaceChartProps {
    */
   readonly reconciler?: ReconcilerProps;
   /**
-   * Run the cluster's fail-safe in this namespace (only with a reconciler; one namespace of the
-   * bundle does, see {@link failsafeNamespace}).
+   * Run the cluster's fail-safe here (see {@link failsafeNamespace}); only with a reconciler.
    * @default false
    */
   readonly failsafe?: boolean;
   /**
-   * Emit a PodMonitor for the sidecars' metrics (needs the Prometheus Operator's CRDs); only with
-   * a reconciler.
+   * Emit a PodMonitor (needs the Prometheus Operator's CRDs); only with a reconciler.
    * @default false
    */
   readonly podMonitor?: boolean;
   /**
-   * Emit a NetworkPolicy that admits only these to the sidecars' metrics port; only with a
-   * reconciler.
+   * Admit only these to the sidecars' metrics port; only with a reconciler.
    * @default - none
    */
   readonly networkPolicy?: ReconcilerNetworkPolicyProps;
   /**
-   * The architecture of every node of the cluster, as the synth invocation states it (see
-   * `SynthOptions.nodeArch`).
+   * See `SynthOptions.nodeArch`.
    * @default - only pools that select on `kubernetes.io/arch` run the sleeper
    */
   readonly nodeArch?: SleeperArch;
   /**
-   * Compressed bytes of images by canonical reference (`Bundle.imageBytes`): a pool whose every
-   * image is here splits its pullers by bytes.
+   * `Bundle.imageBytes`: a pool whose every image is here splits its pullers by bytes.
    * @default - every pool splits by image count
    */
   readonly imageBytes?: ReadonlyMap<string, number>;
   /**
-   * The helper image of the pools that do not run the sleeper (see `SynthOptions.helperImage`).
+   * See `SynthOptions.helperImage`.
    * @default DEFAULT_HELPER_IMAGE
    */
   readonly helperImage?: string;
@@ -129,9 +115,7 @@ export class NamespaceChart extends Chart {
         poolIds: props.allPools.map((p) => p.id),
         graceSeconds: props.reconciler.failsafeGraceSeconds ?? FAILSAFE_DEFAULT_GRACE_SECONDS,
       });
-    // One sleeper ConfigMap for the namespace, if any of its pools knows its architecture. It is
-    // immutable (the kubelet then reads it once instead of watching it), so it is named by its
-    // content: a changed sleeper is a new ConfigMap, and the pods that mount it roll.
+    // Immutable (the kubelet reads it once, never watches), so named by content: a change rolls pods.
     const sleeperMap = sleeperConfigMap();
     const arches = props.pools.map((pool) => sleeperArchOf(pool.placement.nodeSelector, props.nodeArch));
     if (arches.some((a) => a !== undefined))
@@ -146,17 +130,14 @@ export class NamespaceChart extends Chart {
         arch === undefined
           ? { ...(props.helperImage === undefined ? {} : { helperImage: props.helperImage }) }
           : { sleeper: { arch, configMap: sleeperMap.name } };
-      // Pullers leave a node once its sidecar marks it warm or partial; without the sidecar
-      // nothing would, and they would stay forever, so --no-reconciler output has none.
+      // Without the sidecar nothing would ever move pullers off a node: --no-reconciler has none.
       const lanes = pullerLanes(pool.images, props.reconciler === undefined ? 1 : pool.settings.lanes, props.imageBytes);
       new PullDaemonSet(this, `pool-${pool.id}`, {
         pool,
         ...(props.reconciler === undefined ? {} : { reconciler: props.reconciler }),
         ...sleeper,
       });
-      // A '.' cannot occur in a pool id (a DNS label), so no pool's construct id can equal a puller's:
-      // a pool named x-puller-1 beside pool x reaches the duplicate-name check instead.
-      // An early pool's pullers also pull the sidecar's image before Ready (see sidecarImageLane).
+      // A pool id (a DNS label) has no '.', so no pool's construct id can equal a puller's.
       const sidecarImage = pool.settings.earlyPull ? props.reconciler?.image : undefined;
       const carrier = sidecarImage === undefined ? undefined : sidecarImageLane(lanes);
       for (const puller of lanes)
@@ -182,11 +163,7 @@ export function poolEntryOf(pool: Pool): PoolEntry {
   };
 }
 
-/**
- * The namespace the fail-safe runs in: the first (sorted) namespace of the bundle that prewarm
- * owns, or else the first one that every cluster does not have, or else the first one. It mounts
- * that namespace's pools.json, which lists every pool of the bundle.
- */
+/** The fail-safe's namespace: the first owned, else the first not every cluster has, else the first. */
 export function failsafeNamespace(namespaces: readonly string[], owned: readonly string[]): string | undefined {
   const sorted = [...namespaces].sort();
   return sorted.find((ns) => owned.includes(ns)) ?? sorted.find((ns) => !FOREIGN_NAMESPACES.has(ns)) ?? sorted[0];
@@ -196,16 +173,13 @@ export function failsafeNamespace(namespaces: readonly string[], owned: readonly
 export interface ClusterChartProps {
   readonly bundle: Bundle;
   /**
-   * Namespaces prewarm owns (see `SynthOptions.ownedNamespaces`): emitted with Pod Security
-   * restricted, or, holding a pool with early pullers, enforced by an admission policy instead
-   * (src/synth/early-pull.ts). Every other namespace of the bundle is emitted bare, with
-   * {@link SHARED_NAMESPACE_ANNOTATIONS}; a pool with early pullers may not be in one.
+   * See `SynthOptions.ownedNamespaces`; every other namespace is emitted bare, with
+   * {@link SHARED_NAMESPACE_ANNOTATIONS}.
    * @default - none
    */
   readonly ownedNamespaces?: readonly string[];
   /**
-   * Whether pull pods run the sidecar, which then needs its ServiceAccounts, RBAC and admission
-   * policy.
+   * Whether pull pods run the sidecar, which needs its RBAC and admission policy.
    * @default false
    */
   readonly reconciler?: boolean;
@@ -217,14 +191,9 @@ export interface ClusterChartProps {
 }
 
 /**
- * Cluster-scoped objects, in a chart that has no namespace: the Namespaces, and the sidecar's RBAC
- * and admission policy.
- *
- * Every namespace of the bundle is emitted, so the output applies to a fresh cluster, and so that
- * a namespace once emitted stays emitted (its absence would let a prune delete it). Only an owned
- * namespace carries prewarm's labels and Pod Security restricted; any other one holds workloads
- * prewarm knows nothing of (kube-fledged's Jobs in `kube-fledged`, the serving pods of an ML
- * namespace), so it gets no labels, only annotations that stop GitOps tools from deleting it.
+ * Cluster-scoped objects: the Namespaces, and the sidecar's RBAC and admission policy. Every
+ * namespace is emitted, so a fresh cluster applies and a prune never deletes one; only owned ones
+ * get our labels and Pod Security, since others hold workloads we know nothing of.
  */
 export class ClusterChart extends Chart {
   constructor(scope: Construct, id: string, props: ClusterChartProps) {
@@ -234,8 +203,7 @@ export class ClusterChart extends Chart {
       const invalid = ownedNamespaceError(namespace);
       if (invalid !== undefined) throw new Error(`ClusterChart: ${invalid}`);
     }
-    // Early pullers use the host network, which only an owned namespace is relaxed for (addPrewarmCharts
-    // reports a spec that asks for it elsewhere, with its place; see checks/model.ts checkEarlyPull).
+    // Only an owned namespace is relaxed for the early pullers' host network (checkEarlyPull).
     const early = earlyPullNamespaces(props.bundle.pools, props.reconciler === true);
     const unowned = early.filter((ns) => !owned.has(ns));
     if (unowned.length > 0)

@@ -1,18 +1,8 @@
 /**
- * Pod Security for early pullers (docs/architecture.md, early pullers). They use the host network,
- * which `baseline` and `restricted` forbid, so an owned namespace that holds an early-pull pool
- * enforces `privileged` and this ValidatingAdmissionPolicy enforces in its place: every pod created
- * there must be restricted (Pod Security's level in CEL, a few corners stricter), and a pod on the
- * host network must also have the early-puller shape that src/synth/pull-daemonset.ts renders. It
- * judges pod creation and ephemeral containers, in the namespaces its binding names.
- *
- * On the host network every container runs only prewarm's code: the sleeper or the helper's busybox
- * from the pod's own volume, or the helper's copy from the image the invocation chose; no
- * arguments, lifecycle hooks or probes. A ConfigMap named like the sleeper's must be the one synth
- * renders, byte for byte.
- *
- * Validations are listed with the host-network shape first, so a host-network pod is told what an
- * early puller must be; the apiserver reports the first that fails.
+ * Pod Security for early pullers, whose namespace enforces `privileged`: this admission policy
+ * holds every pod there to restricted, and a host-network pod to the early-puller shape, running
+ * only prewarm's code (docs/architecture.md#early-pullers-the-network-start-up-window). The shape
+ * comes first, as the apiserver reports the first failing validation.
  */
 import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
@@ -33,7 +23,6 @@ import { RUN_AS_USER } from './security.js';
 import { HELPER_COMMAND, HELPER_MOUNT, HELPER_SLEEP_COMMAND, SLEEPER_COMMAND } from './pull-daemonset.js';
 import { sleeperConfigMap } from './sleeper.js';
 
-/** Props of {@link EarlyPullAdmission}. */
 export interface EarlyPullAdmissionProps {
   /** The owned namespaces that hold early-pull pools; never empty. */
   readonly namespaces: readonly string[];
@@ -53,7 +42,6 @@ const LABELS = {
   [LABEL_COMPONENT]: 'early-pull-admission',
 };
 
-/** The pod's securityContext. */
 const POD_SC = 'object.spec.securityContext';
 /** Whether the pod's securityContext sets `field`. */
 const podHas = (field: string): string => `has(${POD_SC}) && has(${POD_SC}.${field})`;
@@ -93,7 +81,6 @@ function runsOurCode(helperImage: string): string {
 /** A validation rule: a CEL expression and the message when it is false. */
 type Rule = [expression: string, message: string];
 
-/** The validations, in the order the apiserver checks them. */
 function validations(helperImage: string): { expression: string; message: string; reason: 'Forbidden' }[] {
   const rules = [...earlyPullerRules(helperImage), ...restrictedRules()];
   return rules.map(([expression, message]) => ({ expression, message, reason: 'Forbidden' }));
@@ -192,10 +179,7 @@ function restrictedRules(): Rule[] {
   ];
 }
 
-/**
- * The admission policy of the owned namespaces that hold early-pull pools, and its binding. Placed
- * in a chart without a namespace: both objects are cluster-scoped.
- */
+/** The admission policy of the early-pull namespaces, and its binding: both cluster-scoped. */
 export class EarlyPullAdmission extends Construct {
   constructor(scope: Construct, id: string, props: EarlyPullAdmissionProps) {
     super(scope, id);
@@ -289,10 +273,7 @@ export class EarlyPullAdmission extends Construct {
   }
 }
 
-/**
- * The namespaces whose pools have early pullers: pools with `earlyPull`, when the pull pods run the
- * sidecar (without it there are no pullers at all), sorted.
- */
+/** The namespaces with early pullers (none without the sidecar), sorted. */
 export function earlyPullNamespaces(pools: readonly Pool[], sidecar: boolean): string[] {
   if (!sidecar) return [];
   return [...new Set(pools.filter((p) => p.settings.earlyPull).map((p) => p.namespace))].sort();

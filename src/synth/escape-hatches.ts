@@ -1,7 +1,6 @@
 /**
- * Every JSON patch prewarm applies to cdk8s-plus output lives here, each for a field that
- * cdk8s-plus-27 cannot express, and each covered by a test in test/synth/escape-hatches.test.ts.
- * When cdk8s-plus grows the field, the patch should be deleted in favour of the L2 API.
+ * Every JSON patch to cdk8s-plus output, each for a field cdk8s-plus-27 cannot express; delete one
+ * when cdk8s-plus grows its field.
  */
 import { ApiObject, JsonPatch } from 'cdk8s';
 import { k8s, type DaemonSet } from 'cdk8s-plus-27';
@@ -13,32 +12,20 @@ const POD = '/spec/template/spec';
 /** Fields of a pod template that cdk8s-plus-27 cannot set. */
 export interface PodTemplatePatches {
   /**
-   * Where the pods run. cdk8s-plus-27's scheduling API loses both halves of it: `attract` puts
-   * each label into a node selector term of its own (terms are ORed, a nodeSelector's labels are
-   * ANDed), and `NodeTaintQuery.any()` drops the effect of a toleration without a key.
+   * cdk8s-plus-27 loses both halves: `attract` gives each label its own (ORed) term, and
+   * `NodeTaintQuery.any()` drops the effect of a toleration without a key.
    */
   readonly placement: Placement;
-  /**
-   * Requirements ANDed into the placement's one node selector term (a burst puller's
-   * `NotIn [warm, partial]` on its pool's node label).
-   */
+  /** ANDed into the placement's one node selector term (a burst puller's `NotIn [warm, partial]`). */
   readonly nodeRequirements?: readonly NodeSelectorRequirement[];
   /** Every pull secret; cdk8s-plus takes only one (`dockerRegistryAuth`). */
   readonly imagePullSecrets: readonly string[];
-  /** PriorityClass of the pods, when set. */
   readonly priorityClassName?: string;
   /** DaemonSet RollingUpdate maxUnavailable; cdk8s-plus-27 has no update strategy. */
   readonly maxUnavailable: number | string;
-  /**
-   * Name of the sidecar, when there is one: an init container made a native sidecar
-   * (`restartPolicy: Always`; cdk8s-plus-27 has no such field), and the only container that gets
-   * an API token.
-   */
+  /** The init container made a native sidecar, and the only container that gets an API token. */
   readonly sidecar?: string;
-  /**
-   * The sidecar's startup probe: cdk8s-plus-27 refuses any probe on an init container, a native
-   * sidecar's included. Only with {@link sidecar}.
-   */
+  /** cdk8s-plus-27 refuses any probe on an init container. Only with {@link sidecar}. */
   readonly sidecarStartupProbe?: HttpProbe;
 }
 
@@ -54,20 +41,15 @@ export interface HttpProbe {
 const TOKEN_EXPIRATION_SECONDS = 3607;
 
 /**
- * Applies `ops` to the object's JSON after the L1 object re-serialised it. The L1 KubeDaemonSet
- * passes its patched JSON through the Kubernetes 1.27 types of cdk8s-plus-27, which drop fields
- * newer than 1.27 (a container's `restartPolicy`, 1.28) from ordinary patches; these land last.
+ * Applies `ops` after the L1 object re-serialised itself through the 1.27 types, which drop newer
+ * fields (a container's `restartPolicy`) from ordinary patches.
  */
 function patchAfterSerialisation(obj: ApiObject, ...ops: JsonPatch[]): void {
   const serialise = obj.toJson.bind(obj);
   obj.toJson = (): unknown => JsonPatch.apply(serialise(), ...ops);
 }
 
-/**
- * JSON pointer to one container of the pod template, found by name in the containers the workload
- * has now, which cdk8s-plus renders in that order: a patch names its container, and never depends
- * on where another construct put it.
- */
+/** JSON pointer to a container found by name, so a patch never depends on where another put it. */
 function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers', name: string): string {
   const index = (list === 'containers' ? workload.containers : workload.initContainers).findIndex((c) => c.name === name);
   if (index < 0) throw new Error(`the pod template has no ${list === 'containers' ? 'container' : 'init container'} named "${name}"`);
@@ -75,28 +57,12 @@ function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers
 }
 
 /**
- * Applies the patches to the ApiObject behind a cdk8s-plus DaemonSet, once all its containers are
- * added:
- * - the placement, exactly: one required node selector term with every selector label, and the
- *   tolerations verbatim (see src/contract/placement.ts);
- * - `seccompProfile: RuntimeDefault` and `capabilities.drop: [ALL]`, required by Pod Security
- *   restricted; cdk8s-plus-27 has neither a seccomp field nor the `ALL` capability;
- * - the full `imagePullSecrets` list;
- * - `priorityClassName`;
- * - `enableServiceLinks: false`, since a node-wide pod needs no Service environment variables and
- *   thousands of Services would bloat every container's environment;
- * - the RollingUpdate strategy with `maxUnavailable`;
- * - removal of the `cdk8s.io/metadata.addr` pod label, which cdk8s-plus derives from the construct
- *   path: names must come from the spec's identity, never from where a construct sits;
- * - a projected service-account token mounted into the sidecar alone, the same volume the kubelet
- *   would automount into every container: the cached images' containers get no credentials;
- * - `restartPolicy: Always` on the sidecar's init container, which makes it a native sidecar
- *   (Kubernetes 1.29 and later): started before the next init container, kept running beside the
- *   containers, stopped after them;
- * - `terminationMessagePolicy: FallbackToLogsOnError` on the sidecar, so a sidecar that refuses its
- *   configuration shows its one-line reason as the container's termination message (`kubectl
- *   describe pod`), not only in `kubectl logs` (cdk8s-plus-27 has no such field);
- * - the sidecar's startup probe, which holds back the containers after it until it succeeds.
+ * Patches a cdk8s-plus DaemonSet once all its containers are added. Besides {@link PodTemplatePatches}:
+ * - `seccompProfile: RuntimeDefault` and `capabilities.drop: [ALL]`, for Pod Security restricted;
+ * - `enableServiceLinks: false`: thousands of Services would bloat every container's environment;
+ * - no `cdk8s.io/metadata.addr` label: names come from the spec, never from the construct path;
+ * - a projected token in the sidecar alone: the cached images' containers get no credentials;
+ * - `FallbackToLogsOnError` on the sidecar, so a refused configuration shows in `describe pod`.
  */
 export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatches): void {
   const obj = ApiObject.of(workload);
@@ -127,8 +93,7 @@ export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatc
   obj.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
   if (patches.sidecar !== undefined) {
     const sidecar = containerPath(workload, 'initContainers', patches.sidecar);
-    // Appends: the pod already has volumes (the helper emptyDir) and the sidecar already has a
-    // mount (the pools file).
+    // Appends: the pod already has volumes and the sidecar a mount.
     // After serialisation too: the L1 types read a probe's port as `{ value }` and drop a plain one.
     patchAfterSerialisation(
       obj,

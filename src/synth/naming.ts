@@ -1,14 +1,12 @@
 /**
- * Every object name prewarm emits is made here, from the spec's identity (the pool id of
- * src/contract/identity.ts, the image reference) and never from construct paths, so renaming or reordering specs
- * never renames an object, and a DaemonSet's immutable selector never changes under it.
+ * Every object name, from the spec's identity and never from construct paths, so reordering specs
+ * never renames an object or changes a DaemonSet's immutable selector.
  */
 import type { ImageRef } from '../oci/reference.js';
 import { HASH_LENGTH, shortHash, slug } from '../contract/identity.js';
 
 /** Longest object name that is also a valid DNS label. */
 const DNS_LABEL_MAX = 63;
-/** Prefix of every namespaced object we name. */
 export const NAME_PREFIX = 'prewarm';
 
 /**
@@ -23,21 +21,15 @@ export function dnsLabel(text: string, max = DNS_LABEL_MAX): string {
   return head === '' ? hash : `${head}-${hash}`;
 }
 
-/** Name of a pool's pull DaemonSet. */
 export function daemonSetName(id: string): string {
   return dnsLabel(`${NAME_PREFIX}-${id}`);
 }
 
-/** Name of a pool's burst puller DaemonSet for lane `lane` (src/synth/lanes.ts PullerLane.key). */
 export function pullerDaemonSetName(id: string, lane: string): string {
   return dnsLabel(`${NAME_PREFIX}-${id}-puller-${lane}`);
 }
 
-/**
- * Container name of one cached image: a readable slug of its last path component and tag plus a
- * hash of the canonical reference, so names are unique within a pod and stable when images are
- * added or removed around them.
- */
+/** A readable slug plus a hash of the reference: unique in a pod, stable as images come and go. */
 export function imageContainerName(ref: ImageRef): string {
   const last = ref.path.split('/').pop() ?? ref.path;
   const readable = slug(`${last}-${ref.tag ?? 'digest'}`)
@@ -46,7 +38,6 @@ export function imageContainerName(ref: ImageRef): string {
   return `${readable === '' ? 'image' : readable}-${shortHash(ref.canonical)}`;
 }
 
-/** Volume of one pull secret mounted into the sidecar, which reads registry credentials from it. */
 export function pullSecretVolumeName(secret: string): string {
   return dnsLabel(`pull-secret-${secret}`);
 }
@@ -55,15 +46,11 @@ export function pullSecretVolumeName(secret: string): string {
 export { HELPER_CONTAINER, HELPER_VOLUME } from '../contract/names.js';
 /** What every sleeper ConfigMap's name starts with (the early pullers' admission policy admits these). */
 export const SLEEPER_CONFIGMAP_PREFIX = `${NAME_PREFIX}-sleeper-`;
-/**
- * Name of a namespace's sleeper ConfigMap (src/synth/sleeper.ts), from a hash of its `content`: it
- * is immutable, so a changed sleeper is a new ConfigMap.
- */
+/** From a hash of `content`: the ConfigMap is immutable, so a changed sleeper is a new one. */
 export function sleeperConfigMapName(content: string): string {
   return `${SLEEPER_CONFIGMAP_PREFIX}${shortHash(content)}`;
 }
 
-/** The volume projecting the pools ConfigMap into the sidecar. */
 export const POOLS_VOLUME = 'prewarm-pools';
 /** Name of the sidecar's metrics port, which the PodMonitor scrapes by name. */
 export const METRICS_PORT_NAME = 'metrics';
@@ -76,5 +63,4 @@ export const NETWORK_POLICY = `${NAME_PREFIX}-reconciler`;
 export function namespaceChartId(namespace: string): string {
   return `${NAME_PREFIX}-ns-${namespace}`;
 }
-/** cdk8s chart id of the cluster-scoped objects, kept in a chart without a namespace. */
 export const CLUSTER_CHART_ID = `${NAME_PREFIX}-cluster`;

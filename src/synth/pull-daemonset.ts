@@ -1,9 +1,6 @@
 /**
- * The pull DaemonSet of one pool: one container per image, each running a static sleep, so images
- * without a shell work and every image stays in use (kubelet image GC never removes an image a
- * running container uses). The sleep is the sleeper mounted from a ConfigMap where synth knows the
- * pool's architecture (src/synth/sleeper.ts), or else busybox copied in by an init container. New
- * nodes get the images through plain DaemonSet scheduling, the moment they match.
+ * The pull DaemonSet of one pool: one sleeping container per image, so kubelet image GC never
+ * removes an image in use. See docs/architecture.md#the-pull-pod.
  */
 import { ApiObject, Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
@@ -49,26 +46,21 @@ import { POOLS_CONFIGMAP, PULL_SECRETS_MOUNT_PATH } from '../contract/names.js';
 
 /** Where the sleep binary (the sleeper, or the helper's busybox) is mounted in every container. */
 export const HELPER_MOUNT = '/prewarm';
-/** The copied binary; busybox dispatches on its first argument. */
+/** The copied busybox; it dispatches on its first argument. */
 export const HELPER_BINARY = `${HELPER_MOUNT}/busybox`;
 /** Where the helper image keeps its static busybox. */
 export const HELPER_SOURCE = '/bin/busybox';
-/**
- * The helper image unless the invocation names another (`--helper-image`): a static busybox,
- * pinned to the digest of its image index, so the code every image container runs cannot change
- * under a moved tag.
- */
+/** The default `--helper-image`, pinned by digest so the code every image container runs cannot move. */
 export const DEFAULT_HELPER_IMAGE =
   'docker.io/library/busybox:1.36.1-musl@sha256:2f9af5cf39068ec3a9e124feceaa11910c511e23a1670dcfdff0bc16793545fb';
 /** The helper init container's command: the only thing it ever runs. */
 export const HELPER_COMMAND: readonly string[] = [HELPER_SOURCE, 'cp', HELPER_SOURCE, HELPER_BINARY];
-/** The sleeper's file in the mount. */
 const SLEEPER_FILE = 'sleep';
 /** The sleeper, as the image containers run it. */
 export const SLEEPER_BINARY = `${HELPER_MOUNT}/${SLEEPER_FILE}`;
 /** Longest sleep busybox accepts portably (2^31-1 s, about 68 years). */
 const SLEEP_FOREVER = '2147483647';
-/** What an image container runs with the helper: the copied busybox, sleeping. */
+/** What an image container runs with the helper. */
 export const HELPER_SLEEP_COMMAND: readonly string[] = [HELPER_BINARY, 'sleep', SLEEP_FOREVER];
 /** What an image container runs with the sleeper. */
 export const SLEEPER_COMMAND: readonly string[] = [SLEEPER_BINARY];
@@ -77,7 +69,7 @@ const SLEEPER_MODE = 0o555;
 
 /** The sleeper a pool's pods run, from the namespace's sleeper ConfigMap. */
 export interface SleeperProps {
-  /** The ConfigMap holding the sleeper of every architecture, keyed by architecture. */
+  /** Holds the sleeper of every architecture, keyed by architecture. */
   readonly configMap: string;
   /** The architecture of every node the pool selects. */
   readonly arch: SleeperArch;
@@ -85,7 +77,6 @@ export interface SleeperProps {
 
 /** The sidecar reconciler of a pull pod. */
 export interface ReconcilerProps {
-  /** Image of the reconciler. */
   readonly image: string;
   /**
    * Port of the Prometheus endpoint.
@@ -93,10 +84,8 @@ export interface ReconcilerProps {
    */
   readonly metricsPort?: number;
   /**
-   * The fail-safe's grace (src/synth/failsafe.ts): seconds past the longest deadline of the pools
-   * gating a node, counted from the node's creation, before the fail-safe lifts its gate where no
-   * sidecar runs. Shorter than the sidecars' absolute grace, it may open a node that is slow to turn
-   * Ready before its sidecar could start.
+   * Seconds past the node's longest deadline before the fail-safe lifts a gate where no sidecar
+   * runs (docs/architecture.md#the-fail-safe).
    * @default FAILSAFE_DEFAULT_GRACE_SECONDS
    */
   readonly failsafeGraceSeconds?: number;
@@ -115,17 +104,14 @@ export interface PullDaemonSetProps {
    */
   readonly reconciler?: ReconcilerProps;
   /**
-   * Makes this DaemonSet one of the pool's burst pullers instead of its holder: only the lane's
-   * images, no sidecar, placed only on nodes whose pool label is neither warm nor partial, so the
-   * DaemonSet controller removes its pods once the holder's sidecar marks the node. In a pool that
-   * pulls early (`earlyPull`), on the host network and tolerating the node's start-up taints.
+   * Makes this DaemonSet one of the pool's burst pullers: the lane's images, no sidecar, only on
+   * nodes not yet warm or partial (docs/architecture.md#lanes-burst-pullers).
    * @default - the holder
    */
   readonly puller?: PullerLane;
   /**
-   * An early puller's extra image: the sidecar's, pulled in the start-up window beside the lane's
-   * own, so the holder finds it present at Ready. The sidecar counts only the pool's images, so
-   * this container is not one of them. Only with {@link puller}.
+   * An early puller's extra image: the sidecar's, so the holder finds it present at Ready. Not one
+   * of the pool's images. Only with {@link puller}.
    * @default - none
    */
   readonly sidecarImage?: string;
@@ -135,8 +121,8 @@ export interface PullDaemonSetProps {
    */
   readonly sleeper?: SleeperProps;
   /**
-   * The image the helper init container copies its static busybox from, where there is no
-   * {@link sleeper}. The invocation's choice, never a spec's: every image container runs its binary.
+   * Where the helper copies busybox from. The invocation's choice, never a spec's: every image
+   * container runs its binary.
    * @default DEFAULT_HELPER_IMAGE
    */
   readonly helperImage?: string;
@@ -145,24 +131,19 @@ export interface PullDaemonSetProps {
 /** What the holder and a burst puller do differently, decided once from the props. */
 interface RoleParts {
   readonly role: Role;
-  /** The images its containers pull. */
   readonly images: readonly ImageRef[];
-  /** The sidecar's settings; a puller never runs the sidecar: the holder's watches every pod of the pool. */
+  /** A puller never runs the sidecar: the holder's watches every pod of the pool. */
   readonly reconciler: ReconcilerProps | undefined;
-  /** A label no other DaemonSet's pods carry; the member label is what the sidecar watches, and no DaemonSet selects on it. */
+  /** A label no other DaemonSet's pods carry; no DaemonSet selects on the member label the sidecar watches. */
   readonly selector: Record<string, string>;
   readonly name: string;
   readonly graceSeconds: number;
   /**
-   * Early pullers share the node's network namespace, so the kubelet starts their sandbox before
-   * the CNI is up (it holds back only pods on the pod network). The holder never does: it runs
-   * the sidecar, which needs the apiserver through the pod network like any client.
+   * On the host network, so the kubelet starts the sandbox before the CNI is up. Never the holder:
+   * its sidecar needs the pod network (docs/architecture.md#early-pullers-the-network-start-up-window).
    */
   readonly early: boolean;
-  /**
-   * Computed with the pool (src/imagecache/bundle.ts): the pullers' adds the start-up
-   * tolerations when the pool pulls early; the holder's is what pools.json tells the sidecars.
-   */
+  /** The pullers' placement adds the start-up tolerations in early pools; the holder's matches pools.json. */
   readonly where: Pick<PodTemplatePatches, 'placement' | 'nodeRequirements'>;
   /** Its lane, for messages ('' for the holder). */
   readonly lane: string;
@@ -199,16 +180,11 @@ function roleParts(props: PullDaemonSetProps): RoleParts {
   };
 }
 
-/**
- * One pool's pull DaemonSet: the holder, which keeps every image and runs the sidecar, or one of
- * its burst pullers.
- */
+/** One pool's pull DaemonSet: the holder (every image, and the sidecar) or one of its burst pullers. */
 export class PullDaemonSet extends Construct {
   /** The pool id ({@link Pool.id}): the DaemonSet's selector value and the node label's name part. */
   readonly poolId: string;
-  /** The pool whose images it pulls. */
   readonly pool: Pool;
-  /** The underlying cdk8s-plus workload. */
   readonly workload: kplus.DaemonSet;
 
   constructor(scope: Construct, id: string, props: PullDaemonSetProps) {
@@ -241,23 +217,19 @@ export class PullDaemonSet extends Construct {
       ...(role.reconciler === undefined
         ? {}
         : { serviceAccount: kplus.ServiceAccount.fromServiceAccountName(this, 'sa', SERVICE_ACCOUNT) }),
-      // busybox sleep ignores SIGTERM as PID 1 (the sleeper exits on it); a short grace keeps node
-      // drains and rollouts quick.
+      // busybox sleep ignores SIGTERM as PID 1: a short grace keeps drains and rollouts quick.
       terminationGracePeriod: Duration.seconds(role.graceSeconds),
       volumes: [binVolume],
-      // The pullers make no network calls (the kubelet pulls, they only sleep): `Default` gives them
-      // the node's resolver, which is what the kubelet falls back to for ClusterFirst on the host
-      // network anyway, and never names cluster DNS, which is unreachable before the CNI is up.
+      // `Default`: the node's resolver, never cluster DNS, which is unreachable before the CNI is up.
       ...(role.early ? { hostNetwork: true, dns: { policy: kplus.DnsPolicy.DEFAULT } } : {}),
     });
     this.workload.select(kplus.LabelSelector.of({ labels: role.selector }));
 
-    // The sidecar comes first, as a native sidecar (escape-hatches.ts), so it watches the pool's
-    // pods while the pullers pull (docs/architecture.md, the holder's sidecar).
+    // First, as a native sidecar (docs/architecture.md#the-holders-sidecar-is-a-native-sidecar).
     if (role.reconciler !== undefined) this.addReconciler(pool, role.reconciler);
     // With the sleeper there is nothing to copy: its ConfigMap is mounted before the sandbox starts.
     if (sleeper === undefined) this.addHelper(binVolume, props.helperImage ?? DEFAULT_HELPER_IMAGE);
-    // A container that only makes the kubelet pull `image`: it sleeps, from the mounted binary.
+    // A container that only makes the kubelet pull `image`.
     const addSleeper = (name: string, image: string, imagePullPolicy: kplus.ImagePullPolicy) =>
       this.workload.addContainer({
         name,
@@ -286,8 +258,7 @@ export class PullDaemonSet extends Construct {
         : { sidecar: SIDECAR_CONTAINER, sidecarStartupProbe: sidecarStartupProbe(deadlineSecondsOf(pool)) }),
     });
 
-    // What it knows, checked on the object as rendered (escape hatches included): its size and the
-    // names of its containers and volumes, pointing at the pool's entry.
+    // Checked as rendered, escape hatches included.
     addCheck(this, () => checkPoolObject(this.manifest(), pool));
   }
 
@@ -302,7 +273,6 @@ export class PullDaemonSet extends Construct {
         });
   }
 
-  /** The init container that copies the helper image's sleep binary into `binVolume`. */
   private addHelper(binVolume: kplus.Volume, image: string): void {
     this.workload.addInitContainer({
       name: HELPER_CONTAINER,
@@ -315,15 +285,11 @@ export class PullDaemonSet extends Construct {
     });
   }
 
-  /**
-   * Memory its pod requests of a node, in bytes, as the scheduler counts it; a warming node holds
-   * this for the holder and for each burst puller.
-   */
+  /** Memory its pod requests of a node, in bytes, as the scheduler counts it. */
   memoryRequest(): number {
     return podMemoryRequest(this.manifest().spec?.template?.spec ?? {});
   }
 
-  /** The DaemonSet as it renders. */
   private manifest(): Manifest {
     return ApiObject.of(this.workload).toJson() as Manifest;
   }
@@ -334,10 +300,8 @@ export class PullDaemonSet extends Construct {
     });
     const gate = pool.settings.gate;
     const metricsPort = reconciler.metricsPort ?? DEFAULTS.metricsPort;
-    // Refresh reads registry credentials from the pull secrets, mounted: RBAC grants no Secrets.
-    // Only where something can be refreshed (a tag), and only into the sidecar. Optional, so a
-    // secret that does not exist yet never blocks the pod (the kubelet only warns about a missing
-    // imagePullSecret, and a mount must not be stricter).
+    // Refresh reads credentials from mounted pull secrets (RBAC grants no Secrets), only where a tag
+    // can move. Optional: the kubelet only warns about a missing imagePullSecret, and so do we.
     const secretMounts = refreshes(pool)
       ? pool.imagePullSecrets.map((secretName) => ({
           path: `${PULL_SECRETS_MOUNT_PATH}/${secretName}`,
@@ -376,11 +340,7 @@ export class PullDaemonSet extends Construct {
   }
 }
 
-/**
- * Whether the pool's sidecar refreshes moved tags: refresh is on and the pool has a tag to check
- * (digests never move). Only then does it get the pull secrets and the right to set its pod's
- * images (src/synth/access.ts).
- */
+/** Whether the pool's sidecar refreshes moved tags; only then does it get pull secrets and image-patch rights. */
 export function refreshes(pool: Pool): boolean {
   return pool.settings.refreshSeconds > 0 && pool.images.some((ref) => ref.digest === undefined);
 }
@@ -394,10 +354,8 @@ export function deadlineSecondsOf(pool: Pool): number {
 const STARTUP_SLACK_SECONDS = 30;
 
 /**
- * The sidecar's startup probe: the containers after it (the holder's image containers) start once
- * it answers 200, which it does when they may (src/reconciler/pool.ts `releasesImages`), and in
- * any case once the pool's deadline has passed since it started. Asked every second, so they start
- * at most a second after that; given the deadline and a slack before the kubelet gives up on it.
+ * Holds the image containers back until the sidecar releases them or the deadline passes
+ * (docs/architecture.md#the-holders-image-containers-wait-behind-the-sidecars-startup-probe).
  */
 function sidecarStartupProbe(deadlineSeconds: number): HttpProbe {
   return {
@@ -419,10 +377,8 @@ function envFieldPath(path: string): kplus.EnvFieldPaths {
 }
 
 /**
- * `IfNotPresent`, so a restart never depends on the registry being up, except for tags in pools
- * that refresh: `Always` marks them as the sidecar's to refresh (src/reconciler/refresh.ts), and
- * makes the kubelet pull the digest the sidecar sets. Digests never move, so they stay
- * `IfNotPresent`.
+ * `IfNotPresent`, so a restart never needs the registry, except refreshed tags: `Always` makes the
+ * kubelet pull the digest the sidecar sets.
  */
 function pullPolicy(ref: ImageRef, refreshing: boolean): kplus.ImagePullPolicy {
   return refreshing && ref.digest === undefined ? kplus.ImagePullPolicy.ALWAYS : kplus.ImagePullPolicy.IF_NOT_PRESENT;

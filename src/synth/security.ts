@@ -1,8 +1,6 @@
 /**
- * Security and resource defaults of every container prewarm emits. Pull pods must pass Pod
- * Security "restricted" (https://kubernetes.io/docs/concepts/security/pod-security-standards/)
- * and must never inherit cdk8s-plus's 1000m/512Mi defaults, which multiplied by one container per
- * image would reserve most of a node.
+ * Security and resource defaults of every container: Pod Security "restricted", and never
+ * cdk8s-plus's defaults, which one container per image would multiply into most of a node.
  */
 import { Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
@@ -21,7 +19,7 @@ export const CONTAINER_SECURITY: kplus.ContainerSecurityContextProps = {
   readOnlyRootFilesystem: true,
 };
 
-/** CPU limit of the containers that only start and sleep: enough for the runtime to start them quickly. */
+/** Enough for the runtime to start a sleeping container quickly. */
 const START_CPU_LIMIT_MILLIS = 250;
 
 /** Pod-level settings; `seccompProfile: RuntimeDefault` is an escape hatch. */
@@ -32,35 +30,30 @@ export const POD_SECURITY: kplus.PodSecurityContextProps = {
 };
 
 /**
- * A cached image's container only sleeps: it needs almost nothing, and its requests are counted
- * once per image per node, so they stay tiny. The CPU limit is not tiny on purpose: `runc init`
- * and the exec of busybox run inside the container's cgroup, and a tiny limit throttles every
- * start, one container after another, on the critical path of a warm-up. A sleeping process uses
- * none of it.
+ * Tiny requests, counted once per image per node; a CPU limit that is not tiny, since `runc init`
+ * runs in the container's cgroup and a tiny one throttles every start of a warm-up.
  */
 export const IMAGE_RESOURCES: kplus.ContainerResources = {
   cpu: { request: kplus.Cpu.millis(1), limit: kplus.Cpu.millis(START_CPU_LIMIT_MILLIS) },
   memory: { request: Size.mebibytes(4), limit: Size.mebibytes(16) },
 };
 
-/** The init container copies one file; it starts as often as an image container (see above). */
+/** Copies one file, and starts as often as an image container. */
 export const HELPER_RESOURCES: kplus.ContainerResources = {
   cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(START_CPU_LIMIT_MILLIS) },
   memory: { request: Size.mebibytes(8), limit: Size.mebibytes(32) },
 };
 
 /**
- * The sidecar reconciler: one watch and a metrics endpoint. Idle almost all the time, so it
- * requests next to nothing; the limit is for its start (Node.js, TLS, the first list, the node
- * patch), which is on the critical path of every join and slows under a small limit. One core
- * still bounds a sidecar gone wrong.
+ * Idle almost always, so it requests next to nothing; the limit serves its start, on the critical
+ * path of every join, and still bounds a sidecar gone wrong.
  */
 export const SIDECAR_RESOURCES: kplus.ContainerResources = {
   cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(1000) },
   memory: { request: Size.mebibytes(48), limit: Size.mebibytes(96) },
 };
 
-/** Pod Security labels of every namespace prewarm owns (see SynthOptions.ownedNamespaces). */
+/** Pod Security labels of every namespace prewarm owns. */
 export const NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
   'pod-security.kubernetes.io/enforce': 'restricted',
   'pod-security.kubernetes.io/enforce-version': 'latest',
@@ -71,11 +64,8 @@ export const NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
 };
 
 /**
- * Pod Security labels of an owned namespace that holds an early-pull pool: early pullers use the
- * host network, which `baseline` and `restricted` forbid, so `enforce` is `privileged` and the
- * namespace's pods are held to restricted (host networking only in the early-puller shape) by the
- * admission policy of src/synth/early-pull.ts instead. `warn` and `audit` stay `restricted`, so
- * every host-network pod is still reported.
+ * Of an owned namespace with early pullers: their host network needs `enforce: privileged`, so the
+ * admission policy (early-pull.ts) holds pods to restricted instead; `warn` and `audit` still report.
  */
 export const EARLY_PULL_NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
   ...NAMESPACE_POD_SECURITY,

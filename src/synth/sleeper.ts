@@ -1,14 +1,7 @@
 /**
- * The sleeper: the static program every image container of a pull pod runs instead of its image's
- * own entrypoint, shipped in a ConfigMap so a pull pod needs no helper init container
- * (docs/architecture.md, the sleeper and the helper). A ConfigMap holds bytes for one
- * architecture, so it serves only pools whose architecture synth knows.
- *
- * It installs a handler for SIGTERM and SIGINT that exits 0 (as PID 1 a process without a handler
- * never sees them, so the kubelet would wait out the grace period), then waits for signals. It
- * makes no other system call, so it runs under Pod Security `restricted` and the default seccomp
- * profile. Each instruction is listed with its assembly; test/synth/sleeper.test.ts runs both
- * binaries (the foreign one under qemu-user).
+ * The sleeper (docs/architecture.md#the-sleeper-and-the-helper): exits 0 on SIGTERM or SIGINT (as
+ * PID 1 without a handler it would never see them) and otherwise only waits, so it runs under
+ * restricted and the default seccomp profile.
  */
 
 import { isSleeperArch, SLEEPER_ARCHITECTURES, type SleeperArch } from '../contract/names.js';
@@ -78,13 +71,11 @@ const ARM64: Code = [
   ['010000d4', 'svc #0'],
 ];
 
-/** ELF e_machine of each architecture. */
 const MACHINE: Readonly<Record<SleeperArch, { readonly machine: number; readonly code: Code }>> = {
   amd64: { machine: 62, code: AMD64 }, // EM_X86_64
   arm64: { machine: 183, code: ARM64 }, // EM_AARCH64
 };
 
-/** Where the one loadable segment (the whole file) is mapped. */
 const BASE = 0x400000;
 const ELF_HEADER = 64;
 const PROGRAM_HEADER = 56;
@@ -94,10 +85,7 @@ const PF_X = 1;
 const PF_W = 2;
 const PF_R = 4;
 
-/**
- * The sleeper for `arch`: a static ELF64 executable of one read-and-execute segment holding the
- * headers and the code, and a PT_GNU_STACK header that keeps the stack non-executable.
- */
+/** A static ELF64 of one read-and-execute segment; PT_GNU_STACK keeps the stack non-executable. */
 export function sleeperBinary(arch: SleeperArch): Uint8Array {
   const { machine, code } = MACHINE[arch];
   const text = Buffer.from(code.map(([hex]) => hex).join(''), 'hex');
@@ -143,10 +131,8 @@ export function sleeperListing(arch: SleeperArch): string {
 export const ARCH_LABEL = 'kubernetes.io/arch';
 
 /**
- * The architecture of every node `nodeSelector` selects, when synth can run the sleeper there: the
- * selector's {@link ARCH_LABEL} if it has one (exact, since selector labels are ANDed), else
- * `clusterArch`, the synth invocation's statement that every node has that architecture. Undefined
- * when neither names one of {@link SLEEPER_ARCHITECTURES}: the pool keeps the helper.
+ * The architecture of every node `nodeSelector` selects: its {@link ARCH_LABEL}, else the
+ * invocation's `clusterArch`; undefined when there is no sleeper for it (the pool keeps the helper).
  */
 export function sleeperArchOf(nodeSelector: Readonly<Record<string, string>>, clusterArch?: SleeperArch): SleeperArch | undefined {
   const pinned = nodeSelector[ARCH_LABEL];
@@ -154,7 +140,7 @@ export function sleeperArchOf(nodeSelector: Readonly<Record<string, string>>, cl
   return clusterArch;
 }
 
-/** The sleeper ConfigMap's binaryData: each architecture's binary, base64, keyed by architecture. */
+/** Each architecture's binary, base64, keyed by architecture. */
 export function sleeperBinaryData(): Record<SleeperArch, string> {
   return Object.fromEntries(SLEEPER_ARCHITECTURES.map((a) => [a, Buffer.from(sleeperBinary(a)).toString('base64')])) as Record<
     SleeperArch,
@@ -162,7 +148,6 @@ export function sleeperBinaryData(): Record<SleeperArch, string> {
   >;
 }
 
-/** What a namespace's sleeper ConfigMap holds, and its name. */
 export interface SleeperConfigMap {
   readonly name: string;
   readonly binaryData: Readonly<Record<SleeperArch, string>>;
@@ -171,7 +156,7 @@ export interface SleeperConfigMap {
 /** Built on first use, then shared by every namespace: the bytes, and so the name, never change. */
 let configMap: SleeperConfigMap | undefined;
 
-/** The sleeper ConfigMap of every namespace: named by a hash of its content (it is immutable). */
+/** Named by a hash of its content: it is immutable. */
 export function sleeperConfigMap(): SleeperConfigMap {
   if (configMap === undefined) {
     const binaryData = Object.freeze(sleeperBinaryData());

@@ -54,10 +54,8 @@ export const isRegistry: OptionCheck = (value) => {
 };
 
 /**
- * Whole seconds of a duration option, written as the specs write durations (`90s`, `15m`,
- * `1h30m`) and held to `range`, or why not. Every duration option goes through here: a value
- * such as `abc`, `1e12`, `Infinity` or `0` would otherwise turn a wait into a busy loop or
- * into forever.
+ * Whole seconds of a duration option, held to `range`, or why not: `0` or `Infinity` would turn a
+ * wait into a busy loop or forever.
  */
 export function durationSeconds(value: string, range: DurationRange): { seconds: number } | { error: string } {
   if (!isDurationForm(value)) return { error: `is not a duration: ${DURATION_FORM}` };
@@ -76,10 +74,7 @@ export const isDuration =
     return 'error' in seconds ? seconds.error : undefined;
   };
 
-/**
- * The seconds of an option that {@link checkOptions} has held to {@link isDuration}; throws the
- * same usage error for a value that did not go through it.
- */
+/** The seconds of an option {@link checkOptions} held to {@link isDuration}. */
 export function optionSeconds(name: string, value: string, range: DurationRange): number {
   const seconds = durationSeconds(value, range);
   if ('error' in seconds) throw new UsageError(optionError(name, value, seconds.error));
@@ -105,7 +100,7 @@ export function durationMs(value: string): number {
 /** The bounds of `--request-timeout`: each request to an apiserver or registry ends within it. */
 export const REQUEST_TIMEOUT = { default: '30s', min: 1, max: 3600 } as const;
 
-/** `--request-timeout`, as kubectl names it: how long one request to a server may take in all. */
+/** `--request-timeout`, as kubectl names it. */
 export function requestTimeoutOption<T>(y: Argv<T>) {
   return checkOptions(
     y.option('request-timeout', {
@@ -117,10 +112,7 @@ export function requestTimeoutOption<T>(y: Argv<T>) {
   );
 }
 
-/**
- * `--from-cluster` and `--context`, for a command that reads `what` from a cluster instead of
- * files, and `--request-timeout`, which bounds each of its requests.
- */
+/** `--from-cluster`, `--context` and `--request-timeout`, for a command that reads a cluster. */
 export function fromClusterOptions<T>(y: Argv<T>, what: string) {
   return requestTimeoutOption(y)
     .option('from-cluster', { type: 'boolean', describe: `Read ${what} from the cluster of the kubeconfig instead, read-only` })
@@ -130,11 +122,7 @@ export function fromClusterOptions<T>(y: Argv<T>, what: string) {
 /** The bounds of `--deadline`: a whole run's registry look-ups end within it. */
 export const RUN_DEADLINE = { default: '2m', min: 1, max: 6 * 3600 } as const;
 
-/**
- * `--deadline`: how long a run's registry look-ups may take in all, requests and credential
- * helpers together; past it, requests under way end and the images not yet answered fail. `what`
- * names the look-ups in the help.
- */
+/** `--deadline`: all of a run's registry look-ups, helpers included; past it, the rest fail. */
 export function deadlineOption<T>(y: Argv<T>, what: string) {
   return checkOptions(
     y.option('deadline', {
@@ -152,9 +140,8 @@ export function deadlineSignal(value: string): AbortSignal {
 }
 
 /**
- * Adds a check of each named option's value, run before the handler: a value that fails is a
- * usage error (exit 2) that quotes it. An option given twice is one too, unless `repeatable`
- * (yargs would otherwise hand the handler an array where it expects one string).
+ * Checks each named option before the handler (exit 2 on failure), and refuses one given twice
+ * unless `repeatable`: yargs would hand over an array.
  */
 export function checkOptions<T>(y: Argv<T>, checks: Readonly<Record<string, OptionCheck>>, repeatable: readonly string[] = []): Argv<T> {
   return y.check((argv) => {

@@ -1,12 +1,6 @@
 /**
- * `prewarm doctor`: checks what prewarm depends on, per cluster and per node, with the user's
- * kubeconfig. The checks are pure (src/doctor/diagnose.ts); this file only reads the cluster, one
- * read per object kind, and every read that is refused or fails becomes a finding of its own
- * instead of ending the run.
- *
- * Exit codes: 0 when every check ran and none found an error; 3 when one found an error or some
- * could not run (doctor vouches only for what it checked); 70 when none could run (the cluster
- * cannot be reached, or answers no read).
+ * `prewarm doctor`: reads the cluster for the pure checks; a failed read is a finding, not the end.
+ * Exit 0 all ran and passed; 3 an error or a check could not run; 70 the cluster answers no read.
  */
 import type { Argv } from 'yargs';
 import { pullSecretsOf } from '../../doctor/pools.js';
@@ -49,22 +43,18 @@ export interface DoctorSource {
   read(): Promise<DoctorInput>;
 }
 
-/** The default of `--output`, typed so yargs infers the choices and not a plain string. */
+/** Typed so yargs infers the choices. */
 const DEFAULT_FORMAT: DoctorFormat = 'table';
 
 /** Kubelet configurations read at once: each is a round trip through the apiserver to a kubelet. */
 const CONFIGZ_CONCURRENCY = 8;
 
-/**
- * The largest `/stats/summary` read: a node's summary runs to hundreds of KiB (a few KiB per
- * container); anything past this is a kubelet or proxy that streams without end.
- */
+/** The largest `/stats/summary` read: past it, a kubelet or proxy that streams without end. */
 export const MAX_SUMMARY_BODY = 8 << 20;
 
 /** Images sized from registries in one run at the most: the rest are reported as not asked. */
 export const MAX_REGISTRY_SIZES = 100;
 
-/** Registers the command; `source` is replaced in tests. */
 export function doctorCommand(
   io: Io,
   source: (context: string | undefined, requestTimeoutMs: number, registry: DoctorRegistryOptions) => Promise<DoctorSource> = clusterSource,
@@ -125,12 +115,7 @@ export function renderDoctor(report: DoctorReport, format: DoctorFormat): string
   return format === 'json' ? `${JSON.stringify(report, null, 2)}\n` : renderDoctorTable(report, format === 'wide');
 }
 
-/**
- * A failed call as a {@link ClusterRead}: 404 is `missing`, 401/403 `denied` (the user's permission),
- * anything else `failed`, with one escaped and bounded line (see api-failure.ts). A call that got
- * no usable answer (a cut or malformed body, a reset connection) fails too: it is that read's
- * finding, never the whole run's.
- */
+/** A failed call as a {@link ClusterRead}: 404 `missing`, 401/403 `denied`, else `failed`, bounded. */
 export function readFailure(err: unknown): Exclude<ClusterRead<never>, { kind: 'ok' }> {
   const failure = apiFailure(err);
   if (failure.code === 404) return { kind: 'missing' };
@@ -138,7 +123,6 @@ export function readFailure(err: unknown): Exclude<ClusterRead<never>, { kind: '
   return { kind: 'failed', message: failure.message };
 }
 
-/** Runs `call` and wraps its answer or its failure. */
 export async function attempt<T>(call: () => Promise<T>): Promise<ClusterRead<T>> {
   try {
     return { kind: 'ok', value: await call() };
@@ -147,10 +131,7 @@ export async function attempt<T>(call: () => Promise<T>): Promise<ClusterRead<T>
   }
 }
 
-/**
- * The first read, which tells a cluster that answers from one that cannot be reached: without an
- * HTTP answer there (refused, DNS, TLS) nothing else is tried, and the run ends with exit 70.
- */
+/** The first read: without an HTTP answer nothing else is tried (exit 70). */
 export async function firstRead<T>(call: () => Promise<T>): Promise<ClusterRead<T>> {
   try {
     return { kind: 'ok', value: await call() };
@@ -191,11 +172,8 @@ async function mapLimit<T, R>(inputs: readonly T[], limit: number, fn: (x: T) =>
 }
 
 /**
- * The compressed size of each image from its registry, one request after another (registries
- * rate-limit bursts), with the credentials `pin` uses. A registry that did not answer is not asked
- * again, so the reads end within one --request-timeout per registry; past
- * {@link MAX_REGISTRY_SIZES} images, the rest are not asked. Never rejects: each failure is that
- * image's read.
+ * Each image's compressed size from its registry, as `pin` reaches it; bounded per registry and by
+ * {@link MAX_REGISTRY_SIZES}. Never rejects: each failure is that image's read.
  */
 export async function readImageSizes(
   wanted: readonly ImageToSize[],
@@ -303,9 +281,7 @@ async function clusterSource(
     // Only the nodes a pool runs on have a disk budget to judge.
     const pooled = pods.kind === 'ok' ? nodesWithPools(pods.value).filter((n) => names.includes(n)) : [];
     const fs = await mapLimit(pooled, CONFIGZ_CONCURRENCY, (name) =>
-      // The path segment goes out as `stats%2Fsummary`, which the apiserver decodes and proxies to
-      // the kubelet's /stats/summary; `connectGetNodeProxy`'s `?path=` form is answered with a
-      // 301 to `proxy/` (both seen on the harness's 1.36 apiserver).
+      // As `stats%2Fsummary`, which the apiserver proxies; the `?path=` form is answered with a 301.
       attempt(() => summaries.connectGetNodeProxyWithPath({ name, path: 'stats/summary' })).then(imageFsOf),
     );
     const wanted = pods.kind === 'ok' && nodes.kind === 'ok' ? imagesToSize(pods.value, nodes.value) : [];

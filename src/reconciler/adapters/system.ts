@@ -23,11 +23,7 @@ export const systemClock: Clock = {
     }),
 };
 
-/**
- * A clock that runs `scale` times faster than the wall clock from the moment it is made: the soak
- * bench lives a month of a node in an hour. The HTTP deadlines and the heap collector keep real
- * time.
- */
+/** A clock `scale` times faster than the wall clock, for the soak bench; HTTP deadlines keep real time. */
 export function scaledClock(scale: number, base: Clock = systemClock): Clock {
   const start = base.now();
   return {
@@ -38,17 +34,13 @@ export function scaledClock(scale: number, base: Clock = systemClock): Clock {
 }
 
 /**
- * Bounds of the metrics and startup-probe server. Its port is reachable from any pod of the
- * cluster where no NetworkPolicy narrows it, so nothing a client does may grow the sidecar's small
- * heap without bound, or keep the kubelet's probe from being answered.
+ * Bounds of the metrics and probe server: any pod may reach it, so no client may grow the heap
+ * without bound or keep the kubelet's probe from being answered.
  */
 export interface ServeLimits {
   /**
-   * Connections held at once. A connection beyond it closes the oldest one held: the kubelet's
-   * probe sends its request as soon as it connects and is answered in the same turn of the event
-   * loop, so it is never the oldest, while idle and slow clients age out first. A flood that
-   * evicts a probe before its request arrives would have to open this many connections within
-   * that one round trip.
+   * Connections held at once; one more closes the oldest. The kubelet's probe is answered in the
+   * turn it connects, so it is never the oldest: idle and slow clients go first.
    * @default 64
    */
   readonly maxConnections?: number;
@@ -67,12 +59,7 @@ const MAX_HEADER_BYTES = 4096;
 /** Header lines read per request. */
 const MAX_HEADER_COUNT = 32;
 
-/**
- * Serves `GET /metrics`, `GET /healthz` and the startup probe ({@link STARTUP_PATH}: 200 when
- * `started()` says so, else 503) on `host:port` (the pod IP, never all interfaces), within
- * {@link ServeLimits}. Resolves with the server once it listens and with the actual port (for
- * port 0 in tests).
- */
+/** Serves metrics, health and the startup probe on `host:port` (never all interfaces), within {@link ServeLimits}. */
 export function serveMetrics(
   metrics: Metrics,
   host: string,

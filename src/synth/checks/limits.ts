@@ -9,24 +9,14 @@ const MIB = 1024 * 1024;
 
 /** Every limit synth enforces or warns about; each with the severity of going over it. */
 export const OUTPUT_LIMITS = {
-  /**
-   * The apiserver refuses a ConfigMap whose `data` and `binaryData` values total more than 1 MiB
-   * (core/v1 validation, MaxSecretSize). Every namespace's `prewarm-pools` lists every pool of
-   * the bundle, about 290 to 450 bytes each: a few thousand pools fill it.
-   */
+  /** core/v1 validation's MaxSecretSize on a ConfigMap's data; `prewarm-pools` lists every pool. */
   configMapDataBytes: { limit: 1 * MIB, severity: 'error' as Severity },
   /**
-   * etcd refuses a write over its default `--max-request-bytes` (1.5 MiB), and the apiserver
-   * answers "request is too large". Measured on the object's compact JSON: larger than the
-   * protobuf etcd stores, to which server-side apply then adds managedFields. A DaemonSet passes
-   * it at about 3,000 images.
+   * etcd's default `--max-request-bytes`, measured on compact JSON: larger than the protobuf etcd
+   * stores, to which server-side apply adds managedFields.
    */
   objectBytes: { limit: 1.5 * MIB, severity: 'error' as Severity },
-  /**
-   * Client-side `kubectl apply` (and Argo CD without `ServerSideApply=true`) copies the whole
-   * object into the `last-applied-configuration` annotation, and annotations are limited to
-   * 256 KiB in total: such an apply is refused.
-   */
+  /** Client-side apply copies the object into `last-applied-configuration`, within the annotation limit. */
   clientSideApplyBytes: { limit: 256 * 1024, severity: 'warning' as Severity },
 } as const;
 
@@ -53,11 +43,7 @@ export function sizesOver(m: Sized): [SizeLimit, number][] {
   return over;
 }
 
-/**
- * What exceeding `limit` by reaching `bytes` means, and what to do about it. `images` is the pool's
- * image count for a pool's DaemonSet, `pools` the bundle's pool count (which fills the pools
- * ConfigMap).
- */
+/** What exceeding `limit` means, and what to do about it. */
 export function overLimit(
   limit: SizeLimit,
   name: string,

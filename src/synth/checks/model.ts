@@ -1,10 +1,6 @@
 /**
- * Checks of the model, made before any construct renders it, while colliding inputs are still
- * apart: pool ids and pull-secret volume names that two pools or secrets share, gate keys a spec
- * may not choose, node selectors a pool can never be warm under, owned namespaces no ImageCache is
- * in, and early pulling where it cannot work or is not allowed. Every finding points back at the
- * spec (file:line) through the pools' origins. The rendered objects are checked by the constructs
- * (output.ts).
+ * Checks of the model before any construct renders it, while colliding inputs are still apart;
+ * every finding points at the spec through the pools' origins.
  */
 import type { Diagnostic } from '../../imagecache/errors.js';
 import type { Bundle, Pool } from '../../imagecache/model.js';
@@ -14,12 +10,8 @@ import { claim, describePool, error, objectLocation, poolLocation, poolName, whe
 import { daemonSetName, pullSecretVolumeName } from '../naming.js';
 
 /**
- * Names checked on the model, while colliding inputs are still apart (the charts index DaemonSets
- * by pool id, and cdk8s-plus throws on two volumes of one name):
- * - pool ids, unique across the cluster: each is a node label key (`prewarm.dev/<id>`), a node
- *   annotation key, an entry of every pools file, and, within a namespace, a DaemonSet name;
- * - the volumes of a pool's pull secrets, which the sidecar of a refreshing pool mounts
- *   (`sidecar`: whether pull pods run the sidecar).
+ * Names two inputs share: pool ids (node label and annotation keys, cluster-wide) and pull-secret
+ * volumes (cdk8s-plus throws on two of one name).
  */
 export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
   const out: Diagnostic[] = [];
@@ -56,13 +48,7 @@ export function checkPoolNames(bundle: Bundle, sidecar: boolean): Diagnostic[] {
   return out;
 }
 
-/**
- * Gate keys against the trust boundary (src/contract/gate-key.ts): a pool gates only on a key under
- * `prewarm.dev/`, or one that `allowed` (the synth invocation's `--allow-gate-key`) admits, and never
- * on a taint its own tolerations tolerate or one Kubernetes itself lifts. Checked on the model,
- * before any construct renders a key into a sidecar's environment, pools.json or the admission
- * policy.
- */
+/** Gate keys against the trust boundary (contract/gate-key.ts), before any construct renders one. */
 export function checkGateKeys(bundle: Bundle, allowed: readonly string[]): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const pool of bundle.pools) {
@@ -77,11 +63,7 @@ export function checkGateKeys(bundle: Bundle, allowed: readonly string[]): Diagn
   return out;
 }
 
-/**
- * Node selectors a pool can never be warm under: its own state label (`prewarm.dev/<id>`) is set
- * by its sidecar only on nodes where its pods already run, so a pool selecting on it never gets a
- * pod onto a node that lacks the label, and never turns a node warm.
- */
+/** A pool selecting on its own state label, which only its running pods' sidecar sets, never warms. */
 export function checkPoolSelectors(bundle: Bundle): Diagnostic[] {
   const out: Diagnostic[] = [];
   for (const pool of bundle.pools) {
@@ -112,14 +94,8 @@ export function checkOwnedNamespaces(bundle: Bundle, owned: readonly string[]): 
 }
 
 /**
- * Early pulling (`spec.earlyPull`) is refused, at the setting, where it cannot work or is not
- * allowed:
- * - with `lanes: 1` the pool has no burst pullers, and the holder stays on the pod network (its
- *   sidecar needs it): nothing would pull early;
- * - in a namespace the invocation does not own (`owned`, `--own-namespace`): the pullers' host
- *   network is outside Pod Security baseline and restricted, and synth relaxes only a namespace it
- *   owns, under its admission policy (src/synth/early-pull.ts), never one where other workloads run.
- * Both hold with or without the sidecar, so whether a spec is accepted never depends on it.
+ * Early pulling is refused with `lanes: 1` (no pullers would pull early) and outside an owned
+ * namespace (synth relaxes Pod Security only there); with or without the sidecar alike.
  */
 export function checkEarlyPull(bundle: Bundle, owned: readonly string[]): Diagnostic[] {
   const out: Diagnostic[] = [];

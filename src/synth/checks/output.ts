@@ -1,12 +1,7 @@
 /**
- * Checks of the rendered objects that Kubernetes would make too late, or never: names that two
- * objects or two containers share, and objects the apiserver refuses for their size or that a user
- * would regret. A pool's DaemonSet checks itself (src/synth/pull-daemonset.ts); what no single pool
- * made is checked over the whole output (src/synth/app.ts).
- *
- * Derived names keep their 8-hex-digit hashes, and a collision is refused here rather than made
- * unlikely by longer ones: a pool id is a DaemonSet name, an immutable selector value and a node
- * label key, so lengthening the hash would rename every DaemonSet and node label on upgrade.
+ * Checks of the rendered objects Kubernetes would make too late or never: shared names, and sizes.
+ * A hash collision is refused here rather than made unlikely by longer hashes, which would rename
+ * every DaemonSet and node label on upgrade.
  */
 import type { Diagnostic, Location } from '../../imagecache/errors.js';
 import type { Pool } from '../../imagecache/model.js';
@@ -25,7 +20,6 @@ export interface Manifest {
   readonly spec?: { readonly template?: { readonly spec?: PodSpecNames } };
 }
 
-/** What names an object. */
 export interface ObjectName {
   readonly apiVersion: string;
   readonly kind: string;
@@ -41,11 +35,7 @@ export interface PodSpecNames {
   readonly volumes?: readonly { readonly name: string }[];
 }
 
-/**
- * A pool's DaemonSet (its holder or a burst puller), checked by the construct that renders it: its
- * size, and the names of its containers and volumes. Findings point at the pool's entry, or at the
- * image whose container name collides.
- */
+/** A pool's DaemonSet: its size and its containers' and volumes' names, pointing at the spec. */
 export function checkPoolObject(m: Manifest, pool: Pool): Diagnostic[] {
   const out = checkPodNames(m, pool);
   for (const [limit, bytes] of sizesOver(m)) {
@@ -58,11 +48,7 @@ export function checkPoolObject(m: Manifest, pool: Pool): Diagnostic[] {
   return out;
 }
 
-/**
- * Objects no pool made, checked over the whole output (`pools`: the bundle's pool count): their
- * sizes, reported once for an object that every namespace holds alike (the pools ConfigMap),
- * naming its namespaces; and the names within their pods.
- */
+/** Objects no pool made: sizes (once for an object every namespace holds alike) and pod names. */
 export function checkSharedObjects(manifests: readonly Manifest[], pools: number): Diagnostic[] {
   const out: Diagnostic[] = [];
   // By kind, name and limit: their namespaces and largest size.
@@ -110,10 +96,7 @@ export function checkObjectNames(manifests: readonly ObjectName[]): Diagnostic[]
   return out;
 }
 
-/**
- * Containers (init containers included) and volumes unique within a pod: a duplicate makes the
- * apiserver refuse the object. `pool`: the pool whose DaemonSet `m` is, if any.
- */
+/** Containers and volumes unique within a pod: the apiserver refuses a duplicate. */
 export function checkPodNames(m: Manifest, pool?: Pool): Diagnostic[] {
   const pod = m.spec?.template?.spec;
   if (pod === undefined) return [];
