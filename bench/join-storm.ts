@@ -513,6 +513,12 @@ function retryLater(e: unknown): undefined {
   throw e;
 }
 
+/** A repository as NodeImage keys it: Docker's familiar name (no `docker.io/`, no `library/`). */
+function familiarName(repo: string): string {
+  const short = repo.replace(/^docker\.io\//, '');
+  return short.replace(/^library\/(?=[^/]+$)/, '');
+}
+
 /** NodeImages of the pool's nodes, and how many of them ask for every image of the storm. */
 async function nodeImageCounts(kube: Kube): Promise<{ total: number; asking: number }> {
   const l = await kube.list('/apis/apps.kruise.io/v1beta1/nodeimages', { labelSelector: `${POOL_LABEL}=${POOL}` });
@@ -520,7 +526,7 @@ async function nodeImageCounts(kube: Kube): Promise<{ total: number; asking: num
     const images = (ni.spec?.images ?? {}) as Record<string, { tags?: { tag: string }[] }>;
     return IMAGES.every((ref) => {
       const colon = ref.lastIndexOf(':');
-      return (images[ref.slice(0, colon)]?.tags ?? []).some((t) => t.tag === ref.slice(colon + 1));
+      return (images[familiarName(ref.slice(0, colon))]?.tags ?? []).some((t) => t.tag === ref.slice(colon + 1));
     });
   }).length;
   return { total: l.items.length, asking };
