@@ -507,6 +507,18 @@ interface KruiseResult {
   managerByOperation: Record<string, number>;
 }
 
+/** undefined for an apiserver's "retry later" (429, 503); any other error is thrown again. */
+function retryLater(e: unknown): undefined {
+  if (e instanceof ApiError && (e.code === 429 || e.code === 503)) return undefined;
+  throw e;
+}
+
+/** A repository as NodeImage keys it: Docker's familiar name (no `docker.io/`, no `library/`). */
+function familiarName(repo: string): string {
+  const short = repo.replace(/^docker\.io\//, '');
+  return short.replace(/^library\/(?=[^/]+$)/, '');
+}
+
 /** NodeImages of the pool's nodes, and how many of them ask for every image of the storm. */
 async function nodeImageCounts(kube: Kube): Promise<{ total: number; asking: number }> {
   const l = await kube.list('/apis/apps.kruise.io/v1beta1/nodeimages', { labelSelector: `${POOL_LABEL}=${POOL}` });
@@ -514,7 +526,7 @@ async function nodeImageCounts(kube: Kube): Promise<{ total: number; asking: num
     const images = (ni.spec?.images ?? {}) as Record<string, { tags?: { tag: string }[] }>;
     return IMAGES.every((ref) => {
       const colon = ref.lastIndexOf(':');
-      return (images[ref.slice(0, colon)]?.tags ?? []).some((t) => t.tag === ref.slice(colon + 1));
+      return (images[familiarName(ref.slice(0, colon))]?.tags ?? []).some((t) => t.tag === ref.slice(colon + 1));
     });
   }).length;
   return { total: l.items.length, asking };
@@ -545,7 +557,13 @@ async function kruise(kube: Kube): Promise<KruiseResult> {
     const bound = t0 + args['kruise-bound-s'] * 1000;
     let lastLog = 0;
     while (Date.now() < bound) {
-      asked = await nodeImageCounts(kube);
+      // A CRD installed moments ago answers 429 until the apiserver's cache of it is ready.
+      const counts = await nodeImageCounts(kube).catch(retryLater);
+      if (!counts) {
+        await sleep(1000);
+        continue;
+      }
+      asked = counts;
       if (asked.asking === N) {
         doneAt = Date.now();
         break;
