@@ -8,7 +8,7 @@
  * flood on the metrics port. The sidecar's own resyncs run on its clock.
  *
  * Prints, for the first and the last tenth of the run: RSS, heap (V8's, from --trace-gc: used
- * after the last collection), open file descriptors, apiserver and registry requests per
+ * after the last full collection, so live objects rather than garbage a scavenge left behind), open file descriptors, apiserver and registry requests per
  * simulated hour; and restarts (a sidecar that exits is started again, and counted). Exits
  * non-zero on a miss of the budget: RSS or heap grown beyond noise, descriptors grown, requests
  * per simulated hour not flat, or any restart.
@@ -137,6 +137,16 @@ interface Sample {
   readonly fds: number;
 }
 
+/**
+ * The median live heap of `window`'s samples; where no full collection had run yet in it, the
+ * nearest one in `ordered` (all samples, nearest first).
+ */
+function liveHeap(window: readonly Sample[], ordered: readonly Sample[]): number {
+  const known = window.map((s) => s.heapMiB).filter((h) => !Number.isNaN(h));
+  if (known.length > 0) return median(known);
+  return ordered.find((s) => !Number.isNaN(s.heapMiB))?.heapMiB ?? Number.NaN;
+}
+
 function sample(pid: number, heapMiB: number): Sample {
   const st = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const rss = Number(/VmRSS:\s+(\d+)/.exec(st)?.[1] ?? 0) / 1024;
@@ -202,7 +212,7 @@ async function main(): Promise<number> {
     ),
   };
   let restarts = 0;
-  let heapMiB = 0;
+  let heapMiB = Number.NaN;
   let stderrTail = '';
   let child: ChildProcess | undefined;
   let stopping = false;
@@ -212,8 +222,9 @@ async function main(): Promise<number> {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     c.stdout?.on('data', (d: Buffer) => {
-      // --trace-gc: "... Mark-Compact 5.1 (7.0) -> 4.3 (7.0) MB, ..." (used after, committed).
-      const all = [...d.toString().matchAll(/-> ([\d.]+) \(([\d.]+)\) MB/g)];
+      // --trace-gc: "... Mark-Compact 5.1 (7.0) -> 4.3 (7.0) MB, ..." (used after, committed). Only
+      // full collections: after a scavenge, "used" still holds old-space garbage, which is noise.
+      const all = [...d.toString().matchAll(/Mark-Compact[^\n]*?-> ([\d.]+) \(([\d.]+)\) MB/g)];
       const last = all.at(-1);
       if (last) heapMiB = Number(last[1]);
     });
@@ -364,7 +375,8 @@ function report(
   const line = (what: string, f: number, l: number, unit: string): boolean =>
     out(`soak-${what}: start ${f.toFixed(1)} end ${l.toFixed(1)}${unit}`);
   const rss = [med(first, (s) => s.rssMiB), med(last, (s) => s.rssMiB)] as const;
-  const heap = [med(first, (s) => s.heapMiB), med(last, (s) => s.heapMiB)] as const;
+  const all = samples.map((x) => x.s);
+  const heap = [liveHeap(first, all), liveHeap(last, [...all].reverse())] as const;
   const fds = [med(first, (s) => s.fds), med(last, (s) => s.fds)] as const;
   line('rss-mib', ...rss, '');
   line('heap-used-mib', ...heap, '');
@@ -376,6 +388,7 @@ function report(
   const misses: string[] = [];
   if (first.length === 0 || last.length === 0) misses.push('too few samples');
   if (rss[1] - rss[0] > BUDGET.rssMiB) misses.push(`RSS grew ${(rss[1] - rss[0]).toFixed(1)} MiB`);
+  if (Number.isNaN(heap[0]) || Number.isNaN(heap[1])) misses.push('no full collection seen: heap unknown');
   if (heap[1] - heap[0] > BUDGET.heapMiB) misses.push(`heap grew ${(heap[1] - heap[0]).toFixed(1)} MiB`);
   if (fds[1] - fds[0] > BUDGET.fds) misses.push(`descriptors grew by ${fds[1] - fds[0]}`);
   if (apiLast > apiFirst * BUDGET.requestRatio + 5) misses.push('apiserver requests per hour rose');
