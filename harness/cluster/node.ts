@@ -2,7 +2,7 @@
  * Real test nodes: each in its own netns with its own containerd (own root, state, socket, CNI
  * config and pod subnet, hence its own image store), kubelet and kube-proxy (iptables).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, CNI_BIN_DIR, IMAGES, NET, RUN_DIR, STATE_DIR } from './config.js';
 import { deleteNetns, ensureNodeNet, deleteNodeNet, nodeNet, type NodeNet } from './net.js';
@@ -401,7 +401,35 @@ function preloadImages(p: NodePaths, netns: string, refs: readonly string[]): vo
     });
 }
 
+/**
+ * The device plugin manager's socket: fixed by the kubelet whatever `--root-dir` says, so every
+ * kubelet of the harness shares it. Each one removes it and listens again at start; two starting at
+ * once can both remove it, and the second listen then fails and the kubelet exits.
+ */
+const DEVICE_PLUGIN_SOCKET = '/var/lib/kubelet/device-plugins/kubelet.sock';
+
+/** Kubelet starts, one after another (see {@link DEVICE_PLUGIN_SOCKET}). */
+let kubeletStarts: Promise<void> = Promise.resolve();
+
+/** Resolves once the kubelet started at `since` has its device plugin socket, or after 20 s. */
+async function deviceSocketBound(since: number): Promise<void> {
+  const bound = (): boolean => {
+    try {
+      return statSync(DEVICE_PLUGIN_SOCKET).ctimeMs >= since;
+    } catch {
+      return false;
+    }
+  };
+  await waitFor('the kubelet device plugin socket', bound, 20_000, 100).catch(() => undefined);
+}
+
 export function startKubelet(spec: NodeSpec): Promise<void> {
+  const started = kubeletStarts.then(() => startKubeletNow(spec));
+  kubeletStarts = started.catch(() => undefined);
+  return started;
+}
+
+async function startKubeletNow(spec: NodeSpec): Promise<void> {
   const n = nodeNet(spec.name, spec.index);
   const p = nodePaths(spec.name);
   const server = `https://${NET.hubIp}:${NET.apiserverPort}`;
@@ -423,8 +451,9 @@ export function startKubelet(spec: NodeSpec): Promise<void> {
     `--v=${spec.verbosity}`,
   ];
   if (selfLabels.length) argv.push(`--node-labels=${selfLabels.map(([k, v]) => `${k}=${v}`).join(',')}`);
+  const since = Date.now() - 1;
   startDaemon({ name: kubeletDaemon(spec.name), argv, netns: n.ns });
-  return Promise.resolve();
+  await deviceSocketBound(since);
 }
 
 export function startKubeProxy(spec: NodeSpec): void {
