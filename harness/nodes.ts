@@ -2,7 +2,7 @@
  * Real nodes seen from outside: Ready, labels and taints through one node watch, and the node's own
  * containerd polled until a set of images is present. Shared by the e2e tests and the benchmarks.
  */
-import { normalize } from './cluster/images.js';
+import { containerdName } from './cluster/images.js';
 import { nodeImagesAsync } from './cluster/node.js';
 import { pollUntil } from './time.js';
 import type { Kube, KubeObject } from './kube.js';
@@ -91,10 +91,10 @@ export class NodeWatch {
   }
 }
 
-/** The refs (Docker-normalised here) that a node's containerd does not hold yet. */
+/** The refs (as containerd names them: Docker-normalised, or `repo@digest` when pinned) that a node's containerd does not hold yet. */
 export async function missingImages(name: string, refs: readonly string[]): Promise<string[]> {
   const have = new Set(await nodeImagesAsync(name));
-  return refs.map(normalize).filter((r) => !have.has(r));
+  return refs.map(containerdName).filter((r) => !have.has(r));
 }
 
 /** Polls until every ref is in the node's containerd; returns the time first seen complete, or undefined at the deadline. */
