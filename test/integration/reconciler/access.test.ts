@@ -5,10 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeHttp } from '../../../src/http/client.js';
-import { ApiError } from '../../../src/http/api-error.js';
 import type { KNode } from '../../../src/reconciler/kube-types.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
-import { adminEndpoint, apply, applyAccess, INT_ACCESS, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
+import { adminEndpoint, apply, applyAccess, INT_ACCESS, makeNode, makePod, podToken, tokenEndpoint, status, denial } from './cluster.js';
 import { waitFor } from '../../../harness/time.js';
 
 const NS = 'prewarm-int-access';
@@ -18,29 +17,6 @@ const OTHER = { key: 'dedicated', value: 'x', effect: 'NoSchedule' };
 
 let admin: KubeHttp;
 let sa: KubeHttp;
-
-async function status(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-    return 200;
-  } catch (e) {
-    if (e instanceof ApiError) {
-      if (e.code === 0) throw e;
-      return e.code;
-    }
-    throw e;
-  }
-}
-
-async function denial(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error('request was allowed');
-}
 
 const merge = (node: string, body: object): Promise<KNode> =>
   sa.json<KNode>('PATCH', `/api/v1/nodes/${node}`, body, 'application/strategic-merge-patch+json');

@@ -217,3 +217,47 @@ export async function podToken(http: KubeHttp, ns: string, sa: string, pod: KPod
   });
   return r.status.token;
 }
+
+/** The HTTP status a request ends with: 200, or the apiserver's refusal; a transport error throws. */
+export async function status(p: Promise<unknown>): Promise<number> {
+  try {
+    await p;
+    return 200;
+  } catch (e) {
+    if (e instanceof ApiError && e.code !== 0) return e.code;
+    throw e;
+  }
+}
+
+/** The apiserver's refusal of a request; throws when it was allowed or never answered. */
+export async function denial(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof ApiError && e.code !== 0) return e;
+    throw e;
+  }
+  throw new Error('request was allowed');
+}
+
+/** Deletes a pod at once, if there is one, and waits until the apiserver no longer has it. */
+export async function deletePod(http: KubeHttp, ns: string, name: string): Promise<void> {
+  try {
+    await http.json('DELETE', `/api/v1/namespaces/${ns}/pods/${name}?gracePeriodSeconds=0`);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== 404) throw e;
+  }
+  await waitFor(
+    `pod ${name} gone`,
+    async () => {
+      try {
+        await http.json('GET', `/api/v1/namespaces/${ns}/pods/${name}`);
+        return false;
+      } catch (e) {
+        return e instanceof ApiError && e.code === 404;
+      }
+    },
+    20_000,
+    200,
+  );
+}

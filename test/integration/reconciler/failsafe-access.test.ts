@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAILSAFE_NAME } from '../../../src/contract/access-names.js';
 import { EVENT_COMPONENT, EventReason } from '../../../src/contract/events.js';
 import { DEFAULT_GATE_TAINT_KEY, EVENTS_NAMESPACE } from '../../../src/contract/names.js';
-import { ApiError } from '../../../src/http/api-error.js';
 import { KubeHttp } from '../../../src/http/client.js';
 import { KubeEventSink, KubeFailsafe } from '../../../src/reconciler/adapters/kube.js';
 import { systemClock } from '../../../src/reconciler/adapters/system.js';
@@ -18,7 +17,7 @@ import type { KNode } from '../../../src/reconciler/kube-types.js';
 import type { Logger } from '../../../src/reconciler/ports.js';
 import { waitFor } from '../../../harness/time.js';
 import { pool, pools } from '../../reconciler/fixtures.js';
-import { adminEndpoint, applyAccess, INT_ACCESS, makeNode, makePod, podToken, tokenEndpoint } from './cluster.js';
+import { adminEndpoint, applyAccess, INT_ACCESS, makeNode, makePod, podToken, tokenEndpoint, status, denial } from './cluster.js';
 
 const NS = INT_ACCESS.failsafeNamespace as string;
 const GATE = { key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' } as const;
@@ -36,26 +35,6 @@ const GRACE_SECONDS = 1;
 
 let admin: KubeHttp;
 let fs: KubeHttp;
-
-async function status(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-    return 200;
-  } catch (e) {
-    if (e instanceof ApiError && e.code !== 0) return e.code;
-    throw e;
-  }
-}
-
-async function denial(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error('request was allowed');
-}
 
 const merge = (node: string, body: object): Promise<KNode> =>
   fs.json<KNode>('PATCH', `/api/v1/nodes/${node}`, body, 'application/strategic-merge-patch+json');

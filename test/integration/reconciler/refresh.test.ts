@@ -13,7 +13,7 @@ import type { KPod } from '../../../src/reconciler/kube-types.js';
 import { KubePodImages } from '../../../src/reconciler/adapters/kube.js';
 import { holderSelector, poolMembersQuery } from '../../../src/contract/roles.js';
 import { LABEL_POOL_MEMBER, SIDECAR_CONTAINER } from '../../../src/contract/names.js';
-import { adminEndpoint, applyAccess, INT_ACCESS, INT_NAMESPACES, makeNode, podToken, tokenEndpoint } from './cluster.js';
+import { adminEndpoint, applyAccess, INT_ACCESS, INT_NAMESPACES, makeNode, podToken, tokenEndpoint, denial, deletePod } from './cluster.js';
 import { waitFor } from '../../../harness/time.js';
 
 const NS = INT_ACCESS.refreshNamespaces?.[0] as string;
@@ -31,36 +31,9 @@ let admin: KubeHttp;
 let sa: KubeHttp;
 let otherSa: KubeHttp;
 
-async function denial(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof ApiError && e.code !== 0) return e;
-    throw e;
-  }
-  throw new Error('request was allowed');
-}
-
 /** A holder pod as the pull DaemonSet renders it: image containers, the sidecar as a native sidecar. */
 async function holderPod(ns: string, name: string): Promise<KPod> {
-  try {
-    await admin.json('DELETE', `/api/v1/namespaces/${ns}/pods/${name}?gracePeriodSeconds=0`);
-  } catch (e) {
-    if (!(e instanceof ApiError) || e.code !== 404) throw e;
-  }
-  await waitFor(
-    `pod ${name} gone`,
-    async () => {
-      try {
-        await admin.json('GET', `/api/v1/namespaces/${ns}/pods/${name}`);
-        return false;
-      } catch (e) {
-        return e instanceof ApiError && e.code === 404;
-      }
-    },
-    20_000,
-    200,
-  );
+  await deletePod(admin, ns, name);
   return admin.json<KPod>('POST', `/api/v1/namespaces/${ns}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',

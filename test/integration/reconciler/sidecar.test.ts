@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeHttp } from '../../../src/http/client.js';
 import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
 import { parseAnnotation } from '../../../src/contract/annotation.js';
-import { ApiError } from '../../../src/http/api-error.js';
 import { placementOf } from '../../../src/contract/placement.js';
 import { renderPoolsFile, type PoolsFile } from '../../../src/contract/pools-file.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
@@ -22,6 +21,7 @@ import {
   adminEndpoint,
   apply,
   applyAccess,
+  deletePod,
   INT_ACCESS,
   INT_NAMESPACES,
   makeNode,
@@ -69,24 +69,7 @@ const pools: PoolsFile = {
 };
 
 async function freshPod(name: string, node: string, images: string[]): Promise<KPod> {
-  try {
-    await admin.json('DELETE', `/api/v1/namespaces/${NS}/pods/${name}?gracePeriodSeconds=0`);
-  } catch (e) {
-    if (!(e instanceof ApiError) || e.code !== 404) throw e;
-  }
-  await waitFor(
-    `pod ${name} gone`,
-    async () => {
-      try {
-        await admin.json('GET', `/api/v1/namespaces/${NS}/pods/${name}`);
-        return false;
-      } catch (e) {
-        return e instanceof ApiError && e.code === 404;
-      }
-    },
-    20_000,
-    200,
-  );
+  await deletePod(admin, NS, name);
   return makePod(admin, NS, name, node, SA, images);
 }
 
