@@ -57,10 +57,7 @@ export interface ManifestResult {
 
 /** Options of {@link readWorkloads}. */
 export interface ManifestOptions {
-  /**
-   * Namespace of objects whose metadata names none, as `kubectl apply` would use its context's.
-   * @default "default"
-   */
+  /** Namespace of objects whose metadata names none, as `kubectl apply` would use its context's. @default "default" */
   readonly defaultNamespace?: string;
 }
 

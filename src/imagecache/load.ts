@@ -31,10 +31,7 @@ export const MAX_WALK_ENTRIES = 100_000;
 
 /** Options of {@link loadBundle}. */
 export interface LoadOptions extends ParseOptions {
-  /**
-   * Folders never walked, such as the synth output inside a spec folder.
-   * @default - none
-   */
+  /** Folders never walked, such as the synth output inside a spec folder. @default - none */
   readonly exclude?: readonly string[];
 }
 

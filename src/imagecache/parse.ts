@@ -24,10 +24,7 @@ export interface SourceFile {
 
 /** Options of {@link parseFiles}. */
 export interface ParseOptions {
-  /**
-   * Namespace for ImageCaches whose metadata names none, as `kubectl apply` would use its context's.
-   * @default "prewarm"
-   */
+  /** Namespace for ImageCaches whose metadata names none, as `kubectl apply` would use its context's. @default "prewarm" */
   readonly defaultNamespace?: string;
 }
 
@@ -234,10 +231,7 @@ function assignDefined<K extends string, V>(target: Partial<Record<K, V>>, key: 
   if (value !== undefined) target[key] = value;
 }
 
-/**
- * A view of a mapping that keeps only the named keys. Shallow, since a deep clone of a large
- * document costs more than reading it.
- */
+/** A view of a mapping that keeps only the named keys. Shallow, since a deep clone of a large document costs more than reading it. */
 function filterKeys(ctx: DocContext, root: Node, keys: readonly string[]): Node {
   if (!isMap(root)) return root;
   const view = new YAMLMap();

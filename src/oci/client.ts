@@ -186,10 +186,7 @@ export interface OciRegistryOptions {
   readonly keyring: Keyring;
   /** So registry logs tell the sidecar from the CLI. */
   readonly userAgent: string;
-  /**
-   * Hosts (host[:port]) spoken to over plain HTTP; all else is verified HTTPS.
-   * @default none
-   */
+  /** Hosts (host[:port]) spoken to over plain HTTP; all else is verified HTTPS. @default none */
   readonly plainHttp?: ReadonlySet<string>;
   /** @default 15000 */
   readonly timeoutMs?: number;
@@ -225,10 +222,7 @@ export class OciRegistry {
     return manifestDigest(host, await this.manifest(image, ref, host, 'GET'));
   }
 
-  /**
-   * The compressed size of `image` for `platform`: at most two bounded GETs, and a manifest
-   * fetched by digest must hash to it.
-   */
+  /** The compressed size of `image` for `platform`: at most two bounded GETs, and a manifest fetched by digest must hash to it. */
   async compressedSize(image: string, platform: Platform): Promise<number> {
     return (await this.imageSize(image, platform)).compressed;
   }

@@ -49,10 +49,7 @@ function read(readFile: ReadFile, path: string, what: string): Buffer {
   }
 }
 
-/**
- * The apiserver endpoint: the in-cluster one, or the one the development overrides
- * (`DEV_ENV.kube*`) name.
- */
+/** The apiserver endpoint: the in-cluster one, or the one the development overrides (`DEV_ENV.kube*`) name. */
 export function endpointFromEnv(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile = defaultRead): Endpoint {
   const server = devEnv(env, DEV_ENV.kubeServer);
   if (!server) {

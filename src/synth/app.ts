@@ -16,10 +16,7 @@ import type { ReconcilerNetworkPolicyProps } from './network-policy.js';
 
 /** Options of a synth run. */
 export interface SynthOptions {
-  /**
-   * The sidecar reconciler of every pull pod.
-   * @default - no sidecar
-   */
+  /** The sidecar reconciler of every pull pod. @default - no sidecar */
   readonly reconciler?: ReconcilerProps;
   /**
    * Emitted with Pod Security enforced, and pruned once no ImageCache names them; others are
@@ -27,10 +24,7 @@ export interface SynthOptions {
    * @default - none: prewarm owns no namespace
    */
   readonly ownedNamespaces?: readonly string[];
-  /**
-   * Emit a PodMonitor per namespace; needs `reconciler` and the Prometheus Operator's CRDs.
-   * @default false
-   */
+  /** Emit a PodMonitor per namespace; needs `reconciler` and the Prometheus Operator's CRDs. @default false */
   readonly podMonitor?: boolean;
   /**
    * Emit a NetworkPolicy per namespace admitting to the sidecars' port only the node (the kubelet's
@@ -44,11 +38,7 @@ export interface SynthOptions {
    * @default - none: only `prewarm.dev/` keys
    */
   readonly allowedGateKeys?: readonly string[];
-  /**
-   * Every node's architecture, so every pool runs the sleeper. A wrong one breaks pods, so a spec
-   * never sets it.
-   * @default - not stated
-   */
+  /** Every node's architecture, so every pool runs the sleeper. A wrong one breaks pods, so a spec never sets it. @default - not stated */
   readonly nodeArch?: SleeperArch;
   /**
    * `--helper-image`: every image container of a pool without the sleeper runs its busybox, so it
@@ -72,10 +62,7 @@ export interface SynthOptions {
    * @default 300 (BOUND_DEFAULTS in src/synth/bounds.ts)
    */
   readonly minRefreshSeconds?: number;
-  /**
-   * Receives each warning: what the apiserver accepts but a user would regret. Errors throw.
-   * @default - warnings are dropped
-   */
+  /** Receives each warning: what the apiserver accepts but a user would regret. Errors throw. @default - warnings are dropped */
   readonly onWarning?: (warning: Diagnostic) => void;
 }
 

@@ -1,7 +1,4 @@
-/**
- * Every JSON patch to cdk8s-plus output, each for a field cdk8s-plus-27 cannot express; delete one
- * when cdk8s-plus grows its field.
- */
+/** Every JSON patch to cdk8s-plus output, each for a field cdk8s-plus-27 cannot express; delete one when cdk8s-plus grows its field. */
 import { ApiObject, JsonPatch } from 'cdk8s';
 import { k8s, type DaemonSet } from 'cdk8s-plus-27';
 import { SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../contract/names.js';

@@ -24,10 +24,7 @@ export interface ReconcilerPodMonitorProps {
    * @default - none
    */
   readonly labels?: Readonly<Record<string, string>>;
-  /**
-   * Scrape interval, as Prometheus writes durations.
-   * @default - the Prometheus's own scrape interval
-   */
+  /** Scrape interval, as Prometheus writes durations. @default - the Prometheus's own scrape interval */
   readonly interval?: string;
 }
 
