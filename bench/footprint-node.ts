@@ -58,6 +58,7 @@ import { isHolder } from '../src/contract/roles.js';
 import { imageListPullJob, KRUISE_MANAGER } from '../harness/cluster/kruise.js';
 import { kruiseDaemonName } from '../harness/cluster/node.js';
 import { daemonPid } from '../harness/cluster/sh.js';
+import { imageCache } from '../harness/specs.js';
 import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 
 const SIZES = (process.env['BENCH_SIZES'] ?? '5,50,200').split(',').map(Number);
@@ -173,12 +174,7 @@ async function runPool(kube: Kube, watch: NodeWatch, config: 'prewarm' | 'che', 
   const images = ALL_IMAGES.slice(0, n);
   const dir = join(STATE_DIR, 'bench-specs', `footprint-${value}`);
   mkdirSync(dir, { recursive: true });
-  const spec = {
-    apiVersion: 'prewarm.dev/v1alpha1',
-    kind: 'ImageCache',
-    metadata: { name: `fp${n}`, namespace: ns },
-    spec: { cacheSpec: [{ pool: `fp${n}`, nodeSelector: { [LABEL]: value }, images }] },
-  };
+  const spec = imageCache(ns, `fp${n}`, [{ pool: `fp${n}`, nodeSelector: { [LABEL]: value }, images }]);
   writeFileSync(join(dir, 'imagecache.yaml'), JSON.stringify(spec, null, 2) + '\n');
   const objs = yamlObjects(synth([dir], config === 'che' ? ['--no-reconciler'] : []).yaml);
   prepareImages(objs);

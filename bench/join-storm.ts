@@ -45,6 +45,7 @@ import { ApiError, Kube, diffTotals, objectPath, requestTotals, type KubeObject 
 import { applyAll, synthObjects } from '../harness/manifests.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
 import { KRUISE_NS, imageListPullJob } from '../harness/cluster/kruise.js';
+import { imageCache } from '../harness/specs.js';
 import { auditMark, countRequests, identity, operation, type AuditEvent } from './support/audit.js';
 import { buildKruise, startKruise, stopKruise } from './support/kruise.js';
 import { KF_IMAGECACHES, KF_NS, MODEL_USER_AGENT, installKubeFledged, kfImageCache, startModel, stopModel } from './support/kubefledged.js';
@@ -234,23 +235,19 @@ function sum(m: Map<string, number>): number {
 }
 
 function prewarmSpec(): KubeObject {
-  return {
-    apiVersion: 'prewarm.dev/v1alpha1',
-    kind: 'ImageCache',
-    metadata: { name: 'join-storm', namespace: NS },
-    spec: {
-      cacheSpec: [
-        {
-          pool: POOL,
-          nodeSelector: { [POOL_LABEL]: POOL },
-          tolerations: [{ key: KWOK_TAINT_KEY, operator: 'Exists', effect: 'NoSchedule' }],
-          images: IMAGES,
-        },
-      ],
-      gate: { deadline: '10m' },
-      ...(args.lanes > 1 ? { lanes: args.lanes } : {}),
-    },
-  };
+  return imageCache(
+    NS,
+    'join-storm',
+    [
+      {
+        pool: POOL,
+        nodeSelector: { [POOL_LABEL]: POOL },
+        tolerations: [{ key: KWOK_TAINT_KEY, operator: 'Exists', effect: 'NoSchedule' }],
+        images: IMAGES,
+      },
+    ],
+    { gate: { deadline: '10m' }, ...(args.lanes > 1 ? { lanes: args.lanes } : {}) },
+  );
 }
 
 async function waitGone(kube: Kube, path: string, boundMs: number): Promise<boolean> {

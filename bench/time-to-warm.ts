@@ -104,6 +104,7 @@ import {
 } from './support/cluster.js';
 import { applyFloor, floorRunningAt } from '../harness/floor.js';
 import { imageListPullJob } from '../harness/cluster/kruise.js';
+import { imageCache } from '../harness/specs.js';
 import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 import { list } from './support/args.js';
@@ -307,16 +308,12 @@ function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boo
   mkdirSync(specs, { recursive: true });
   writeFileSync(
     join(specs, 'imagecache.yaml'),
-    JSON.stringify({
-      apiVersion: 'prewarm.dev/v1alpha1',
-      kind: 'ImageCache',
-      metadata: { name: 'ttw', namespace: ns },
-      spec: {
+    JSON.stringify(
+      imageCache(ns, 'ttw', [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: ns }, images: set.images }], {
         lanes,
         ...(earlyPull ? { earlyPull } : {}),
-        cacheSpec: [{ pool: 'ttw', nodeSelector: { [POOL_LABEL]: ns }, images: set.images }],
-      },
-    }),
+      }),
+    ),
   );
   return specs;
 }

@@ -34,7 +34,7 @@ import { applyAll, poolsOf, prepareImages, synthObjects } from '../harness/manif
 import { NodeWatch, until } from '../harness/nodes.js';
 import { pollUntil, secs, sleep } from '../harness/time.js';
 import { workloadPod } from '../harness/workloads.js';
-import { specDir } from '../harness/specs.js';
+import { imageCache, specDir } from '../harness/specs.js';
 import { ensureCluster, freshNodeName, KUBELET_KINDS, leave, releaseCluster, type KubeletKind } from './support/cluster.js';
 import { log, median, saveResults } from './support/stats.js';
 import { list } from './support/args.js';
@@ -120,15 +120,9 @@ async function main(): Promise<void> {
     kubectl(['delete', 'namespace', NS, WL_NS, '--ignore-not-found', '--wait=true', '--timeout=120s']);
     for (const ref of IMAGES) ensureStandIn(ref, { sizeBytes: MIB << 20 });
     const dir = specDir('workload-start', [
-      ...(['prewarm', 'gated'] as const).map((mode) => ({
-        apiVersion: 'prewarm.dev/v1alpha1',
-        kind: 'ImageCache',
-        metadata: { name: mode, namespace: NS },
-        spec: {
-          cacheSpec: [{ pool: mode, nodeSelector: { [SEL]: mode }, images: IMAGES }],
-          gate: { enabled: mode === 'gated' },
-        },
-      })),
+      ...(['prewarm', 'gated'] as const).map((mode) =>
+        imageCache(NS, mode, [{ pool: mode, nodeSelector: { [SEL]: mode }, images: IMAGES }], { gate: { enabled: mode === 'gated' } }),
+      ),
     ]);
     const objects = await synthObjects(dir);
     prepareImages(objects);

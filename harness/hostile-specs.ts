@@ -4,10 +4,11 @@
  * result or a clean error) and `npm run bench:loader` (which prints how long and how much memory).
  * Deterministic: the same arguments give the same text.
  */
+import { imageCacheHeader } from './specs.js';
 
 /** A prewarm ImageCache whose `spec:` body is `spec` (already indented by two spaces). */
 export function imageCacheWith(spec: string, name = 'bomb'): string {
-  return `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata:\n  name: ${name}\nspec:\n${spec}`;
+  return imageCacheHeader(name) + spec;
 }
 
 /**

@@ -1,12 +1,54 @@
 /**
- * Generated ImageCaches of the scale shape that bench:synth measures and the gitops tier replays
- * through the Argo CD plugin: 20 images each, over 50 pools, every pool drawing from its own
- * vocabulary of 200 images so that caches in one pool share images as real teams do. Also the
- * folder of specs the e2e tests and benchmarks synthesize ({@link specDir}).
+ * ImageCaches for the tests and benchmarks: the one builder of an ImageCache object
+ * ({@link imageCache}) and of its text's header ({@link imageCacheHeader}), the folder of specs the
+ * e2e tests and benchmarks synthesize ({@link specDir}), and generated caches of the scale shape
+ * that bench:synth measures and the gitops tier replays: every pool draws from its own vocabulary
+ * of images, so caches in one pool share images as real teams do.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STATE_DIR } from './cluster/config.js';
+
+/** The apiVersion of our own ImageCache. */
+export const IMAGECACHE_API_VERSION = 'prewarm.dev/v1alpha1';
+/** The apiVersion of kube-fledged's ImageCache. */
+export const KUBEFLEDGED_API_VERSION = 'kubefledged.io/v1alpha2';
+
+/** One `cacheSpec[]` entry. */
+export interface CacheEntry {
+  readonly pool?: string;
+  readonly nodeSelector?: Readonly<Record<string, string>>;
+  readonly tolerations?: readonly Readonly<Record<string, unknown>>[];
+  readonly images: readonly string[];
+}
+
+/** An ImageCache object as a spec file or the apiserver holds it (a type, so it is a KubeObject too). */
+export type ImageCacheObject = {
+  apiVersion: string;
+  kind: 'ImageCache';
+  metadata: { name: string; namespace: string };
+  spec: { cacheSpec: readonly CacheEntry[] } & Record<string, unknown>;
+};
+
+/**
+ * An ImageCache of `cacheSpec` in `namespace`, with the pool-wide `settings` (lanes, gate, earlyPull,
+ * ...) beside it; kube-fledged's dialect with {@link KUBEFLEDGED_API_VERSION}.
+ */
+export function imageCache(
+  namespace: string,
+  name: string,
+  cacheSpec: readonly CacheEntry[],
+  settings: Readonly<Record<string, unknown>> = {},
+  apiVersion = IMAGECACHE_API_VERSION,
+): ImageCacheObject {
+  return { apiVersion, kind: 'ImageCache', metadata: { name, namespace }, spec: { cacheSpec, ...settings } };
+}
+
+/** The text of an ImageCache document up to and including its `spec:` line. */
+export function imageCacheHeader(name: string, namespace?: string, apiVersion = IMAGECACHE_API_VERSION): string {
+  const ns = namespace === undefined ? [] : [`  namespace: ${namespace}`];
+  return [`apiVersion: ${apiVersion}`, 'kind: ImageCache', 'metadata:', `  name: ${name}`, ...ns, 'spec:', ''].join('\n');
+}
 
 /** Pools the caches spread over. */
 export const SCALE_POOLS = 50;
@@ -29,24 +71,21 @@ export function scaleImages(i: number, registry: string): string[] {
 /** The text of generated ImageCache `i`, its images under `registry`. Deterministic. */
 export function scaleImageCache(i: number, registry: string): string {
   const pool = i % SCALE_POOLS;
-  return [
-    'apiVersion: prewarm.dev/v1alpha1',
-    'kind: ImageCache',
-    'metadata:',
-    `  name: cache-${i}`,
-    `  namespace: team-${pool % 10}`,
-    'spec:',
-    '  cacheSpec:',
-    '    - nodeSelector:',
-    `        example.com/pool: p${pool}`,
-    '      images:',
-    ...scaleImages(i, registry).map((image) => `      - ${image}`),
-    '',
-  ].join('\n');
+  return (
+    imageCacheHeader(`cache-${i}`, `team-${pool % 10}`) +
+    [
+      '  cacheSpec:',
+      '    - nodeSelector:',
+      `        example.com/pool: p${pool}`,
+      '      images:',
+      ...scaleImages(i, registry).map((image) => `      - ${image}`),
+      '',
+    ].join('\n')
+  );
 }
 
 /** Writes ImageCache specs into a fresh directory (for synth) and returns it. */
-export function specDir(name: string, docs: Record<string, unknown>[]): string {
+export function specDir(name: string, docs: readonly object[]): string {
   const base = join(STATE_DIR, 'e2e-specs');
   mkdirSync(base, { recursive: true });
   const dir = mkdtempSync(join(base, `${name}-`));

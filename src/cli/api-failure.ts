@@ -1,8 +1,4 @@
-/**
- * A failed call to the apiserver, in one line. The apiserver is untrusted: what it answers is
- * never printed whole. A Kubernetes Status gives its `message`, escaped and cut like every value a
- * message quotes; any other answer (an HTML page, a proxy's error, 300 KB of text) is only named.
- */
+/** A failed apiserver call in one line: a Status's `message`, escaped and cut; any other answer only named. */
 import { excerpt } from '../text/quote.js';
 
 /** The longest Status message shown: room for a whole RBAC refusal, never a flood. */
@@ -16,12 +12,7 @@ export interface ApiFailure {
   readonly message: string;
 }
 
-/**
- * Reads a failure of @kubernetes/client-node: its ApiException carries the HTTP status in
- * `code` and the answer in `body` (parsed when it was JSON, else text); any other error is a call
- * that got no usable answer, as is a code below 100 (the HTTP client's status 0 for a request that
- * never got a response: refused, reset, timed out).
- */
+/** Reads a failure of @kubernetes/client-node; a code below 100 is a call that got no answer. */
 export function apiFailure(err: unknown): ApiFailure {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'number' || code < 100) {

@@ -8,10 +8,7 @@ export enum ExitCode {
   InvalidInput = 1,
   /** The command line is wrong: see `--help`. Nothing was read or written. */
   Usage = 2,
-  /**
-   * The cluster is reachable but not in the state asked for: `status` with nodes not warm, `doctor`
-   * with an error finding.
-   */
+  /** The cluster is reachable but not in the state asked for: `status` with nodes not warm, `doctor` with an error finding. */
   NotReady = 3,
   /**
    * `pin`: an image could not be resolved to a digest (no such tag, missing or refused

@@ -1,8 +1,6 @@
 /**
- * The one place the CLI builds a Kubernetes client, client-node loaded lazily. The kubeconfig is
- * found as kubectl finds it but read here, bounded, with errors that never quote its secrets.
- * Requests go through src/http/client.ts, bounded as a whole, where client-node's fetch would wait
- * on a server that never answers.
+ * The one place the CLI builds a Kubernetes client: the kubeconfig read bounded, never quoting its
+ * secrets, and requests through src/http/client.ts, bounded as a whole.
  */
 import { homedir } from 'node:os';
 import { existsSync } from 'node:fs';
@@ -214,10 +212,7 @@ function entriesOf(list: unknown): Obj[] {
   return Array.isArray(list) ? list.filter((e): e is Obj => typeof e === 'object' && e !== null) : [];
 }
 
-/**
- * Inlines the files the context in use names, read bounded, so client-node never opens them (it
- * would block on a FIFO); other users' token files are dropped, as client-node reads them all.
- */
+/** Inlines the files the context in use names, read bounded, so client-node never opens them. */
 async function inlineFiles(config: Obj, contextName: string | undefined, name: string): Promise<void> {
   const context = entriesOf(config['contexts']).find((c) => c['name'] === contextName)?.['context'] as Obj | undefined;
   const clusterBody = entriesOf(config['clusters']).find((c) => c['name'] === context?.['cluster'])?.['cluster'] as Obj | undefined;

@@ -1,8 +1,6 @@
 /**
- * All-or-nothing output: written beside the target and renamed into place, so a reader never sees
- * half a bundle. Only a previous prewarm output is replaced, so a typo in `-o` cannot delete a
- * user's work; and a checkout is untrusted, so a committed `dist -> /etc` cannot choose where we
- * write ({@link ReplaceOptions.followLinks}).
+ * All-or-nothing output, renamed into place. Only a previous prewarm output is replaced, and a
+ * checkout cannot choose where we write through a link ({@link ReplaceOptions.followLinks}).
  */
 import { randomBytes } from 'node:crypto';
 import { lstatSync, renameSync, rmSync } from 'node:fs';
@@ -18,28 +16,17 @@ const MAX_NAME_CHARS = 200;
 
 /** Options of {@link replaceDirectory}. */
 export interface ReplaceOptions {
-  /**
-   * Replace a folder even when it holds files prewarm did not write; never a file or an input.
-   * @default false
-   */
+  /** Replace a folder even when it holds files prewarm did not write; never a file or an input. @default false */
   readonly force?: boolean;
-  /**
-   * Paths the run reads: the target may lie inside one, but may neither be one nor hold one.
-   * @default - none
-   */
+  /** Paths the run reads: the target may lie inside one, but may neither be one nor hold one. @default - none */
   readonly inputs?: readonly string[];
-  /**
-   * Follow links to the target wherever they lead; without it, a checkout must not choose where
-   * synth writes and deletes. Only the invoker sets it (`--follow-output-link`), never a spec.
-   * @default false
-   */
+  /** Follow links to the target wherever they lead; only the invoker sets it (`--follow-output-link`). @default false */
   readonly followLinks?: boolean;
 }
 
 /**
  * Runs `write` against a temporary folder beside `target`, adds the output marker, and renames it
- * into place: the target is briefly absent, never partly written. Keeps the folder's mode and
- * owner and a link as a link. SIGINT/SIGTERM meanwhile put the old output back (exit 130/143).
+ * into place; SIGINT/SIGTERM meanwhile put the old output back (exit 130/143).
  */
 export async function replaceDirectory(
   target: string,
@@ -152,10 +139,7 @@ async function makeFolders(path: string): Promise<void> {
   }
 }
 
-/**
- * Refuses (exit 1) a target that is a file, is or holds an input, or holds what prewarm did not
- * write. Called before reading input too, so a wrong `-o` is reported as such.
- */
+/** Refuses (exit 1) a target that is a file, is or holds an input, or holds what prewarm did not write. */
 export async function checkOutput(target: string, options: ReplaceOptions = {}): Promise<void> {
   await writing(target, () => check(target, options));
 }
@@ -190,11 +174,7 @@ export function sibling(path: string, tag: string): string {
   return join(dirname(path), `.${basename(path)}.${tag}-${randomBytes(6).toString('hex')}`);
 }
 
-/**
- * Where writing `target` lands, every link resolved (a dangling one included). Unless `follow`,
- * a link must stay in its folder or the current directory: `dist -> build/dist` is fine, `dist ->
- * /etc` is refused. Links above the current directory are the invoker's own and not judged.
- */
+/** Where writing `target` lands, links resolved; unless `follow`, a link must stay in its folder or the cwd. */
 async function followLinks(target: string, follow: boolean): Promise<string> {
   const here = process.cwd();
   const hereReal = await realpath(here);

@@ -1,14 +1,6 @@
 /**
- * Rewriting spec files in place, for `pin` and `migrate --write`: the one I/O edge that turns
- * edited text (see imagecache/edit.ts) back into files.
- *
- * - Bytes: a file is read as UTF-8 when it is valid UTF-8, else as Latin-1, one character per byte
- *   (a UTF-8 BOM either way becomes U+FEFF, as YAML expects), and written back the same way, so
- *   bytes outside the edits never change and nothing becomes U+FFFD.
- * - All or nothing: every new file is staged beside its target first; only when all are staged are
- *   they renamed into place, and a failed rename puts back the files already renamed.
- * - Links are followed (the file a link leads to is rewritten, the link stays), and each file keeps
- *   its permission bits (and its owner, when run as root).
+ * Rewriting spec files in place, for `pin` and `migrate --write`: bytes outside the edits never
+ * change (UTF-8 or Latin-1), every file is staged before any rename, and links and modes are kept.
  */
 import { isUtf8 } from 'node:buffer';
 import { chmod, chown, copyFile, link, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -57,11 +49,7 @@ interface Staged {
   backup?: string;
 }
 
-/**
- * Writes every change whose text differs from the file's, all or nothing; returns how many files
- * were written. On failure throws {@link CliError} (exit 70) naming the file, and no file is
- * changed.
- */
+/** Writes every changed file, all or nothing; returns the count, or throws {@link CliError} (exit 70). */
 export async function writeAll(changes: readonly FileChange[]): Promise<number> {
   const staged: Staged[] = [];
   const undo = () =>

@@ -1,7 +1,4 @@
-/**
- * Names of the RBAC and admission objects that grant the sidecar its access: synth renders them
- * (synth/access.ts) and doctor checks they are there, so they live in the contract.
- */
+/** Names of the objects that grant the sidecar and the fail-safe their access: synth renders them, doctor checks them. */
 import { GROUP } from './names.js';
 
 /** ServiceAccount of the pull pods (and so of the sidecar). */
@@ -17,10 +14,7 @@ export const ACCESS_NAMES = {
   podsRole: `${CLUSTER_ROLE}-pods`,
   /** RoleBinding in each pool namespace. */
   roleBinding: SERVICE_ACCOUNT,
-  /**
-   * ClusterRole bound (RoleBinding of the same name) in the namespaces of pools that refresh moved
-   * tags: `patch` on pods, so a sidecar can set its own pod's image to the digest a tag moved to.
-   */
+  /** ClusterRole bound where pools refresh moved tags: `patch` on pods, for a sidecar's own image digest. */
   refreshRole: `${CLUSTER_ROLE}-refresh`,
   /** ValidatingAdmissionPolicy and its binding that narrow that `patch` to one image change. */
   refreshPolicy: `reconciler-refresh.${GROUP}`,
@@ -30,15 +24,9 @@ export const ACCESS_NAMES = {
   eventsBinding: `${SERVICE_ACCOUNT}-events`,
   /** ValidatingAdmissionPolicy and its binding (DNS subdomain names). */
   policy: `reconciler.${GROUP}`,
-  /**
-   * ValidatingAdmissionPolicy and its binding that admit, in the owned namespaces of early-pull
-   * pools, only restricted pods and host-network pods of the early-puller shape.
-   */
+  /** ValidatingAdmissionPolicy and its binding that admit only restricted or early-puller pods in early-pull namespaces. */
   earlyPullPolicy: `early-pullers.${GROUP}`,
-  /**
-   * ValidatingAdmissionPolicy and its binding that admit, in the same namespaces, a ConfigMap named
-   * like the sleeper's only when it is the sleeper synth renders.
-   */
+  /** ValidatingAdmissionPolicy and its binding that admit a ConfigMap named like the sleeper's only as synth renders it. */
   sleeperPolicy: `sleeper.${GROUP}`,
 } as const;
 

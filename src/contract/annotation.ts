@@ -1,8 +1,6 @@
 /**
- * The per-pool node annotation (`status.prewarm.dev/<pool-id>`): bounded JSON details of a pool
- * on one node (digests, time-to-warm, failing images). The sidecar writes it and reads it back
- * (it is the sidecar's only memory across restarts); `prewarm status` reads it. Schema, render and
- * parse live here together, so every reader reads what the writer wrote.
+ * The per-pool node annotation (`status.prewarm.dev/<pool-id>`): bounded JSON details of a pool on
+ * one node, the sidecar's only memory across restarts. Render and parse live together.
  */
 import type { NodeState } from './names.js';
 import { compareStrings } from './order.js';
@@ -44,12 +42,7 @@ const optional = (x: unknown, type: 'string' | 'number'): boolean => x === undef
 const isFailing = (x: unknown): boolean =>
   isRecord(x) && typeof x['image'] === 'string' && typeof x['reason'] === 'string' && optional(x['message'], 'string');
 
-/**
- * Parses our annotation. Anything that is not exactly what {@link renderAnnotation} writes (not
- * JSON, another version, a field of the wrong type, as an admin's hand edit or another tool may
- * leave) is treated as absent: the sidecar then recomputes from its pod and rewrites it, and never
- * reads a malformed field.
- */
+/** Parses our annotation; anything not exactly as {@link renderAnnotation} writes it is treated as absent. */
 export function parseAnnotation(text: string | undefined): PoolAnnotation | undefined {
   if (text === undefined) return undefined;
   let v: unknown;
@@ -69,11 +62,7 @@ export function parseAnnotation(text: string | undefined): PoolAnnotation | unde
   return v as unknown as PoolAnnotation;
 }
 
-/**
- * Serializes an annotation under {@link ANNOTATION_MAX_BYTES}: failing images beyond
- * {@link MAX_FAILING_LISTED} are counted, then digests are dropped from the end, then failing
- * entries, until it fits. Keys are emitted in a fixed order so equal content gives equal text.
- */
+/** Serializes an annotation under {@link ANNOTATION_MAX_BYTES}, dropping what fits least; fixed key order. */
 export function renderAnnotation(a: PoolAnnotation): string {
   let failing = [...(a.failing ?? [])];
   let failingOmitted = a.failingOmitted ?? 0;

@@ -1,7 +1,4 @@
-/**
- * Image digests as the runtime and the registry write them, and the one reader of a container
- * status's `imageID`.
- */
+/** Image digests as the runtime and the registry write them, and the one reader of a container status's `imageID`. */
 
 /**
  * The digest algorithms containerd accepts, with their hex lengths: those opencontainers/go-digest

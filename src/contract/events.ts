@@ -1,8 +1,6 @@
 /**
- * The Events the sidecar posts about its Node: the fixed set of reasons, the message of each
- * (builders), and what `prewarm status --node` and the benchmarks' waterfalls read back from them
- * (parser). Builders and parser live together, and a round-trip test holds them to each other, so
- * rewording a message cannot silently break a reader.
+ * The Events the sidecar posts about its Node: the fixed reasons, a builder per message, and the
+ * parser `prewarm status` reads them back with; a round-trip test holds them to each other.
  */
 
 /** Reasons of the Events the sidecar posts about its Node. */
@@ -17,10 +15,7 @@ export const EventReason = {
   GateOpened: 'GateOpened',
   /** The gating taint was removed at the absolute bound although some pool never reported. */
   GateForcedOpen: 'GateForcedOpen',
-  /**
-   * The cluster's fail-safe removed the gating taint: the node was past its bound and no sidecar
-   * of prewarm ran on it (its image could not be pulled, its pod not admitted or placed).
-   */
+  /** The cluster's fail-safe removed the gating taint: the node was past its bound and no sidecar ran on it. */
   GateFailsafeOpened: 'GateFailsafeOpened',
   /** A moved tag was detected and its container restarted to pull the new digest. */
   TagMoved: 'TagMoved',
@@ -85,10 +80,7 @@ export function tagMovedEvent(pool: string, tag: string, from: string, to: strin
   };
 }
 
-/**
- * A moved tag of `pool` whose container could not be set to the new digest `to`; `why` is the
- * apiserver's answer, already quoted by the caller. The node keeps the old digest until it can.
- */
+/** A moved tag of `pool` whose container could not be set to `to`; `why` is the apiserver's answer, quoted. */
 export function tagRefreshFailedEvent(pool: string, tag: string, to: string, container: string, why: string): EventIntent {
   return {
     reason: EventReason.TagRefreshFailed,
@@ -96,16 +88,10 @@ export function tagRefreshFailedEvent(pool: string, tag: string, to: string, con
   };
 }
 
-/**
- * How the gating taint was removed: every pool ready, forced at the absolute bound by a sidecar, or
- * by the cluster's fail-safe where no sidecar ran.
- */
+/** How the gating taint was removed: every pool ready, at the absolute bound, or by the fail-safe. */
 export type GateRemoval = 'ready' | 'forced' | 'failsafe';
 
-/**
- * The Event that reports the gating taint's removal. Phase 1's Event of the same reconcile (at
- * most one), when there is one, carries the note, so one reconcile posts at most one Event.
- */
+/** The Event of the gating taint's removal; carries this reconcile's phase 1 note, so one Event per reconcile. */
 export function gateEvent(
   pool: EventIntent | undefined,
   removal: GateRemoval,
@@ -120,11 +106,7 @@ export function gateEvent(
   return { reason: removal === 'forced' ? EventReason.GateForcedOpen : EventReason.GateOpened, message: eventMessage(note) };
 }
 
-/**
- * The fail-safe's Event: it removed gate taint `taintKey` from a node on which no sidecar of
- * prewarm ran, `ageSeconds` after the node was created, past its bound of `boundSeconds` after
- * creation; `waitingFor` are the pools gating the node that are neither warm nor partial.
- */
+/** The fail-safe's Event: it removed gate taint `taintKey` from a node without a sidecar, past its bound. */
 export function failsafeGateEvent(taintKey: string, ageSeconds: number, boundSeconds: number, waitingFor: readonly string[]): EventIntent {
   const pools = waitingFor.length === 0 ? 'none' : waitingFor.join(', ');
   return {

@@ -1,9 +1,4 @@
-/**
- * The fail-safe's side of the contract: how synthesis starts the reconciler image in fail-safe
- * mode, the environment it renders for it and the fail-safe parses back (one render/parse pair),
- * and its fixed bounds. The fail-safe itself is src/reconciler/failsafe.ts; docs/architecture.md,
- * "The fail-safe", says why it exists.
- */
+/** The fail-safe's side of the contract: its argument, its environment (render/parse pair) and its bounds. */
 import { ABSOLUTE_GRACE_SECONDS } from './gate-key.js';
 import { ENV, LIMITS } from './names.js';
 import { ConfigError, type Env, type SidecarEnvVar } from './sidecar-env.js';
@@ -20,11 +15,7 @@ export const FAILSAFE_ENV = {
   graceSeconds: 'PREWARM_FAILSAFE_GRACE_SECONDS',
 } as const;
 
-/**
- * The fail-safe's default grace: the sidecars' absolute grace plus a margin, so that on a node
- * where a sidecar runs, the sidecar always removes the taint first, and the margin covers the
- * clock of the fail-safe's node running ahead of the apiserver's.
- */
+/** The sidecars' absolute grace plus a margin, so a running sidecar always removes the taint first. */
 export const FAILSAFE_DEFAULT_GRACE_SECONDS = ABSOLUTE_GRACE_SECONDS + 60;
 
 /** Seconds between two looks of the fail-safe; each look is jittered by up to a tenth of it. */

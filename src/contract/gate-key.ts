@@ -1,7 +1,6 @@
 /**
- * Which taint keys a pool may gate on, and so which taints the privileged sidecar may remove. A
- * spec is untrusted, so alone it may only choose keys under `prewarm.dev/`; any other needs the
- * trusted invocation's `--allow-gate-key`. The sidecar checks its own key again at start-up.
+ * Which taint keys a pool may gate on, and so which taints the sidecar may remove: a spec alone only
+ * `prewarm.dev/` keys; any other needs the invocation's `--allow-gate-key`.
  */
 import { DEFAULTS, GROUP } from './names.js';
 import { tolerates, type Toleration } from './placement.js';
@@ -9,32 +8,20 @@ import { tolerates, type Toleration } from './placement.js';
 /** The prefix of the keys a spec may choose without any allowance. */
 export const OWN_GATE_KEY_PREFIX = `${GROUP}/`;
 
-/**
- * Kubernetes' and Karpenter's domains, subdomains included: a spec never picks one on its own; an
- * allowance may (e.g. `startup-taint.cluster-autoscaler.kubernetes.io/`, made for this).
- */
+/** Kubernetes' and Karpenter's domains: only an allowance may name one. */
 export const RESERVED_GATE_KEY_DOMAINS: readonly string[] = ['kubernetes.io', 'k8s.io', 'karpenter.sh'];
 
-/**
- * Taints Kubernetes' own components set and lift (not-ready, unschedulable, pressure,
- * control-plane, uninitialized): lifting one would open unready or cordoned nodes. Never allowed.
- */
+/** Taints Kubernetes' own components set and lift: lifting one would open unready or cordoned nodes. */
 export const KUBERNETES_NODE_TAINT_DOMAINS: readonly string[] = [
   'node.kubernetes.io',
   'node-role.kubernetes.io',
   'node.cloudprovider.kubernetes.io',
 ];
 
-/**
- * Past the longest deadline of a node's gating pools, counted from creationTimestamp (Ready moves
- * when a node flaps), before any sidecar lifts the taint regardless (docs/architecture.md#the-gate-deadline-and-absolute-bound).
- */
+/** Grace past the longest deadline, from creationTimestamp, before any sidecar lifts the taint (docs/architecture.md). */
 export const ABSOLUTE_GRACE_SECONDS = 600;
 
-/**
- * The absolute bound of a gate (ms): creation plus the longest deadline plus `graceSeconds`; the
- * default deadline stands in when no pool gates the node, so every taint has a bound.
- */
+/** The absolute bound of a gate (ms): creation + longest deadline (or the default) + `graceSeconds`. */
 export function absoluteBoundAt(createdMs: number, deadlinesSeconds: readonly number[], graceSeconds = ABSOLUTE_GRACE_SECONDS): number {
   const longest = deadlinesSeconds.length === 0 ? DEFAULTS.deadlineSeconds : Math.max(...deadlinesSeconds);
   return createdMs + (longest + graceSeconds) * 1000;
@@ -93,21 +80,15 @@ function allows(allowance: string, key: string): boolean {
   return allowance.endsWith('/') ? key.startsWith(allowance) : key === allowance;
 }
 
-/**
- * Whether a toleration tolerates the `NoSchedule` gate taint of `key`, whatever value the
- * provisioner wrote (core/v1 `ToleratesTaint`).
- */
+/** Whether a toleration tolerates the `NoSchedule` gate taint of `key`, whatever value the provisioner wrote (core/v1 `ToleratesTaint`). */
 export function toleratesGateTaint(t: Toleration, key: string): boolean {
   return tolerates(t, { key, effect: GATE_TAINT_EFFECT, ...(t.operator === 'Equal' && t.value !== undefined ? { value: t.value } : {}) });
 }
 
 /**
- * Why a pool may not gate on `key`, or undefined when it may.
- * - Kubernetes' own node taints are always refused.
- * - A key outside `prewarm.dev/` needs an allowance; a key under a reserved domain says so.
- * - A key outside `prewarm.dev/` that the pool's own tolerations tolerate is always refused: that
- *   taint exists for a reason of its own (a GPU node group), and lifting it would open those nodes
- *   to every workload.
+ * Why a pool may not gate on `key`, or undefined: Kubernetes' own node taints never; a key outside
+ * `prewarm.dev/` only with an allowance, and never one the pool itself tolerates (that taint keeps
+ * other workloads off for a reason of its own).
  */
 export function gateKeyRefusal(key: string, tolerations: readonly Toleration[], allowed: readonly string[]): string | undefined {
   if (!isQualifiedKey(key)) return `gate taint key "${key}" is not a valid taint key`;

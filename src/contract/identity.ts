@@ -1,17 +1,8 @@
-/**
- * A pool's identity as the contract carries it: its id, and the per-pool node label and
- * annotation keys derived from it. Synthesis computes the id once per pool (the bundle keeps it
- * as `Pool.id`); the sidecar, status and doctor only ever read it back from labels, the
- * environment and pools.json, and never re-derive it.
- */
+/** A pool's identity: its id and the node label and annotation keys derived from it, computed once at synth. */
 import { createHash } from 'node:crypto';
 import { NODE_ANNOTATION_PREFIX, NODE_LABEL_PREFIX } from './names.js';
 
-/**
- * Length of the short hashes in names: 32 bits. Kept, not lengthened: pool ids are DaemonSet
- * names, immutable selector values and node label keys, so a longer hash would rename all of them
- * on upgrade. Collisions are refused after naming instead (src/synth/checks/output.ts states the odds).
- */
+/** Length of the short hashes in names; pool ids are immutable selector values, so it never changes. */
 export const HASH_LENGTH = 8;
 
 /** Pool ids sit inside `prewarm-<id>` (DaemonSet) and `prewarm.dev/<id>` (label key name part). */
@@ -38,11 +29,7 @@ export interface PoolIdentity {
   readonly nodeSelector: Readonly<Record<string, string>>;
 }
 
-/**
- * The pool id: the explicit pool name, or a slug of the selector values plus a hash of the pool's
- * full identity (namespace, selector, tolerations), e.g. `gpu-a100-3f2a1c9e`. The bundle calls it
- * once per pool and keeps the result as `Pool.id`; everything else reads that.
- */
+/** The pool id: the explicit pool name, or a slug of the selector values plus a hash of the pool's identity. */
 export function poolId(pool: PoolIdentity): string {
   if (pool.name !== undefined) return pool.name;
   const values = Object.values(pool.nodeSelector).join('-');

@@ -1,8 +1,4 @@
-/**
- * Every name one side of the synth↔sidecar contract writes and the other reads, here only. Names
- * derived from a spec are computed at synth time and passed in {@link ENV}; the sidecar never
- * re-derives one.
- */
+/** Every name one side of the synth↔sidecar contract writes and the other reads; the sidecar never re-derives one. */
 
 /** The API group of our own ImageCache and the prefix of every key we own. */
 export const GROUP = 'prewarm.dev';
@@ -104,10 +100,7 @@ export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceacco
 /** The projected token volume, mounted into the sidecar only: image containers get no credentials. */
 export const TOKEN_VOLUME = 'prewarm-token';
 
-/**
- * Of the sidecar's node Events, and the only namespace it may create Events in: the apiserver
- * rejects an Event about a cluster-scoped object elsewhere (the kubelet posts there too).
- */
+/** The only namespace the sidecar may create its node Events in (where the kubelet posts them too). */
 export const EVENTS_NAMESPACE = 'default';
 
 /** Where the sidecar serves Prometheus metrics, and where the PodMonitor scrapes them. */
@@ -126,10 +119,7 @@ export const DEFAULTS = {
   metricsPort: 9464,
 } as const;
 
-/**
- * Seconds. The sidecar refuses to start outside them and so would never lift the gate: the spec
- * rejects the same values up front.
- */
+/** Seconds. The sidecar refuses to start outside them and so would never lift the gate: the spec rejects the same values up front. */
 export const LIMITS = {
   deadlineSeconds: { min: 1, max: 86_400 },
   /** 0 disables refresh; every node checks on its own timer, so synth also sets a floor (bounds.ts). */

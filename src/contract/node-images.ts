@@ -1,9 +1,6 @@
 /**
- * The images a pool's pods pin, matched against the node's image list (`node.status.images`) as
- * the kubelet reports it, so that doctor's disk budget and the sidecar's pinned-bytes metric read
- * the list alike. The list holds at most `nodeStatusMaxImages` (50 by default) images, the largest
- * first, each with the names the runtime knows it by (`repo:tag` and `repo@sha256:…`) and its size
- * as the runtime reports it (containerd: the compressed content).
+ * The images a pool's pods pin, matched against `node.status.images` as the kubelet reports it
+ * (capped, largest first, each under all its names), so doctor and the sidecar read the list alike.
  */
 import { parseImageID } from './digest.js';
 import { compareStrings } from './order.js';
@@ -32,11 +29,7 @@ export function believedSize(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= MAX_IMAGE_BYTES ? v : undefined;
 }
 
-/**
- * Every image of the pods, once per `key` of its spec name: containers and init containers alike,
- * since the kubelet's image GC counts an image in use while any container of it exists, an exited
- * init container too. Sorted by `ref`.
- */
+/** Every image of the pods, init containers too (image GC counts an exited one in use), sorted by `ref`. */
 export function podImages(pods: readonly Pod[], key: (image: string) => string = (image) => image): PinnedImage[] {
   const byRef = new Map<string, { names: Set<string>; onNode: boolean }>();
   for (const pod of pods) {
@@ -61,11 +54,7 @@ export function podImages(pods: readonly Pod[], key: (image: string) => string =
   });
 }
 
-/**
- * The images split into those the node lists, by entry (so two names of one image count once),
- * with the size it lists, and the rest: not pulled yet, cut from the list, or listed with a size
- * no image has.
- */
+/** The images the node lists (two names of one image count once), with their sizes, and the rest. */
 export function matchImages(
   images: readonly PinnedImage[],
   list: readonly NodeImage[],
@@ -85,11 +74,7 @@ export function matchImages(
   return { listed, unlisted };
 }
 
-/**
- * The bytes one pool's pod pins on its node, as the node's list states them: what the sidecar
- * exports. `complete` is false when some image of the pod is not in the list (cut from it, not
- * pulled yet, or with a size no image has), and `bytes` is then a lower bound.
- */
+/** The bytes one pool's pod pins, as the node's list states them; a lower bound when not `complete`. */
 export function podPinnedBytes(pod: Pod, list: readonly NodeImage[]): { bytes: number; complete: boolean } {
   const { listed, unlisted } = matchImages(podImages([pod]), list);
   return { bytes: [...listed.values()].reduce((a, b) => a + b, 0), complete: unlisted.length === 0 };

@@ -1,15 +1,6 @@
-/**
- * String order for everything prewarm sorts: by Unicode code point, never by locale, so output is
- * the same on every machine. Synth sorts what it emits with it and the sidecar, status and doctor
- * sort what they show with it, so it sits in the contract, below all of them.
- */
+/** String order for everything prewarm sorts: by code point, never by locale. */
 
-/**
- * Compares two strings by code point: negative, zero or positive, and zero only for equal
- * strings. JavaScript's `<` compares UTF-16 code units, which agrees with code points except where
- * a character outside the Basic Multilingual Plane (a surrogate pair) meets one from U+E000 to
- * U+FFFF; that one case is corrected here, so the order is the one Go and UTF-8 bytes give.
- */
+/** Compares two strings by code point (as Go and UTF-8 bytes do), correcting UTF-16's surrogate-pair order. */
 export function compareStrings(a: string, b: string): number {
   if (a === b) return 0;
   const n = Math.min(a.length, b.length);

@@ -1,17 +1,7 @@
 /**
- * Placement: where a pool's pull pods run. It is computed once ({@link placementOf}) and both sides
- * of the synth↔sidecar contract are rendered from it: the DaemonSet's node affinity and
- * tolerations ({@link renderNodeAffinity}, {@link renderTolerations}) and the pool's entry in
- * pools.json, which the sidecar evaluates with {@link placementSelectsNode}. So the DaemonSet and
- * the sidecar's view of "which pools select this node" cannot disagree.
- *
- * Kubernetes semantics are kept exactly:
- * - nodeSelector labels are ANDed: they go into ONE node selector term (terms are ORed);
- * - tolerations are kept whole: key, operator, value, effect and tolerationSeconds;
- * - the predicate is the DaemonSet controller's (`pkg/controller/daemon`, `predicates` and
- *   `AddOrUpdateDaemonPodTolerations` in Kubernetes v1.36), which decides where daemon pods run.
- *
- * Pure, with no dependency outside the contract: the spec model, the constructs, the sidecar and the CLI import it.
+ * Placement: where a pool's pull pods run, computed once. The DaemonSet's affinity and tolerations
+ * and the sidecar's pools.json view are both rendered from it, so they cannot disagree. Kubernetes
+ * semantics are exact (the DaemonSet controller's predicate); see docs/architecture.md (The pool).
  */
 import { compareStrings } from './order.js';
 
@@ -44,11 +34,7 @@ export type NodeSelector = Readonly<Record<string, string>>;
 export interface Placement {
   /** Sorted by key; empty selects every node. */
   readonly nodeSelector: NodeSelector;
-  /**
-   * The spec's tolerations, de-duplicated and sorted by {@link tolerationKey}, then the gate
-   * toleration when one is needed (last, as earlier releases emitted it: reordering a pod
-   * template's tolerations would roll every pull pod and re-pull every image).
-   */
+  /** Spec tolerations de-duplicated and sorted, then the gate toleration last (moving it would roll every pod). */
   readonly tolerations: readonly Toleration[];
 }
 
@@ -62,11 +48,8 @@ export interface PlacementNode {
 export const TOLERATE_ALL: readonly Toleration[] = Object.freeze([Object.freeze({ operator: 'Exists' as const })]);
 
 /**
- * The tolerations the DaemonSet controller adds to every daemon pod that is not on the host
- * network (`AddOrUpdateDaemonPodTolerations`). Key AND effect matter: a
- * `node.kubernetes.io/disk-pressure:NoExecute` taint is not among them, and
- * `node.kubernetes.io/network-unavailable` is tolerated only by hostNetwork pods, which holders are
- * not (early pullers are, and tolerate it by {@link STARTUP_TOLERATIONS} as well).
+ * The tolerations the DaemonSet controller adds to every daemon pod off the host network
+ * (`AddOrUpdateDaemonPodTolerations`); key and effect both matter.
  */
 export const DAEMONSET_TOLERATIONS: readonly Toleration[] = Object.freeze(
   (
@@ -82,20 +65,9 @@ export const DAEMONSET_TOLERATIONS: readonly Toleration[] = Object.freeze(
 );
 
 /**
- * The taints a node carries between registration and Ready, which an early puller tolerates so
- * that it runs in that window (on the host network, its sandbox needs no CNI):
- * - `node.kubernetes.io/not-ready:NoSchedule`, set by the NodeTaint admission plugin at creation
- *   and lifted by the node lifecycle controller at Ready (the DaemonSet controller adds only its
- *   NoExecute twin to daemon pods);
- * - `node.kubernetes.io/network-unavailable:NoSchedule`, while the NetworkUnavailable condition is
- *   true (cloud routes not yet set up);
- * - `node.cloudprovider.kubernetes.io/uninitialized:NoSchedule`, until the cloud controller
- *   manager initialises the node;
- * - `karpenter.sh/unregistered:NoExecute`, which Karpenter (v1) has the kubelet register with and
- *   lifts once it has synced the NodeClaim's labels and taints onto the node. NoExecute, so without
- *   a toleration a pod on the node would be evicted, not just left unscheduled.
- * The gate toleration comes from the pool's own placement. Kept whole: key, operator and effect
- * exactly, and no tolerationSeconds, so no eviction ever follows.
+ * The taints a node carries between registration and Ready, which an early puller tolerates
+ * (not-ready, network-unavailable, cloud-provider uninitialized, Karpenter's unregistered). Kept
+ * whole, without tolerationSeconds. See docs/architecture.md (Early pullers).
  */
 export const STARTUP_TOLERATIONS: readonly Toleration[] = Object.freeze(
   (
@@ -108,10 +80,7 @@ export const STARTUP_TOLERATIONS: readonly Toleration[] = Object.freeze(
   ).map(([key, effect]) => Object.freeze({ key, operator: 'Exists' as const, effect })),
 );
 
-/**
- * The placement of a pool's early pullers: `p`'s selector, and its tolerations followed by each of
- * {@link STARTUP_TOLERATIONS} that `p` does not already hold (as the same toleration).
- */
+/** An early puller's placement: `p` plus each {@link STARTUP_TOLERATIONS} it does not hold. */
 export function withStartupTolerations(p: Placement): Placement {
   const held = new Set(p.tolerations.map(tolerationKey));
   return Object.freeze({
@@ -120,11 +89,7 @@ export function withStartupTolerations(p: Placement): Placement {
   });
 }
 
-/**
- * A pool's placement from its selector, its tolerations and its gate taint key (if it gates):
- * the pull pods must tolerate the gating taint they exist to lift, whatever its effect, unless a
- * toleration given already tolerates that key with every effect.
- */
+/** A pool's placement; its pods always tolerate the gate taint they exist to lift. */
 export function placementOf(nodeSelector: NodeSelector, tolerations: readonly Toleration[], gateTaintKey?: string): Placement {
   return Object.freeze({
     nodeSelector: Object.freeze(sortRecord(nodeSelector)),
@@ -132,10 +97,7 @@ export function placementOf(nodeSelector: NodeSelector, tolerations: readonly To
   });
 }
 
-/**
- * `tolerations` in their order, plus `{key: gateTaintKey, operator: Exists}` at the end unless one
- * of them already tolerates that key with every effect.
- */
+/** `tolerations`, plus an Exists toleration of the gate key unless one already covers every effect. */
 export function withGateToleration(tolerations: readonly Toleration[], gateTaintKey: string | undefined): Toleration[] {
   const all = [...tolerations];
   if (gateTaintKey !== undefined && gateTaintKey !== '' && !toleratesEveryEffect(all, gateTaintKey)) {
@@ -174,10 +136,7 @@ export interface RenderedNodeAffinity {
   };
 }
 
-/**
- * The pod's required node affinity: ONE term holding every selector label (`In [value]`, sorted by
- * key) and any `extra` requirements, all ANDed. Undefined when there is nothing to require.
- */
+/** The required node affinity: ONE term of every selector label and `extra`, ANDed; undefined if empty. */
 export function renderNodeAffinity(p: Placement, extra: readonly NodeSelectorRequirement[] = []): RenderedNodeAffinity | undefined {
   const matchExpressions: NodeSelectorRequirement[] = [
     ...Object.entries(p.nodeSelector).map(([key, value]) => ({ key, operator: 'In' as const, values: [value] })),
@@ -206,9 +165,8 @@ export function tolerates(t: Toleration, taint: Taint): boolean {
 }
 
 /**
- * Whether the DaemonSet controller runs a pool's pod on the node: every selector label matches, and
- * every NoSchedule or NoExecute taint is tolerated by the pool's tolerations or by those the
- * controller adds to every daemon pod. PreferNoSchedule never keeps a daemon pod away.
+ * The DaemonSet controller's predicate: every selector label matches, and every NoSchedule or
+ * NoExecute taint is tolerated by the pool or by {@link DAEMONSET_TOLERATIONS}.
  */
 export function placementSelectsNode(p: Placement, node: PlacementNode): boolean {
   const labels = node.metadata.labels ?? {};
@@ -220,11 +178,7 @@ export function placementSelectsNode(p: Placement, node: PlacementNode): boolean
   return true;
 }
 
-/**
- * Taints the node lifecycle controller sets and lifts as node conditions change
- * (`TaintNodesByCondition`, and taint-based eviction for not-ready/unreachable). A new node carries
- * `not-ready:NoSchedule` until it is Ready, and a node that flaps gets it again.
- */
+/** Taints the node lifecycle controller sets and lifts as node conditions change. */
 export const CONDITION_TAINT_KEYS: ReadonlySet<string> = new Set([
   'node.kubernetes.io/not-ready',
   'node.kubernetes.io/unreachable',
@@ -235,10 +189,8 @@ export const CONDITION_TAINT_KEYS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether a pool's pod runs on the node once its conditions are healthy: {@link placementSelectsNode}
- * on the node without its {@link CONDITION_TAINT_KEYS} taints. The gate asks this, not the
- * placement of this instant: a pool that a passing not-ready taint keeps away now gets its pod as
- * soon as the taint goes, and must still hold the gate until then.
+ * {@link placementSelectsNode} ignoring {@link CONDITION_TAINT_KEYS}: the gate must hold for a pool
+ * whose pod a passing not-ready taint keeps away for now.
  */
 export function placementSelectsHealthyNode(p: Placement, node: PlacementNode): boolean {
   const taints = (node.spec?.taints ?? []).filter((t) => !CONDITION_TAINT_KEYS.has(t.key));
@@ -251,10 +203,7 @@ function sortRecord(record: NodeSelector): Record<string, string> {
 
 // ---- workloads on pools -----------------------------------------------------------------------
 
-/**
- * One requirement of a workload's node selector term, as a manifest writes it: any operator, so
- * that one the scheduler refuses is kept and makes its term match nothing, as it does there.
- */
+/** A workload's node selector requirement as written: any operator, so a refused one is kept. */
 export interface WorkloadRequirement {
   readonly key: string;
   readonly operator: string;
@@ -279,10 +228,7 @@ export interface WorkloadToleration {
 export interface WorkloadPlacement {
   /** Exact-match labels, ANDed. */
   readonly nodeSelector?: Readonly<Record<string, string>>;
-  /**
-   * The terms of the required node affinity (ORed), or undefined when there is none. An empty
-   * list, like an empty term, matches no node.
-   */
+  /** The required node affinity's terms (ORed); an empty list or term matches no node. */
   readonly requiredTerms?: readonly WorkloadTerm[];
   readonly tolerations?: readonly WorkloadToleration[];
   /** A pod bound to one node by name. */
@@ -301,13 +247,9 @@ export interface PoolPlacement {
 }
 
 /**
- * Whether every node of a pool can run a workload, as the scheduler decides it. A pool's nodes are
- * every node that carries the pool's selector labels (and any others), tainted with what the pool
- * is known to carry: one taint per key and effect named by the pool's own keyed tolerations with
- * effect NoSchedule or NoExecute (of the values those tolerations accept; any value for `Exists`),
- * never the gate taint. "fits" when every such node passes the workload's nodeSelector, required
- * node affinity and tolerations; "none" when no node does; "partial" otherwise. A pod bound by
- * `nodeName` is admitted by the kubelet instead, which ignores NoSchedule taints.
+ * Whether every node of a pool can run a workload, as the scheduler decides: the pool's nodes carry
+ * its selector labels and the taints its keyed NoSchedule/NoExecute tolerations name, never the
+ * gate taint. See docs/architecture.md (Placement) for how "partial" is decided.
  */
 export function workloadFitsPool(pool: PoolPlacement, workload: WorkloadPlacement): PoolFit {
   const labels = labelFit(pool.nodeSelector, workload);
@@ -337,10 +279,7 @@ function parseInt64(s: string): bigint | undefined {
 const INT64_MAX = 2n ** 63n - 1n;
 const INT64_MIN = -(2n ** 63n);
 
-/**
- * A label requirement as `labels.Requirement.Matches` evaluates it, or undefined when
- * `labels.NewRequirement` refuses it (then its whole term matches nothing).
- */
+/** `labels.Requirement.Matches`; undefined when `labels.NewRequirement` refuses it. */
 function labelAtom(r: WorkloadRequirement): Atom | undefined {
   const values = r.values ?? [];
   const atom = (holds: Atom['holds']): Atom => ({ key: r.key, holds, requirement: r });
@@ -385,10 +324,8 @@ function termAtoms(term: WorkloadTerm): Atom[] | undefined {
 }
 
 /**
- * Values standing for every value a free key can take: two values with the same answer to every
- * atom on the key are the same to the scheduler, so one of each kind is enough. The kinds are: no
- * label; each value an atom names; an integer in each cell the Gt/Lt bounds cut, spelt as no atom
- * names it; a value that is no integer and that no atom names.
+ * One value of each kind a free key can take, as the atoms on it tell them apart: no label, each
+ * named value, an integer in each cell the Gt/Lt bounds cut, and an unnamed non-integer.
  */
 function representatives(key: string, atoms: readonly Atom[]): (string | undefined)[] {
   const named = new Set<string>();
@@ -468,10 +405,7 @@ function labelFit(selector: NodeSelector, w: WorkloadPlacement): PoolFit {
   };
 }
 
-/**
- * Whether every node matches one of `terms` (each a list of atoms on free keys, ANDed): split on
- * the values of one key at a time until a term holds outright or none is left.
- */
+/** Whether every node matches one of `terms`, splitting on one key's values at a time. */
 function covers(terms: readonly (readonly Atom[])[], repsOf: (key: string) => (string | undefined)[], steps: { left: number }): boolean {
   if (terms.some((t) => t.length === 0)) return true;
   if (terms.length === 0 || --steps.left < 0) return false;
@@ -512,10 +446,7 @@ function workloadTolerates(t: WorkloadToleration, taint: Taint): boolean {
   );
 }
 
-/**
- * The taints a pool's nodes are known to carry, one per key and effect: the values they may have
- * (undefined: any value, from an `Exists` toleration).
- */
+/** The taints a pool's nodes are known to carry, per key and effect; undefined values: any. */
 export function knownTaints(pool: PoolPlacement): { key: string; effect: TaintEffect; values?: string[] }[] {
   const groups = new Map<string, { key: string; effect: TaintEffect; values?: string[] }>();
   for (const t of pool.tolerations) {
@@ -530,10 +461,7 @@ export function knownTaints(pool: PoolPlacement): { key: string; effect: TaintEf
   return [...groups.values()].sort((a, b) => compareStrings(`${a.key}:${a.effect}`, `${b.key}:${b.effect}`));
 }
 
-/**
- * A pod bound by `nodeName` never meets the scheduler: the kubelet admits it, and of the taints it
- * checks only NoExecute (`generalFilter` in `pkg/kubelet/lifecycle`).
- */
+/** Kubelet admission of a `nodeName` pod checks only NoExecute taints (`generalFilter`). */
 function taintFit(pool: PoolPlacement, workload: WorkloadPlacement): PoolFit {
   const tolerations = workload.tolerations ?? [];
   const checked = knownTaints(pool).filter((t) => workload.nodeName === undefined || t.effect === 'NoExecute');

@@ -100,10 +100,7 @@ export const PullEventReason = {
   Pulled: 'Pulled',
 } as const;
 
-/**
- * Waiting reasons the kubelet reports when pulling an image failed (kubelet `images/types.go`).
- * Anything else that is waiting is either still pulling or already past the pull.
- */
+/** Waiting reasons of a failed pull (kubelet `images/types.go`). */
 export const PULL_FAILURE_REASONS: ReadonlySet<string> = new Set([
   'ErrImagePull',
   'ImagePullBackOff',
@@ -114,10 +111,7 @@ export const PULL_FAILURE_REASONS: ReadonlySet<string> = new Set([
   'ImageInspectError',
 ]);
 
-/**
- * Waiting reasons only reached after `EnsureImageExists` succeeded (kuberuntime `startContainer`),
- * so the image is on the node though the container does not run.
- */
+/** Waiting reasons reached only after `EnsureImageExists` succeeded: the image is on the node. */
 export const POST_PULL_REASONS: ReadonlySet<string> = new Set([
   'CreateContainerConfigError',
   'CreateContainerError',
@@ -136,10 +130,7 @@ export function startedAt(st: Opt<ContainerStatus>): number | undefined {
   return stateStartedAt(st?.state) ?? stateStartedAt(st?.lastState);
 }
 
-/**
- * Whether the container runs or ran. A terminated state counts only with a start: the kubelet
- * reports never-started containers of a deleted pod as terminated too.
- */
+/** Whether the container runs or ran; a terminated state counts only with a start. */
 export function containerStarted(st: Opt<ContainerStatus>): boolean {
   return (
     st?.state?.running !== undefined ||

@@ -1,8 +1,4 @@
-/**
- * pools.json: the list of every pool in a synthesized bundle, which synthesis writes into the
- * `prewarm-pools` ConfigMap and every sidecar reads to tell which pools gate its node. Schema,
- * render and parse live here together, so what synth writes is exactly what the sidecar reads.
- */
+/** pools.json: every pool of a bundle, as synth writes it into `prewarm-pools` and each sidecar reads it. */
 import { isKubernetesNodeTaint, isQualifiedKey } from './gate-key.js';
 import { DEFAULTS } from './names.js';
 import {
@@ -27,10 +23,7 @@ export interface PoolEntry {
   readonly placement: Placement;
   /** Gating taint key lifted by this pool, or empty when the pool does not gate. */
   readonly gateTaintKey: string;
-  /**
-   * The pool's fail-open deadline; lets every sidecar on a node compute the absolute bound after
-   * which the gate opens even for pools whose pods never started.
-   */
+  /** The pool's fail-open deadline; every sidecar on a node computes the absolute bound from it. */
   readonly deadlineSeconds?: number;
 }
 
@@ -39,10 +32,7 @@ export interface PoolsFile {
   readonly pools: readonly PoolEntry[];
 }
 
-/**
- * The pools that gate `node` with taint `key`: those gating on it whose pods run on the node once
- * its conditions are healthy (a passing not-ready taint does not let a pool off the gate).
- */
+/** The pools that gate `node` with taint `key`, on the node as it is once its conditions are healthy. */
 export function poolsGating(pools: PoolsFile, key: string, node: PlacementNode): PoolEntry[] {
   return pools.pools.filter((p) => p.gateTaintKey === key && placementSelectsHealthyNode(p.placement, node));
 }
@@ -57,11 +47,7 @@ export class PoolsFileError extends Error {
   override readonly name = 'PoolsFileError';
 }
 
-/**
- * The file's text. The placement is written flat (`nodeSelector`, `tolerations`), the layout
- * sidecars of earlier releases read, so a sidecar that meets a newer file during an upgrade still
- * parses it.
- */
+/** The file's text; placement written flat, the layout older sidecars read during an upgrade. */
 export function renderPoolsFile(pools: readonly PoolEntry[]): string {
   const entries = [...pools]
     .sort((a, b) => compareStrings(a.id, b.id))

@@ -1,7 +1,4 @@
-/**
- * Holder or puller, decided from labels only: names are never parsed, since a long one is cut and
- * hashed and stops saying what it was.
- */
+/** Holder or puller, decided from labels only: names are never parsed, since a long one is cut and hashed and stops saying what it was. */
 import { LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from './names.js';
 
 type Labels = Readonly<Record<string, string>> | undefined;

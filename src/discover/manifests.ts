@@ -1,11 +1,6 @@
 /**
- * Rendered manifests → workloads, pure: the pod template of each object that has one, with the
- * images its containers and init containers run and what decides where its pods may be scheduled.
- *
- * Manifests come from pull requests, as specs do, so they are read as specs are: the same YAML
- * reader (depth and size limits, aliases and merge keys in linear time), the same per-run node
- * budget, and diagnostics that name file, document, line and field path. Only the fields read here
- * are checked; the rest of each object is left to the apiserver.
+ * Rendered manifests → workloads, pure: each pod template's images and placement. Manifests are as
+ * untrusted as specs, so they are read with the same YAML reader, budget and diagnostics.
  */
 import { isMap, isScalar, isSeq, LineCounter, type Node } from 'yaml';
 import type { Diagnostic, Location } from '../imagecache/errors.js';
@@ -57,10 +52,7 @@ export interface ManifestResult {
 
 /** Options of {@link readWorkloads}. */
 export interface ManifestOptions {
-  /**
-   * Namespace of objects whose metadata names none, as `kubectl apply` would use its context's.
-   * @default "default"
-   */
+  /** Namespace of objects whose metadata names none, as `kubectl apply` would use its context's. @default "default" */
   readonly defaultNamespace?: string;
 }
 
@@ -293,10 +285,7 @@ function readTolerations(ctx: DocContext, node: Node | null | undefined, path: P
 const TOLERATION_OPERATORS = ['Equal', 'Exists'];
 const REQUIREMENT_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt'];
 
-/**
- * A warning at an operator Kubernetes refuses (the apiserver would not admit the workload): it is
- * kept, and read as the scheduler reads it, matching nothing.
- */
+/** A warning at an operator Kubernetes refuses: kept, and matching nothing, as in the scheduler. */
 function warnOperator(ctx: DocContext, node: Node, path: Path, operator: string, allowed: readonly string[], consequence: string): void {
   if (allowed.includes(operator)) return;
   const quoted = excerpt(JSON.stringify(operator), 80);

@@ -1,9 +1,4 @@
-/**
- * The discover plan, pure: which images each pool should hold for the workloads that can run on
- * all of its nodes (placement decided by the contract's {@link workloadFitsPool}), which workloads
- * fit only part of a pool or none, what was skipped and why, and, when asked, which images of the
- * specs no workload uses any more. Same input, same plan: everything is sorted.
- */
+/** The discover plan, pure and sorted: which images each pool should hold for the workloads that fit all its nodes. */
 import { compareStrings } from '../contract/order.js';
 import { workloadFitsPool, type PoolFit } from '../contract/placement.js';
 import type { Location } from '../imagecache/errors.js';
@@ -104,10 +99,7 @@ function skipReason(w: Workload, own: ReadonlySet<string>, options: PlanOptions)
   return undefined;
 }
 
-/**
- * The plan for `workloads` against the pools of `bundle`. `specImages` are the images written in
- * the spec files, by pool id, for pruning.
- */
+/** The plan for `workloads` against `bundle`'s pools; `specImages` (by pool id) are for pruning. */
 export function planDiscover(
   bundle: Bundle,
   workloads: readonly Workload[],

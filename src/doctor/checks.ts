@@ -1,7 +1,4 @@
-/**
- * Doctor's pool and cluster checks: the pools as their DaemonSets show them, the apiserver version,
- * the admission policy, the pools' pull secrets and the DaemonSets' rollouts.
- */
+/** Doctor's pool and cluster checks: pools, apiserver version, admission policy, pull secrets, rollouts. */
 import { isSleeperArch, LABEL_NAMESPACE_NAME } from '../contract/names.js';
 import { plural } from '../text/plural.js';
 import { excerpt } from '../text/quote.js';
@@ -17,10 +14,7 @@ import { Check, type Finding, type Level } from './report.js';
 /** Oldest Kubernetes minor the synthesized output works on (see src/synth/access.ts). */
 export const MIN_KUBERNETES_MINOR = 30;
 
-/**
- * A DaemonSet whose rollout is incomplete is called stuck once one of its pods has been unready
- * this long (DaemonSets have no progressDeadlineSeconds; this is a Deployment's default).
- */
+/** A rollout is stuck once one of its pods has been unready this long (a Deployment's default deadline). */
 export const STUCK_AFTER_SECONDS = 600;
 
 /** Waiting reasons that keep a container from ever starting without someone acting. */
@@ -36,10 +30,8 @@ const STUCK_REASONS: ReadonlySet<string> = new Set([
 const MAX_ARCH_CHARS = 16;
 
 /**
- * The sleeper of each pool against the nodes its pods run on: a pod on a node of another
- * architecture cannot start its image containers (`exec format error`: a wrong `--node-arch`), an
- * error; a pool that copies busybox in an init container while every node has one architecture
- * the sleeper is built for could skip it, which doctor says as information.
+ * The sleeper of each pool against its nodes' architectures: a mismatch cannot start (an error);
+ * a helper pool whose nodes all have a sleeper could skip the init container (information).
  */
 export function checkSleeper(input: DoctorInput, pools: readonly PoolView[], add: (f: Finding) => void): void {
   if (input.nodes.kind !== 'ok' || pools.length === 0) return;
@@ -148,10 +140,7 @@ export function checkPolicy(
   }
 }
 
-/**
- * The namespaces a binding's namespaceSelector surely selects, as synth writes it (`In` on the
- * namespace-name label); undefined when the selector has another shape, which doctor does not judge.
- */
+/** The namespaces a binding's selector surely selects as synth writes it; undefined for another shape. */
 export function boundNamespaces(binding: EarlyPullBinding): ReadonlySet<string> | undefined {
   const sel = binding.spec?.matchResources?.namespaceSelector;
   const exprs = sel?.matchExpressions ?? [];
@@ -160,11 +149,7 @@ export function boundNamespaces(binding: EarlyPullBinding): ReadonlySet<string> 
   return e?.key === LABEL_NAMESPACE_NAME && e.operator === 'In' ? new Set(e.values ?? []) : undefined;
 }
 
-/**
- * Early pullers' namespaces enforce Pod Security `privileged`; the early pullers' admission policy
- * is what keeps them restricted. Where a pool pulls early, the policy must be installed and its
- * binding must cover the pool's namespace.
- */
+/** Where a pool pulls early, the early pullers' admission policy must be installed and bound to its namespace. */
 export function checkEarlyPullPolicy(
   input: DoctorInput,
   pools: readonly PoolView[],

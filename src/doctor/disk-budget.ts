@@ -1,11 +1,6 @@
 /**
- * Doctor's disk budget of a node: the bytes its pools pin (always in use, so never GC'd) against
- * the image filesystem and GC's thresholds. The kubelet's image GC (image_gc_manager.go), past the
- * high threshold, must free down to the low one from unused images, or the pass fails:
- * - pinned images alone past the high threshold keep every pass failing (an error);
- * - past the low one, each pass removes every unused image and still fails (a warning);
- * - `imageGCHighThresholdPercent: 100` turns image GC off.
- * Sizes from the node's image list are lower bounds (containerd reports compressed content). Pure.
+ * Doctor's disk budget of a node: the bytes its pools pin (never GC'd) against the image filesystem
+ * and the kubelet's image GC thresholds. Sizes from the node's image list are lower bounds. Pure.
  */
 import { believedSize, matchImages, podImages } from '../contract/node-images.js';
 import { compareStrings } from '../contract/order.js';
@@ -228,10 +223,7 @@ export function pinnedText(p: PinnedBytes): string {
 const SHRINK_FIX =
   'give these nodes a larger image filesystem, or pin fewer or smaller images on them (a pool of their own, by node selector)';
 
-/**
- * Judges a node's disk budget: error past the high threshold (or no fit), warning past the low,
- * unknown when unsized images could tip it; else ok.
- */
+/** Judges a node's disk budget: error past the high threshold, warning past the low, unknown when unsized. */
 export function judgeBudget(p: PinnedBytes, fs: ImageFsStats, gc: GcThresholds | undefined): Judgement {
   const low = p.listed + p.compressed;
   const high = p.unknownAtMost === undefined ? undefined : low + p.unknownAtMost;

@@ -1,8 +1,4 @@
-/**
- * Doctor's checks of each node: its kubelet configuration (`/configz`: how it pulls, image GC,
- * the taints it registers with), its pod slots for the burst pullers, the gating taint and the
- * sidecar of the pools whose holders run there, and the disk their images pin (./disk-budget.ts).
- */
+/** Doctor's checks of each node: kubelet configuration, pod slots, the gating taint, the sidecars and the disk budget. */
 import { SIDECAR_CONTAINER } from '../contract/names.js';
 import { excerpt } from '../text/quote.js';
 import { PULL_FAILURE_REASONS, statusOf, timeOf, type Pod } from '../contract/pod-status.js';
@@ -173,11 +169,8 @@ function checkImagePulls(kc: KubeletConfig, here: readonly PoolView[], finding: 
 }
 
 /**
- * Early pulling on this kubelet. The early pullers pull while the node's CNI is still being set up,
- * and the CNI's own image is pulled by the same kubelet: with serial pulls (the upstream default)
- * it queues behind whatever early pull is in progress, a multi-gigabyte one included, and the node
- * turns Ready that much later. An error, since it delays Ready for every workload, not only the
- * pool's. With parallel pulls capped at no more than the pool's pullers, they can take every slot.
+ * Early pulling on this kubelet: with serial pulls the CNI's own image queues behind an early pull,
+ * delaying Ready for every workload (an error).
  */
 function checkEarlyPull(kc: KubeletConfig, here: readonly PoolView[], finding: NodeFinding): void {
   const serial = kc.serializeImagePulls ?? KUBELET_DEFAULTS.serializeImagePulls;

@@ -1,7 +1,4 @@
-/**
- * The pools as doctor sees them, from their holder DaemonSets and pullers: the view every check of
- * src/doctor/ starts from.
- */
+/** The pools as doctor sees them, from their holder DaemonSets and pullers: the view every check of src/doctor/ starts from. */
 import { DEFAULTS, HELPER_VOLUME, LABEL_MANAGED_BY, MANAGED_BY, SIDECAR_CONTAINER } from '../contract/names.js';
 import { parseSidecarGate, type SidecarGate } from '../contract/sidecar-env.js';
 import { runningContainers } from '../contract/pod-status.js';

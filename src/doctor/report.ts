@@ -1,7 +1,4 @@
-/**
- * What `prewarm doctor` reports: the fixed set of checks, each finding's level, and the table the
- * CLI prints.
- */
+/** What `prewarm doctor` reports: the fixed set of checks, each finding's level, and the table the CLI prints. */
 import { plural } from '../text/plural.js';
 import { excerpt } from '../text/quote.js';
 import { table } from '../status/report.js';

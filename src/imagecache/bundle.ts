@@ -1,8 +1,4 @@
-/**
- * ImageCaches → pools. A pool is a distinct node selector plus tolerations within a namespace;
- * every ImageCache entry that lands on the same pool shares one DaemonSet, and its images are
- * de-duplicated by canonical reference.
- */
+/** ImageCaches → pools: a distinct node selector plus tolerations within a namespace, images de-duplicated. */
 import { placementOf, sortTolerations, tolerationKey, withStartupTolerations } from '../contract/placement.js';
 import { poolId } from '../contract/identity.js';
 import type { Diagnostic, Location } from './errors.js';
@@ -38,10 +34,7 @@ interface Accumulator {
   settings: { value: PoolSettings; from: ImageCache };
 }
 
-/**
- * Groups validated ImageCaches into pools. The result does not depend on the order of `caches`:
- * pools, images, secrets and sources are all sorted.
- */
+/** Groups validated ImageCaches into pools; the result is sorted and independent of the input order. */
 export function buildBundle(caches: readonly ImageCache[]): BundleResult {
   const diagnostics: Diagnostic[] = [];
   const pools = new Map<string, Accumulator>();
@@ -117,11 +110,7 @@ function sortRecord(record: Readonly<Record<string, string>>): Record<string, st
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compareStrings(a, b)));
 }
 
-/**
- * One merge rule per pool-wide setting: the form in which two ImageCaches' values must be equal to
- * agree, which is also how a conflict shows them. Mapped over every key of the settings, optional
- * ones included, so a setting added without a rule fails to compile instead of merging silently.
- */
+/** One merge rule per pool-wide setting, over every key, so a setting added without a rule fails to compile. */
 export type SettingRules<S> = { readonly [K in keyof S]-?: (value: NonNullable<S[K]>) => string };
 
 const asJson = (value: unknown): string => JSON.stringify(value);
@@ -136,10 +125,7 @@ export const SETTING_RULES: SettingRules<PoolSettings> = {
   earlyPull: asJson,
 };
 
-/**
- * Pool-wide settings must agree between the prewarm.dev ImageCaches of a pool, defaults included; a
- * mismatch is reported where the later ImageCache sets it.
- */
+/** Pool-wide settings must agree between a pool's prewarm.dev ImageCaches; reported where the later one sets it. */
 function mergeSettings(pool: Accumulator, cache: ImageCache, diagnostics: Diagnostic[]): void {
   const mine = pool.settings.value;
   const theirs = cache.settings;

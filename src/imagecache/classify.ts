@@ -1,8 +1,4 @@
-/**
- * Which documents are ImageCaches: read by their API group and kind, followed through aliases and
- * merge keys as the loader reads them, so a document counts exactly when synth would read it.
- * Documents of other groups are passed over; a near miss of our own group is refused instead.
- */
+/** Which documents are ImageCaches, read as the loader reads them; a near miss of our own group is refused. */
 import { isAlias, isMap, isScalar, isSeq, type Document } from 'yaml';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../contract/names.js';
 import { API_VERSIONS } from './model.js';
@@ -17,12 +13,7 @@ export const OWN_GROUPS: readonly string[] = Object.values(API_VERSIONS).map(gro
 /** kube-fledged's group before v0.8: refused with the versions we read, never passed over. */
 const FORMER_GROUPS: readonly string[] = ['fledged.k8s.io'];
 
-/**
- * What a document is, judged by its header alone, so that other manifests (Deployments, CRDs,
- * kustomization.yaml, plain configuration) cost nothing and are never reported on. Within our
- * groups, and for groups one or two typos away from them, every document is read in full, so an
- * unknown kind or version is still an error.
- */
+/** What a document is, by its header alone; our groups and their near misses are read in full. */
 export function kindOf(doc: Document.Parsed): 'empty' | 'imagecache' | 'other' | 'output' {
   // prewarm's own output is told by the managed-by label on every object it writes: a synth output
   // folder inside a spec folder (`synth specs -o specs/out`), with or without its marker file.

@@ -1,7 +1,4 @@
-/**
- * Read fields → model: an entry's images, selector and tolerations, the tolerations checked by the
- * apiserver's own rules.
- */
+/** Read fields → model: an entry's images, selector and tolerations, the tolerations checked by the apiserver's own rules. */
 import { TOLERATE_ALL } from '../contract/placement.js';
 import { API_VERSIONS, type ApiVersion, type CacheEntry, type Toleration } from './model.js';
 import type { DocContext } from './read.js';

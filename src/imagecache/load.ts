@@ -1,7 +1,6 @@
 /**
  * The only file-system access in `imagecache/`. A spec repository is untrusted: links are followed
- * only inside the spec roots, only regular files are read, nothing is opened in a way that could
- * block, and a link that leaves the roots never shows what it points to.
+ * only inside the spec roots, only regular files are read, and nothing outside is shown.
  */
 import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve, sep } from 'node:path';
@@ -17,10 +16,7 @@ const YAML_FILE = /\.ya?ml$/i;
 /** Files a folder of rendered manifests holds: YAML, and JSON (which YAML reads too). */
 export const MANIFEST_FILE = /\.(ya?ml|json)$/i;
 
-/**
- * The most spec bytes one run reads over all its files: parsed YAML costs far more memory than its
- * text, so many files each under the per-file limit could still exhaust the Argo CD sidecar.
- */
+/** The most spec bytes one run reads over all its files: parsed YAML costs far more memory than its text. */
 export const MAX_RUN_SPEC_BYTES = 16 * 1024 * 1024;
 
 /** The most YAML files one run reads: without it, a tree of many tiny files stalls a run. */
@@ -31,10 +27,7 @@ export const MAX_WALK_ENTRIES = 100_000;
 
 /** Options of {@link loadBundle}. */
 export interface LoadOptions extends ParseOptions {
-  /**
-   * Folders never walked, such as the synth output inside a spec folder.
-   * @default - none
-   */
+  /** Folders never walked, such as the synth output inside a spec folder. @default - none */
   readonly exclude?: readonly string[];
 }
 
@@ -67,10 +60,7 @@ export async function loadBundle(paths: readonly string[], options: LoadOptions 
   return { bundle, warnings: diagnostics, imageCaches: parsed.caches.length, skipped, lockFiles, unsized };
 }
 
-/**
- * The lock file of each root, read as spec files are. An unreadable or malformed one is an error,
- * never passed over: it would change the split unseen.
- */
+/** The lock file of each root, read as spec files are; an unreadable or malformed one is an error. */
 async function readLocks(paths: readonly string[], roots: readonly string[], diagnostics: Diagnostic[]): Promise<SizeLock[]> {
   const byReal = new Map<string, string>();
   for (const path of paths) {
@@ -184,11 +174,7 @@ async function readTree(
   return { files: out.sort((a, b) => compareStrings(a.path, b.path)), helmTemplates, roots };
 }
 
-/**
- * YAML files below `dir`, hidden entries skipped. Links are never walked (a loop cannot make it
- * endless); a YAML-named link is returned so reading checks it. A Helm chart's `templates/` is
- * counted, not read: Go templates are not YAML.
- */
+/** YAML files below `dir`, hidden entries skipped; links never walked; a Helm chart's `templates/` counted, not read. */
 async function walk(
   dir: string,
   isExcluded: (path: string) => boolean,

@@ -106,9 +106,6 @@ export interface Bundle {
   /** Sorted by namespace, then key. */
   readonly pools: readonly Pool[];
   readonly namespaces: readonly string[];
-  /**
-   * Compressed bytes by canonical reference, from fresh lock-file entries (./sizes.ts).
-   * @default - no sizes: every pool splits by image count
-   */
+  /** Compressed bytes by canonical reference, from fresh lock-file entries. @default - every pool splits by count */
   readonly imageBytes?: ReadonlyMap<string, number>;
 }

@@ -1,9 +1,6 @@
 /**
- * YAML text → validated ImageCache models. Pure: no file system, no clock, no environment.
- *
- * Both dialects share one reader: kube-fledged's `kubefledged.io/v1alpha2` fields are a subset of
- * ours, and the prewarm-only fields are refused in kube-fledged documents, so a file that works
- * with kube-fledged means exactly the same thing here.
+ * YAML text → validated ImageCache models. Pure. Both dialects share one reader: kube-fledged's
+ * fields are a subset of ours, and ours are refused in kube-fledged documents.
  */
 import { isMap, isScalar, LineCounter, Pair, YAMLMap, type Node } from 'yaml';
 import { NOTHING_SKIPPED, type Diagnostic, type Location, type Skipped } from './errors.js';
@@ -24,10 +21,7 @@ export interface SourceFile {
 
 /** Options of {@link parseFiles}. */
 export interface ParseOptions {
-  /**
-   * Namespace for ImageCaches whose metadata names none, as `kubectl apply` would use its context's.
-   * @default "prewarm"
-   */
+  /** Namespace for ImageCaches whose metadata names none, as `kubectl apply` would use its context's. @default "prewarm" */
   readonly defaultNamespace?: string;
 }
 
@@ -44,10 +38,7 @@ export const DEFAULT_NAMESPACE = 'prewarm';
 
 // ---- documents --------------------------------------------------------------------------------
 
-/**
- * Parses every document of every file. Never throws on bad input: each problem becomes a
- * diagnostic, and only fully valid ImageCaches are returned.
- */
+/** Parses every document of every file; never throws on bad input: each problem is a diagnostic. */
 export function parseFiles(files: readonly SourceFile[], options: ParseOptions = {}): ParseResult {
   const defaultNamespace = options.defaultNamespace ?? DEFAULT_NAMESPACE;
   const diagnostics: Diagnostic[] = [];
@@ -116,11 +107,7 @@ function parseFile(
   return out;
 }
 
-/**
- * The files of `files` that hold at least one document the loader reads as an ImageCache, valid or
- * not: the files `synth` reads rather than passes over. Nothing is validated, so a file with a
- * broken ImageCache is listed too (synth then reports it).
- */
+/** The files holding at least one document the loader reads as an ImageCache, valid or not. */
 export function imageCacheFiles(files: readonly SourceFile[]): string[] {
   const holds = (file: SourceFile) => {
     // Read as parseFile reads it, so a document counts here exactly when synth would read it.
@@ -234,10 +221,7 @@ function assignDefined<K extends string, V>(target: Partial<Record<K, V>>, key: 
   if (value !== undefined) target[key] = value;
 }
 
-/**
- * A view of a mapping that keeps only the named keys. Shallow, since a deep clone of a large
- * document costs more than reading it.
- */
+/** A view of a mapping that keeps only the named keys. Shallow, since a deep clone of a large document costs more than reading it. */
 function filterKeys(ctx: DocContext, root: Node, keys: readonly string[]): Node {
   if (!isMap(root)) return root;
   const view = new YAMLMap();

@@ -1,20 +1,7 @@
 /**
- * Image sizes recorded in the repository: the lock file `prewarm pin` writes beside the specs
- * ({@link LOCK_FILE}) and synth reads, so that synth splits a pool's pullers by bytes without ever
- * asking a registry. Pure: text in, entries and diagnostics out, and back.
- *
- * The form, and why:
- * - A file of its own, not a field of the specs: a kube-fledged ImageCache stays exactly what
- *   kube-fledged reads, and its name has no `.yaml` ending, so `kubectl apply -f <folder>`, Argo
- *   CD's directory sources and the spec loader's own walk all pass it over.
- * - YAML, one entry per image, keyed by the image as it is tagged (`docker.io/library/python:3.12`,
- *   canonical, without the digest) with the digest it was measured at. Renovate rewrites the
- *   digest in the spec and never this file, so an entry whose digest is not the one the specs pin
- *   is stale: not used, reported by `validate`, and measured again by the next `pin`.
- * - Bytes are labelled: `compressed` is what the platform's manifest states for its config and
- *   layers (what a pull transfers); `uncompressed` is there only where the registry told it.
- * - One platform per file (`linux/amd64` unless `pin --platform` says otherwise): a split needs
- *   only how images compare, and one image's builds for two architectures weigh about the same.
+ * Image sizes recorded in the repository: the lock file `prewarm pin` writes beside the specs and
+ * synth reads to split a pool's pullers by bytes without asking a registry. An entry whose digest
+ * is not the one the spec pins is stale. Pure. See docs/architecture.md (Lanes: sizes live in git).
  */
 import { isMap, isScalar, LineCounter, stringify, type Node } from 'yaml';
 import type { Diagnostic, Location } from './errors.js';
@@ -72,10 +59,7 @@ function bytes(node: unknown): number | undefined {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= MAX_IMAGE_BYTES ? v : undefined;
 }
 
-/**
- * Reads a lock file. Anything malformed is an error with line and field path; the file is then
- * not used at all (a half-read lock would split by a guess).
- */
+/** Reads a lock file; anything malformed is an error with line and field path, and the file is not used. */
 export function parseLock(text: string, file: string): { lock?: SizeLock; diagnostics: Diagnostic[] } {
   const lines = new LineCounter();
   const diagnostics: Diagnostic[] = [];
@@ -193,11 +177,7 @@ export interface ResolvedSizes {
   readonly unusable: ReadonlyMap<string, { readonly problem: SizeProblem; readonly measuredAt?: string }>;
 }
 
-/**
- * The usable size of each of `images`: an entry of the same tag measured at the digest the spec
- * pins. Locks that disagree on an image make it missing: the split must not depend on the order
- * of the roots.
- */
+/** The usable size of each of `images`; locks that disagree on an image make it missing. */
 export function resolveSizes(images: readonly ImageRef[], locks: readonly SizeLock[]): ResolvedSizes {
   const bytes = new Map<string, number>();
   const unusable = new Map<string, { problem: SizeProblem; measuredAt?: string }>();
@@ -227,11 +207,7 @@ export interface UnsizedImage {
   readonly pools: readonly string[];
 }
 
-/**
- * The bundle with the sizes its lock files record ({@link Bundle.imageBytes}), and the images of
- * split pools that have none. Without lock files the bundle is returned as it is: synth's output
- * stays byte for byte what it was.
- */
+/** The bundle with its lock files' sizes, and the images of split pools that have none. */
 export function sizeBundle(bundle: Bundle, locks: readonly SizeLock[]): { bundle: Bundle; unsized: UnsizedImage[] } {
   if (locks.length === 0) return { bundle, unsized: [] };
   const split = bundle.pools.filter((p) => p.settings.lanes > 1);

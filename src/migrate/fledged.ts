@@ -16,10 +16,7 @@ import { compareStrings } from '../contract/order.js';
 /** Annotations that only mean something to kube-fledged or kubectl; never carried over. */
 const DROPPED_ANNOTATION = /^(kubefledged\.io\/|kubectl\.kubernetes\.io\/last-applied-configuration$)/;
 
-/**
- * A block sequence written at its key's own indentation (`images:` then `- x` directly below),
- * kube-fledged's sample style; added sequences follow the file's style.
- */
+/** A block sequence at its key's own indentation, kube-fledged's sample style. */
 const SEQUENCE_AT_KEY_INDENT = /^( *)[^\s#-][^\n]*:[ \t]*\r?\n\1- /m;
 
 const CLUSTER_FIELDS = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields', 'selfLink'];
@@ -49,10 +46,7 @@ type Change =
   | { readonly op: 'delete'; readonly path: readonly Key[] }
   | { readonly op: 'add'; readonly path: readonly Key[]; readonly value: unknown };
 
-/**
- * Converts every `kubefledged.io/v1alpha2` ImageCache in validated `text`, every other byte kept.
- * Throws {@link InPlaceError} for a layout it cannot edit in place.
- */
+/** Converts every `kubefledged.io/v1alpha2` ImageCache in validated `text`; throws {@link InPlaceError} when it cannot. */
 export function migrateText(text: string): MigratedText {
   const docs = parseAllDocuments(text, { version: '1.2', keepSourceTokens: true });
   const list = Array.isArray(docs) ? docs : [];
@@ -268,10 +262,7 @@ export interface ClusterObjects {
   readonly diagnostics: readonly Diagnostic[];
 }
 
-/**
- * Checks a cluster's ImageCache list as spec files are checked: an apiserver is untrusted, and a
- * CRD without a schema lets any shape through.
- */
+/** Checks a cluster's ImageCache list as spec files are checked: an apiserver is untrusted. */
 export function readClusterObjects(items: unknown): ClusterObjects {
   const where = (file: string, path: string, message: string): Diagnostic => ({
     file,

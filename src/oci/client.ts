@@ -1,7 +1,4 @@
-/**
- * The OCI distribution client `prewarm pin` and the sidecar share: anonymous, basic and bearer
- * flows. The sidecar imports it, so it stays on node built-ins (see src/http/client.ts).
- */
+/** The OCI distribution client `prewarm pin` and the sidecar share; node built-ins only (see src/http/client.ts). */
 import { createHash } from 'node:crypto';
 import { ApiError } from '../http/api-error.js';
 import { request, type HttpResponse } from '../http/client.js';
@@ -17,10 +14,7 @@ export function registryRef(image: string): ImageRef {
   return parsed.ref;
 }
 
-/**
- * The host a reference's domain is reached at, lowercased (RFC 4343): credentials and
- * `--plain-http` entries are found under the lowercase name.
- */
+/** The host a reference's domain is reached at, lowercased (RFC 4343). */
 export function registryHost(domain: string): string {
   return domain.toLowerCase();
 }
@@ -47,10 +41,7 @@ export interface AskBounds {
   readonly concurrency?: number;
 }
 
-/**
- * Asks registries in parallel, each one's items in turn (registries rate-limit bursts). A registry
- * that did not answer is not asked again, so each costs at most one timeout. Never rejects.
- */
+/** Asks registries in parallel, each one's items in turn; one that did not answer is not asked again. Never rejects. */
 export async function askRegistries<T, R>(
   items: readonly T[],
   imageOf: (item: T) => string,
@@ -112,10 +103,7 @@ async function askHost<T, R>(
 /** The largest manifest read when a registry sends no digest header and the body must be hashed. */
 const MAX_MANIFEST_BYTES = 4 << 20;
 
-/**
- * The digest a registry claims, only when exactly one digest: `pin` writes this untrusted header
- * into specs, so a list, a comment or trailing text is refused.
- */
+/** The digest a registry claims, only when exactly one: `pin` writes this untrusted header into specs. */
 export function checkedDigest(registry: string, sent: string | readonly string[]): string {
   const value = typeof sent === 'string' ? sent : sent.join(', ');
   if (typeof sent !== 'string' || checkDigest(value) !== undefined) {
@@ -186,10 +174,7 @@ export interface OciRegistryOptions {
   readonly keyring: Keyring;
   /** So registry logs tell the sidecar from the CLI. */
   readonly userAgent: string;
-  /**
-   * Hosts (host[:port]) spoken to over plain HTTP; all else is verified HTTPS.
-   * @default none
-   */
+  /** Hosts (host[:port]) spoken to over plain HTTP; all else is verified HTTPS. @default none */
   readonly plainHttp?: ReadonlySet<string>;
   /** @default 15000 */
   readonly timeoutMs?: number;
@@ -199,10 +184,7 @@ export interface OciRegistryOptions {
 
 const basic = (c: Credential): string => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
 
-/**
- * Registry digest client. Caches tokens and basic-auth scopes, so after the first challenge each
- * check is one HEAD. Rejects with an {@link ApiError} (status 0 for transport errors).
- */
+/** Registry digest client; caches tokens, so after the first challenge each check is one HEAD. */
 export class OciRegistry {
   private readonly tokens = new Map<string, { token: string; until: number }>();
   private readonly basicScopes = new Set<string>();
@@ -225,10 +207,7 @@ export class OciRegistry {
     return manifestDigest(host, await this.manifest(image, ref, host, 'GET'));
   }
 
-  /**
-   * The compressed size of `image` for `platform`: at most two bounded GETs, and a manifest
-   * fetched by digest must hash to it.
-   */
+  /** The compressed size of `image` for `platform`: at most two bounded GETs, and a manifest fetched by digest must hash to it. */
   async compressedSize(image: string, platform: Platform): Promise<number> {
     return (await this.imageSize(image, platform)).compressed;
   }

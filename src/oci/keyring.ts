@@ -1,9 +1,4 @@
-/**
- * Registry credentials, looked up the way the kubelet looks them up: by registry host, or host
- * and path prefix, the most specific key winning. The sidecar fills a {@link Keyring} from the pull
- * secrets mounted into it ({@link loadKeyring}); `prewarm pin` fills one from the user's docker
- * config (docker-config.ts).
- */
+/** Registry credentials, looked up as the kubelet does: by host or host/path prefix, the most specific winning. */
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -47,10 +42,8 @@ function credentialOf(e: AuthEntry): Credential | undefined {
 }
 
 /**
- * Credentials from the contents of docker configs and mounted pull secrets (`.dockerconfigjson`,
- * `{"auths":{…}}`, or the legacy `.dockercfg`, a bare map). Like the kubelet, a key may name a
- * host or a host with a path prefix; the most specific matching key wins; entries added earlier
- * win ties.
+ * Credentials from docker configs and mounted pull secrets; as in the kubelet, the most specific
+ * matching host/path key wins, and earlier entries win ties.
  */
 export class Keyring {
   private readonly entries: { key: string; cred: Credential }[] = [];
@@ -71,10 +64,7 @@ export class Keyring {
     }
   }
 
-  /**
-   * Adds one credential for a registry host (or host/path prefix), e.g. from a credential helper;
-   * `first` puts it ahead of every entry, so that it wins a tie with one added earlier.
-   */
+  /** Adds one credential for a host (or host/path prefix); `first` makes it win ties with earlier ones. */
   addCredential(key: string, cred: Credential, first = false): void {
     const entry = { key: normalizeKey(key), cred };
     if (first) this.entries.unshift(entry);
@@ -98,10 +88,7 @@ export class Keyring {
   }
 }
 
-/**
- * Loads every `<dir>/<secret>/.dockerconfigjson` (and legacy `.dockercfg`), in sorted order so
- * matching is deterministic. A missing directory means no credentials (anonymous pulls only).
- */
+/** Loads every `<dir>/<secret>/.dockerconfigjson` (or `.dockercfg`) in sorted order; no directory, no credentials. */
 export function loadKeyring(dir: string): Keyring {
   const k = new Keyring();
   let secrets: string[];

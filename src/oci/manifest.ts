@@ -1,11 +1,6 @@
 /**
- * What an image takes in a registry, read from its manifests: the one home of "the size of an
- * image" that `doctor` and `pin` share. The compressed size of one platform's image is its config
- * and layers as the manifest states them. The uncompressed size is known only where the manifest
- * tells it for every layer: a layer stored uncompressed (a plain tar media type), or one that
- * carries the eStargz annotation of its uncompressed size; the OCI manifest has no field for it
- * otherwise. Pure; the requests are the client's (./client.ts). A registry is untrusted: every
- * field is checked, and a size no real image has is refused rather than added up.
+ * What an image takes in a registry, from its manifests: compressed (config and layers) and, where
+ * every layer tells it, uncompressed. Pure; a registry is untrusted, so every field is checked.
  */
 import { MAX_IMAGE_BYTES } from '../contract/node-images.js';
 import { isObject } from '../text/json.js';
@@ -50,10 +45,7 @@ function blobSize(v: unknown, what: string): number {
   return v;
 }
 
-/**
- * The digest of the manifest an index names for `platform`: the first entry of that OS and
- * architecture, as containerd picks one (a variant is not told apart here).
- */
+/** The digest of the manifest an index names for `platform`: the first of that OS and architecture. */
 export function platformDigest(index: Json, platform: Platform): string {
   const entries = Array.isArray(index['manifests']) ? index['manifests'] : [];
   for (const e of entries) {

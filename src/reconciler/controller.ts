@@ -1,11 +1,6 @@
 /**
  * The sidecar's loop: feeds observed state to the pure core and applies its intents through the
- * ports. It keeps no decision state of its own: the latest pod from the watch is only a cache of
- * what the apiserver says, and every reconcile re-reads the node.
- *
- * API cost per node: one list of the pod by name at start (and after a 410), one watch on it; one list and
- * one watch of the pool's pods on the node (holder and burst pullers); per reconcile
- * one GET of the node, and at most three writes (label+annotation, taint, Event). Reconciles run on
+ * ports. It keeps no decision state of its own; every reconcile re-reads the node. Reconciles run on
  * a pod event, at the core's next deadline, and on a slow resync; they never overlap.
  */
 import { podPinnedBytes } from '../contract/node-images.js';
@@ -34,10 +29,7 @@ import type { PoolsFile } from '../contract/pools-file.js';
 /** Everything the loop talks to. */
 export interface ControllerDeps {
   readonly pods: PodSource;
-  /**
-   * The pool's other pods on this node, whose started containers count too.
-   * @default - only our own pod is observed
-   */
+  /** The pool's other pods on this node, whose started containers count too. @default - only our own pod is observed */
   readonly poolPods?: PoolPodSource;
   readonly nodes: NodePort;
   readonly events: EventSink;
@@ -52,10 +44,7 @@ export interface ControllerDeps {
 /** Tunables of the loop, separate from the pod's configuration so tests can shorten them. */
 export interface ControllerOptions {
   readonly sidecarName: string;
-  /**
-   * Re-read the node this often without pod events, to heal drift and see other pools' labels.
-   * @default 300000 (5 min); 30000 while our gate taint is still on the node
-   */
+  /** Re-read the node this often without pod events. @default 300000; 30000 while our gate taint is on the node */
   readonly resyncMs?: number;
   readonly gateResyncMs?: number;
   /** @default 1000 */
@@ -64,19 +53,10 @@ export interface ControllerOptions {
   readonly backoffMaxMs?: number;
 }
 
-/**
- * A watch that ends sooner than this after it opened is restarted only after a backoff: client-go's
- * "very short watch" (ms).
- */
+/** A watch that ends sooner than this after it opened is restarted only after a backoff: client-go's "very short watch" (ms). */
 export const SHORT_WATCH_MS = 1000;
 
-/**
- * A watch loop's backoff starts again from its first step only after a watch that was not short,
- * and only this long after its last backoff began: client-go's reflector resets its backoff
- * manager after two minutes without a backoff (ms). How long one round trip took never resets it,
- * so a server that answers every watch with 410 keeps being asked less often, however slow it is
- * or however fast the clock runs.
- */
+/** A watch loop's backoff restarts from its first step only this long after its last began, as client-go's reflector (ms). */
 export const BACKOFF_RESET_MS = 120_000;
 
 /** The most pool pods of this node kept as peers: the holder's burst and early pullers. */
@@ -136,10 +116,7 @@ class Kick {
 export class Controller {
   private pod: KPod | undefined;
   private peers = new Map<string, KPod>();
-  /**
-   * Whether the first list of the pool's pods has answered (or failed): the first reconcile waits
-   * for it, as for a cache sync, since our pod alone counts none of the pullers' images.
-   */
+  /** Whether the first list of the pool's pods has answered: the first reconcile waits for it. */
   private peersListed: boolean;
   private readonly kick = new Kick();
   private readonly resyncMs: number;
@@ -212,10 +189,7 @@ export class Controller {
     await this.cleanup();
   }
 
-  /**
-   * Whether the holder's image containers may start (the startup probe): once released, or once the
-   * deadline has passed since we started, so a sidecar cut off from the apiserver never holds them.
-   */
+  /** The startup probe: once released, or once the deadline passed since we started. */
   imagesReleased(): boolean {
     if (!this.released && this.deps.clock.now() >= this.startedAt + this.config.deadlineSeconds * 1000) this.release('deadline');
     return this.released;
@@ -270,10 +244,7 @@ export class Controller {
     return { waitMs: Math.max(1, Math.min(resync, next === undefined ? resync : next - now + 1)), deleted: false };
   }
 
-  /**
-   * Removes the taint with a test-guarded JSON patch, re-reading on a failed test a bounded number
-   * of times; a taint already gone leaves `done` false (another sidecar lifted it).
-   */
+  /** Removes the taint with a test-guarded JSON patch, re-reading on a failed test a bounded number of times. */
   private async removeTaint(start: KNode, key: string): Promise<{ node: KNode; done: boolean }> {
     let node = start;
     for (let i = 0; i < 5; i++) {
@@ -334,11 +305,7 @@ export class Controller {
     this.deps.metrics.apiErrors.inc({ pool: this.config.poolId, op, code: e instanceof ApiError ? String(e.code) : 'other' });
   }
 
-  /**
-   * List our pod by name, then watch it from the list's resourceVersion; every event is only a
-   * reason to reconcile again. What arrives must still be our pod ({@link ownPodProblem}): anything
-   * else is ignored rather than allowed to replace the pod every decision is made from.
-   */
+  /** List our pod by name, then watch it; anything that is not our pod ({@link ownPodProblem}) is ignored. */
   private watchPod(signal: AbortSignal): Promise<void> {
     const { pods, clock } = this.deps;
     const ignored = this.ignoredCounter(WatchName.Pod);
@@ -367,10 +334,7 @@ export class Controller {
     );
   }
 
-  /**
-   * Why `p` cannot be our own pod, or undefined: an empty or foreign object from a proxy would
-   * otherwise have the pool judged from no images, which reads as warm.
-   */
+  /** Why `p` cannot be our own pod: a foreign object would have the pool judged from no images, i.e. warm. */
   private ownPodProblem(p: KPod): string | undefined {
     const md = p.metadata;
     const mine = this.config;
@@ -380,10 +344,7 @@ export class Controller {
     return undefined;
   }
 
-  /**
-   * List then watch the pool's other pods on this node; pods of other nodes (a broken proxy) and
-   * beyond {@link MAX_PEERS} are ignored.
-   */
+  /** List then watch the pool's other pods on this node; pods of other nodes (a broken proxy) and beyond {@link MAX_PEERS} are ignored. */
   private watchPeers(signal: AbortSignal): Promise<void> {
     const source = this.deps.poolPods;
     if (source === undefined) return Promise.resolve();
@@ -438,14 +399,8 @@ export class Controller {
   }
 
   /**
-   * Lists (`relist`), then watches from the version the list returned; each event is applied and
-   * kicks a reconcile. A watch that ends after running a while is opened again at once. Everything
-   * else waits with backoff before the next try, as client-go's reflector does: a 410 (listed again
-   * after the wait), a failure, and a watch that ended within {@link SHORT_WATCH_MS} of opening,
-   * since a server that ends or expires every watch at once would otherwise be asked again in a
-   * tight loop. The backoff resets as {@link BACKOFF_RESET_MS} says. Each restart is counted by
-   * cause; a run of delayed restarts other than a lone 410 is logged once when it begins and once
-   * when it ends.
+   * List, then watch from the list's version, kicking a reconcile per event, as client-go's
+   * reflector does: a 410, a failure or a short watch waits with backoff before the next try.
    */
   private async watchLoop(
     what: WatchName,
@@ -509,10 +464,7 @@ export class Controller {
     }
   }
 
-  /**
-   * Removes our label and annotation within {@link CLEANUP_BUDGET_MS}, before the kubelet's SIGKILL;
-   * a label left behind is stale, not harmful: the next pod on the node recomputes it.
-   */
+  /** Removes our label and annotation within {@link CLEANUP_BUDGET_MS}; one left behind is only stale. */
   async cleanup(): Promise<void> {
     if (!this.pod) return;
     const t0 = this.deps.clock.now();

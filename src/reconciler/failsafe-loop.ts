@@ -1,9 +1,6 @@
 /**
- * The fail-safe's loop: every period (jittered), one look: list the nodes, pick the gates past the
- * bound (failsafe.ts), list the holder pods on those nodes only, and remove each gate taint whose
- * node has no running sidecar, with an Event. No retries inside a look: whatever fails (a request,
- * a patch whose `test` no longer holds) is looked at again at the next period, so the loop sends at
- * most a bounded number of requests per period whatever the apiserver answers.
+ * The fail-safe's loop: every jittered period, one look, with no retries inside it, so it sends a
+ * bounded number of requests per period whatever the apiserver answers.
  */
 import { ApiError } from '../http/api-error.js';
 import { FAILSAFE_PERIOD_SECONDS } from '../contract/failsafe.js';
@@ -52,8 +49,7 @@ export async function look(ports: FailsafePorts, pools: PoolsFile, graceSeconds:
     try {
       after = await kube.patchNode(r.node, r.ops);
     } catch (e) {
-      // A failed `test`: the taints changed since the list (a sidecar started and removed it);
-      // the next look sees the node as it is now.
+      // A failed `test`: the taints changed since the list; the next look sees the node as it is.
       const fields = { node: r.node, key: r.key, error: e };
       if (e instanceof ApiError && (e.code === 409 || e.code === 422))
         log.info('gate taint changed meanwhile; looking again next period', fields);

@@ -1,14 +1,7 @@
 /**
- * The fail-safe's pure core: observed nodes, the holder pods on them and the time in; the gate
- * taints to remove, each with its patch and its Event, out. The fail-safe runs once per cluster, on
- * a node that already holds the reconciler image, and covers the one case the sidecars cannot: a
- * node where no sidecar of prewarm runs at all, so no process on the node enforces the gate's
- * absolute bound (docs/architecture.md, "The fail-safe").
- *
- * "Past the bound" is measured from the node's creationTimestamp, as the sidecars measure their
- * absolute bound: it is set by the apiserver, immutable, and there from the first moment, while a
- * node that never turns Ready (its CNI never starts) has no Ready time at all, and one that flaps
- * moves it. The grace covers boot to Ready, which the pools' deadlines (counted from Ready) do not.
+ * The fail-safe's pure core: nodes, their holder pods and the time in; gate taints to remove out.
+ * It covers nodes where no sidecar runs, counting from creationTimestamp (docs/architecture.md,
+ * The fail-safe).
  */
 import { absoluteBoundAt } from '../contract/gate-key.js';
 import { failsafeGateEvent, type EventIntent } from '../contract/events.js';
@@ -50,9 +43,7 @@ const isReady = (v: string | undefined): boolean => v === NodeState.Warm || v ==
 
 /**
  * The gate taints past their bound, the longest overdue first, at most
- * {@link FAILSAFE_MAX_RELEASES} and at most one per node (a second key of the same node waits for
- * the next look, on the node as the first removal left it). A pool that no longer selects the node
- * holds no gate; a taint that no pool of the bundle lifts is bound by the default deadline.
+ * {@link FAILSAFE_MAX_RELEASES} and one per node; a taint no pool lifts has the default deadline.
  */
 export function overdueGates(nodes: readonly KNode[], pools: PoolsFile, now: number, graceSeconds: number): OverdueGate[] {
   const keys = gateKeysOf(pools);
@@ -75,20 +66,12 @@ export function overdueGates(nodes: readonly KNode[], pools: PoolsFile, now: num
   return out.sort((a, b) => a.boundAt - b.boundAt).slice(0, FAILSAFE_MAX_RELEASES);
 }
 
-/**
- * Whether a sidecar of prewarm runs among a node's holder pods: one not being deleted whose sidecar
- * container is running. A running sidecar enforces the absolute bound itself, earlier than the
- * fail-safe's; one waiting (its image unpullable, in a crash loop) or a pod being deleted does not.
- */
+/** Whether a holder pod on the node, not being deleted, has its sidecar container running. */
 export function runsSidecar(pods: readonly KPod[]): boolean {
   return pods.some((p) => !p.metadata.deletionTimestamp && Boolean(statusOf(p, SIDECAR_CONTAINER)?.state?.running));
 }
 
-/**
- * The removals to make: each overdue gate whose node has no running sidecar. `holders` maps a node
- * name to the holder pods on it; a node missing there (its pods could not be listed) is left for the
- * next look, since a sidecar may be running there.
- */
+/** The removals to make: each overdue gate whose node has no running sidecar; unlisted nodes wait. */
 export function decideReleases(overdue: readonly OverdueGate[], holders: ReadonlyMap<string, readonly KPod[]>, now: number): Release[] {
   return overdue.flatMap((o) => {
     const name = o.node.metadata.name ?? '';

@@ -1,8 +1,4 @@
-/**
- * Phase 2 of a reconcile, the gate: whether to lift the gating taint, decided on the node returned
- * by our own label write (see {@link decideGate} for the race this settles), plus the Event that
- * reports it and the time the controller must look again. Pure, like phase 1 (pool.ts).
- */
+/** Phase 2 of a reconcile, the gate: whether to lift the gating taint, its Event and the next look. Pure. */
 import { NodeState } from '../contract/names.js';
 import { absoluteBoundAt } from '../contract/gate-key.js';
 import { timeOf } from '../contract/pod-status.js';
@@ -25,12 +21,9 @@ export interface GateDecision {
 }
 
 /**
- * Phase 2: the gating taint, decided on the node as returned by our own label write, so the
- * sidecar that writes last sees every other pool's label and lifts the taint; a second remover
- * fails the JSON patch's `test`. The taint also goes at our deadline and at the absolute bound
- * (`node.creationTimestamp + max(deadline of the gating pools) + ABSOLUTE_GRACE_SECONDS`), which
- * cannot move (the race: docs/architecture.md, the gate). A node where no sidecar runs at all is
- * left to the cluster's fail-safe (failsafe.ts), whose bound is later.
+ * Phase 2: the gating taint, decided on the node returned by our own label write, so the last
+ * writer sees every pool's label; a second remover fails the patch's `test`. The taint also goes at
+ * our deadline and at the absolute bound (docs/architecture.md, The gate).
  */
 export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConfig, ownState: PoolState, now: number): GateDecision {
   const key = config.gateTaintKey;
@@ -49,19 +42,13 @@ export function decideGate(node: KNode, pools: PoolsFile, config: ReconcilerConf
   return { waitingFor, forceAt };
 }
 
-/**
- * The Event for phase 2, merged with phase 1's so one reconcile posts at most one Event (the
- * write budget is three per transition: label+annotation, taint, Event).
- */
+/** Phase 2's Event merged with phase 1's, so one reconcile posts at most one Event. */
 export function mergeEvents(pool: readonly EventIntent[], gate: GateDecision): EventIntent[] {
   if (!gate.removeTaintKey) return [...pool];
   return [gateEvent(pool[0], gate.outcome === GateOutcome.Forced ? 'forced' : 'ready', gate.removeTaintKey, gate.waitingFor)];
 }
 
-/**
- * When the controller must look again without any pod event: our deadline while warming, the
- * absolute bound while the taint waits. Undefined means "only on events and the resync".
- */
+/** When to look again without a pod event: our deadline while warming, the absolute bound while the taint waits. */
 export function nextCheckAt(pool: PoolDecision, gate: GateDecision): number | undefined {
   const t = [pool.state === 'warming' ? pool.deadlineAt : undefined, gate.removeTaintKey ? undefined : gate.forceAt].filter(
     (x): x is number => x !== undefined,

@@ -1,15 +1,10 @@
 /**
- * The sidecar's metrics: every name it emits, in one place so that dashboards and alerts can rely
- * on the set, and a minimal Prometheus registry with text exposition format 0.0.4, hand-written to
- * keep the sidecar free of dependencies. Only what we need: counters, gauges and one histogram,
- * each with a fixed label-name list. Label values come from bounded sets (pool id, reason, outcome).
+ * The sidecar's metrics: every name it emits, and a minimal hand-written Prometheus registry (text
+ * format 0.0.4) that keeps the sidecar free of dependencies.
  */
 import { compareStrings } from '../contract/order.js';
 
-/**
- * Metric names. Labels are bounded by construction: `pool` (one per pool in the bundle) and a
- * reason/outcome from a fixed set; never node or image (the node is the scrape target).
- */
+/** Metric names; labels are bounded: `pool` and a reason or outcome, never node or image. */
 export const Metric = {
   timeToWarm: 'prewarm_time_to_warm_seconds',
   warm: 'prewarm_pool_warm',

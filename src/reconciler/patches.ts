@@ -1,16 +1,11 @@
-/**
- * Patch encoding: the decisions of pool.ts and gate.ts as request bodies for the node, each with
- * the patch type that makes concurrent writers safe.
- */
+/** The decisions of pool.ts and gate.ts as node patches, each with a patch type safe for concurrent writers. */
 import type { ReconcilerConfig } from '../contract/sidecar-env.js';
 import type { KNode } from './kube-types.js';
 import type { PoolDecision } from './pool.js';
 
 /**
- * JSON patch removing every taint with `key`, each guarded by a `test` of the taint at that index
- * so a concurrent change of the list (another sidecar removed it first, the kubelet added one)
- * makes the patch fail instead of removing the wrong taint. Indices descend so earlier removals do
- * not shift later ones. Undefined when there is nothing to remove.
+ * JSON patch removing every taint with `key`, each guarded by a `test` of the taint at its index, so
+ * a concurrent change fails the patch instead of removing the wrong taint. Undefined when none.
  */
 export function taintRemovalPatch(node: KNode, key: string): { op: string; path: string; value?: unknown }[] | undefined {
   const taints = node.spec?.taints ?? [];
@@ -22,10 +17,7 @@ export function taintRemovalPatch(node: KNode, key: string): { op: string; path:
   ]);
 }
 
-/**
- * Strategic-merge patch body setting (or, with null, removing) our label and annotation. Map
- * entries merge key by key, so other pools' keys are untouched without any precondition.
- */
+/** Strategic-merge patch setting (or, with null, removing) our label and annotation; other pools' keys untouched. */
 export function metadataPatch(config: ReconcilerConfig, d: Pick<PoolDecision, 'label' | 'annotation'>): object | undefined {
   if (d.label === undefined && d.annotation === undefined) return undefined;
   return {

@@ -1,7 +1,6 @@
 /**
- * Phase 1 of a reconcile: observed state to our own label, annotation and Event. No I/O, no memory
- * between calls: what must survive a restart is read back from the node. Phase 2 (gate.ts) decides
- * the gate on the node our write returned, because of a race between pools' sidecars.
+ * Phase 1 of a reconcile: observed state to our own label, annotation and Event; pure, no memory
+ * between calls. Phase 2 (gate.ts) decides the gate on the node our write returned.
  */
 import { ANNOTATION_VERSION, parseAnnotation, renderAnnotation, type FailingImage, type PoolAnnotation } from '../contract/annotation.js';
 import { NodeState } from '../contract/names.js';
@@ -26,10 +25,7 @@ export interface Observed {
   readonly terminating?: boolean;
   /** Never counted as an image. */
   readonly sidecarName: string;
-  /**
-   * The pool's other pods on this node: an image counts once a container of it started in any.
-   * @default - none
-   */
+  /** The pool's other pods on this node: an image counts once a container of it started in any. @default - none */
   readonly peers?: readonly KPod[];
 }
 
@@ -59,10 +55,7 @@ export function nodeReadyAt(node: KNode): number | undefined {
   return conditionTrueSince(node.status?.conditions, 'Ready');
 }
 
-/**
- * Origin of the deadline and time-to-warm: the later of node Ready and pod creation, so a pool that
- * newly selects an old node gets its full deadline instead of being partial at once.
- */
+/** Origin of the deadline: the later of node Ready and pod creation, so a new pool gets its full deadline. */
 export function warmOrigin(pod: KPod, node: KNode, now: number): number {
   const ready = nodeReadyAt(node) ?? timeOf(node.metadata.creationTimestamp) ?? now;
   const created = timeOf(pod.metadata.creationTimestamp) ?? ready;
@@ -70,9 +63,8 @@ export function warmOrigin(pod: KPod, node: KNode, now: number): number {
 }
 
 /**
- * Failure entries, ErrImagePull and ImagePullBackOff folded into one (the kubelet alternates, and
- * each flip would rewrite the annotation). The back-off message says nothing, so the previous real
- * one is kept, as is a failure whose image now only waits (its pullers left a partial node).
+ * Failure entries, ErrImagePull and ImagePullBackOff folded into one (the kubelet alternates); the
+ * previous real message is kept over the back-off's empty one.
  */
 function failures(list: readonly ImageObservation[], prev: PoolAnnotation | undefined): FailingImage[] {
   const prevMsg = new Map((prev?.failing ?? []).map((f) => [`${f.image}\u0000${f.reason}`, f.message]));
@@ -99,10 +91,7 @@ type PeerObservation = ReturnType<typeof observeImages> & { readonly live: boole
 
 const live = (p: KPod): boolean => !p.metadata.deletionTimestamp && p.status?.phase !== 'Failed' && p.status?.phase !== 'Succeeded';
 
-/**
- * Whether the holder's image containers may start now (the startup probe): not while burst pullers
- * cover every missing image (docs/architecture.md#the-holders-image-containers-wait-behind-the-sidecars-startup-probe).
- */
+/** The startup probe: not while burst pullers cover every missing image (docs/architecture.md). */
 export function releasesImages(
   state: PoolState | 'terminating',
   own: readonly ImageObservation[],
@@ -178,8 +167,7 @@ function recordOf(state: PoolState, input: RecordInput): StateRecord {
       }
     } else if (failing.length) {
       ann = { v: ANNOTATION_VERSION, pod: config.podName, state, images: images.length, failing };
-      // Compare what the annotation can hold (capped list + count), not the full list: the
-      // stored one is capped, and comparing against it would re-announce every reconcile.
+      // Compare what the annotation can hold (capped list + count), or every reconcile would re-announce.
       const key = (a: PoolAnnotation | undefined): string =>
         `${(a?.failing ?? []).map((f) => `${f.image}\u0000${f.reason}`).join('\u0001')}\u0002${a?.failingOmitted ?? 0}`;
       if (key(parseAnnotation(renderAnnotation(ann))) !== key(own?.state === 'warming' ? own : undefined)) {
@@ -228,8 +216,7 @@ export function decidePool(obs: Observed): PoolDecision {
   }
 
   const present = images.filter((i) => i.phase === 'present');
-  // Warm is sticky for one pod: once the pullers leave, the holder may still report images waiting
-  // until its own containers start.
+  // Warm is sticky for one pod: once the pullers leave, the holder may still report images waiting.
   const allPresent = present.length === images.length;
   if (!allPresent && own?.state === NodeState.Warm && curLabel === NodeState.Warm)
     return { state: NodeState.Warm, events: [], images, deadlineAt, releaseImages: true };

@@ -8,18 +8,13 @@ export interface PodWatchEvent {
 }
 
 /**
- * Our own pod: one list and one watch, both with `fieldSelector=metadata.name=<pod>`. A list, not a
- * GET: a GET answers the pod's own resourceVersion, which for a pod unchanged a while lies before
- * the apiserver's watch window, so a watch from it is answered 410 at once, every time; a list
- * answers the collection's current version.
+ * Our own pod, by `fieldSelector=metadata.name=<pod>`: a list, not a GET, since a GET's
+ * resourceVersion may lie before the watch window and be answered 410 every time.
  */
 export interface PodSource {
   /** Our pod as listed now (undefined when the list holds none), and the resourceVersion to watch from. */
   list(): Promise<{ readonly pod: KPod | undefined; readonly resourceVersion: string }>;
-  /**
-   * Streams events after `resourceVersion` until the server closes the stream (resolve) or it
-   * fails (reject; ApiError 410 means the version expired and the caller must list again).
-   */
+  /** Streams events after `resourceVersion` until the stream ends; ApiError 410 means list again. */
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 

@@ -1,10 +1,7 @@
 /**
- * The moved-tag refresh: a loop of its own beside the controller's reconciles ({@link Refresher}),
- * and its pure part (which containers may be refreshed, how long to wait between passes).
- * When a tag moved, the sidecar sets that container's image in its own pod to `tag@digest`: the
- * kubelet restarts that container alone and pulls by digest, and the sidecar shares no PID
- * namespace with the image containers (docs/architecture.md, moved tags; the admission policy of
- * src/synth/access.ts confines the patch). Only `imagePullPolicy: Always` containers are refreshed.
+ * The moved-tag refresh, a loop beside the controller's: when a tag moved, the sidecar sets that
+ * container's image in its own pod to `tag@digest`, and the kubelet restarts that container alone
+ * (docs/architecture.md, moved tags).
  */
 import type { KPod } from './kube-types.js';
 import { parseImageID } from '../contract/digest.js';
@@ -38,11 +35,7 @@ export function pinnedImage(tag: string, digest: string): string {
   return `${tag}@${digest}`;
 }
 
-/**
- * Containers of our pod that run a tag under `imagePullPolicy: Always` and report a repo digest.
- * The imageID must be `repo@sha256:…`: a bare `sha256:…` is the runtime's image (config) id,
- * which is not what the registry's manifest digest is compared with.
- */
+/** Containers of our pod that run a tag under `Always` and report a repo digest (`repo@sha256:…`, not an image id). */
 export function refreshCandidates(pod: KPod, sidecarName: string): { candidates: RefreshCandidate[]; skipped: string[] } {
   const statuses = new Map((pod.status?.containerStatuses ?? []).map((s) => [s.name, s]));
   const candidates: RefreshCandidate[] = [];
@@ -86,12 +79,7 @@ export interface RefresherDeps {
   readonly pod: () => KPod | undefined;
 }
 
-/**
- * The moved-tag refresh of one sidecar: every {@link refreshDelayMs}, compare each tagged
- * container's running digest with the registry's, and restart the containers whose tag moved. It
- * reads our pod from the controller's watch and writes nothing to the apiserver but one Event per
- * restart.
- */
+/** The moved-tag refresh of one sidecar: restarts the containers whose tag moved, one Event each. */
 export class Refresher {
   private warnedSkipped = false;
   /** Per container, the digest it could not be set to and was already reported: one Event each. */
@@ -125,11 +113,7 @@ export class Refresher {
     }
   }
 
-  /**
-   * A moved tag that the apiserver would not let us pin: a warning every pass, a counted outcome,
-   * and one Warning Event per container and digest, so an operator sees why the node keeps the
-   * old digest without an Event every interval.
-   */
+  /** A moved tag the apiserver would not let us pin: a warning each pass, one Warning Event per container and digest. */
   private async refused(c: RefreshCandidate, current: string, image: string, err: unknown): Promise<void> {
     const { log, metrics } = this.deps;
     metrics.refreshChecks.inc({ pool: this.poolId, outcome: RefreshOutcome.RestartFailed });
@@ -167,8 +151,7 @@ export class Refresher {
         continue;
       }
       metrics.refreshChecks.inc({ pool, outcome: RefreshOutcome.Moved });
-      // Already asked for: the kubelet is restarting the container, or failing to pull; asking
-      // again changes nothing.
+      // Already asked for: the kubelet is restarting or failing to pull it.
       if (c.requested === current) continue;
       const image = pinnedImage(c.image, current);
       const err = restarter === undefined ? undefined : await this.restart(restarter, c.container, image);

@@ -1,10 +1,6 @@
 /**
- * The sidecar's start-up input, checked before anything talks to the apiserver: the environment,
- * pools.json and the apiserver endpoint. Each problem becomes one {@link StartupError} whose
- * message is the whole story in one line, because that line is all an admin sees: `kubectl logs`
- * shows it, and the container's termination message (`kubectl describe pod`, Last State) shows it
- * too, through the `terminationMessagePolicy: FallbackToLogsOnError` that synthesis sets on the
- * sidecar and the termination-log file written here.
+ * The sidecar's start-up input (environment, pools.json, endpoint), checked before any request.
+ * Each problem is one {@link StartupError} line, which `kubectl logs` and `describe pod` both show.
  */
 import fs from 'node:fs';
 import { parsePoolsFile, PoolsFileError, type PoolsFile } from '../contract/pools-file.js';
@@ -49,10 +45,7 @@ function read(readFile: ReadFile, path: string, what: string): Buffer {
   }
 }
 
-/**
- * The apiserver endpoint: the in-cluster one, or the one the development overrides
- * (`DEV_ENV.kube*`) name.
- */
+/** The apiserver endpoint: the in-cluster one, or the one the development overrides (`DEV_ENV.kube*`) name. */
 export function endpointFromEnv(env: Readonly<Record<string, string | undefined>>, readFile: ReadFile = defaultRead): Endpoint {
   const server = devEnv(env, DEV_ENV.kubeServer);
   if (!server) {
@@ -95,11 +88,7 @@ export function loadPools(env: Readonly<Record<string, string | undefined>>, rea
   }
 }
 
-/**
- * Reports a start-up failure: one line on stderr (JSON, like every log line, with the reason in
- * `msg`) and the plain reason in the termination-log file when the kubelet mounted one. Writing
- * the file is best effort: outside a pod there is none.
- */
+/** Reports a start-up failure: one JSON line on stderr, and the reason in the termination-log file when there is one. */
 export function reportStartupFailure(
   reason: string,
   write: (line: string) => void = (l) => process.stderr.write(l),

@@ -1,15 +1,7 @@
 /**
- * Least-privilege access of the reconciler sidecar: its ServiceAccounts, RBAC, and a
- * ValidatingAdmissionPolicy that narrows what RBAC cannot express (docs/architecture.md, access).
- * RBAC grants exactly the calls the sidecar makes (src/reconciler/adapters/kube.ts); the policy
- * limits its node writes to prewarm's keys, to removing the gate taints, and to the node its
- * pod-bound token names. Without that token claim every write is denied (fail closed) unless
- * `requireNodeClaim: false`. Cluster-scoped objects carry no namespace; the construct refuses a
- * chart that has one.
- *
- * In the namespaces of pools that refresh moved tags, the sidecar may also `patch pods`; a second
- * policy lets it change only the image of an image container of its own pod (the token's pod name
- * and node), a pool's holder, and only to the same reference with a digest added or replaced.
+ * Least-privilege access of the reconciler sidecar: ServiceAccounts, RBAC for exactly the calls it
+ * makes, and ValidatingAdmissionPolicies for what RBAC cannot express (its own node, prewarm's
+ * keys, gate taints; its own pod's image digests). See docs/architecture.md (Access).
  */
 import { ApiObject, Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
@@ -38,39 +30,17 @@ export const POD_NAME_EXTRA = 'authentication.kubernetes.io/pod-name';
 export interface ReconcilerAccessProps {
   /** Namespaces running pull DaemonSets; each gets a ServiceAccount and a RoleBinding. */
   readonly namespaces: readonly string[];
-  /**
-   * ServiceAccount of the pull pods in every namespace.
-   * @default SERVICE_ACCOUNT ('prewarm-reconciler')
-   */
+  /** ServiceAccount of the pull pods in every namespace. @default SERVICE_ACCOUNT ('prewarm-reconciler') */
   readonly serviceAccountName?: string;
-  /**
-   * Taint keys the sidecars may remove.
-   * @default [DEFAULT_GATE_TAINT_KEY]
-   */
+  /** Taint keys the sidecars may remove. @default [DEFAULT_GATE_TAINT_KEY] */
   readonly gateTaintKeys?: readonly string[];
-  /**
-   * Emit the ServiceAccounts. Turn off when another construct already does.
-   * @default true
-   */
+  /** Emit the ServiceAccounts. Turn off when another construct already does. @default true */
   readonly createServiceAccounts?: boolean;
-  /**
-   * Deny node writes whose token lacks the node-name claim (Kubernetes < 1.30 default).
-   * @default true
-   */
+  /** Deny node writes whose token lacks the node-name claim (Kubernetes < 1.30 default). @default true */
   readonly requireNodeClaim?: boolean;
-  /**
-   * Namespaces of pools whose sidecars refresh moved tags: there they may set their own pod's
-   * image to a digest (`patch pods`, narrowed by an admission policy).
-   * @default - none
-   */
+  /** Namespaces whose sidecars refresh moved tags: they may set their own pod's image to a digest. @default - none */
   readonly refreshNamespaces?: readonly string[];
-  /**
-   * The namespace of the cluster's fail-safe (src/reconciler/failsafe.ts): its ServiceAccount
-   * there, and its own RBAC: `list` and `patch` nodes, `list` pods in the pool namespaces, `create`
-   * events in `default`. The admission policy lets it make one change only, on any node: remove
-   * gating taints (no label, annotation or other spec change).
-   * @default - no fail-safe
-   */
+  /** The namespace of the cluster's fail-safe, which may only remove gating taints. @default - no fail-safe */
   readonly failsafeNamespace?: string;
 }
 
@@ -103,11 +73,8 @@ function extraOf(key: string): string {
 const DIGEST_REF = '^[^@]+@sha256:[0-9a-f]{64}$';
 
 /**
- * What a sidecar may change on a pod: its own pod (the token's pod name, and its node when the
- * node claim is required), a holder, and on it only images of its containers, each kept or set to
- * the same reference with another digest. Pod-bound tokens carry the pod name on every Kubernetes
- * that has this policy's API, so the own-pod check never depends on `requireNodeClaim`: a token
- * without it changes no pod.
+ * What a sidecar may change on a pod: only images of its own holder pod's containers, each to the
+ * same reference with another digest. The pod-name claim never depends on `requireNodeClaim`.
  */
 function refreshValidations(
   requireNodeClaim: boolean,
@@ -269,8 +236,7 @@ export class ReconcilerAccess extends Construct {
     if (this.taintKeys.length === 0) throw new Error('ReconcilerAccess: gateTaintKeys must not be empty');
     for (const k of this.taintKeys) {
       if (!isQualifiedKey(k)) throw new Error(`ReconcilerAccess: gate taint key "${k}" is not a valid qualified name`);
-      // Which keys a bundle may gate on is checked on the model (synth/checks.ts checkGateKeys);
-      // this construct only refuses the taints no policy may ever let a sidecar remove.
+      // Which keys a bundle may gate on is a model check (checkGateKeys); here only never-removable taints.
       if (isKubernetesNodeTaint(k)) throw new Error(`ReconcilerAccess: gate taint key "${k}" is a taint Kubernetes itself sets and lifts`);
     }
   }
@@ -337,7 +303,7 @@ export class ReconcilerAccess extends Construct {
         matchConstraints: {
           resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['nodes'] }],
         },
-        // Only the sidecars' and the fail-safe's own requests are judged; every other writer of nodes is untouched.
+        // Only the sidecars' and the fail-safe's own requests are judged.
         matchConditions: [{ name: 'prewarm-reconciler', expression: `request.userInfo.username in ${celList(usernames)}` }],
         variables: [
           {

@@ -1,8 +1,6 @@
 /**
- * The node annotation budget: each pool's sidecar writes one annotation of up to
- * ANNOTATION_MAX_BYTES on every node the pool selects, and the apiserver refuses a node whose
- * annotations total more than 256 KiB, so pools enough selecting one node would make every
- * sidecar's status write there fail. Which pools share a node is asked of the placement contract.
+ * The node annotation budget: each pool's sidecar writes one bounded annotation on every node the
+ * pool selects, and the apiserver refuses a node whose annotations exceed its limit.
  */
 import type { Diagnostic } from '../imagecache/errors.js';
 import type { Bundle, Pool } from '../imagecache/model.js';
@@ -13,17 +11,10 @@ import { error, listed, poolLocation, poolName } from './checks/diagnostics.js';
 /** The apiserver's limit on all the annotations of one object together (`TotalAnnotationSizeLimitB`). */
 export const NODE_ANNOTATIONS_LIMIT_BYTES = 256 * 1024;
 
-/**
- * What prewarm's annotations may take of {@link NODE_ANNOTATIONS_LIMIT_BYTES}: half, leaving the
- * rest to the kubelet, the CNI, CSI drivers and cloud controllers. 32 pools on one node.
- */
+/** What prewarm's annotations may take of {@link NODE_ANNOTATIONS_LIMIT_BYTES}: half, the rest for other writers. */
 export const PREWARM_ANNOTATIONS_BUDGET_BYTES = NODE_ANNOTATIONS_LIMIT_BYTES / 2;
 
-/**
- * The node that the most pools with a sidecar select, among nodes labelled exactly like one pool's
- * selector and without taints (an upper bound: taints only keep pools away), as an error when their
- * annotations could exceed {@link PREWARM_ANNOTATIONS_BUDGET_BYTES}.
- */
+/** An error when the pools with a sidecar that one node could carry exceed the annotation budget (an upper bound). */
 export function checkNodeAnnotations(bundle: Bundle): Diagnostic[] {
   let worst: { pool: Pool; on: Pool[] } | undefined;
   for (const pool of bundle.pools) {

@@ -16,73 +16,31 @@ import type { ReconcilerNetworkPolicyProps } from './network-policy.js';
 
 /** Options of a synth run. */
 export interface SynthOptions {
-  /**
-   * The sidecar reconciler of every pull pod.
-   * @default - no sidecar
-   */
+  /** The sidecar reconciler of every pull pod. @default - no sidecar */
   readonly reconciler?: ReconcilerProps;
-  /**
-   * Emitted with Pod Security enforced, and pruned once no ImageCache names them; others are
-   * emitted bare and protected from GitOps pruning (docs/cli.md).
-   * @default - none: prewarm owns no namespace
-   */
+  /** Namespaces emitted with Pod Security enforced and pruned with the specs (docs/cli.md). @default - none */
   readonly ownedNamespaces?: readonly string[];
-  /**
-   * Emit a PodMonitor per namespace; needs `reconciler` and the Prometheus Operator's CRDs.
-   * @default false
-   */
+  /** Emit a PodMonitor per namespace; needs `reconciler` and the Prometheus Operator's CRDs. @default false */
   readonly podMonitor?: boolean;
-  /**
-   * Emit a NetworkPolicy per namespace admitting to the sidecars' port only the node (the kubelet's
-   * probes) and this scraper. Needs `reconciler` and an enforcing network plugin.
-   * @default - none
-   */
+  /** Emit a NetworkPolicy per namespace admitting only the node and this scraper to the sidecars' port. @default - none */
   readonly networkPolicy?: ReconcilerNetworkPolicyProps;
-  /**
-   * Gate taint keys (exact, or prefixes ending in `/`) a spec may choose beyond `prewarm.dev/`. The
-   * sidecars remove that taint and a spec is untrusted, so only the caller may widen this.
-   * @default - none: only `prewarm.dev/` keys
-   */
+  /** Gate taint keys (exact, or prefixes ending in `/`) a spec may choose beyond `prewarm.dev/`. @default - none */
   readonly allowedGateKeys?: readonly string[];
-  /**
-   * Every node's architecture, so every pool runs the sleeper. A wrong one breaks pods, so a spec
-   * never sets it.
-   * @default - not stated
-   */
+  /** Every node's architecture, so every pool runs the sleeper. A wrong one breaks pods, so a spec never sets it. @default - not stated */
   readonly nodeArch?: SleeperArch;
-  /**
-   * `--helper-image`: every image container of a pool without the sleeper runs its busybox, so it
-   * is code, and a spec never chooses it. Pin it to a digest.
-   * @default DEFAULT_HELPER_IMAGE (src/synth/pull-daemonset.ts)
-   */
+  /** `--helper-image`: code every image container runs, so never a spec's choice. @default DEFAULT_HELPER_IMAGE */
   readonly helperImage?: string;
-  /**
-   * `--allow-priority-class`: a class lets pull pods preempt workloads, so a spec only chooses among
-   * these; a `system-` class never.
-   * @default - none: a spec that names a PriorityClass is refused
-   */
+  /** `--allow-priority-class`: the classes a spec may choose among, never `system-`. @default - none */
   readonly allowedPriorityClasses?: readonly string[];
-  /**
-   * `--max-node-memory`: bytes all pull pods on one warming node may request together.
-   * @default 1 GiB (BOUND_DEFAULTS in src/synth/bounds.ts)
-   */
+  /** `--max-node-memory`: bytes all pull pods on one warming node may request. @default BOUND_DEFAULTS (src/synth/bounds.ts) */
   readonly maxNodeMemoryBytes?: number;
-  /**
-   * The shortest `spec.refresh.interval` a spec may set, in seconds (as `--min-refresh-interval`).
-   * @default 300 (BOUND_DEFAULTS in src/synth/bounds.ts)
-   */
+  /** The shortest `spec.refresh.interval` a spec may set, in seconds. @default BOUND_DEFAULTS (src/synth/bounds.ts) */
   readonly minRefreshSeconds?: number;
-  /**
-   * Receives each warning: what the apiserver accepts but a user would regret. Errors throw.
-   * @default - warnings are dropped
-   */
+  /** Receives each warning: what the apiserver accepts but a user would regret. Errors throw. @default - warnings are dropped */
   readonly onWarning?: (warning: Diagnostic) => void;
 }
 
-/**
- * Adds prewarm's charts for `bundle` to an existing cdk8s App. Throws a SpecError, before anything
- * is written, when the output would be wrong, refused, or past the invocation's bounds.
- */
+/** Adds prewarm's charts for `bundle` to an existing App; throws a SpecError before anything is written. */
 export function addPrewarmCharts(app: App, bundle: Bundle, options: SynthOptions = {}): void {
   if (options.podMonitor === true && options.reconciler === undefined)
     throw new Error('podMonitor needs a reconciler: without the sidecar there are no metrics');

@@ -59,40 +59,19 @@ export interface NamespaceChartProps {
   readonly pools: readonly Pool[];
   /** Every pool of the bundle, written into the pools ConfigMap for the sidecars. */
   readonly allPools: readonly Pool[];
-  /**
-   * The sidecar reconciler.
-   * @default - no sidecar
-   */
+  /** The sidecar reconciler. @default - no sidecar */
   readonly reconciler?: ReconcilerProps;
-  /**
-   * Run the cluster's fail-safe here (see {@link failsafeNamespace}); only with a reconciler.
-   * @default false
-   */
+  /** Run the cluster's fail-safe here (see {@link failsafeNamespace}); only with a reconciler. @default false */
   readonly failsafe?: boolean;
-  /**
-   * Emit a PodMonitor (needs the Prometheus Operator's CRDs); only with a reconciler.
-   * @default false
-   */
+  /** Emit a PodMonitor (needs the Prometheus Operator's CRDs); only with a reconciler. @default false */
   readonly podMonitor?: boolean;
-  /**
-   * Admit only these to the sidecars' metrics port; only with a reconciler.
-   * @default - none
-   */
+  /** Admit only these to the sidecars' metrics port; only with a reconciler. @default - none */
   readonly networkPolicy?: ReconcilerNetworkPolicyProps;
-  /**
-   * See `SynthOptions.nodeArch`.
-   * @default - only pools that select on `kubernetes.io/arch` run the sleeper
-   */
+  /** See `SynthOptions.nodeArch`. @default - only pools that select on `kubernetes.io/arch` run the sleeper */
   readonly nodeArch?: SleeperArch;
-  /**
-   * `Bundle.imageBytes`: a pool whose every image is here splits its pullers by bytes.
-   * @default - every pool splits by image count
-   */
+  /** `Bundle.imageBytes`: a pool whose every image is here splits its pullers by bytes. @default - every pool splits by image count */
   readonly imageBytes?: ReadonlyMap<string, number>;
-  /**
-   * See `SynthOptions.helperImage`.
-   * @default DEFAULT_HELPER_IMAGE
-   */
+  /** See `SynthOptions.helperImage`. @default DEFAULT_HELPER_IMAGE */
   readonly helperImage?: string;
 }
 
@@ -178,15 +157,9 @@ export interface ClusterChartProps {
    * @default - none
    */
   readonly ownedNamespaces?: readonly string[];
-  /**
-   * Whether pull pods run the sidecar, which needs its RBAC and admission policy.
-   * @default false
-   */
+  /** Whether pull pods run the sidecar, which needs its RBAC and admission policy. @default false */
   readonly reconciler?: boolean;
-  /**
-   * The invocation's helper image, canonical: the early-pull admission policy admits its binary.
-   * @default DEFAULT_HELPER_IMAGE
-   */
+  /** The invocation's helper image, canonical: the early-pull admission policy admits its binary. @default DEFAULT_HELPER_IMAGE */
   readonly helperImage?: string;
 }
 

@@ -1,7 +1,4 @@
-/**
- * Every JSON patch to cdk8s-plus output, each for a field cdk8s-plus-27 cannot express; delete one
- * when cdk8s-plus grows its field.
- */
+/** Every JSON patch to cdk8s-plus output, each for a field cdk8s-plus-27 cannot express; delete one when cdk8s-plus grows its field. */
 import { ApiObject, JsonPatch } from 'cdk8s';
 import { k8s, type DaemonSet } from 'cdk8s-plus-27';
 import { SERVICE_ACCOUNT_MOUNT, TOKEN_VOLUME } from '../contract/names.js';
@@ -11,10 +8,7 @@ const POD = '/spec/template/spec';
 
 /** Fields of a pod template that cdk8s-plus-27 cannot set. */
 export interface PodTemplatePatches {
-  /**
-   * cdk8s-plus-27 loses both halves: `attract` gives each label its own (ORed) term, and
-   * `NodeTaintQuery.any()` drops the effect of a toleration without a key.
-   */
+  /** cdk8s-plus-27 ORs each `attract` label and drops the effect of a keyless toleration. */
   readonly placement: Placement;
   /** ANDed into the placement's one node selector term (a burst puller's `NotIn [warm, partial]`). */
   readonly nodeRequirements?: readonly NodeSelectorRequirement[];
@@ -40,10 +34,7 @@ export interface HttpProbe {
 /** Lifetime the kubelet requests for the sidecar's token; it refreshes it at 80 %. */
 const TOKEN_EXPIRATION_SECONDS = 3607;
 
-/**
- * Applies `ops` after the L1 object re-serialised itself through the 1.27 types, which drop newer
- * fields (a container's `restartPolicy`) from ordinary patches.
- */
+/** Applies `ops` after the object re-serialised through the 1.27 types, which drop newer fields. */
 function patchAfterSerialisation(obj: ApiObject, ...ops: JsonPatch[]): void {
   const serialise = obj.toJson.bind(obj);
   obj.toJson = (): unknown => JsonPatch.apply(serialise(), ...ops);
@@ -57,12 +48,9 @@ function containerPath(workload: DaemonSet, list: 'initContainers' | 'containers
 }
 
 /**
- * Patches a cdk8s-plus DaemonSet once all its containers are added. Besides {@link PodTemplatePatches}:
- * - `seccompProfile: RuntimeDefault` and `capabilities.drop: [ALL]`, for Pod Security restricted;
- * - `enableServiceLinks: false`: thousands of Services would bloat every container's environment;
- * - no `cdk8s.io/metadata.addr` label: names come from the spec, never from the construct path;
- * - a projected token in the sidecar alone: the cached images' containers get no credentials;
- * - `FallbackToLogsOnError` on the sidecar, so a refused configuration shows in `describe pod`.
+ * Patches a cdk8s-plus DaemonSet once all its containers are added: {@link PodTemplatePatches},
+ * Pod Security restricted fields, no service links, no construct-path label, a projected token in
+ * the sidecar alone, and `FallbackToLogsOnError` on the sidecar.
  */
 export function patchPullDaemonSet(workload: DaemonSet, patches: PodTemplatePatches): void {
   const obj = ApiObject.of(workload);

@@ -1,15 +1,7 @@
 /**
- * The cluster's fail-safe: one Deployment of one replica running the reconciler image in fail-safe
- * mode (src/reconciler/failsafe.ts), which lifts the gate taint from nodes past their bound on which
- * no sidecar runs. A Deployment rather than a CronJob: a CronJob makes a new pod every period, and
- * each needs a scheduling decision, a sandbox, a pod slot and possibly a pull at exactly the moment
- * the cluster may be short of all of them (a registry outage, a scale-up storm), while a long-lived
- * pod sleeps between looks and is restarted by the kubelet if it exits.
- *
- * It runs only on nodes that already hold the reconciler image: nodes that some pool's sidecar
- * marked warm or partial (one required node selector term per pool, ORed), with `IfNotPresent`, so
- * it starts during the very registry outage it is there for. It tolerates no taint: never the gate,
- * so it never waits on a node it may have to open.
+ * The cluster's fail-safe Deployment (docs/architecture.md, The fail-safe): one replica of the
+ * reconciler image, only on nodes some pool marked warm or partial and with `IfNotPresent`, so it
+ * starts during a registry outage; it tolerates no taint.
  */
 import { Chart, type ChartProps } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';

@@ -1,27 +1,8 @@
 /**
- * Lanes: how a pool's images are split across the burst pullers that pull them in parallel while
- * a node warms (docs/architecture.md, lanes). Every image goes to a puller, and the holder keeps a
- * share of none.
- *
- * With sizes (the repository's lock file, src/imagecache/sizes.ts, records every image of the pool
- * at the digest its spec pins), the split evens out bytes: longest first, each image to the puller
- * with the fewest bytes so far (ties by rendezvous hash), over P = min(L, N) pullers. No puller
- * carries more than the largest image plus the average share, since the last image a puller got
- * found it at or below the average. The holder's own share is its sidecar's image; an early pool's
- * pullers carry that image on the lightest puller instead (see sidecarImageLane).
- *
- * Without sizes (no lock file, or any image of the pool missing or stale in it), the split evens
- * out image counts: with N images over L lanes, q = floor(N/L), exactly N mod L lanes pull q+1
- * images and the others q.
- *
- * Which image goes where: images are placed in a fixed order (by a hash of the image), each on the
- * lane it ranks highest (rendezvous hashing) among the lanes that still have room, where a lane has
- * room below q images, or at q while fewer than N mod L lanes hold q+1. Plain rendezvous would move
- * no other image when one is added, but is uneven; with the room rule the split is exact, and an
- * image that finds its lane full may push a later one on (`npm run bench:lanes` measures how far).
- *
- * Lane numbers are stable identities: a lane whose images do not change keeps its name and its
- * pod template, so only changed lanes roll. Pure and deterministic.
+ * Lanes: how a pool's images are split across its burst pullers (docs/architecture.md, Lanes).
+ * By bytes when the lock file sizes every image (longest first, to the lightest lane), else evenly
+ * by count, each image on its highest rendezvous lane with room. A lane whose images do not change
+ * keeps its number and pod template, so only changed lanes roll. Pure and deterministic.
  */
 import { createHash } from 'node:crypto';
 import type { ImageRef } from '../oci/reference.js';
@@ -71,8 +52,7 @@ function byBytes(images: readonly ImageRef[], count: number, bytes: ReadonlyMap<
   const held: number[] = Array.from({ length: count }, () => 0);
   const out: ImageRef[][] = Array.from({ length: count }, () => []);
   for (const { image, size: s } of order) {
-    // While fewer than `used` lanes hold an image, an empty lane is always the lightest: every
-    // image lands on its own puller first, as the count split does for small pools.
+    // Until `used` lanes hold an image, every image lands on an empty lane first.
     const open = held.filter((h) => h > 0).length < used;
     let pick = -1;
     for (const lane of preference(image, count)) {
@@ -97,7 +77,6 @@ function byCount(images: readonly ImageRef[], count: number): PullerLane[] {
   const out: ImageRef[][] = Array.from({ length: count }, () => []);
   let full = 0; // lanes holding q+1 images
   for (const { image } of order) {
-    // Some lane always has room: fewer than N images are placed, and the rooms add up to N.
     const pick = preference(image, count).find((lane) => {
       const held = out[lane]?.length ?? 0;
       return held < q || (held === q && full < r);
@@ -109,12 +88,7 @@ function byCount(images: readonly ImageRef[], count: number): PullerLane[] {
   return out.flatMap((l, lane) => (l.length === 0 ? [] : [{ key: String(lane + 1), images: l }]));
 }
 
-/**
- * The lane whose puller also pulls the sidecar's image when the pool pulls early: the lightest one
- * (the fewest bytes when the split was by bytes, else the fewest images; of equals, the last), so
- * the holder, which starts only once the node has a network, finds its sidecar's image present
- * along with the pool's. Undefined without pullers.
- */
+/** The lightest lane (of equals, the last), whose puller also pulls the sidecar's image in an early pool. */
 export function sidecarImageLane(lanes: readonly PullerLane[]): PullerLane | undefined {
   const weigh = lanes.every((l) => l.bytes !== undefined) ? (l: PullerLane) => l.bytes ?? 0 : (l: PullerLane) => l.images.length;
   let pick: PullerLane | undefined;

@@ -1,10 +1,6 @@
 /**
- * A NetworkPolicy (`networking.k8s.io/v1`) for the sidecars of one namespace: the holder pods,
- * which alone run the sidecar, accept connections only to the metrics port, and there only from
- * the scraper the invocation names and from the node CIDRs it lists. The kubelet's startup probe
- * needs no rule where the network plugin follows the API's documented semantics (traffic from the
- * node a pod runs on is always allowed); `nodeCidrs` admits it where a plugin does not. Pullers
- * listen on nothing and are left unselected.
+ * A NetworkPolicy for the sidecars of one namespace: holder pods accept connections only on the
+ * metrics port, from the named scraper and node CIDRs. Pullers listen on nothing.
  */
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
@@ -17,22 +13,11 @@ export const NETWORK_POLICY_TYPE = { apiVersion: 'networking.k8s.io/v1', kind: '
 
 /** Who may reach the sidecars' metrics port besides the node itself. */
 export interface ReconcilerNetworkPolicyProps {
-  /**
-   * Labels of the namespaces the scraper runs in (a `namespaceSelector`), e.g.
-   * `kubernetes.io/metadata.name: monitoring`.
-   * @default - with `scraperPodLabels`: the policy's own namespace; without: no scraper
-   */
+  /** Labels of the scraper's namespaces (a `namespaceSelector`). @default - the policy's own namespace */
   readonly scraperNamespaceLabels?: Readonly<Record<string, string>>;
-  /**
-   * Labels of the scraper's pods (a `podSelector`), e.g. `app.kubernetes.io/name: prometheus`.
-   * @default - with `scraperNamespaceLabels`: every pod of those namespaces; without: no scraper
-   */
+  /** Labels of the scraper's pods (a `podSelector`). @default - every pod of `scraperNamespaceLabels` */
   readonly scraperPodLabels?: Readonly<Record<string, string>>;
-  /**
-   * CIDRs of the nodes, for network plugins that filter the node's own traffic to its pods (the
-   * kubelet's probes) or a scraper on the host network.
-   * @default - none
-   */
+  /** CIDRs of the nodes, for plugins that filter a node's own traffic to its pods. @default - none */
   readonly nodeCidrs?: readonly string[];
 }
 

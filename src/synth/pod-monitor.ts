@@ -1,9 +1,4 @@
-/**
- * A Prometheus Operator PodMonitor (`monitoring.coreos.com/v1`) for the sidecars of one
- * namespace: it scrapes the metrics port of every holder pod (pullers run no sidecar). The
- * sidecar's metrics carry `pool` and a bounded reason or outcome, never the node (the node is the
- * scrape target), so the node is added from the pod's placement at scrape time.
- */
+/** A Prometheus Operator PodMonitor for the holder pods' sidecars of one namespace; the node label comes from the scrape target. */
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY, METRICS_PATH } from '../contract/names.js';
@@ -18,16 +13,9 @@ export const NODE_TARGET_LABEL = 'node';
 
 /** Props of {@link ReconcilerPodMonitor}. */
 export interface ReconcilerPodMonitorProps {
-  /**
-   * Labels a Prometheus's `podMonitorSelector` matches on (e.g. kube-prometheus-stack's
-   * `release: <name>`), added to the PodMonitor's own.
-   * @default - none
-   */
+  /** Labels a Prometheus's `podMonitorSelector` matches on, added to the PodMonitor's own. @default - none */
   readonly labels?: Readonly<Record<string, string>>;
-  /**
-   * Scrape interval, as Prometheus writes durations.
-   * @default - the Prometheus's own scrape interval
-   */
+  /** Scrape interval, as Prometheus writes durations. @default - the Prometheus's own scrape interval */
   readonly interval?: string;
 }
 

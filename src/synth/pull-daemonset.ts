@@ -78,16 +78,9 @@ export interface SleeperProps {
 /** The sidecar reconciler of a pull pod. */
 export interface ReconcilerProps {
   readonly image: string;
-  /**
-   * Port of the Prometheus endpoint.
-   * @default 9464
-   */
+  /** Port of the Prometheus endpoint. @default 9464 */
   readonly metricsPort?: number;
-  /**
-   * Seconds past the node's longest deadline before the fail-safe lifts a gate where no sidecar
-   * runs (docs/architecture.md#the-fail-safe).
-   * @default FAILSAFE_DEFAULT_GRACE_SECONDS
-   */
+  /** Seconds past the node's longest deadline before the fail-safe lifts a gate. @default FAILSAFE_DEFAULT_GRACE_SECONDS */
   readonly failsafeGraceSeconds?: number;
 }
 
@@ -103,28 +96,16 @@ export interface PullDaemonSetProps {
    * @default - no sidecar: images are cached, but nodes are never labelled and gates never lift
    */
   readonly reconciler?: ReconcilerProps;
-  /**
-   * Makes this DaemonSet one of the pool's burst pullers: the lane's images, no sidecar, only on
-   * nodes not yet warm or partial (docs/architecture.md#lanes-burst-pullers).
-   * @default - the holder
-   */
+  /** Makes this DaemonSet one of the pool's burst pullers (docs/architecture.md#lanes-burst-pullers). @default - the holder */
   readonly puller?: PullerLane;
-  /**
-   * An early puller's extra image: the sidecar's, so the holder finds it present at Ready. Not one
-   * of the pool's images. Only with {@link puller}.
-   * @default - none
-   */
+  /** An early puller's extra image (the sidecar's), not one of the pool's. Only with {@link puller}. @default - none */
   readonly sidecarImage?: string;
   /**
    * The sleeper every image container runs, mounted from a ConfigMap: no init container.
    * @default - the helper: an init container copies busybox from {@link helperImage}
    */
   readonly sleeper?: SleeperProps;
-  /**
-   * Where the helper copies busybox from. The invocation's choice, never a spec's: every image
-   * container runs its binary.
-   * @default DEFAULT_HELPER_IMAGE
-   */
+  /** Where the helper copies busybox from: the invocation's choice, never a spec's. @default DEFAULT_HELPER_IMAGE */
   readonly helperImage?: string;
 }
 
@@ -138,10 +119,7 @@ interface RoleParts {
   readonly selector: Record<string, string>;
   readonly name: string;
   readonly graceSeconds: number;
-  /**
-   * On the host network, so the kubelet starts the sandbox before the CNI is up. Never the holder:
-   * its sidecar needs the pod network (docs/architecture.md#early-pullers-the-network-start-up-window).
-   */
+  /** On the host network, so its sandbox needs no CNI; never the holder, whose sidecar needs it. */
   readonly early: boolean;
   /** The pullers' placement adds the start-up tolerations in early pools; the holder's matches pools.json. */
   readonly where: Pick<PodTemplatePatches, 'placement' | 'nodeRequirements'>;
@@ -300,8 +278,7 @@ export class PullDaemonSet extends Construct {
     });
     const gate = pool.settings.gate;
     const metricsPort = reconciler.metricsPort ?? DEFAULTS.metricsPort;
-    // Refresh reads credentials from mounted pull secrets (RBAC grants no Secrets), only where a tag
-    // can move. Optional: the kubelet only warns about a missing imagePullSecret, and so do we.
+    // Refresh reads credentials from mounted pull secrets (RBAC grants no Secrets); optional, as in the kubelet.
     const secretMounts = refreshes(pool)
       ? pool.imagePullSecrets.map((secretName) => ({
           path: `${PULL_SECRETS_MOUNT_PATH}/${secretName}`,
@@ -353,10 +330,7 @@ export function deadlineSecondsOf(pool: Pool): number {
 /** Beyond the deadline, how long the kubelet lets the startup probe fail before it restarts the sidecar. */
 const STARTUP_SLACK_SECONDS = 30;
 
-/**
- * Holds the image containers back until the sidecar releases them or the deadline passes
- * (docs/architecture.md#the-holders-image-containers-wait-behind-the-sidecars-startup-probe).
- */
+/** Holds the image containers back until the sidecar releases them (docs/architecture.md). */
 function sidecarStartupProbe(deadlineSeconds: number): HttpProbe {
   return {
     httpGet: { path: STARTUP_PATH, port: METRICS_PORT_NAME },
@@ -376,10 +350,7 @@ function envFieldPath(path: string): kplus.EnvFieldPaths {
   return member;
 }
 
-/**
- * `IfNotPresent`, so a restart never needs the registry, except refreshed tags: `Always` makes the
- * kubelet pull the digest the sidecar sets.
- */
+/** `IfNotPresent`, so a restart never needs the registry; `Always` for refreshed tags. */
 function pullPolicy(ref: ImageRef, refreshing: boolean): kplus.ImagePullPolicy {
   return refreshing && ref.digest === undefined ? kplus.ImagePullPolicy.ALWAYS : kplus.ImagePullPolicy.IF_NOT_PRESENT;
 }

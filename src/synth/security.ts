@@ -1,7 +1,4 @@
-/**
- * Security and resource defaults of every container: Pod Security "restricted", and never
- * cdk8s-plus's defaults, which one container per image would multiply into most of a node.
- */
+/** Security and resource defaults of every container: Pod Security "restricted", never cdk8s-plus's defaults. */
 import { Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 
@@ -29,10 +26,7 @@ export const POD_SECURITY: kplus.PodSecurityContextProps = {
   group: RUN_AS_GROUP,
 };
 
-/**
- * Tiny requests, counted once per image per node; a CPU limit that is not tiny, since `runc init`
- * runs in the container's cgroup and a tiny one throttles every start of a warm-up.
- */
+/** Tiny requests, counted per image per node; a CPU limit large enough not to throttle `runc init`. */
 export const IMAGE_RESOURCES: kplus.ContainerResources = {
   cpu: { request: kplus.Cpu.millis(1), limit: kplus.Cpu.millis(START_CPU_LIMIT_MILLIS) },
   memory: { request: Size.mebibytes(4), limit: Size.mebibytes(16) },
@@ -44,10 +38,7 @@ export const HELPER_RESOURCES: kplus.ContainerResources = {
   memory: { request: Size.mebibytes(8), limit: Size.mebibytes(32) },
 };
 
-/**
- * Idle almost always, so it requests next to nothing; the limit serves its start, on the critical
- * path of every join, and still bounds a sidecar gone wrong.
- */
+/** Idle almost always; the limit serves its start, on every join's critical path. */
 export const SIDECAR_RESOURCES: kplus.ContainerResources = {
   cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(1000) },
   memory: { request: Size.mebibytes(48), limit: Size.mebibytes(96) },
@@ -63,10 +54,7 @@ export const NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
   'pod-security.kubernetes.io/audit-version': 'latest',
 };
 
-/**
- * Of an owned namespace with early pullers: their host network needs `enforce: privileged`, so the
- * admission policy (early-pull.ts) holds pods to restricted instead; `warn` and `audit` still report.
- */
+/** An owned early-pull namespace enforces `privileged`; the early-pull admission policy holds pods to restricted. */
 export const EARLY_PULL_NAMESPACE_POD_SECURITY: Readonly<Record<string, string>> = {
   ...NAMESPACE_POD_SECURITY,
   'pod-security.kubernetes.io/enforce': 'privileged',

@@ -1,25 +1,16 @@
-/**
- * How every layer quotes text it did not write (spec values, server answers, file names) into a
- * message: escaped and bounded, so a terminal or a CI log never receives an escape sequence, a NUL
- * byte or a megabyte. A leaf: it imports nothing.
- */
+/** How every layer quotes text it did not write into a message: escaped and bounded. A leaf. */
 /** The longest excerpt of an input value that a message quotes, in characters. */
 export const MAX_QUOTED_CHARS = 60;
 
 /**
- * An input value as every message quotes it: in double quotes, cut to `max` characters with `…`
- * and the full length, and escaped (quotes, backslashes, `\n`, `\t`, `\x00`, and `\u202e` for
- * invisible or direction-changing characters). Spec files are untrusted: a quoted value must never
- * put a terminal escape sequence, a NUL byte or a megabyte into a CI log.
+ * An input value as every message quotes it: in double quotes, cut to `max` characters with `…` and
+ * the full length, and escaped so no terminal escape sequence or NUL byte reaches a log.
  */
 export function quote(value: string, max: number = MAX_QUOTED_CHARS): string {
   return excerpt(value, max, true);
 }
 
-/**
- * Like {@link quote} without the quotes, and leaving `"` and `\` alone: for text that is not a
- * single value, such as a number's source or a message from the YAML parser.
- */
+/** Like {@link quote} without the quotes, leaving `"` and `\` alone: for text that is not one value. */
 export function excerpt(text: string, max: number = MAX_QUOTED_CHARS, quoted = false): string {
   let head = '';
   let count = 0;

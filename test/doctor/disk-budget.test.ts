@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LABEL_MANAGED_BY, LABEL_POOL, SIDECAR_CONTAINER } from '../../src/contract/names.js';
+import { HELPER_CONTAINER, SIDECAR_CONTAINER } from '../../src/contract/names.js';
+import { digest, holderPod, node as clusterNode } from '../fixtures/cluster.js';
 import type { Pod } from '../../src/contract/pod-status.js';
 import {
   checkDiskBudget,
@@ -27,31 +28,29 @@ const NO_SIZES = new Map<string, ClusterRead<number>>();
 /** A holder pod of `pool` on `node` running `images` (spec names), each created unless listed in `pending`. */
 function holder(pool: string, node: string, images: string[], pending: string[] = []): Pod {
   const containers = images.map((image, i) => ({ name: i === 0 ? SIDECAR_CONTAINER : `img-${i}`, image }));
-  return {
-    metadata: { name: `prewarm-${pool}-${node}`, namespace: 'prewarm', labels: { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_POOL]: pool } },
-    spec: { nodeName: node, containers, initContainers: [{ name: 'helper', image: 'busybox:1.36' }] },
-    status: {
-      containerStatuses: containers.map((c) => ({
-        name: c.name,
-        image: c.image,
-        ...(pending.includes(c.image) ? {} : { imageID: `${c.image.split(':')[0] ?? ''}@sha256:${'a'.repeat(64)}` }),
-      })),
-      initContainerStatuses: [
-        { name: 'helper', image: 'docker.io/library/busybox:1.36', imageID: `docker.io/library/busybox@sha256:${'b'.repeat(64)}` },
-      ],
-    },
-  };
+  return holderPod({
+    pool,
+    node,
+    sidecar: false,
+    helperImage: 'busybox:1.36',
+    containers,
+    statuses: containers.map((c) => ({
+      name: c.name,
+      image: c.image,
+      ...(pending.includes(c.image) ? {} : { imageID: `${c.image.split(':')[0] ?? ''}@${digest('a')}` }),
+    })),
+    initStatuses: [
+      { name: HELPER_CONTAINER, image: 'docker.io/library/busybox:1.36', imageID: `docker.io/library/busybox@${digest('b')}` },
+    ],
+  });
 }
 
 /** A node listing `images` as `[name, bytes]`, by their spec name normalised as containerd names them. */
 function node(name: string, images: [string, number][]): DoctorNode {
-  return {
-    metadata: { name },
-    status: {
-      nodeInfo: { operatingSystem: 'linux', architecture: 'amd64' },
-      images: images.map(([n, sizeBytes]) => ({ names: [n], sizeBytes })),
-    },
-  };
+  return clusterNode(name, {
+    nodeInfo: { operatingSystem: 'linux', architecture: 'amd64' },
+    images: images.map(([n, sizeBytes]) => ({ names: [n], sizeBytes })),
+  });
 }
 
 const fs = (capacityGiB: number, usedGiB = 0): ImageFsStats => ({

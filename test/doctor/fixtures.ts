@@ -12,6 +12,7 @@ import type { ClusterRead, DoctorDaemonSet, DoctorInput, DoctorNode, EarlyPullBi
 import { type Finding } from '../../src/doctor/report.js';
 import type { Pod } from '../../src/contract/pod-status.js';
 import { HELPER_CONTAINER } from '../../src/contract/names.js';
+import { holderPod as clusterHolderPod, node as clusterNode } from '../fixtures/cluster.js';
 
 export const NOW = Date.parse('2026-12-03T12:00:00Z');
 export const GATE = 'prewarm.dev/warming';
@@ -64,43 +65,41 @@ export function holder(
   return [ds, ...pullers];
 }
 
+/** Pool `id`'s holder pod on `node`, its sidecar running, held behind its probe, or unpullable. */
 export function holderPod(id: string, node: string, sidecar: 'running' | 'held' | 'ErrImagePull' = 'running'): Pod {
-  return {
-    metadata: {
-      name: `prewarm-${id}-${node}`,
-      namespace: 'prewarm',
-      labels: { [LABEL_MANAGED_BY]: 'prewarm', [LABEL_POOL]: id },
-      creationTimestamp: new Date(NOW - 60_000),
-    },
-    spec: { nodeName: node },
-    status: {
-      phase: sidecar === 'running' ? 'Running' : 'Pending',
-      conditions: [{ type: 'Ready', status: sidecar === 'running' ? 'True' : 'False' }],
-      initContainerStatuses: [
-        {
-          name: SIDECAR_CONTAINER,
-          image: 'ghcr.io/prewarm-dev/reconciler:0.1.0',
-          ready: sidecar === 'running',
-          state:
-            sidecar === 'ErrImagePull'
-              ? { waiting: { reason: 'ErrImagePull', message: 'not found' } }
-              : { running: { startedAt: new Date(NOW - 30_000) } },
-        },
-      ],
-    },
-  };
+  const sidecarImage = 'ghcr.io/prewarm-dev/reconciler:0.1.0';
+  return clusterHolderPod({
+    pool: id,
+    node,
+    // Only the statuses: doctor's disk budget would count a listed sidecar image as pinned.
+    sidecar: false,
+    helper: false,
+    createdAt: new Date(NOW - 60_000),
+    phase: sidecar === 'running' ? 'Running' : 'Pending',
+    conditions: [{ type: 'Ready', status: sidecar === 'running' ? 'True' : 'False' }],
+    initStatuses: [
+      {
+        name: SIDECAR_CONTAINER,
+        image: sidecarImage,
+        ready: sidecar === 'running',
+        state:
+          sidecar === 'ErrImagePull'
+            ? { waiting: { reason: 'ErrImagePull', message: 'not found' } }
+            : { running: { startedAt: new Date(NOW - 30_000) } },
+      },
+    ],
+  });
 }
 
+/** A node with `taints` (NoSchedule), created `createdAgoS` before {@link NOW}, one listed image. */
 export function node(name: string, opts: { taints?: string[]; createdAgoS?: number; disk?: string; imageBytes?: number } = {}): DoctorNode {
-  return {
-    metadata: { name, creationTimestamp: new Date(NOW - (opts.createdAgoS ?? 3600) * 1000) },
-    spec: { taints: (opts.taints ?? []).map((key) => ({ key, effect: 'NoSchedule' })) },
-    status: {
-      capacity: { 'ephemeral-storage': opts.disk ?? '100Gi' },
-      allocatable: { pods: '110' },
-      images: [{ sizeBytes: opts.imageBytes ?? 2 ** 30 }],
-    },
-  };
+  return clusterNode(name, {
+    createdAt: new Date(NOW - (opts.createdAgoS ?? 3600) * 1000),
+    taints: (opts.taints ?? []).map((key) => ({ key, effect: 'NoSchedule' })),
+    capacity: { 'ephemeral-storage': opts.disk ?? '100Gi' },
+    allocatable: { pods: '110' },
+    images: [{ sizeBytes: opts.imageBytes ?? 2 ** 30 }],
+  });
 }
 
 /** The early pullers' policy binding as synth writes it, covering `namespaces`. */

@@ -150,16 +150,7 @@ export function labelNode(node: string, labels: Record<string, string | null>): 
   kubectl(['label', 'node', node, '--overwrite', ...args]);
 }
 
-export { specDir } from '../../harness/specs.js';
-
-export function imageCache(
-  namespace: string,
-  name: string,
-  pools: { pool?: string; nodeSelector?: Record<string, string>; tolerations?: Record<string, unknown>[]; images: string[] }[],
-  extra: Record<string, unknown> = {},
-): Record<string, unknown> {
-  return { apiVersion: 'prewarm.dev/v1alpha1', kind: 'ImageCache', metadata: { name, namespace }, spec: { cacheSpec: pools, ...extra } };
-}
+export { imageCache, specDir } from '../../harness/specs.js';
 
 /** Containers running on a node (crictl ps), with the image each uses. */
 export function runningContainers(node: string): { name: string; image: string; imageRef: string; state: string }[] {

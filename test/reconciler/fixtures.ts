@@ -1,4 +1,5 @@
-/** Builders of pods, nodes and pools for the reconciler's unit tests. */
+/** The reconciler's unit-test defaults (pool gpu on node-a) over the shared cluster fixtures. */
+import { holderPod, iso, node as clusterNode, pullerPod as clusterPullerPod, st, T0 } from '../fixtures/cluster.js';
 import { renderSidecarEnv, resolveSidecarEnv, type ReconcilerConfig } from '../../src/contract/sidecar-env.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../../src/contract/identity.js';
 import type { ContainerStatus } from '../../src/contract/pod-status.js';
@@ -6,13 +7,12 @@ import type { KNode, KPod, KTaint } from '../../src/reconciler/kube-types.js';
 import type { Observed } from '../../src/reconciler/pool.js';
 import { placementOf, type NodeSelector, type Toleration } from '../../src/contract/placement.js';
 import type { PoolEntry, PoolsFile } from '../../src/contract/pools-file.js';
-import { DEFAULT_GATE_TAINT_KEY, DEFAULTS } from '../../src/contract/names.js';
+import { DEFAULT_GATE_TAINT_KEY, DEFAULTS, SIDECAR_CONTAINER } from '../../src/contract/names.js';
 
-export const T0 = Date.parse('2026-01-01T00:00:00Z');
-export const iso = (sec: number): string => new Date(T0 + sec * 1000).toISOString();
+export { T0, iso, digest, st } from '../fixtures/cluster.js';
 /** ms since epoch of `sec` seconds after {@link T0}. */
 export const at = (sec: number): number => T0 + sec * 1000;
-export const SIDECAR = 'prewarm-reconciler';
+export const SIDECAR = SIDECAR_CONTAINER;
 /** The images of the pool most tests use: containers c1 and c2. */
 export const IMAGES = ['reg/a:1', 'reg/b:1'];
 
@@ -54,6 +54,7 @@ export const pools = (...p: PoolEntry[]): PoolsFile => ({ pools: p });
 
 export const gate: KTaint = { key: DEFAULT_GATE_TAINT_KEY, effect: 'NoSchedule' };
 
+/** Node `node-a`, Ready at 10 s unless `readyAt` says otherwise (null: not Ready). */
 export function node(
   over: {
     labels?: Record<string, string>;
@@ -64,93 +65,44 @@ export function node(
   } = {},
 ): KNode {
   const readyAt = over.readyAt === undefined ? 10 : over.readyAt;
-  return {
-    metadata: {
-      name: 'node-a',
-      uid: 'uid-node-a',
-      resourceVersion: '7',
-      creationTimestamp: iso(over.createdAt ?? 0),
-      ...(over.labels ? { labels: over.labels } : {}),
-      ...(over.annotations ? { annotations: over.annotations } : {}),
-    },
-    spec: { ...(over.taints ? { taints: over.taints } : {}) },
-    status: {
-      conditions:
-        readyAt === null
-          ? [{ type: 'Ready', status: 'False', lastTransitionTime: iso(0) }]
-          : [{ type: 'Ready', status: 'True', lastTransitionTime: iso(readyAt) }],
-    },
-  };
+  return clusterNode('node-a', {
+    uid: 'uid-node-a',
+    resourceVersion: '7',
+    createdAt: iso(over.createdAt ?? 0),
+    ...(over.labels ? { labels: over.labels } : {}),
+    ...(over.annotations ? { annotations: over.annotations } : {}),
+    ...(over.taints ? { taints: over.taints } : {}),
+    readyAt: readyAt === null ? null : iso(readyAt),
+  });
 }
 
-export const digest = (c: string): string => `sha256:${c.repeat(64).slice(0, 64)}`;
-
-/** Container status shorthands. */
-export const st = {
-  running: (name: string, image: string, at = 30, d = 'a'): ContainerStatus => ({
-    name,
-    image,
-    imageID: `${image.split(':')[0]}@${digest(d)}`,
-    state: { running: { startedAt: iso(at) } },
-  }),
-  creating: (name: string): ContainerStatus => ({ name, imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }),
-  waiting: (name: string, reason: string, message = `${reason} happened`): ContainerStatus => ({
-    name,
-    imageID: '',
-    state: { waiting: { reason, message } },
-  }),
-  crashed: (name: string, image: string, at = 40): ContainerStatus => ({
-    name,
-    image,
-    imageID: '',
-    state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } },
-    lastState: { terminated: { exitCode: 1, startedAt: iso(at), finishedAt: iso(at + 1) } },
-  }),
-  terminated: (name: string, at = 50): ContainerStatus => ({
-    name,
-    imageID: '',
-    state: { terminated: { exitCode: 0, startedAt: iso(at) } },
-  }),
-};
-
-/** A pull pod with images i1..iN (containers c1..cN), the sidecar, and the given statuses. */
+/** Our holder pod `pull-a-xyz` on `node-a`, with images in containers c1..cN and the given statuses. */
 export function pod(
   images: string[],
   statuses: ContainerStatus[],
   over: { createdAt?: number; deleting?: boolean; initStatuses?: ContainerStatus[] } = {},
 ): KPod {
-  return {
-    metadata: {
-      name: 'pull-a-xyz',
-      namespace: 'prewarm',
-      uid: 'uid-pod',
-      creationTimestamp: iso(over.createdAt ?? 0),
-      ...(over.deleting ? { deletionTimestamp: iso(1000) } : {}),
-    },
-    spec: {
-      nodeName: 'node-a',
-      initContainers: [
-        { name: 'prewarm-init', image: 'reg/busybox:1' },
-        { name: SIDECAR, image: 'reg/prewarm:1', restartPolicy: 'Always' },
-      ],
-      containers: images.map((image, i) => ({ name: `c${i + 1}`, image, imagePullPolicy: 'Always' })),
-    },
-    status: {
-      phase: 'Running',
-      ...(over.initStatuses ? { initContainerStatuses: over.initStatuses } : {}),
-      containerStatuses: statuses,
-    },
-  };
+  return holderPod({
+    name: 'pull-a-xyz',
+    uid: 'uid-pod',
+    images,
+    statuses,
+    createdAt: iso(over.createdAt ?? 0),
+    ...(over.deleting ? { deletedAt: iso(1000) } : {}),
+    ...(over.initStatuses ? { initStatuses: over.initStatuses } : {}),
+  });
 }
 
 /** A burst puller of the pool with `images`: like {@link pod}, without the sidecar. */
 export function pullerPod(name: string, images: string[], statuses: ContainerStatus[], over: { deleting?: boolean } = {}): KPod {
-  const p = pod(images, statuses, over);
-  return {
-    ...p,
-    metadata: { ...p.metadata, name, uid: `uid-${name}` },
-    spec: { ...p.spec, initContainers: [{ name: 'prewarm-init', image: 'reg/busybox:1' }] },
-  };
+  return clusterPullerPod(1, {
+    name,
+    uid: `uid-${name}`,
+    images,
+    statuses,
+    createdAt: iso(0),
+    ...(over.deleting ? { deletedAt: iso(1000) } : {}),
+  });
 }
 
 /** What a reconcile observes, 60 s after T0: pool gpu still pulling both images on a gated node. */

@@ -4,6 +4,7 @@ import { metadataPatch } from '../../src/reconciler/patches.js';
 import { decidePool } from '../../src/reconciler/pool.js';
 import type { KNode } from '../../src/reconciler/kube-types.js';
 import { EventReason } from '../../src/contract/events.js';
+import { HELPER_CONTAINER } from '../../src/contract/names.js';
 import { IMAGES, at, config, digest, gate, iso, node, observed as obs, pod, pullerPod, st } from './fixtures.js';
 
 const ownAnn = (a: Partial<PoolAnnotation>): string => renderAnnotation({ v: 1, pod: 'pull-a-xyz', state: 'warming', images: 2, ...a });
@@ -219,7 +220,7 @@ describe('decidePool', () => {
 
   it('reports an unpullable init container as blocking every image', () => {
     const p = pod(IMAGES, [st.waiting('c1', 'PodInitializing'), st.waiting('c2', 'PodInitializing')], {
-      initStatuses: [st.waiting('prewarm-init', 'ErrImagePull', 'denied')],
+      initStatuses: [st.waiting(HELPER_CONTAINER, 'ErrImagePull', 'denied')],
     });
     const d = decidePool(obs({ pod: p, now: at(700) }));
     expect(d.state).toBe('partial');
@@ -278,7 +279,7 @@ describe('decidePool: whether the holder image containers may start (releaseImag
         pending('p1', ['reg/a:1']),
         {
           ...pending('p2', ['reg/b:1']),
-          status: { phase: 'Pending', initContainerStatuses: [st.waiting('prewarm-init', 'ImagePullBackOff')] },
+          status: { phase: 'Pending', initContainerStatuses: [st.waiting(HELPER_CONTAINER, 'ImagePullBackOff')] },
         },
       ],
     ],

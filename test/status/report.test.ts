@@ -2,17 +2,22 @@ import { describe, expect, it } from 'vitest';
 import { watch } from '../../src/cli/commands/status.js';
 import { SIDECAR_IMAGE_CONTAINER } from '../../src/contract/names.js';
 import type { Pod } from '../../src/contract/pod-status.js';
+import { holderPod, node as clusterNode } from '../fixtures/cluster.js';
 import { buildReport, renderTable, type ObservedDaemonSet, type ObservedNode, type StatusReport } from '../../src/status/report.js';
 
 const ds = (pool: string, desired: number): ObservedDaemonSet => ({
   metadata: { name: `prewarm-${pool}`, namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
   status: { desiredNumberScheduled: desired },
 });
-const pod = (pool: string, node: string, waiting?: { image: string; reason: string; message?: string }): Pod => ({
-  metadata: { namespace: 'ml', labels: { 'prewarm.dev/pool': pool } },
-  spec: { nodeName: node, containers: waiting === undefined ? [] : [{ name: 'c', image: waiting.image }] },
-  status: {
-    containerStatuses:
+const pod = (pool: string, node: string, waiting?: { image: string; reason: string; message?: string }): Pod =>
+  holderPod({
+    pool,
+    node,
+    namespace: 'ml',
+    sidecar: false,
+    helper: false,
+    containers: waiting === undefined ? [] : [{ name: 'c', image: waiting.image }],
+    statuses:
       waiting === undefined
         ? []
         : [
@@ -22,11 +27,9 @@ const pod = (pool: string, node: string, waiting?: { image: string; reason: stri
               state: { waiting: { reason: waiting.reason, ...(waiting.message ? { message: waiting.message } : {}) } },
             },
           ],
-  },
-});
-const node = (name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): ObservedNode => ({
-  metadata: { name, labels, annotations },
-});
+  });
+const node = (name: string, labels: Record<string, string> = {}, annotations: Record<string, string> = {}): ObservedNode =>
+  clusterNode(name, { labels, annotations });
 const annotation = (a: object) => JSON.stringify({ v: 1, pod: 'p', images: 2, ...a });
 
 describe('buildReport', () => {

@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/contract/pod-status.js';
 import { buildTimeline, parseGoDuration, pullSecondsOf, type TimelineEvent } from '../../src/status/timeline.js';
 import { renderTimelineSvg, renderTimelineText } from '../../src/status/timeline-render.js';
-import { LABEL_COMPONENT, LABEL_POOL, LABEL_POOL_MEMBER, LABEL_PULLER } from '../../src/contract/names.js';
+import {
+  HELPER_CONTAINER,
+  LABEL_COMPONENT,
+  LABEL_POOL,
+  LABEL_POOL_MEMBER,
+  LABEL_PULLER,
+  SIDECAR_CONTAINER,
+} from '../../src/contract/names.js';
+import { holderPod as clusterHolderPod, node as clusterNode } from '../fixtures/cluster.js';
 
 const T0 = Date.parse('2026-12-03T10:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
@@ -11,47 +19,36 @@ const NS = 'ml';
 const HOLDER = 'prewarm-gpu-0a1b2c3d';
 const PULLER = `${HOLDER}-puller-1`;
 
-const node = {
-  metadata: { name: NODE },
-  status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: at(0) }] },
-};
+const node = clusterNode(NODE, { readyAt: at(0) });
 
 function holderPod(): Pod {
-  return {
-    metadata: {
-      name: `${HOLDER}-abcde`,
-      namespace: NS,
-      labels: { [LABEL_COMPONENT]: 'image-puller', [LABEL_POOL]: 'gpu', [LABEL_POOL_MEMBER]: 'gpu' },
-      creationTimestamp: at(0.5),
-    },
-    spec: {
-      nodeName: NODE,
-      // The sidecar is a native sidecar, started ahead of the helper.
-      initContainers: [
-        { name: 'prewarm-reconciler', image: 'reconciler:1', restartPolicy: 'Always' },
-        { name: 'prewarm-helper', image: 'busybox:1' },
-      ],
-      containers: [
-        { name: 'app-a', image: 'reg/app-a:1' },
-        { name: 'app-b', image: 'reg/app-b:1' },
-      ],
-    },
-    status: {
-      conditions: [
-        { type: 'PodScheduled', status: 'True', lastTransitionTime: at(0.5) },
-        { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: at(1.5) },
-        { type: 'Initialized', status: 'True', lastTransitionTime: at(2) },
-      ],
-      initContainerStatuses: [
-        { name: 'prewarm-reconciler', image: 'reconciler:1', state: { running: { startedAt: at(1.8) } } },
-        { name: 'prewarm-helper', image: 'busybox:1', state: { terminated: { exitCode: 0, startedAt: at(1.9), finishedAt: at(1.95) } } },
-      ],
-      containerStatuses: [
-        { name: 'app-a', image: 'reg/app-a:1', state: { running: { startedAt: at(7) } } },
-        { name: 'app-b', image: 'reg/app-b:1', state: { running: { startedAt: at(8) } } },
-      ],
-    },
-  };
+  return clusterHolderPod({
+    pool: 'gpu',
+    name: `${HOLDER}-abcde`,
+    namespace: NS,
+    node: NODE,
+    labels: { [LABEL_COMPONENT]: 'image-puller', [LABEL_POOL]: 'gpu', [LABEL_POOL_MEMBER]: 'gpu' },
+    createdAt: at(0.5),
+    sidecarImage: 'reconciler:1',
+    helperImage: 'busybox:1',
+    containers: [
+      { name: 'app-a', image: 'reg/app-a:1' },
+      { name: 'app-b', image: 'reg/app-b:1' },
+    ],
+    conditions: [
+      { type: 'PodScheduled', status: 'True', lastTransitionTime: at(0.5) },
+      { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: at(1.5) },
+      { type: 'Initialized', status: 'True', lastTransitionTime: at(2) },
+    ],
+    initStatuses: [
+      { name: SIDECAR_CONTAINER, image: 'reconciler:1', state: { running: { startedAt: at(1.8) } } },
+      { name: HELPER_CONTAINER, image: 'busybox:1', state: { terminated: { exitCode: 0, startedAt: at(1.9), finishedAt: at(1.95) } } },
+    ],
+    statuses: [
+      { name: 'app-a', image: 'reg/app-a:1', state: { running: { startedAt: at(7) } } },
+      { name: 'app-b', image: 'reg/app-b:1', state: { running: { startedAt: at(8) } } },
+    ],
+  });
 }
 
 function ev(over: Partial<TimelineEvent> & { involvedObject: TimelineEvent['involvedObject'] }, t: number): TimelineEvent {

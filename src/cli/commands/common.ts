@@ -53,10 +53,7 @@ export const isRegistry: OptionCheck = (value) => {
   return parsed.ok && parsed.ref.domain === value ? undefined : 'is not a registry host[:port], e.g. localhost:5000';
 };
 
-/**
- * Whole seconds of a duration option, held to `range`, or why not: `0` or `Infinity` would turn a
- * wait into a busy loop or forever.
- */
+/** Whole seconds of a duration option, held to `range`, or why not: `0` or `Infinity` would turn a wait into a busy loop or forever. */
 export function durationSeconds(value: string, range: DurationRange): { seconds: number } | { error: string } {
   if (!isDurationForm(value)) return { error: `is not a duration: ${DURATION_FORM}` };
   const parsed = parseDuration(value);

@@ -113,10 +113,7 @@ export function renderTimeline(timeline: Timeline, format: StatusFormat | 'svg',
   }
 }
 
-/**
- * Reads what one node's timeline needs: the node, prewarm's pods on it, prewarm's DaemonSets, and
- * the Events of their namespaces and of the sidecars (about the node): 3 + one list per namespace.
- */
+/** Reads what one node's timeline needs: the node, prewarm's pods and DaemonSets, and their Events. */
 async function readTimeline(
   node: string,
   context: string | undefined,
@@ -171,10 +168,8 @@ export function render(report: StatusReport, format: StatusFormat | 'svg'): stri
 }
 
 /**
- * Re-reads every `intervalMs` until all is warm or the timeout passes, never sleeping past it. On a TTY the screen
- * is redrawn in place; otherwise a new report is printed only when it changed, so logs stay short.
- * `deadline` aborts when the timeout passes: a read it cuts short ends the watch with the last
- * report, or, when the cluster never answered, with an error.
+ * Re-reads every `intervalMs` until all is warm or the timeout passes: on a TTY redrawn in place,
+ * elsewhere printed only when changed. `deadline` cuts a read short with the last report.
  */
 export async function watch(
   source: StatusSource,

@@ -1,7 +1,4 @@
-/**
- * Adapters of the apiserver ports. Every path names our own pod or node, except one list and
- * watch of our pool's pods, narrowed to our node and our namespace.
- */
+/** Adapters of the apiserver ports: every path names our own pod or node, or our pool's pods on our node. */
 import fs from 'node:fs';
 import { FAILSAFE_MAX_PAGES, FAILSAFE_NODE_PAGE } from '../../contract/failsafe.js';
 import { EVENTS_NAMESPACE, LABEL_POOL, SERVICE_ACCOUNT_MOUNT } from '../../contract/names.js';
@@ -12,10 +9,7 @@ import type { EventSink, FailsafeKube, JsonPatchOp, NodePort, PodSource, PodWatc
 import { EVENT_COMPONENT, EVENT_TYPE, type EventIntent } from '../../contract/events.js';
 import type { Endpoint, KubeHttp } from '../../http/client.js';
 
-/**
- * The in-cluster endpoint: `KUBERNETES_SERVICE_HOST/PORT`, the mounted CA and the projected token,
- * re-read on every request because the kubelet rotates it. `saDir` is overridable for tests.
- */
+/** The in-cluster endpoint; the projected token is re-read on every request, as the kubelet rotates it. */
 export function inClusterEndpoint(env: Readonly<Record<string, string | undefined>>, saDir = SERVICE_ACCOUNT_MOUNT): Endpoint {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT ?? '443';
@@ -54,11 +48,7 @@ const META = ['name', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp'
 const CONTAINER = ['name', 'image', 'imagePullPolicy', 'restartPolicy'] as const;
 const CONTAINER_STATUS = ['name', 'image', 'imageID', 'containerID', 'restartCount', 'started', 'state', 'lastState'] as const;
 
-/**
- * The pod as a {@link KPod} with only the fields the sidecar reads. A pull pod with hundreds of
- * containers arrives with its whole spec and managedFields on every watch event (hundreds of
- * KiB); keeping only what the sidecar reads keeps the retained object small.
- */
+/** The pod with only the fields the sidecar reads, so the retained object stays small. */
 export function projectPod(raw: unknown): KPod {
   const p = obj(raw) ?? {};
   const spec = obj(p['spec']);
@@ -111,10 +101,7 @@ export class KubePodSource implements PodSource {
   }
 }
 
-/**
- * Our pool's pods on our node: `labelSelector=prewarm.dev/pool-member=<pool>` and
- * `fieldSelector=spec.nodeName=<node>` in our namespace, for both the list and the watch.
- */
+/** Our pool's pods on our node: by pool-member label and `spec.nodeName`, in our namespace. */
 export class KubePoolPodSource implements PoolPodSource {
   constructor(
     private readonly http: KubeHttp,
@@ -146,11 +133,7 @@ export class KubePoolPodSource implements PoolPodSource {
   }
 }
 
-/**
- * Restarts an image container of our own pod by setting its image (`tag@digest`) with a
- * strategic-merge PATCH, which merges `containers` by name; the admission policy of
- * src/synth/access.ts admits nothing else.
- */
+/** Restarts an image container of our own pod by setting its image (`tag@digest`) with a strategic-merge PATCH. */
 export class KubePodImages implements Restarter {
   constructor(
     private readonly http: KubeHttp,
@@ -187,10 +170,7 @@ export class KubeNodePort implements NodePort {
   }
 }
 
-/**
- * A node with only what the fail-safe reads: its identity, creation, labels and taints (verbatim,
- * since the removal patch tests each taint whole). Status (conditions, images) is dropped at once.
- */
+/** A node with only what the fail-safe reads: identity, creation, labels and taints (verbatim). */
 export function projectNode(raw: unknown): KNode {
   const n = obj(raw) ?? {};
   const taints = obj(n['spec'])?.['taints'];
@@ -200,11 +180,7 @@ export function projectNode(raw: unknown): KNode {
   };
 }
 
-/**
- * The fail-safe's apiserver calls: the node list in pages of {@link FAILSAFE_NODE_PAGE}, at most
- * {@link FAILSAFE_MAX_PAGES} of them; the holder pods on one node, by `prewarm.dev/pool` and
- * `spec.nodeName`, in each pool namespace (never a cluster-wide pod list); a JSON patch of a node.
- */
+/** The fail-safe's apiserver calls: a bounded paged node list, holder pods per node and pool namespace, a node patch. */
 export class KubeFailsafe implements FailsafeKube {
   constructor(
     private readonly http: KubeHttp,
@@ -236,10 +212,7 @@ export class KubeFailsafe implements FailsafeKube {
   }
 }
 
-/**
- * core/v1 Events about the Node, in {@link EVENTS_NAMESPACE}. Names are `<pod>.<hex ms>`
- * like client-go's recorder, unique per emission, so we only ever create (no `patch` grant).
- */
+/** core/v1 Events about the Node, named `<pod>.<hex ms>` like client-go's recorder: only ever created. */
 export class KubeEventSink implements EventSink {
   private seq = 0;
   constructor(

@@ -1,30 +1,19 @@
 /**
- * Bounds checked on the model before any construct is built. Synth builds every pull pod in
- * memory before it can measure the output, so a bundle far over the output's limits would run the
- * process out of memory before the output checks (output.ts) could refuse it. These checks
- * refuse such a bundle up front, with the same reason the output checks would give, or the run's
- * own bound.
+ * Bounds checked on the model before any construct is built, so a bundle far over the output's
+ * limits is refused before synth runs out of memory building it.
  */
 import type { Diagnostic } from '../../imagecache/errors.js';
 import type { Bundle, Pool } from '../../imagecache/model.js';
 import { OUTPUT_LIMITS } from './limits.js';
 import { daemonSetName } from '../naming.js';
 
-/**
- * The fewest bytes one image adds to its pool's DaemonSet as compact JSON: its container, for the
- * shortest reference (`a.b/c:1`), is 489 bytes. A pool with more images than
- * {@link MAX_POOL_IMAGES} has a DaemonSet over the apiserver's object limit whatever they are.
- */
+/** The fewest bytes one image adds to its pool's DaemonSet as compact JSON (a lower bound of its container). */
 export const MIN_IMAGE_CONTAINER_BYTES = 480;
 
 /** Images in one pool beyond which its DaemonSet is certainly over the object limit (3,276). */
 export const MAX_POOL_IMAGES = Math.floor(OUTPUT_LIMITS.objectBytes.limit / MIN_IMAGE_CONTAINER_BYTES);
 
-/**
- * Images over all the pools of one run (an image in two pools counts twice), at most: what bounds
- * synth's memory, within the Argo CD sidecar's memory limit (docs/benchmarks.md, loader memory).
- * `bench:synth`'s largest bundle holds exactly this many.
- */
+/** Images over all the pools of one run, at most: what bounds synth's memory (docs/benchmarks.md). */
 export const MAX_RUN_IMAGES = 10_000;
 
 /** Pools too large to build, and the run's image budget; errors that point at the pool's first entry. */

@@ -51,10 +51,7 @@ export function where(l: Location): string {
   return `${l.file}:${l.line}:${l.column}${l.path === '' ? '' : ` ${l.path}`}`;
 }
 
-/**
- * Findings about an object that no single spec entry made (a ConfigMap listing every pool) name
- * the object where a file would go.
- */
+/** Findings about an object that no single spec entry made (a ConfigMap listing every pool) name the object where a file would go. */
 export function objectLocation(object: string): Location {
   return { file: object, document: 0, line: 0, column: 0, path: '' };
 }

@@ -1,8 +1,4 @@
-/**
- * The memory model of pull pods: what a pod requests of a node, and the node whose pools request
- * the most. The kubelet reserves a pod's request on its node whether or not the pod uses it, so a
- * node that many pools select can run out of allocatable memory for its workloads.
- */
+/** The memory pull pods request of a node, which the kubelet reserves whether or not it is used. */
 import type { Diagnostic } from '../../imagecache/errors.js';
 import type { Pool } from '../../imagecache/model.js';
 import { parseQuantity } from '../../contract/quantity.js';
@@ -30,11 +26,7 @@ export interface PoolMember {
   readonly bytes: number;
 }
 
-/**
- * A pod's memory request as the scheduler counts it (KEP-753): init containers run one at a time,
- * each beside the native sidecars (`restartPolicy: Always`) started before it, and the containers
- * run beside every native sidecar; the request is the larger of the two peaks.
- */
+/** A pod's memory request as the scheduler counts it (KEP-753, native sidecars included). */
 export function podMemoryRequest(pod: RequestingPod): number {
   let sidecars = 0;
   let init = 0;
@@ -60,11 +52,8 @@ function memoryRequest(c: RequestingContainer): number {
 }
 
 /**
- * The memory the pull pods request on the node that gets the most, an error over `boundBytes` (the
- * invocation's `--max-node-memory`, src/synth/bounds.ts). Counted while the node warms, the peak:
- * each pool's holder and all of its burst pullers run there then, so an image a puller pulls is
- * requested twice. The kubelet reserves a request whether or not it is used, so past the bound
- * the warm-up crowds out the workloads the node is for.
+ * The memory the pull pods request on the node that gets the most while it warms (holder and every
+ * burst puller), an error over `boundBytes` (`--max-node-memory`).
  */
 export function checkNodeMemory(members: readonly PoolMember[], boundBytes: number): Diagnostic[] {
   const worst = worstNode(members);
@@ -83,11 +72,7 @@ export function checkNodeMemory(members: readonly PoolMember[], boundBytes: numb
   ];
 }
 
-/**
- * The node whose pull pods request the most memory, among nodes labelled exactly like one pool's
- * selector: such a node runs every pool whose selector is a subset (an upper bound: taints may
- * keep some pools off it).
- */
+/** The node whose pull pods request the most, among nodes labelled exactly like one pool (an upper bound). */
 function worstNode(members: readonly PoolMember[]): { node: Pool; pools: Pool[]; bytes: number } | undefined {
   const requests = new Map<Pool, number>();
   for (const { pool, bytes } of members) requests.set(pool, (requests.get(pool) ?? 0) + bytes);

@@ -74,10 +74,7 @@ export function checkSharedObjects(manifests: readonly Manifest[], pools: number
   return out;
 }
 
-/**
- * Objects unique per group, kind and namespace, over the whole output: a duplicate would silently
- * replace its twin on apply.
- */
+/** Objects unique per group, kind and namespace, over the whole output: a duplicate would silently replace its twin on apply. */
 export function checkObjectNames(manifests: readonly ObjectName[]): Diagnostic[] {
   const out: Diagnostic[] = [];
   const objects = new Set<string>();
