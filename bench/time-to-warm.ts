@@ -35,7 +35,10 @@
  * earlier node lands in a figure. For the first node of each `lanes-default` run (all lanes
  * configurations with --waterfalls all) the join is recorded (harness/timeline-recorder) and drawn
  * (src/status/timeline-render.ts, as `prewarm status --node -o svg`) to
- * bench/results/waterfall-<set>-<config>[-remote][-serial].svg. Prints one line per node and a
+ * bench/results/waterfall-<set>-<config>[-remote][-serial].svg. Every floor and lanes node also
+ * gets its steps read from its own containerd and kubelet logs (support/node-log-waterfall.ts:
+ * volumes, sandbox, pulls, container starts, seconds after Ready; not with --waterfalls none),
+ * printed under its line and kept in the JSON. Prints one line per node and a
  * summary (medians of this run, ratios, the target: Ready → warm ≤ floor + 1.1 × raw + 0.5 s with
  * the raw pull that kubelet can do), and writes bench/results/<result>.json. A benchmark: long,
  * bounded, stops by itself. Reuses a running harness cluster (starts one only if none is up, and
@@ -107,6 +110,7 @@ import { imageListPullJob } from '../harness/cluster/kruise.js';
 import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 import { list } from './support/args.js';
+import { readNodeWaterfall, renderNodeWaterfall } from './support/node-log-waterfall.js';
 
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
@@ -209,6 +213,8 @@ interface Sample {
   /** The least time the remote profile allows for the set's bytes (raw pulls under remote). */
   leastMs?: number;
   boundMs?: number;
+  /** The join read from the node's own logs: per pod and pull, seconds after Ready. */
+  steps?: string[];
 }
 const samples: Sample[] = [];
 
@@ -238,6 +244,17 @@ function report(s: Sample): void {
   console.log(
     `${s.set} ${s.profile}${s.kubelet ? ` ${s.kubelet}` : ''} ${s.config} ${s.node}: ready-to-warm ${f === undefined ? `never (bound ${secs(s.boundMs ?? 0)} s)` : `${secs(f)} s`}${extra.length ? `; ${extra.join('; ')}` : ''}`,
   );
+  for (const line of s.steps ?? []) console.log(line);
+}
+
+/**
+ * The join's steps from the node's containerd and kubelet logs, seconds after Ready (volumes,
+ * sandbox, pulls, container starts): where the time between Ready and warm went.
+ */
+function stepsOf(node: string, readyAt: number | undefined): { steps?: string[] } {
+  if (args.waterfalls === 'none' || readyAt === undefined) return {};
+  const w = readNodeWaterfall(node);
+  return w === undefined ? {} : { steps: renderNodeWaterfall(w, readyAt) };
 }
 
 async function prepareImages(): Promise<void> {
@@ -291,6 +308,7 @@ async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number)
         kubelet: ctx.kubelet,
         node: name,
         ...(at !== undefined ? { runningMs: at - readyAt } : {}),
+        ...stepsOf(name, t.readyAt),
         readyMs: readyAt - t.joinAt,
         ...(t.registeredAt !== undefined ? { regReadyMs: readyAt - t.registeredAt } : {}),
         boundMs: 120_000,
@@ -420,6 +438,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
         pullers,
         lanes: synthesized.lanes,
         boundMs: set.boundMs,
+        ...stepsOf(name, t.readyAt),
       });
       if (recorder !== undefined) {
         // The pullers leave after the warm label; give their deletion a moment to be recorded.
