@@ -53,6 +53,8 @@
  * the helper init container, as a pool whose architecture synth cannot know does.
  * `lanes-<x>-baked` joins nodes that start with the reconciler's image in containerd, as a node
  * image that carries it (beside pause) would: what the sidecar's own pull costs a join.
+ * `lanes-<x>[-…]-cpu<millis>` sets the image containers' CPU limit to that: what the start-up
+ * limit (src/synth/security.ts) costs a join.
  *
  * --cni-delay S: every node with a kubelet joins with the harness's CNI stand-in
  * (harness/cluster/cni-stand-in.ts), which pulls its own image, waits S seconds, then writes the
@@ -177,7 +179,9 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c))
+  if (
+    !/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?(-cpu\d+)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c)
+  )
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
@@ -342,10 +346,30 @@ function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boo
 const pullerDaemonSets = (objs: readonly KubeObject[]) =>
   objs.filter((o) => o.kind === 'DaemonSet' && o.spec?.template?.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
 
-/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked|-bytes]`. */
-function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean; bytes: boolean } {
-  const m = /^lanes-(.+?)(-helper|-baked|-bytes)?$/.exec(config);
-  return { variant: m?.[1] ?? '', helper: m?.[2] === '-helper', baked: m?.[2] === '-baked', bytes: m?.[2] === '-bytes' };
+/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked|-bytes][-cpu<millis>]`. */
+function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean; bytes: boolean; cpu?: number } {
+  const m = /^lanes-(.+?)(-helper|-baked|-bytes)?(?:-cpu(\d+))?$/.exec(config);
+  return {
+    variant: m?.[1] ?? '',
+    helper: m?.[2] === '-helper',
+    baked: m?.[2] === '-baked',
+    bytes: m?.[2] === '-bytes',
+    ...(m?.[3] !== undefined ? { cpu: Number(m[3]) } : {}),
+  };
+}
+
+/**
+ * `-cpu<millis>`: the image containers' CPU limit set to that, in every DaemonSet of the output
+ * (not the sidecar's, not the helper's), to measure what the start-up limit costs a join.
+ */
+function withImageCpuLimit(objects: KubeObject[], millis: number | undefined): KubeObject[] {
+  if (millis === undefined) return objects;
+  for (const o of objects) {
+    if (o.kind !== 'DaemonSet') continue;
+    const containers = (podSpecOf(o)?.containers ?? []) as { resources?: { limits?: Record<string, string> } }[];
+    for (const c of containers) if (c.resources?.limits?.['cpu'] !== undefined) c.resources.limits['cpu'] = `${millis}m`;
+  }
+  return objects;
 }
 
 /**
@@ -353,17 +377,20 @@ function lanesConfig(config: string): { variant: string; helper: boolean; baked:
  * every image its own puller (whether the holder counts as a lane is the synth's business).
  */
 async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ lanes: number; objects: KubeObject[] } | undefined> {
-  const { variant: v, helper, bytes } = lanesConfig(config);
+  const { variant: v, helper, bytes, cpu } = lanesConfig(config);
   const synth = async (lanes: number, earlyPull = false) => {
     const specs = imageCacheSpec(set, ns, lanes, earlyPull, bytes);
     if (bytes) await pinSpecs(specs);
-    return synthObjects(specs, [
-      '--reconciler-image',
-      RECONCILER_IMAGE,
-      '--own-namespace',
-      ns,
-      ...(helper ? [] : ['--node-arch', NODE_ARCH]),
-    ]);
+    return withImageCpuLimit(
+      await synthObjects(specs, [
+        '--reconciler-image',
+        RECONCILER_IMAGE,
+        '--own-namespace',
+        ns,
+        ...(helper ? [] : ['--node-arch', NODE_ARCH]),
+      ]),
+      cpu,
+    );
   };
   if (v === 'early') return { lanes: LANES.default, objects: await synth(LANES.default, true) };
   if (v !== 'per-image') {
