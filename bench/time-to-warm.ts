@@ -35,7 +35,10 @@
  * earlier node lands in a figure. For the first node of each `lanes-default` run (all lanes
  * configurations with --waterfalls all) the join is recorded (harness/timeline-recorder) and drawn
  * (src/status/timeline-render.ts, as `prewarm status --node -o svg`) to
- * bench/results/waterfall-<set>-<config>[-remote][-serial].svg. Prints one line per node and a
+ * bench/results/waterfall-<set>-<config>[-remote][-serial].svg. Every floor and lanes node also
+ * gets its steps read from its own containerd and kubelet logs (support/node-log-waterfall.ts:
+ * volumes, sandbox, pulls, container starts, seconds after Ready; not with --waterfalls none),
+ * printed under its line and kept in the JSON. Prints one line per node and a
  * summary (medians of this run, ratios, the target: Ready → warm ≤ floor + 1.1 × raw + 0.5 s with
  * the raw pull that kubelet can do), and writes bench/results/<result>.json. A benchmark: long,
  * bounded, stops by itself. Reuses a running harness cluster (starts one only if none is up, and
@@ -50,6 +53,8 @@
  * the helper init container, as a pool whose architecture synth cannot know does.
  * `lanes-<x>-baked` joins nodes that start with the reconciler's image in containerd, as a node
  * image that carries it (beside pause) would: what the sidecar's own pull costs a join.
+ * `lanes-<x>[-…]-cpu<millis>` sets the image containers' CPU limit to that: what the start-up
+ * limit (src/synth/security.ts) costs a join.
  *
  * --cni-delay S: every node with a kubelet joins with the harness's CNI stand-in
  * (harness/cluster/cni-stand-in.ts), which pulls its own image, waits S seconds, then writes the
@@ -108,6 +113,7 @@ import { imageCache } from '../harness/specs.js';
 import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 import { list } from './support/args.js';
+import { readNodeWaterfall, renderNodeWaterfall } from './support/node-log-waterfall.js';
 
 const POOL_LABEL = 'bench.prewarm.dev/pool';
 const RECONCILER_IMAGE = `${REGISTRY.plain}/prewarm/reconciler:bench`;
@@ -174,7 +180,9 @@ const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
-  if (!/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c))
+  if (
+    !/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?(-cpu\d+)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c)
+  )
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
@@ -210,6 +218,8 @@ interface Sample {
   /** The least time the remote profile allows for the set's bytes (raw pulls under remote). */
   leastMs?: number;
   boundMs?: number;
+  /** The join read from the node's own logs: per pod and pull, seconds after Ready. */
+  steps?: string[];
 }
 const samples: Sample[] = [];
 
@@ -239,6 +249,17 @@ function report(s: Sample): void {
   console.log(
     `${s.set} ${s.profile}${s.kubelet ? ` ${s.kubelet}` : ''} ${s.config} ${s.node}: ready-to-warm ${f === undefined ? `never (bound ${secs(s.boundMs ?? 0)} s)` : `${secs(f)} s`}${extra.length ? `; ${extra.join('; ')}` : ''}`,
   );
+  for (const line of s.steps ?? []) console.log(line);
+}
+
+/**
+ * The join's steps from the node's containerd and kubelet logs, seconds after Ready (volumes,
+ * sandbox, pulls, container starts): where the time between Ready and warm went.
+ */
+function stepsOf(node: string, readyAt: number | undefined): { steps?: string[] } {
+  if (args.waterfalls === 'none' || readyAt === undefined) return {};
+  const w = readNodeWaterfall(node);
+  return w === undefined ? {} : { steps: renderNodeWaterfall(w, readyAt) };
 }
 
 async function prepareImages(): Promise<void> {
@@ -292,6 +313,7 @@ async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number)
         kubelet: ctx.kubelet,
         node: name,
         ...(at !== undefined ? { runningMs: at - readyAt } : {}),
+        ...stepsOf(name, t.readyAt),
         readyMs: readyAt - t.joinAt,
         ...(t.registeredAt !== undefined ? { regReadyMs: readyAt - t.registeredAt } : {}),
         boundMs: 120_000,
@@ -321,10 +343,30 @@ function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boo
 const pullerDaemonSets = (objs: readonly KubeObject[]) =>
   objs.filter((o) => o.kind === 'DaemonSet' && o.spec?.template?.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
 
-/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked|-bytes]`. */
-function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean; bytes: boolean } {
-  const m = /^lanes-(.+?)(-helper|-baked|-bytes)?$/.exec(config);
-  return { variant: m?.[1] ?? '', helper: m?.[2] === '-helper', baked: m?.[2] === '-baked', bytes: m?.[2] === '-bytes' };
+/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked|-bytes][-cpu<millis>]`. */
+function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean; bytes: boolean; cpu?: number } {
+  const m = /^lanes-(.+?)(-helper|-baked|-bytes)?(?:-cpu(\d+))?$/.exec(config);
+  return {
+    variant: m?.[1] ?? '',
+    helper: m?.[2] === '-helper',
+    baked: m?.[2] === '-baked',
+    bytes: m?.[2] === '-bytes',
+    ...(m?.[3] !== undefined ? { cpu: Number(m[3]) } : {}),
+  };
+}
+
+/**
+ * `-cpu<millis>`: the image containers' CPU limit set to that, in every DaemonSet of the output
+ * (not the sidecar's, not the helper's), to measure what the start-up limit costs a join.
+ */
+function withImageCpuLimit(objects: KubeObject[], millis: number | undefined): KubeObject[] {
+  if (millis === undefined) return objects;
+  for (const o of objects) {
+    if (o.kind !== 'DaemonSet') continue;
+    const containers = (podSpecOf(o)?.containers ?? []) as { resources?: { limits?: Record<string, string> } }[];
+    for (const c of containers) if (c.resources?.limits?.['cpu'] !== undefined) c.resources.limits['cpu'] = `${millis}m`;
+  }
+  return objects;
 }
 
 /**
@@ -332,17 +374,20 @@ function lanesConfig(config: string): { variant: string; helper: boolean; baked:
  * every image its own puller (whether the holder counts as a lane is the synth's business).
  */
 async function synthLanes(set: ImageSet, config: string, ns: string): Promise<{ lanes: number; objects: KubeObject[] } | undefined> {
-  const { variant: v, helper, bytes } = lanesConfig(config);
+  const { variant: v, helper, bytes, cpu } = lanesConfig(config);
   const synth = async (lanes: number, earlyPull = false) => {
     const specs = imageCacheSpec(set, ns, lanes, earlyPull, bytes);
     if (bytes) await pinSpecs(specs);
-    return synthObjects(specs, [
-      '--reconciler-image',
-      RECONCILER_IMAGE,
-      '--own-namespace',
-      ns,
-      ...(helper ? [] : ['--node-arch', NODE_ARCH]),
-    ]);
+    return withImageCpuLimit(
+      await synthObjects(specs, [
+        '--reconciler-image',
+        RECONCILER_IMAGE,
+        '--own-namespace',
+        ns,
+        ...(helper ? [] : ['--node-arch', NODE_ARCH]),
+      ]),
+      cpu,
+    );
   };
   if (v === 'early') return { lanes: LANES.default, objects: await synth(LANES.default, true) };
   if (v !== 'per-image') {
@@ -417,6 +462,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
         pullers,
         lanes: synthesized.lanes,
         boundMs: set.boundMs,
+        ...stepsOf(name, t.readyAt),
       });
       if (recorder !== undefined) {
         // The pullers leave after the warm label; give their deletion a moment to be recorded.

@@ -16,8 +16,12 @@ export const CONTAINER_SECURITY: kplus.ContainerSecurityContextProps = {
   readOnlyRootFilesystem: true,
 };
 
-/** Enough for the runtime to start a sleeping container quickly. */
-const START_CPU_LIMIT_MILLIS = 250;
+/**
+ * Enough for the runtime to start a sleeping container within one CFS period: `runc init` and the
+ * exec run in the container's cgroup, so a start needs a few tens of milliseconds of CPU at once,
+ * and the last start of every lane is on the warm-up's critical path. The sleeper then uses none.
+ */
+const START_CPU_LIMIT_MILLIS = 1000;
 
 /** Pod-level settings; `seccompProfile: RuntimeDefault` is an escape hatch. */
 export const POD_SECURITY: kplus.PodSecurityContextProps = {

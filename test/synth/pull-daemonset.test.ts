@@ -92,7 +92,7 @@ describe('PullDaemonSet', () => {
       expect(c.resources.requests.memory).not.toBe('512Mi');
       expect(c.resources.limits).toBeDefined();
     }
-    expect(spec.containers[1].resources).toEqual({ requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '250m', memory: '16Mi' } });
+    expect(spec.containers[1].resources).toEqual({ requests: { cpu: '1m', memory: '4Mi' }, limits: { cpu: '1000m', memory: '16Mi' } });
   });
 
   it('selects on the stable pool label only, never on construct paths', () => {
