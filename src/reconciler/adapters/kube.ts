@@ -112,8 +112,10 @@ export class KubePodSource implements PodSource {
 }
 
 /**
- * Our pool's pods on our node: `labelSelector=prewarm.dev/pool-member=<pool>` and
- * `fieldSelector=spec.nodeName=<node>` in our namespace, for both the list and the watch.
+ * Our pool's pods on our node but our own: `labelSelector=prewarm.dev/pool-member=<pool>` and
+ * `fieldSelector=spec.nodeName=<node>,metadata.name!=<our pod>` in our namespace, for both the list
+ * and the watch. Our pod has its own watch; leaving it out here spares parsing each of its events
+ * (the whole pod, hundreds of KiB at hundreds of images) a second time.
  */
 export class KubePoolPodSource implements PoolPodSource {
   constructor(
@@ -121,11 +123,12 @@ export class KubePoolPodSource implements PoolPodSource {
     private readonly namespace: string,
     private readonly pool: string,
     private readonly node: string,
+    private readonly self: string,
   ) {}
   private query(extra: Record<string, string>): URLSearchParams {
     return new URLSearchParams({
       labelSelector: poolMembersQuery(this.pool),
-      fieldSelector: `spec.nodeName=${this.node}`,
+      fieldSelector: `spec.nodeName=${this.node},metadata.name!=${this.self}`,
       ...extra,
     });
   }
