@@ -50,7 +50,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   const controller = new Controller(
     {
       pods: new KubePodSource(kube, config.podNamespace, config.podName),
-      poolPods: new KubePoolPodSource(kube, config.podNamespace, config.poolId, config.nodeName),
+      poolPods: new KubePoolPodSource(kube, config.podNamespace, config.poolId, config.nodeName, config.podName),
       nodes: new KubeNodePort(kube, config.nodeName),
       events: new KubeEventSink(kube, config, () => clock.now()),
       clock,

@@ -18,7 +18,7 @@ export interface PodSource {
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
-/** Every pod of our pool on our node, by pool-member label and `spec.nodeName`; never a cluster-wide list. */
+/** Every pod of our pool on our node but our own, by pool-member label, `spec.nodeName` and name; never a cluster-wide list. */
 export interface PoolPodSource {
   list(): Promise<{ readonly pods: readonly KPod[]; readonly resourceVersion: string }>;
   /** As {@link PodSource.watch}: ApiError 410 means list again. */

@@ -5,7 +5,7 @@
  * bounds with a wide margin, not timings.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeHttp, MAX_WATCH_NESTS, request } from '../../src/http/client.js';
+import { KubeHttp, MAX_WATCH_NESTS, request, tooManyNests } from '../../src/http/client.js';
 import { ApiError } from '../../src/http/api-error.js';
 import { startHostileServer, type HostileBehaviour, type HostileServer } from '../../harness/hostile-server.js';
 import { startScriptedApiserver } from '../../harness/scripted-apiserver.js';
@@ -131,5 +131,68 @@ describe('KubeHttp', () => {
       kube.close();
       await s.stop();
     }
+  });
+});
+
+/** A watch event of a pod with `n` containers, each with its status and the managedFields entries a real one carries. */
+function podEvent(n: number): string {
+  const names = Array.from({ length: n }, (_, i) => `c${i}`);
+  const fields = Object.fromEntries(
+    names.map((c) => [
+      `k:{"name":"${c}"}`,
+      { '.': {}, 'f:image': {}, 'f:resources': { '.': {}, 'f:limits': { '.': {}, 'f:cpu': {} } }, 'f:volumeMounts': { '.': {} } },
+    ]),
+  );
+  return JSON.stringify({
+    type: 'MODIFIED',
+    object: {
+      metadata: { name: 'p', managedFields: [{ manager: 'kube-controller-manager', fieldsV1: { 'f:spec': { 'f:containers': fields } } }] },
+      spec: { containers: names.map((c) => ({ name: c, image: `reg/${c}:1`, command: ['/prewarm/busybox', 'sleep', 'infinity'] })) },
+      status: {
+        containerStatuses: names.map((c) => ({ name: c, image: `reg/${c}:1`, state: { running: { startedAt: '2026-12-07T08:00:00Z' } } })),
+      },
+    },
+  });
+}
+
+describe('tooManyNests', () => {
+  /** `line` with its steps counted: each search, and each character read one at a time. */
+  const counted = (line: string): { text: Pick<string, 'length' | 'indexOf'>; searches: () => number } => {
+    let searches = 0;
+    const text = {
+      length: line.length,
+      indexOf: (s: string, from?: number) => (searches++, line.indexOf(s, from)),
+      charCodeAt: (i: number) => (searches++, line.charCodeAt(i)),
+      at: (i: number) => (searches++, line.at(i)),
+    };
+    return { text, searches: () => searches };
+  };
+
+  it('costs one string search per bracket of a pod event, not a step per character', () => {
+    const line = podEvent(400);
+    expect(line.length).toBeGreaterThan(MAX_WATCH_NESTS);
+    const brackets = line.replace(/[^{[]/g, '').length;
+    const { text, searches } = counted(line);
+    expect(tooManyNests(text, MAX_WATCH_NESTS)).toBe(false);
+    // One search finds each bracket and one per kind finds none left.
+    expect(searches()).toBe(brackets + 2);
+    expect(searches()).toBeLessThan(line.length / 10);
+  });
+
+  it('stops searching once past its bound', () => {
+    const { text, searches } = counted(`${'['.repeat(50)}${'{'.repeat(50)}`);
+    expect(tooManyNests(text, 30)).toBe(true);
+    expect(searches()).toBe(31);
+  });
+
+  it('does not search a line shorter than its bound, which cannot hold more', () => {
+    const { text, searches } = counted('{"type":"ADDED","object":{"metadata":{"name":"p"}}}');
+    expect(tooManyNests(text, 100)).toBe(false);
+    expect(searches()).toBe(0);
+  });
+
+  it('counts brackets of both kinds, inside strings too', () => {
+    expect(tooManyNests('[{"a":"[{"}]', 4)).toBe(false);
+    expect(tooManyNests('[{"a":"[{["}]', 4)).toBe(true);
   });
 });

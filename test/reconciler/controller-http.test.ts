@@ -52,7 +52,7 @@ async function run(watchBody: string): Promise<{ watches: number; lists: number;
   const ctl = new Controller(
     {
       pods: new KubePodSource(http, cfg.podNamespace, cfg.podName),
-      poolPods: new KubePoolPodSource(http, cfg.podNamespace, cfg.poolId, cfg.nodeName),
+      poolPods: new KubePoolPodSource(http, cfg.podNamespace, cfg.poolId, cfg.nodeName, cfg.podName),
       nodes: new KubeNodePort(http, cfg.nodeName),
       events: new KubeEventSink(http, cfg, () => Date.now()),
       clock: systemClock,
@@ -109,7 +109,7 @@ describe('the watches against the fake apiserver, under a clock 720 times the wa
     const ctl = new Controller(
       {
         pods: new KubePodSource(http, cfg.podNamespace, cfg.podName),
-        poolPods: new KubePoolPodSource(http, cfg.podNamespace, cfg.poolId, cfg.nodeName),
+        poolPods: new KubePoolPodSource(http, cfg.podNamespace, cfg.poolId, cfg.nodeName, cfg.podName),
         nodes: new KubeNodePort(http, cfg.nodeName),
         events: new KubeEventSink(http, cfg, () => Date.now()),
         // The soak bench's clock: a loopback round trip of a few ms is seconds of its time.

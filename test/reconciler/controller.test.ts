@@ -374,6 +374,26 @@ describe('Controller', () => {
     expect(kube.calls.slice(calls)).toEqual(['GET node', 'GET node']);
   });
 
+  it('idles on its resync alone: an hour without events, each watch ended at the server timeout, costs 12 node reads and 24 watches', async () => {
+    const { clock, kube } = setup({ poolPods: true });
+    kube.setPod(running());
+    await clock.settle();
+    expect(kube.node.metadata.labels?.['prewarm.dev/gpu']).toBe('warm');
+    const from = kube.calls.length;
+    const sleeps = clock.sleeps.length;
+    for (let round = 0; round < 12; round++) {
+      await clock.advance(290_000);
+      kube.endWatches();
+      await clock.advance(10_000);
+    }
+    const tally: Record<string, number> = {};
+    for (const c of kube.calls.slice(from)) tally[c] = (tally[c] ?? 0) + 1;
+    // A watch that ran its course is reopened at once, from where it was: no list, no backoff.
+    expect(tally).toEqual({ 'GET node': 12, 'WATCH pod': 12, 'WATCH pool pods': 12 });
+    expect(clock.sleeps.slice(sleeps)).toEqual(Array.from({ length: 12 }, () => 300_000));
+    expect(clock.pending).toEqual([clock.now() + 300_000]);
+  });
+
   it('re-reads the node every gate resync while the taint waits for another pool', async () => {
     const { clock, kube } = setup({ pools: pools(pool('gpu'), base) });
     kube.setPod(running());

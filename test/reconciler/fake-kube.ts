@@ -40,7 +40,10 @@ export class FakeKube {
     },
   };
 
-  /** The member list and watch; the list holds our own pod too, as the apiserver's would. */
+  /**
+   * The member list and watch. The list holds our own pod too, which the adapter's field selector
+   * leaves out, as a server that ignored that term would: the controller must drop it itself.
+   */
   readonly poolPods: PoolPodSource = {
     list: () => this.call('LIST pool pods', () => ({ pods: [this.pod, ...this.peers.values()], resourceVersion: String(this.rv) })),
     watch: async (_rv, onEvent, signal) => {

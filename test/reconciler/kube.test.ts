@@ -145,7 +145,7 @@ describe('the apiserver adapters over HTTP', () => {
     return {
       api,
       pods: new KubePodSource(http, 'prewarm', 'pull-a-xyz'),
-      poolPods: new KubePoolPodSource(http, 'prewarm', 'gpu', 'node-a'),
+      poolPods: new KubePoolPodSource(http, 'prewarm', 'gpu', 'node-a', 'pull-a-xyz'),
       nodes: new KubeNodePort(http, 'node-a'),
       events: new KubeEventSink(http, config(), () => T0),
     };
@@ -224,7 +224,7 @@ describe('the apiserver adapters over HTTP', () => {
     }
   });
 
-  it('lists and watches the pool members on our node only, in our namespace, by label and spec.nodeName', async () => {
+  it('lists and watches the pool members on our node only, in our namespace, by label and spec.nodeName, but our own pod', async () => {
     const { api, poolPods } = await serve();
     const member = (name: string, nodeName: string, namespace = 'prewarm'): KPod => {
       const p = pod(IMAGES, [st.creating('c1'), st.creating('c2')]);
@@ -239,21 +239,24 @@ describe('the apiserver adapters over HTTP', () => {
     api.setPod(member('puller-elsewhere', 'node-b'));
     api.setPod(member('puller-other-ns', 'node-a', 'team'));
     const listed = await poolPods.list();
-    expect(listed.pods.map((p) => p.metadata.name)).toEqual(['pull-a-xyz', 'puller-1']);
-    expect(api.requests.at(-1)?.path).toBe(
-      '/api/v1/namespaces/prewarm/pods?labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a',
-    );
+    expect(listed.pods.map((p) => p.metadata.name)).toEqual(['puller-1']);
+    const query = 'labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a%2Cmetadata.name%21%3Dpull-a-xyz';
+    expect(api.requests.at(-1)?.path).toBe(`/api/v1/namespaces/prewarm/pods?${query}`);
     const got: string[] = [];
     let delivered: () => void = () => {};
     const stop = new AbortController();
     const watch = poolPods.watch(listed.resourceVersion, (e) => (got.push(`${e.type} ${e.pod.metadata.name}`), delivered()), stop.signal);
     await api.watching();
     expect(api.requests.at(-1)?.path).toBe(
-      `/api/v1/namespaces/prewarm/pods?labelSelector=prewarm.dev%2Fpool-member%3Dgpu&fieldSelector=spec.nodeName%3Dnode-a&watch=true&resourceVersion=${listed.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=290`,
+      `/api/v1/namespaces/prewarm/pods?${query}&watch=true&resourceVersion=${listed.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=290`,
     );
     const twoArrived = new Promise<void>((resolve) => (delivered = () => got.length === 2 && resolve()));
+    // Our own pod's changes (every container start of the holder, the whole pod each time) come
+    // only through its own watch: this one would parse each of them a second time.
+    api.setPod(member('pull-a-xyz', 'node-a'));
     api.setPod(member('puller-elsewhere', 'node-b'));
     api.setPod(member('puller-1', 'node-a'), 'DELETED');
+    api.setPod(member('pull-a-xyz', 'node-a'));
     api.setPod(member('puller-2', 'node-a'));
     await twoArrived;
     expect(got).toEqual(['DELETED puller-1', 'ADDED puller-2']);

@@ -101,18 +101,19 @@ export class KubePodSource implements PodSource {
   }
 }
 
-/** Our pool's pods on our node: by pool-member label and `spec.nodeName`, in our namespace. */
+/** Our pool's pods on our node but our own pod, which has its own watch: parsing its events twice is waste. */
 export class KubePoolPodSource implements PoolPodSource {
   constructor(
     private readonly http: KubeHttp,
     private readonly namespace: string,
     private readonly pool: string,
     private readonly node: string,
+    private readonly self: string,
   ) {}
   private query(extra: Record<string, string>): URLSearchParams {
     return new URLSearchParams({
       labelSelector: poolMembersQuery(this.pool),
-      fieldSelector: `spec.nodeName=${this.node}`,
+      fieldSelector: `spec.nodeName=${this.node},metadata.name!=${this.self}`,
       ...extra,
     });
   }

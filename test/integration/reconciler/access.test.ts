@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeHttp } from '../../../src/http/client.js';
-import type { KNode } from '../../../src/reconciler/kube-types.js';
+import type { KNode, KPod } from '../../../src/reconciler/kube-types.js';
+import { KubePoolPodSource } from '../../../src/reconciler/adapters/kube.js';
 import { DEFAULT_GATE_TAINT_KEY } from '../../../src/contract/names.js';
 import { adminEndpoint, apply, applyAccess, INT_ACCESS, makeNode, makePod, podToken, tokenEndpoint, status, denial } from './cluster.js';
 import { waitFor } from '../../../harness/time.js';
@@ -107,6 +108,16 @@ describe('ReconcilerAccess on a real apiserver', () => {
     expect(after.spec?.taints?.map((t) => t.key).filter((k) => !k.startsWith('node.kubernetes.io/'))).toEqual([OTHER.key]);
   });
 
+  it("the pool pods' field selector leaves out our own pod and keeps the node's others", async () => {
+    const names = async (fieldSelector: string): Promise<string[]> =>
+      (
+        await admin.json<{ items: KPod[] }>('GET', `/api/v1/namespaces/${NS}/pods?fieldSelector=${encodeURIComponent(fieldSelector)}`)
+      ).items.map((p) => p.metadata.name ?? '');
+    expect(await names('spec.nodeName=int-node-a')).toContain('pull-a');
+    expect(await names('spec.nodeName=int-node-a,metadata.name!=pull-a')).not.toContain('pull-a');
+    expect(await names('spec.nodeName=int-node-a,metadata.name!=pull-other')).toContain('pull-a');
+  });
+
   it('a failed JSON-patch test is a 422 the controller treats as a conflict', async () => {
     const e = await denial(
       sa.json(
@@ -126,8 +137,9 @@ describe('ReconcilerAccess on a real apiserver', () => {
     expect(await status(sa.json('GET', `/api/v1/namespaces/${NS}/secrets`))).toBe(403);
     expect(await status(sa.json('GET', `/api/v1/namespaces/${NS}/secrets/any`))).toBe(403);
     expect(await status(sa.json('GET', '/api/v1/nodes'))).toBe(403);
-    // The one list the sidecar makes: its pool's pods on its node, in its own namespace only.
-    const poolPods = `labelSelector=${encodeURIComponent('prewarm.dev/pool-member=p')}&fieldSelector=${encodeURIComponent('spec.nodeName=int-node-a')}`;
+    // The one list the sidecar makes: its pool's other pods on its node, in its own namespace only.
+    await expect(new KubePoolPodSource(sa, NS, 'p', 'int-node-a', 'pull-a').list()).resolves.toMatchObject({ pods: [] });
+    const poolPods = `labelSelector=${encodeURIComponent('prewarm.dev/pool-member=p')}&fieldSelector=${encodeURIComponent('spec.nodeName=int-node-a,metadata.name!=pull-a')}`;
     expect(await status(sa.json('GET', `/api/v1/namespaces/${NS}/pods?${poolPods}`))).toBe(200);
     expect(await status(sa.json('GET', `/api/v1/namespaces/default/pods?${poolPods}`))).toBe(403);
     expect(await status(sa.json('GET', `/api/v1/namespaces/kube-system/pods?${poolPods}`))).toBe(403);
