@@ -657,7 +657,27 @@ async function main(): Promise<void> {
   try {
     await removeLeftovers(kube);
     const s = await storm(kube, objs);
+    // Written after every part, so a part that fails or runs out of its bound keeps the ones before.
+    const save = (kf?: KfResult, kr?: KruiseResult): string =>
+      saveResults(args.results, {
+        images: IMAGES,
+        args: {
+          nodes: N,
+          windowS: args['window-s'],
+          boundS: args['bound-s'],
+          kfWindowS: args['kf-window-s'],
+          controllerManagerArgs: cmArgs,
+        },
+        storm: s,
+        sidecarPerNodeFromFootprint: SIDECAR_PER_NODE,
+        ...(kf ? { kubeFledged: kf } : {}),
+        ...(kr ? { kruise: kr } : {}),
+        retried429: kube.retries,
+        clusterStartedByBench: started,
+      });
+    log(`wrote ${save()}`);
     const kf = args['kf-window-s'] > 0 ? await kubeFledged(kube) : undefined;
+    if (kf) log(`wrote ${save(kf)}`);
     const kr = args.kruise ? await kruise(kube) : undefined;
     if (kr)
       console.log(
@@ -670,16 +690,7 @@ async function main(): Promise<void> {
         `\nAPI requests per node, kube-fledged (extrapolated) / prewarm (measured): x${(kfPerNode / s.prewarmRequestsPerNode).toFixed(1)} against the pull DaemonSet path, x${(kfPerNode / (s.prewarmRequestsPerNode + sidecar)).toFixed(1)} with the sidecar's <= ${sidecar} per transition added`,
       );
     }
-    const f = saveResults(args.results, {
-      images: IMAGES,
-      args: { nodes: N, windowS: args['window-s'], boundS: args['bound-s'], kfWindowS: args['kf-window-s'], controllerManagerArgs: cmArgs },
-      storm: s,
-      sidecarPerNodeFromFootprint: SIDECAR_PER_NODE,
-      ...(kf ? { kubeFledged: kf } : {}),
-      ...(kr ? { kruise: kr } : {}),
-      clusterStartedByBench: started,
-    });
-    log(`wrote ${f}`);
+    log(`wrote ${save(kf, kr)}${kube.retries > 0 ? `; ${kube.retries} requests of this bench retried after a 429` : ''}`);
   } finally {
     log('cleaning up: namespaces, CRD, fake nodes');
     await cleanUp(kube, objs).catch((e: unknown) => log(`clean-up failed: ${(e as Error).message}`));

@@ -27,7 +27,8 @@
  *
  * raw and raw-serial do not depend on the kubelet (there is none): they run once per set and
  * profile. Profiles (harness/cluster/registry-profile.ts): loopback (the registry on this machine)
- * and remote (the throttling proxy: per-connection and per-node caps, RTT); the run switches the
+ * and remote (the throttling proxy: per-connection and per-node caps, RTT; `--remote upstream=96MiB`
+ * adds a link every node shares, for a storm whose nodes compete for it); the run switches the
  * cluster's profile and puts the one it found back at the end. Under remote, every raw pull is
  * checked against the least time the profile allows for its bytes (the shaping is real).
  *
@@ -46,7 +47,7 @@
  *
  *   npm run bench:time-to-warm -- [--sets small5,ml5,large5] [--profiles loopback,remote]
  *     [--kubelets parallel,serial] [--configs raw,raw-serial,floor,lanes-1,lanes-default,lanes-per-image,kf-1m]
- *     [--nodes N] [--waterfalls default|all|none] [--cni-delay S] [--result NAME]
+ *     [--nodes N] [--waterfalls default|all|none] [--cni-delay S] [--storm] [--remote SETTINGS] [--result NAME]
  *
  * Every lanes configuration synthesizes with `--node-arch` of the harness's nodes, so its pods run
  * the sleeper (src/synth/sleeper.ts); `lanes-<x>-helper` synthesizes without it, so its pods keep
@@ -138,6 +139,10 @@ const args = yargs(hideBin(process.argv))
     type: 'boolean',
     default: false,
     describe: "a configuration's nodes join all at once (not one after another); prints the storm's figures",
+  })
+  .option('remote', {
+    type: 'string',
+    describe: 'settings of the remote profile, as after `remote:` (conn=24MiB,node=96MiB,upstream=96MiB,rtt=50ms)',
   })
   .option('result', { type: 'string', describe: 'results file name (default: time-to-warm-<profiles>-<kubelets>-<sets>)' })
   .strict()
@@ -750,7 +755,7 @@ async function main(): Promise<void> {
   const watch = new NodeWatch(kube, POOL_LABEL, log);
   await watch.start();
   const found = registryProfile();
-  const shapes: Record<ProfileName, RegistryProfile> = { loopback: LOOPBACK, remote: parseRegistryProfile('remote') };
+  const shapes: Record<ProfileName, RegistryProfile> = { loopback: LOOPBACK, remote: parseRegistryProfile(`remote:${args.remote ?? ''}`) };
   const t0 = Date.now();
   try {
     for (const profile of profiles) {

@@ -52,6 +52,30 @@ function apiError(what: string, status: number, body: string): ApiError {
   return new ApiError(status, `${what}: HTTP ${status}: ${body.slice(0, 300)}`, typeof reason === 'string' ? reason : undefined);
 }
 
+/** Retries of one request the apiserver answered 429 (Too Many Requests) before its answer is returned. */
+export const MAX_429_RETRIES = 5;
+/** The longest wait before one retry, whatever Retry-After asks (ms). */
+export const MAX_RETRY_WAIT_MS = 10_000;
+/** The wait before a retry when Retry-After is absent or unreadable: doubled per attempt (ms). */
+const RETRY_BASE_MS = 500;
+
+/**
+ * How long to wait before retrying an answer with `status` and `retryAfter` (the Retry-After header:
+ * seconds or an HTTP date), after `attempt` retries already made; undefined for no retry. Only a 429
+ * is retried: the apiserver's priority and fairness rejects with it before doing anything, so a
+ * retried write is not applied twice. Bounded in count and in each wait, so a storm of 429s ends
+ * with the 429 returned, not a hang. `now` is for the date form.
+ */
+export function retryDelayMs(status: number, retryAfter: string | undefined, attempt: number, now = Date.now()): number | undefined {
+  if (status !== 429 || attempt >= MAX_429_RETRIES) return undefined;
+  const backoff = Math.min(MAX_RETRY_WAIT_MS, RETRY_BASE_MS * 2 ** attempt);
+  const v = retryAfter?.trim() ?? '';
+  if (/^\d+$/.test(v)) return Math.min(MAX_RETRY_WAIT_MS, Number(v) * 1000);
+  const date = v === '' ? Number.NaN : Date.parse(v);
+  if (Number.isFinite(date)) return Math.min(MAX_RETRY_WAIT_MS, Math.max(0, date - now));
+  return backoff;
+}
+
 /** Token bucket like client-go's flowcontrol (QPS, burst); `take` waits for a token. */
 export class TokenBucket {
   private tokens: number;
@@ -97,6 +121,8 @@ export class Kube {
   readonly base: string;
   /** Requests sent, by "VERB resource" (for reporting a component's own API cost). */
   readonly counts = new Map<string, number>();
+  /** Requests sent again after a 429 (each also counted in {@link counts}). */
+  retries = 0;
 
   constructor(private readonly opts: KubeOptions = {}) {
     this.base = opts.server ?? apiserverUrl();
@@ -121,7 +147,10 @@ export class Kube {
     this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
   }
 
-  /** One request; the status and body as they came, whatever the status (rejects only on transport errors). */
+  /**
+   * One request; the status and body as they came, whatever the status (rejects only on transport
+   * errors). A 429 is retried as {@link retryDelayMs} says; the last answer is returned.
+   */
   async raw(
     method: string,
     path: string,
@@ -129,6 +158,22 @@ export class Kube {
     contentType = 'application/json',
     timeoutMs = 60_000,
   ): Promise<{ status: number; text: string }> {
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.once(method, path, body, contentType, timeoutMs);
+      const wait = retryDelayMs(r.status, r.retryAfter, attempt);
+      if (wait === undefined) return { status: r.status, text: r.text };
+      this.retries++;
+      await sleep(wait);
+    }
+  }
+
+  private async once(
+    method: string,
+    path: string,
+    body: unknown,
+    contentType: string,
+    timeoutMs: number,
+  ): Promise<{ status: number; text: string; retryAfter: string | undefined }> {
     if (this.opts.limiter) await this.opts.limiter.take();
     this.count(method, path);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
@@ -149,7 +194,8 @@ export class Kube {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (d: string) => (text += d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          const retryAfter = res.headers['retry-after'];
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text, retryAfter }));
           res.on('error', reject);
         },
       );

@@ -1,6 +1,6 @@
 /**
  * Dev-cluster CLI of the prewarm test harness (run as root):
- *   npm run cluster -- up [--no-kwok] [--nodes N] [--audit-log] [--registry-profile loopback|remote[:conn=24MiB,node=96MiB,rtt=50ms]]
+ *   npm run cluster -- up [--no-kwok] [--nodes N] [--audit-log] [--registry-profile loopback|remote[:conn=24MiB,node=96MiB,upstream=96MiB,rtt=50ms]]
  *   npm run cluster -- registry-profile [PROFILE]   (show, or switch a running cluster's)
  *   npm run cluster -- down [--purge]
  *   npm run cluster -- status
@@ -56,7 +56,8 @@ await yargs(hideBin(process.argv))
         .option('registry-profile', {
           type: 'string',
           default: 'loopback',
-          describe: 'loopback, or remote (per-connection and per-node caps, RTT; remote:conn=24MiB,node=96MiB,rtt=50ms to change them)',
+          describe:
+            'loopback, or remote (per-connection and per-node caps, RTT; remote:conn=24MiB,node=96MiB,rtt=50ms to change them, upstream=96MiB to add a link all nodes share)',
         }),
     async (a) => {
       await up({ kwok: a.kwok, auditLog: a['audit-log'], registryProfile: parseRegistryProfile(a['registry-profile']) });

@@ -3,11 +3,13 @@
  *
  *   loopback  the registry as it is, on the same machine (the default)
  *   remote    a registry across a network: every connection capped (object-store and CDN backends
- *             limit each stream), every node's link capped, and a round-trip time per request and
+ *             limit each stream), every node's link capped, optionally the upstream link all nodes
+ *             share (a cluster's egress or a mirror's uplink), and a round-trip time per request and
  *             per new connection. Served by the throttling proxy (throttle-proxy.ts) in the hub
  *             netns; containerd reaches it through hosts.toml, which is read per pull.
  *
- * The pure parts live here: parsing a profile (`remote`, or `remote:conn=24MiB,node=96MiB,rtt=50ms`)
+ * The pure parts live here: parsing a profile (`remote`, or `remote:conn=24MiB,node=96MiB,rtt=50ms`,
+ * `upstream=96MiB` to add the shared link)
  * and the link arithmetic that decides when a piece of a response may leave the proxy.
  */
 
@@ -17,6 +19,8 @@ export interface RemoteShape {
   readonly perConnectionBps: number;
   /** Cap of one node's link to the registry (all its connections together), bytes per second. */
   readonly perNodeBps: number;
+  /** Cap of the link every node shares (all nodes together), bytes per second; absent: none. */
+  readonly perUpstreamBps?: number;
   /** Round-trip time, ms: one per request, `connectRtts` more for a new connection. */
   readonly rttMs: number;
   /** Round trips a new connection costs before its first request (TCP, TLS 1.3: 2). */
@@ -65,7 +69,7 @@ function parseMs(s: string, field: string): number {
 }
 
 /**
- * Parses `loopback`, `remote` or `remote:key=value,...` (keys conn, node, rtt, connect-rtts) into
+ * Parses `loopback`, `remote` or `remote:key=value,...` (keys conn, node, upstream, rtt, connect-rtts) into
  * a profile; throws with the offending part on anything else.
  */
 export function parseRegistryProfile(text: string): RegistryProfile {
@@ -81,12 +85,13 @@ export function parseRegistryProfile(text: string): RegistryProfile {
     if (!k || v === undefined || v === '') throw new Error(`registry profile: ${part}: want key=value`);
     if (k === 'conn') shape.perConnectionBps = parseRate(v, k);
     else if (k === 'node') shape.perNodeBps = parseRate(v, k);
+    else if (k === 'upstream') shape.perUpstreamBps = parseRate(v, k);
     else if (k === 'rtt') shape.rttMs = parseMs(v, k);
     else if (k === 'connect-rtts') {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 0) throw new Error(`registry profile: connect-rtts=${v}: want a whole number ≥ 0`);
       shape.connectRtts = n;
-    } else throw new Error(`registry profile: unknown setting ${k}; known: conn, node, rtt, connect-rtts`);
+    } else throw new Error(`registry profile: unknown setting ${k}; known: conn, node, upstream, rtt, connect-rtts`);
   }
   return { name: 'remote', ...shape };
 }
@@ -95,7 +100,8 @@ export function parseRegistryProfile(text: string): RegistryProfile {
 export function describeProfile(p: RegistryProfile): string {
   if (p.name === 'loopback') return 'loopback (the registry on this machine, unshaped)';
   const mib = (b: number) => `${+(b / MIB).toFixed(2)} MiB/s`;
-  return `remote (${mib(p.perConnectionBps)} per connection, ${mib(p.perNodeBps)} per node, RTT ${p.rttMs} ms, ${p.connectRtts} RTT per new connection)`;
+  const upstream = p.perUpstreamBps === undefined ? '' : `, ${mib(p.perUpstreamBps)} upstream shared by all nodes`;
+  return `remote (${mib(p.perConnectionBps)} per connection, ${mib(p.perNodeBps)} per node${upstream}, RTT ${p.rttMs} ms, ${p.connectRtts} RTT per new connection)`;
 }
 
 /**
@@ -116,6 +122,24 @@ export function waterFill(total: number, wants: readonly number[]): number[] {
     k--;
   }
   return out;
+}
+
+/**
+ * How many bytes each connection may send in one tick, for every node: `wants[n][i]` is what
+ * connection i of node n wants (at most its own cap for the tick). Each node together gets at most
+ * `nodeCap`, all nodes together at most `upstreamCap` (Infinity: no shared link); both links are
+ * shared max-min fairly ({@link waterFill}), the upstream among nodes, then each node's among its
+ * connections.
+ */
+export function shareLinks(nodeCap: number, upstreamCap: number, wants: readonly (readonly number[])[]): number[][] {
+  const nodeWants = wants.map((ws) =>
+    Math.min(
+      nodeCap,
+      ws.reduce((a, w) => a + Math.max(0, w), 0),
+    ),
+  );
+  const nodeGrants = waterFill(upstreamCap, nodeWants);
+  return wants.map((ws, n) => waterFill(nodeGrants[n] ?? 0, ws));
 }
 
 /**

@@ -128,7 +128,8 @@ export function registryProfile(): RegistryProfile {
 
 function profileText(p: RegistryProfile): string {
   if (p.name === 'loopback') return 'loopback';
-  return `remote:conn=${p.perConnectionBps}B,node=${p.perNodeBps}B,rtt=${p.rttMs}ms,connect-rtts=${p.connectRtts}`;
+  const upstream = p.perUpstreamBps === undefined ? '' : `,upstream=${p.perUpstreamBps}B`;
+  return `remote:conn=${p.perConnectionBps}B,node=${p.perNodeBps}B${upstream},rtt=${p.rttMs}ms,connect-rtts=${p.connectRtts}`;
 }
 
 /**

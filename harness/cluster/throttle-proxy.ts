@@ -7,13 +7,14 @@
  * A TCP relay. Upstream → client (the pull direction) is queued per connection and released on a
  * tick: each connection at most its own cap, the connections of one client node (keyed by source
  * address: every node has its own netns address) together at most the node's cap, shared max-min
- * fairly (waterFill); then it waits RTT/2. Client → upstream (requests) is only delayed: by RTT/2,
+ * fairly, and with an upstream cap all nodes together at most that, shared max-min fairly among
+ * the nodes (shareLinks); then it waits RTT/2. Client → upstream (requests) is only delayed: by RTT/2,
  * and on a new connection not before `connectRtts` RTTs after it was accepted. So a request costs
  * one RTT plus its transfer, a new connection its handshakes, and parallel streams share the
  * node's cap. TCP slow start and loss are not modelled.
  */
 import { createServer, connect, type Socket } from 'node:net';
-import { describeProfile, parseRegistryProfile, waterFill, type RemoteShape } from './registry-profile.js';
+import { describeProfile, parseRegistryProfile, shareLinks, type RemoteShape } from './registry-profile.js';
 
 /** The release tick (ms); a late tick releases for the time that really passed, up to MAX_DT. */
 const TICK_MS = 5;
@@ -92,14 +93,16 @@ function tick(): void {
   lastTick = now;
   const byNode = new Map<string, Flow[]>();
   for (const f of flows) if (f.queued > 0) byNode.set(f.node, [...(byNode.get(f.node) ?? []), f]);
-  for (const list of byNode.values()) {
-    const perConn = (shape.perConnectionBps * dt) / 1000;
-    const grants = waterFill(
-      (shape.perNodeBps * dt) / 1000,
-      list.map((f) => Math.min(f.queued, perConn + f.carry)),
-    );
+  const lists = [...byNode.values()];
+  const perConn = (shape.perConnectionBps * dt) / 1000;
+  const grants = shareLinks(
+    (shape.perNodeBps * dt) / 1000,
+    shape.perUpstreamBps === undefined ? Number.POSITIVE_INFINITY : (shape.perUpstreamBps * dt) / 1000,
+    lists.map((list) => list.map((f) => Math.min(f.queued, perConn + f.carry))),
+  );
+  lists.forEach((list, k) => {
     list.forEach((f, i) => {
-      const allowed = grants[i] ?? 0;
+      const allowed = grants[k]?.[i] ?? 0;
       const n = Math.min(f.queued, Math.floor(allowed));
       f.carry = f.queued > n ? allowed - n : 0;
       if (n === 0) return;
@@ -113,7 +116,7 @@ function tick(): void {
       }, half);
       if (f.queued < HIGH_WATER && f.up.isPaused()) f.up.resume();
     });
-  }
+  });
   if (![...flows].some((f) => f.queued > 0) && timer !== undefined) {
     clearInterval(timer);
     timer = undefined;

@@ -5,6 +5,7 @@ import {
   parseRate,
   parseRegistryProfile,
   REMOTE_DEFAULTS,
+  shareLinks,
   waterFill,
 } from '../../harness/cluster/registry-profile.js';
 
@@ -38,6 +39,15 @@ describe('parseRegistryProfile', () => {
     ['remote:connect-rtts=1.5', /connect-rtts=1.5: want a whole number/],
   ])('refuses %s', (text, error) => {
     expect(() => parseRegistryProfile(text)).toThrow(error);
+  });
+
+  it('takes an upstream link shared by all nodes, absent by default', () => {
+    expect(REMOTE_DEFAULTS.perUpstreamBps).toBeUndefined();
+    expect(parseRegistryProfile('remote:upstream=96MiB')).toEqual({ name: 'remote', ...REMOTE_DEFAULTS, perUpstreamBps: 96 * MIB });
+    expect(describeProfile(parseRegistryProfile('remote:upstream=96MiB'))).toBe(
+      'remote (24 MiB/s per connection, 96 MiB/s per node, 96 MiB/s upstream shared by all nodes, RTT 50 ms, 2 RTT per new connection)',
+    );
+    expect(() => parseRegistryProfile('remote:upstream=0B')).toThrow(/upstream=0B: must be above 0/);
   });
 
   it('round-trips through its own description of the values', () => {
@@ -93,6 +103,51 @@ describe('waterFill: one tick of a node link shared by its connections', () => {
       ms++;
     }
     expect(ms).toBe(4000);
+  });
+});
+
+describe('shareLinks: one tick of the node links and the upstream link they share', () => {
+  it('without an upstream cap, is each node on its own', () => {
+    const wants = [
+      [50, 50, 50],
+      [10, 20],
+    ];
+    expect(shareLinks(90, Number.POSITIVE_INFINITY, wants)).toEqual([waterFill(90, [50, 50, 50]), [10, 20]]);
+  });
+
+  it('shares the upstream equally among the nodes that want it, then each node among its connections', () => {
+    expect(shareLinks(100, 100, [[60, 60], [100], [20]])).toEqual([[20, 20], [40], [20]]);
+  });
+
+  it('never gives a node more than its own link, nor all nodes more than the upstream', () => {
+    const wants = [[30, 30, 30, 30], [100], [5, 5], []];
+    for (const [node, upstream] of [
+      [50, 70],
+      [100, 1000],
+      [10, 25],
+    ] as const) {
+      const g = shareLinks(node, upstream, wants);
+      const perNode = g.map((x) => x.reduce((a, b) => a + b, 0));
+      for (const t of perNode) expect(t).toBeLessThanOrEqual(node + 1e-9);
+      expect(perNode.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(upstream + 1e-9);
+      g.forEach((x, n) => x.forEach((b, i) => expect(b).toBeLessThanOrEqual((wants[n] as number[])[i] as number)));
+    }
+  });
+
+  it('over many ticks, 4 nodes of 128 MiB through a 96 MiB/s upstream take 512/96 s', () => {
+    const perConnTick = (24 * MIB) / 1000;
+    const left = [0, 1, 2, 3].map(() => [32, 32, 32, 32].map((m) => m * MIB));
+    let ms = 0;
+    while (left.some((n) => n.some((b) => b > 1e-3))) {
+      const g = shareLinks(
+        (96 * MIB) / 1000,
+        (96 * MIB) / 1000,
+        left.map((n) => n.map((b) => Math.min(b, perConnTick))),
+      );
+      g.forEach((x, n) => x.forEach((b, i) => ((left[n] as number[])[i] = ((left[n] as number[])[i] as number) - b)));
+      ms++;
+    }
+    expect(ms).toBe(Math.ceil((4 * 128 * 1000) / 96));
   });
 });
 
