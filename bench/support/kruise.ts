@@ -4,10 +4,8 @@
  * join whose node runs kruise-daemon from the moment it joins, as a DaemonSet pod would once
  * scheduled (a little sooner: no pod to start).
  */
-import { execFileSync } from 'node:child_process';
-import { join as joinPath } from 'node:path';
+import { buildComponents } from '../../harness/cluster/build.js';
 import { ADMIN_KUBECONFIG } from '../../harness/cluster/cluster.js';
-import { REPO_DIR } from '../../harness/cluster/config.js';
 import type { CniStandInOptions } from '../../harness/cluster/cni-stand-in.js';
 import { installKruise, startKruiseDaemon, uninstallKruise } from '../../harness/cluster/kruise.js';
 import { loadSpec } from '../../harness/cluster/node.js';
@@ -18,10 +16,7 @@ import { log } from './stats.js';
 /** Builds OpenKruise if its cache has no build of the pinned version (a cold build takes minutes). */
 export function buildKruise(): void {
   const t0 = Date.now();
-  execFileSync('bash', [joinPath(REPO_DIR, 'harness/cluster/build.sh'), 'kruise'], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-    timeout: 3_600_000,
-  });
+  buildComponents(['kruise']);
   log(`OpenKruise ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 

@@ -121,7 +121,7 @@ export const BIN = {
   kubeScheduler: bin('kubernetes', VERSIONS.kubernetes, 'kube-scheduler'),
   kubeProxy: bin('kubernetes', VERSIONS.kubernetes, 'kube-proxy'),
   kubectl: bin('kubernetes', VERSIONS.kubernetes, 'kubectl'),
-  kubelet: bin('kubelet', VERSIONS.kubernetes, 'kubelet'),
+  kubelet: bin('kubernetes', VERSIONS.kubernetes, 'kubelet'),
   crictl: bin('crictl', VERSIONS.crictl, 'crictl'),
   kwok: bin('kwok', VERSIONS.kwok, 'kwok'),
   pause: bin('pause', VERSIONS.pause, 'pause'),

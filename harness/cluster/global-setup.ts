@@ -2,9 +2,11 @@
  * vitest globalSetup of the e2e project: brings the test cluster up (or reuses a running one),
  * provides the admin kubeconfig path (inject('kubeconfig'), env PREWARM_KUBECONFIG / KUBECONFIG)
  * and tears it down at the end unless PREWARM_KEEP_CLUSTER=1 or it was already running.
- * A missing prerequisite throws: the run fails, nothing is skipped.
+ * Builds the cluster's components first (cached; build.ts). A missing prerequisite or a failed build
+ * throws: the run fails, nothing is skipped.
  */
 import type { TestProject } from 'vitest/node';
+import { buildComponents, CLUSTER_COMPONENTS } from './build.js';
 import { ADMIN_KUBECONFIG, checkPrerequisites, down, isUp, up } from './cluster.js';
 
 declare module 'vitest' {
@@ -14,6 +16,7 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  buildComponents(CLUSTER_COMPONENTS);
   checkPrerequisites();
   const t0 = Date.now();
   const reused = await isUp();

@@ -14,6 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { buildComponents } from '../../harness/cluster/build.js';
 import { REPO_DIR, requireBinaries } from '../../harness/cluster/config.js';
 import { startLoopbackControlPlane } from '../../harness/cluster/loopback.js';
 
@@ -62,6 +63,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   console.log(`[gitops] renovate ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${renovateBin}`);
   project.provide('renovateBin', renovateBin);
 
+  buildComponents(['etcd', 'kubernetes']);
   requireBinaries(['etcd', 'kubeApiserver', 'kubectl']);
   const cp = await startLoopbackControlPlane('gitops', (m) => console.log(`[gitops] ${m}`));
   project.provide('kubeconfig', cp.kubeconfig);
