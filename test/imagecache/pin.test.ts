@@ -154,23 +154,21 @@ describe('pin', () => {
   });
 });
 
+// The test timeout is the bound: a quadratic walk over these inputs runs far past it. Speed is
+// bench:loader's to measure, not a wall-clock assertion's.
 describe('findImages in linear time, as the loader reads', () => {
-  it('32,000 aliases of one image: one site, found in seconds (the library resolved each alias by walking the document)', () => {
-    const started = Date.now();
+  it('32,000 aliases of one image: one site, within the bound (the library resolved each alias by walking the document)', () => {
     const sites = findImages(manyAliases(32_000), 'bomb.yaml');
-    expect(Date.now() - started).toBeLessThan(15_000);
     expect(sites.map((s) => [s.text, s.literal])).toEqual([['x:1', true]]);
   }, 30_000);
 
-  it('8,000 documents of one image each: every site, found in seconds (no work over the earlier documents per document)', () => {
+  it('8,000 documents of one image each: every site, within the bound (no work over the earlier documents per document)', () => {
     const docs = Array.from(
       { length: 8_000 },
       (_, i) =>
         `apiVersion: prewarm.dev/v1alpha1\nkind: ImageCache\nmetadata: {name: c${i}}\nspec:\n  cacheSpec: [{images: ["r.example/app-${i}:v1"]}]\n`,
     );
-    const started = Date.now();
     const sites = findImages(docs.join('---\n'), 'many.yaml');
-    expect(Date.now() - started).toBeLessThan(15_000);
     expect(sites).toHaveLength(8_000);
     expect(sites[7_999]?.location).toMatchObject({ document: 8_000, path: 'spec.cacheSpec[0].images[0]' });
   }, 30_000);
