@@ -95,25 +95,7 @@ export async function makeNode(
   taints: { key: string; effect: string; value?: string }[],
   readyAt = new Date(),
 ): Promise<KNode> {
-  try {
-    await http.json('DELETE', `/api/v1/nodes/${name}`);
-  } catch (e) {
-    if (!(e instanceof ApiError) || e.code !== 404) throw e;
-  }
-  await waitFor(
-    `node ${name} gone`,
-    async () => {
-      try {
-        await http.json('GET', `/api/v1/nodes/${name}`);
-        return false;
-      } catch (e) {
-        if (e instanceof ApiError && e.code === 404) return true;
-        throw e;
-      }
-    },
-    5_000,
-    100,
-  );
+  await deleteUntilGone(http, `/api/v1/nodes/${name}`, '', `node ${name}`, 5_000, 100);
   await http.json('POST', '/api/v1/nodes', {
     apiVersion: 'v1',
     kind: 'Node',
@@ -242,22 +224,35 @@ export async function denial(p: Promise<unknown>): Promise<ApiError> {
 
 /** Deletes a pod at once, if there is one, and waits until the apiserver no longer has it. */
 export async function deletePod(http: KubeHttp, ns: string, name: string): Promise<void> {
+  await deleteUntilGone(http, `/api/v1/namespaces/${ns}/pods/${name}`, '?gracePeriodSeconds=0', `pod ${name}`, 20_000, 200);
+}
+
+/** DELETE `path` (a 404 is fine), then poll GET until the apiserver answers 404. */
+async function deleteUntilGone(
+  http: KubeHttp,
+  path: string,
+  query: string,
+  what: string,
+  timeoutMs: number,
+  everyMs: number,
+): Promise<void> {
   try {
-    await http.json('DELETE', `/api/v1/namespaces/${ns}/pods/${name}?gracePeriodSeconds=0`);
+    await http.json('DELETE', `${path}${query}`);
   } catch (e) {
     if (!(e instanceof ApiError) || e.code !== 404) throw e;
   }
   await waitFor(
-    `pod ${name} gone`,
+    `${what} gone`,
     async () => {
       try {
-        await http.json('GET', `/api/v1/namespaces/${ns}/pods/${name}`);
+        await http.json('GET', path);
         return false;
       } catch (e) {
-        return e instanceof ApiError && e.code === 404;
+        if (e instanceof ApiError && e.code === 404) return true;
+        throw e;
       }
     },
-    20_000,
-    200,
+    timeoutMs,
+    everyMs,
   );
 }
