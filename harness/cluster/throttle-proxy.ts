@@ -87,12 +87,22 @@ function finish(f: Flow): void {
   if (f.upEnded && f.queued === 0 && f.inFlight === 0 && !f.closed) f.client.end();
 }
 
+function anyQueued(): boolean {
+  for (const f of flows) if (f.queued > 0) return true;
+  return false;
+}
+
 function tick(): void {
   const now = Date.now();
   const dt = Math.min(MAX_DT_MS, now - lastTick);
   lastTick = now;
   const byNode = new Map<string, Flow[]>();
-  for (const f of flows) if (f.queued > 0) byNode.set(f.node, [...(byNode.get(f.node) ?? []), f]);
+  for (const f of flows) {
+    if (f.queued === 0) continue;
+    const list = byNode.get(f.node);
+    if (list === undefined) byNode.set(f.node, [f]);
+    else list.push(f);
+  }
   const lists = [...byNode.values()];
   const perConn = (shape.perConnectionBps * dt) / 1000;
   const grants = shareLinks(
@@ -117,7 +127,7 @@ function tick(): void {
       if (f.queued < HIGH_WATER && f.up.isPaused()) f.up.resume();
     });
   });
-  if (![...flows].some((f) => f.queued > 0) && timer !== undefined) {
+  if (!anyQueued() && timer !== undefined) {
     clearInterval(timer);
     timer = undefined;
   }

@@ -44,7 +44,7 @@ export const HELPER_RESOURCES: kplus.ContainerResources = {
 
 /** Idle almost always; the limit serves its start, on every join's critical path. */
 export const SIDECAR_RESOURCES: kplus.ContainerResources = {
-  cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(1000) },
+  cpu: { request: kplus.Cpu.millis(5), limit: kplus.Cpu.millis(START_CPU_LIMIT_MILLIS) },
   memory: { request: Size.mebibytes(48), limit: Size.mebibytes(96) },
 };
 
