@@ -73,6 +73,32 @@ function lists(src: Json, fields: Record<string, readonly string[]>): Json {
   return out;
 }
 
+/** Pods of a namespace that `query` selects: the items and the list's resourceVersion. */
+async function listPods(http: KubeHttp, namespace: string, query: URLSearchParams): Promise<{ items: KPod[]; resourceVersion: string }> {
+  const raw = await http.json<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>(
+    'GET',
+    `/api/v1/namespaces/${enc(namespace)}/pods?${query.toString()}`,
+  );
+  return { items: (raw.items ?? []).map(projectPod), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
+}
+
+/** A watch of the pods `query` selects from `resourceVersion`, with bookmarks, ended by the server within 290 s. */
+function watchPods(
+  http: KubeHttp,
+  namespace: string,
+  query: (extra: Record<string, string>) => URLSearchParams,
+  resourceVersion: string,
+  onEvent: (e: PodWatchEvent) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const q = query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' });
+  return http.watch(
+    `/api/v1/namespaces/${enc(namespace)}/pods?${q.toString()}`,
+    (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: projectPod(o.object) }),
+    signal,
+  );
+}
+
 /** Our pod: a list and a watch with `fieldSelector=metadata.name=<pod>` (see {@link PodSource}). */
 export class KubePodSource implements PodSource {
   constructor(
@@ -80,24 +106,14 @@ export class KubePodSource implements PodSource {
     private readonly namespace: string,
     private readonly name: string,
   ) {}
-  private query(extra: Record<string, string>): URLSearchParams {
-    return new URLSearchParams({ fieldSelector: `metadata.name=${this.name}`, ...extra });
-  }
+  private readonly query = (extra: Record<string, string>): URLSearchParams =>
+    new URLSearchParams({ fieldSelector: `metadata.name=${this.name}`, ...extra });
   async list(): Promise<{ pod: KPod | undefined; resourceVersion: string }> {
-    const raw = await this.http.json<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>(
-      'GET',
-      `/api/v1/namespaces/${enc(this.namespace)}/pods?${this.query({}).toString()}`,
-    );
-    const first = raw.items?.[0];
-    return { pod: first === undefined ? undefined : projectPod(first), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
+    const { items, resourceVersion } = await listPods(this.http, this.namespace, this.query({}));
+    return { pod: items[0], resourceVersion };
   }
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
-    const q = this.query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' });
-    return this.http.watch(
-      `/api/v1/namespaces/${enc(this.namespace)}/pods?${q.toString()}`,
-      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: projectPod(o.object) }),
-      signal,
-    );
+    return watchPods(this.http, this.namespace, this.query, resourceVersion, onEvent, signal);
   }
 }
 
@@ -110,27 +126,18 @@ export class KubePoolPodSource implements PoolPodSource {
     private readonly node: string,
     private readonly self: string,
   ) {}
-  private query(extra: Record<string, string>): URLSearchParams {
-    return new URLSearchParams({
+  private readonly query = (extra: Record<string, string>): URLSearchParams =>
+    new URLSearchParams({
       labelSelector: poolMembersQuery(this.pool),
       fieldSelector: `spec.nodeName=${this.node},metadata.name!=${this.self}`,
       ...extra,
     });
-  }
   async list(): Promise<{ pods: KPod[]; resourceVersion: string }> {
-    const raw = await this.http.json<{ metadata?: { resourceVersion?: string }; items?: unknown[] }>(
-      'GET',
-      `/api/v1/namespaces/${enc(this.namespace)}/pods?${this.query({}).toString()}`,
-    );
-    return { pods: (raw.items ?? []).map(projectPod), resourceVersion: raw.metadata?.resourceVersion ?? '0' };
+    const { items, resourceVersion } = await listPods(this.http, this.namespace, this.query({}));
+    return { pods: items, resourceVersion };
   }
   watch(resourceVersion: string, onEvent: (e: PodWatchEvent) => void, signal: AbortSignal): Promise<void> {
-    const q = this.query({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: '290' }).toString();
-    return this.http.watch(
-      `/api/v1/namespaces/${enc(this.namespace)}/pods?${q}`,
-      (o) => onEvent({ type: o.type as PodWatchEvent['type'], pod: projectPod(o.object) }),
-      signal,
-    );
+    return watchPods(this.http, this.namespace, this.query, resourceVersion, onEvent, signal);
   }
 }
 
