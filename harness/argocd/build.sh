@@ -35,7 +35,8 @@ if [[ -f "$OUT/.complete" ]] && grep -q "key=$KEY" "$OUT/.complete"; then
   echo "$OUT/bin"; exit 0
 fi
 export GOCACHE="$CACHE/go/cache" GOMODCACHE="$CACHE/go/mod"
-export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
+# No DWARF: the binaries are stripped (-s -w) anyway, and compiling it is work for nothing.
+export GOFLAGS="-mod=readonly -buildvcs=false -trimpath -gcflags=all=-dwarf=false"
 export GOMAXPROCS="${GOMAXPROCS:-2}" GOGC="${PREWARM_BUILD_GOGC:-75}" CGO_ENABLED=0
 JOBS="${PREWARM_BUILD_JOBS:-2}"
 t0=$SECONDS

@@ -12,7 +12,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/versions.sh"
 CACHE="${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}"
 export GOCACHE="$CACHE/go/cache" GOMODCACHE="$CACHE/go/mod"
-export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
+# No DWARF: the binaries are stripped (-s -w) anyway, and compiling it is work for nothing.
+export GOFLAGS="-mod=readonly -buildvcs=false -trimpath -gcflags=all=-dwarf=false"
 # Keep memory in check on a 2-core CI machine: two compile jobs, GC a bit more eagerly.
 JOBS="${PREWARM_BUILD_JOBS:-2}"
 export GOMAXPROCS="${GOMAXPROCS:-2}" GOGC="${PREWARM_BUILD_GOGC:-75}"
