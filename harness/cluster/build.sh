@@ -10,53 +10,24 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.sh
 . "$HERE/versions.sh"
-CACHE="${PREWARM_CACHE_DIR:-$HOME/.cache/prewarm}"
-export GOCACHE="$CACHE/go/cache" GOMODCACHE="$CACHE/go/mod"
-# No DWARF: the binaries are stripped (-s -w) anyway, and compiling it is work for nothing.
-export GOFLAGS="-mod=readonly -buildvcs=false -trimpath -gcflags=all=-dwarf=false"
-# Keep memory in check on a 2-core CI machine: two compile jobs, GC a bit more eagerly.
-JOBS="${PREWARM_BUILD_JOBS:-2}"
-export GOMAXPROCS="${GOMAXPROCS:-2}" GOGC="${PREWARM_BUILD_GOGC:-75}"
-command -v go >/dev/null || { echo "build.sh: go not found on PATH" >&2; exit 1; }
-
-log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+# shellcheck source=../build-lib.sh
+. "$HERE/../build-lib.sh"
 
 TAGS=selinux,notest
 
-# recipe_key MODULE_DIR CGO "LDFLAGS" PKG...: what a component's binaries are a function of.
-recipe_key() {
-  local moddir="$1"; shift
-  local f files=()
-  for f in "$HERE/go/$moddir"/*; do [[ "$f" == *.go || "$f" == */go.mod || "$f" == */go.sum ]] && files+=("$f"); done
-  { go version; echo "$GOFLAGS $TAGS $*"; cat "${files[@]}"; } | sha256sum | cut -c1-16
+# The names the harness runs them by.
+rename_outputs() {
+  local name="$1" dir="$2"
+  if [[ "$name" == etcd && -f "$dir/server" ]]; then mv "$dir/server" "$dir/etcd"; fi
+  if [[ "$name" == kruise ]]; then mv "$dir/kruise" "$dir/kruise-manager" && mv "$dir/daemon" "$dir/kruise-daemon"; fi
+  return 0
 }
+POST_BUILD=rename_outputs
 
-# build_one NAME VERSION MODULE_DIR CGO "LDFLAGS" PKG...
+# build_one NAME VERSION MODULE_DIR CGO "LDFLAGS" PKG...: MODULE_DIR under harness/cluster/go.
 build_one() {
-  local name="$1" version="$2" moddir="$3" cgo="$4" ldflags="$5"; shift 5
-  local out="$CACHE/$name-$version" key
-  key="$(recipe_key "$moddir" "$cgo" "$ldflags" "$@")"
-  mkdir -p "$out"
-  # One build per component at a time (a second build.sh waits), and a cache hit only when the
-  # stamp of this recipe and the binaries are both there: two concurrent builds once left a stamp
-  # and no bin/.
-  exec {lock}>"$out/.lock"
-  flock "$lock"
-  if [[ -f "$out/.complete" ]] && grep -q "^key=$key " "$out/.complete" && [[ -n "$(ls -A "$out/bin" 2>/dev/null)" ]]; then
-    log "$name $version: cached at $out/bin"; flock -u "$lock"; return 0
-  fi
-  rm -f "$out/.complete"
-  local tmp; tmp="$(mktemp -d "$out/bin.tmp.XXXXXX")"
-  log "$name $version: building $* (CGO_ENABLED=$cgo, -p $JOBS)"
-  local t0=$SECONDS
-  (cd "$HERE/go/$moddir" && CGO_ENABLED="$cgo" go build -p "$JOBS" -tags "$TAGS" \
-      -ldflags "-s -w $ldflags" -o "$tmp/" "$@")
-  if [[ "$name" == etcd && -f "$tmp/server" ]]; then mv "$tmp/server" "$tmp/etcd"; fi
-  if [[ "$name" == kruise ]]; then mv "$tmp/kruise" "$tmp/kruise-manager" && mv "$tmp/daemon" "$tmp/kruise-daemon"; fi
-  rm -rf "$out/bin" && mv "$tmp" "$out/bin"
-  echo "key=$key built $(date -u +%FT%TZ) in $((SECONDS - t0))s" > "$out/.complete"
-  log "$name $version: done in $((SECONDS - t0))s -> $(ls "$out/bin" | tr '\n' ' ')"
-  flock -u "$lock"
+  local name="$1" version="$2" moddir="$3"; shift 3
+  build_cached "$name" "$version" "$HERE/go/$moddir" "$TAGS" "$@"
 }
 
 k8s_ldflags() {
@@ -94,4 +65,4 @@ for c in $want; do
     *) echo "build.sh: unknown component $c" >&2; exit 2 ;;
   esac
 done
-log "all requested components ready in $((SECONDS - T0))s (cache $CACHE)"
+build_log "all requested components ready in $((SECONDS - T0))s (cache $CACHE)"
