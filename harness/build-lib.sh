@@ -16,6 +16,9 @@ JOBS="${PREWARM_BUILD_JOBS:-2}"
 export GOMAXPROCS="${GOMAXPROCS:-2}" GOGC="${PREWARM_BUILD_GOGC:-75}"
 command -v go >/dev/null || { echo "build: go not found on PATH" >&2; exit 1; }
 
+# component_dir NAME VERSION: where a component's bin/, stamp and lock live.
+component_dir() { printf '%s\n' "$CACHE/$1-$2"; }
+
 build_log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # recipe_key MODULE_DIR TAGS CGO LDFLAGS PKG...: what a component's binaries are a function of.
@@ -31,7 +34,8 @@ recipe_key() {
 # function named in POST_BUILD, if set, runs on the fresh bin folder before it is published.
 build_cached() {
   local name="$1" version="$2" moddir="$3" tags="$4" cgo="$5" ldflags="$6"; shift 6
-  local out="$CACHE/$name-$version" key lock tmp t0
+  local out key lock tmp t0
+  out="$(component_dir "$name" "$version")"
   key="$(recipe_key "$moddir" "$tags" "$cgo" "$ldflags" "$@")"
   mkdir -p "$out"
   exec {lock}>"$out/.lock"

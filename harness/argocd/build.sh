@@ -17,4 +17,4 @@ LDFLAGS+=" -X github.com/argoproj/argo-cd/v3/common.buildDate=1970-01-01T00:00:0
 LDFLAGS+=" -X github.com/argoproj/argo-cd/v3/common.gitTag=$VERSION"
 LDFLAGS+=" -X github.com/argoproj/argo-cd/v3/common.gitTreeState=clean"
 build_cached argocd-cmp-server "$VERSION" "$MOD" "" 0 "$LDFLAGS" ./cmd/argocd-cmp-server ./cmd/cmp-client
-echo "$CACHE/argocd-cmp-server-$VERSION/bin"
+echo "$(component_dir argocd-cmp-server "$VERSION")/bin"
