@@ -39,7 +39,9 @@
  * bench/results/waterfall-<set>-<config>[-remote][-serial].svg. Every floor and lanes node also
  * gets its steps read from its own containerd and kubelet logs (support/node-log-waterfall.ts:
  * volumes, sandbox, pulls, container starts, seconds after Ready; not with --waterfalls none),
- * printed under its line and kept in the JSON. Prints one line per node and a
+ * printed under its line and kept in the JSON. Every figure carries the share of the machine's
+ * CPUs busy over its window (harness/cpu-load.ts): near 100 % it measured the CPUs, not the pulls.
+ * Prints one line per node and a
  * summary (medians of this run, ratios, the target: Ready → warm ≤ floor + 1.1 × raw + 0.5 s with
  * the raw pull that kubelet can do), and writes bench/results/<result>.json. A benchmark: long,
  * bounded, stops by itself. Reuses a running harness cluster (starts one only if none is up, and
@@ -55,7 +57,7 @@
  * `lanes-<x>-baked` joins nodes that start with the reconciler's image in containerd, as a node
  * image that carries it (beside pause) would: what the sidecar's own pull costs a join.
  * `lanes-<x>[-…]-cpu<millis>` sets the image containers' CPU limit to that: what the start-up
- * limit (src/synth/security.ts) costs a join.
+ * limit (src/synth/security.ts) costs a join. The suffixes combine: `lanes-default-bytes-baked`.
  *
  * --cni-delay S: every node with a kubelet joins with the harness's CNI stand-in
  * (harness/cluster/cni-stand-in.ts), which pulls its own image, waits S seconds, then writes the
@@ -111,6 +113,7 @@ import {
 import { applyFloor, floorRunningAt } from '../harness/floor.js';
 import { imageListPullJob } from '../harness/cluster/kruise.js';
 import { imageCache } from '../harness/specs.js';
+import { CpuSampler } from '../harness/cpu-load.js';
 import { buildKruise, joinWithKruise, startKruise, stopKruise } from './support/kruise.js';
 import { log, median, RESULTS_DIR, saveResults, ttwFigure as figure } from './support/stats.js';
 import { list } from './support/args.js';
@@ -186,7 +189,7 @@ const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
 for (const c of configs)
   if (
-    !/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)?(-cpu\d+)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c)
+    !/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)*(-cpu\d+)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c)
   )
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
@@ -225,8 +228,18 @@ interface Sample {
   boundMs?: number;
   /** The join read from the node's own logs: per pod and pull, seconds after Ready. */
   steps?: string[];
+  /** Share of the machine's CPUs busy over the figure's window (0..1): near 1, it measured the CPUs. */
+  cpuBusy?: number;
 }
 const samples: Sample[] = [];
+/** The machine's CPU load, sampled for the whole run. */
+const cpu = new CpuSampler();
+/** `{ cpuBusy }` over `from` → `to` when both are known and sampled. */
+const cpuOver = (from: number | undefined, to: number | undefined): { cpuBusy?: number } => {
+  const share = from === undefined || to === undefined ? undefined : cpu.share(from, to);
+  return share === undefined ? {} : { cpuBusy: share };
+};
+const pct = (share: number) => `${Math.round(share * 100)} %`;
 
 interface Ctx {
   readonly profile: ProfileName;
@@ -250,6 +263,7 @@ function report(s: Sample): void {
     s.readyMs !== undefined ? `join-to-Ready ${secs(s.readyMs)} s` : '',
     s.regReadyMs !== undefined ? `registration-to-Ready ${secs(s.regReadyMs)} s` : '',
     s.regWarmMs !== undefined ? `registration-to-warm ${secs(s.regWarmMs)} s` : '',
+    s.cpuBusy !== undefined ? `CPUs busy ${pct(s.cpuBusy)}` : '',
   ].filter(Boolean);
   console.log(
     `${s.set} ${s.profile}${s.kubelet ? ` ${s.kubelet}` : ''} ${s.config} ${s.node}: ready-to-warm ${f === undefined ? `never (bound ${secs(s.boundMs ?? 0)} s)` : `${secs(f)} s`}${extra.length ? `; ${extra.join('; ')}` : ''}`,
@@ -285,6 +299,7 @@ async function benchRaw(set: ImageSet, config: 'raw' | 'raw-serial', ctx: Omit<C
     const name = freshNodeName('raw');
     await startBareRuntime(name);
     try {
+      const start = Date.now();
       const ms = await rawPull(name, set.images, { serial: config === 'raw-serial' });
       const shape = ctx.shape;
       // Serial: one stream after another; parallel: all streams at once.
@@ -294,7 +309,15 @@ async function benchRaw(set: ImageSet, config: 'raw' | 'raw-serial', ctx: Omit<C
           : config === 'raw'
             ? leastTransferMs(shape, set.sizes)
             : set.sizes.reduce((a, b) => a + leastTransferMs(shape, [b]), 0);
-      report({ set: set.name, config, profile: ctx.profile, node: name, imagesMs: ms, ...(least !== undefined ? { leastMs: least } : {}) });
+      report({
+        set: set.name,
+        config,
+        profile: ctx.profile,
+        node: name,
+        imagesMs: ms,
+        ...(least !== undefined ? { leastMs: least } : {}),
+        ...cpuOver(start, start + ms),
+      });
     } finally {
       await stopBareRuntime(name);
     }
@@ -318,6 +341,7 @@ async function benchFloor(kube: Kube, watch: NodeWatch, ctx: Ctx, nodes: number)
         kubelet: ctx.kubelet,
         node: name,
         ...(at !== undefined ? { runningMs: at - readyAt } : {}),
+        ...cpuOver(readyAt, at),
         ...stepsOf(name, t.readyAt),
         readyMs: readyAt - t.joinAt,
         ...(t.registeredAt !== undefined ? { regReadyMs: readyAt - t.registeredAt } : {}),
@@ -348,14 +372,15 @@ function imageCacheSpec(set: ImageSet, ns: string, lanes: number, earlyPull: boo
 const pullerDaemonSets = (objs: readonly KubeObject[]) =>
   objs.filter((o) => o.kind === 'DaemonSet' && o.spec?.template?.metadata?.labels?.[LABEL_PULLER] !== undefined).length;
 
-/** The parts of a lanes configuration, `lanes-<variant>[-helper|-baked|-bytes][-cpu<millis>]`. */
+/** The parts of a lanes configuration, `lanes-<variant>[-helper][-baked][-bytes][-cpu<millis>]`, suffixes in any combination. */
 function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean; bytes: boolean; cpu?: number } {
-  const m = /^lanes-(.+?)(-helper|-baked|-bytes)?(?:-cpu(\d+))?$/.exec(config);
+  const m = /^lanes-(\d+|default|per-image|early)((?:-helper|-baked|-bytes)*)(?:-cpu(\d+))?$/.exec(config);
+  const parts = new Set((m?.[2] ?? '').split('-'));
   return {
     variant: m?.[1] ?? '',
-    helper: m?.[2] === '-helper',
-    baked: m?.[2] === '-baked',
-    bytes: m?.[2] === '-bytes',
+    helper: parts.has('helper'),
+    baked: parts.has('baked'),
+    bytes: parts.has('bytes'),
     ...(m?.[3] !== undefined ? { cpu: Number(m[3]) } : {}),
   };
 }
@@ -467,6 +492,7 @@ async function benchLanes(kube: Kube, watch: NodeWatch, set: ImageSet, config: s
         pullers,
         lanes: synthesized.lanes,
         boundMs: set.boundMs,
+        ...cpuOver(readyAt, warmAt),
         ...stepsOf(name, t.readyAt),
       });
       if (recorder !== undefined) {
@@ -670,6 +696,11 @@ function med(xs: readonly Sample[]): number | undefined {
 }
 
 const fmt = (m: number | undefined) => (m === undefined ? '—' : Number.isFinite(m) ? `${secs(m)} s` : 'never');
+/** The median CPU share of samples, as a note: `CPUs busy 87 %`, or '' when none was measured. */
+function cpuNote(xs: readonly Sample[]): string {
+  const m = median(xs.flatMap((x) => (x.cpuBusy === undefined ? [] : [x.cpuBusy])));
+  return Number.isFinite(m) ? `CPUs busy ${pct(m)}` : '';
+}
 
 function summary(): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -699,8 +730,13 @@ function summary(): Record<string, unknown> {
           rawSerialMs: rawSerial ?? null,
           targetMs: target ?? null,
         };
+        const load = [
+          ['floor', cpuNote(samples.filter((s) => s.config === 'floor' && s.profile === profile && s.kubelet === kubelet))],
+          ['raw', cpuNote(of('raw'))],
+          ['raw serial', cpuNote(of('raw-serial'))],
+        ].flatMap(([k, v]) => (v === '' ? [] : [`${k}: ${v}`]));
         console.log(
-          `ttw ${set.name} ${profile} ${kubelet}: pod floor ${fmt(floor)}, raw ${fmt(raw)}, raw serial ${fmt(rawSerial)}; target (floor + 1.1 × ${kubelet === 'serial' ? 'raw serial' : 'raw'} + 0.5 s) ${fmt(target)}`,
+          `ttw ${set.name} ${profile} ${kubelet}: pod floor ${fmt(floor)}, raw ${fmt(raw)}, raw serial ${fmt(rawSerial)}; target (floor + 1.1 × ${kubelet === 'serial' ? 'raw serial' : 'raw'} + 0.5 s) ${fmt(target)}${load.length ? `; ${load.join(', ')}` : ''}`,
         );
         for (const c of configs.filter((x) => x.startsWith('lanes-') || x.startsWith('kf-') || x.startsWith('kruise'))) {
           const xs = of(c, kubelet);
@@ -716,6 +752,7 @@ function summary(): Record<string, unknown> {
             xs[0]?.lanes !== undefined ? `lanes ${xs[0].lanes}, ${Math.max(...xs.map((s) => s.pullers ?? 0))} pullers` : '',
             ratio === undefined ? '' : `×${ratio.toFixed(2)} ${kubelet === 'serial' ? 'raw serial' : 'raw'}`,
             floor !== undefined && Number.isFinite(m) ? `${secs(m - floor)} s above the floor` : '',
+            cpuNote(xs),
             c.startsWith('lanes-') && target !== undefined ? `target ${m <= target ? 'met' : 'missed'}` : '',
             // Early pulling's own target (issue 23): warm at Ready, within the pod floor + 0.5 s.
             c === 'lanes-early' && floor !== undefined
@@ -790,6 +827,7 @@ async function main(): Promise<void> {
     watch.close();
     kube.close();
     await releaseCluster(started);
+    cpu.stop();
   }
   const sum = summary();
   const storm = args.storm ? stormSummary() : null;
