@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { ApiError } from '../src/http/api-error.js';
+import { LineSplitter } from '../src/http/lines.js';
 import { apiserverUrl } from './cluster/config.js';
 import { adminCert, CA_CRT } from './cluster/pki.js';
 import { sleep } from './time.js';
@@ -286,14 +287,10 @@ export class Kube {
             onClose(new Error(`watch ${path}: HTTP ${res.statusCode}`));
             return;
           }
-          let buf = '';
+          const lines = new LineSplitter(Number.POSITIVE_INFINITY);
           res.setEncoding('utf8');
           res.on('data', (d: string) => {
-            buf += d;
-            let nl;
-            while ((nl = buf.indexOf('\n')) >= 0) {
-              const line = buf.slice(0, nl);
-              buf = buf.slice(nl + 1);
+            for (const line of lines.push(d)) {
               if (!line.trim()) continue;
               const ev = JSON.parse(line) as { type: string; object: KubeObject };
               onEvent(ev.type, ev.object);

@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { excerpt } from '../text/quote.js';
 import { ApiError } from './api-error.js';
+import { LineSplitter } from './lines.js';
 
 /** The sidecar's User-Agent towards the apiserver and registries, so their logs name it. */
 export const USER_AGENT = 'prewarm-reconciler';
@@ -232,22 +233,13 @@ export class KubeHttp {
         { method: 'GET', headers: this.headers({}), agent: this.watchAgent, signal, timeout: idleTimeoutMs },
         (res) => {
           if ((res.statusCode ?? 0) !== 200) return refuseWatch(req, res, url, reject);
-          let buf = '';
+          const lines = new LineSplitter(MAX_WATCH_LINE);
           let failed = false;
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => {
-            buf += chunk;
-            // One event per line: a line that never ends is a server to stop reading from.
-            if (buf.length > MAX_WATCH_LINE && buf.lastIndexOf('\n') < 0) {
-              failed = true;
-              req.destroy();
-              reject(new ApiError(0, `watch: an event over ${MAX_WATCH_LINE} bytes`));
-              return;
-            }
-            let nl: number;
-            while ((nl = buf.indexOf('\n')) >= 0) {
-              const line = buf.slice(0, nl).trim();
-              buf = buf.slice(nl + 1);
+            if (failed) return;
+            for (const raw of lines.push(chunk)) {
+              const line = raw.trim();
               if (!line) continue;
               if (tooManyNests(line, MAX_WATCH_NESTS)) {
                 failed = true;
@@ -271,6 +263,12 @@ export class KubeHttp {
                 return;
               }
               onObject(ev);
+            }
+            // One event per line: a line that never ends is a server to stop reading from.
+            if (lines.overLimit) {
+              failed = true;
+              req.destroy();
+              reject(new ApiError(0, `watch: an event over ${MAX_WATCH_LINE} bytes`));
             }
           });
           res.on('end', () => {
