@@ -8,11 +8,12 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STATE_DIR } from './cluster/config.js';
+import { API_VERSIONS, type ApiVersion } from '../src/index.js';
 
 /** The apiVersion of our own ImageCache. */
-export const IMAGECACHE_API_VERSION = 'prewarm.dev/v1alpha1';
+export const IMAGECACHE_API_VERSION = API_VERSIONS.prewarm;
 /** The apiVersion of kube-fledged's ImageCache. */
-export const KUBEFLEDGED_API_VERSION = 'kubefledged.io/v1alpha2';
+export const KUBEFLEDGED_API_VERSION = API_VERSIONS.kubeFledged;
 
 /** One `cacheSpec[]` entry. */
 export interface CacheEntry {
@@ -39,13 +40,13 @@ export function imageCache(
   name: string,
   cacheSpec: readonly CacheEntry[],
   settings: Readonly<Record<string, unknown>> = {},
-  apiVersion = IMAGECACHE_API_VERSION,
+  apiVersion: ApiVersion = IMAGECACHE_API_VERSION,
 ): ImageCacheObject {
   return { apiVersion, kind: 'ImageCache', metadata: { name, namespace }, spec: { cacheSpec, ...settings } };
 }
 
 /** The text of an ImageCache document up to and including its `spec:` line. */
-export function imageCacheHeader(name: string, namespace?: string, apiVersion = IMAGECACHE_API_VERSION): string {
+export function imageCacheHeader(name: string, namespace?: string, apiVersion: ApiVersion = IMAGECACHE_API_VERSION): string {
   const ns = namespace === undefined ? [] : [`  namespace: ${namespace}`];
   return [`apiVersion: ${apiVersion}`, 'kind: ImageCache', 'metadata:', `  name: ${name}`, ...ns, 'spec:', ''].join('\n');
 }

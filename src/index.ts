@@ -12,6 +12,7 @@ export { parseFiles, type ParseOptions, type ParseResult, type SourceFile } from
 export { buildBundle, type BundleResult } from './imagecache/bundle.js';
 export { formatDiagnostic, formatDiagnostics, SpecError, type Diagnostic, type Location, type Skipped } from './imagecache/errors.js';
 export type { Bundle, CacheEntry, Gate, ImageCache, Pool, PoolOrigin, PoolSettings, Toleration } from './imagecache/model.js';
+export { API_VERSIONS, type ApiVersion } from './imagecache/model.js';
 export { LOCK_FILE, parseLock, renderLock, type SizeEntry, type SizeLock } from './imagecache/sizes.js';
 export { parseImageRef, type ImageRef } from './oci/reference.js';
 export { VERSION, DEFAULT_RECONCILER_IMAGE } from './version.js';
