@@ -10,7 +10,7 @@ import type { DoctorDaemonSet, Labels } from './input.js';
 export interface PoolView {
   readonly id: string;
   readonly namespace: string;
-  /** Its burst puller DaemonSets (one per lane that has images: a one-image pool has one). */
+  /** Its burst puller DaemonSets (one per lane that has images, and an early pool's lane 0 of the sidecar's image). */
   readonly pullers: number;
   /** Whether its pullers pull early, on the host network before the node is Ready (`spec.earlyPull`). */
   readonly earlyPull: boolean;

@@ -5,7 +5,7 @@
  * (src/contract/pod-status.ts). Pure: the CLI lists the objects and renders the result.
  */
 import { parseAnnotation, type PoolAnnotation } from '../contract/annotation.js';
-import { allStatuses, containerStarted, imageStatuses, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
+import { allStatuses, containerStarted, imageContainers, imageStatuses, pullFailure, type Opt, type Pod } from '../contract/pod-status.js';
 import { nodeAnnotationKey, nodeLabelKey } from '../contract/identity.js';
 import { NodeState } from '../contract/names.js';
 import { isHolder, isPuller, laneOf, poolOf } from '../contract/roles.js';
@@ -141,6 +141,8 @@ function nodeReport(pool: string, pod: Pod, pullers: readonly Pod[], node: Obser
   }
   const failing = live.size > 0 ? [...live.values()] : (annotation?.failing ?? []).map((f) => ({ ...f }));
   const lanes = pullers
+    // An early pool's puller of the sidecar's image alone holds none of the pool's.
+    .filter((p) => imageContainers(p.spec).length > 0)
     .map((p) => {
       const statuses = imageStatuses(p);
       return {

@@ -20,7 +20,7 @@ import {
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey } from '../contract/identity.js';
 import { SERVICE_ACCOUNT } from '../contract/access-names.js';
-import { pullerLanes, sidecarImageLane } from './lanes.js';
+import { pullerLanes, SIDECAR_IMAGE_LANE, sidecarImagePuller } from './lanes.js';
 import { DEFAULT_HELPER_IMAGE, deadlineSecondsOf, PullDaemonSet, refreshes, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
@@ -117,14 +117,16 @@ export class NamespaceChart extends Chart {
         ...sleeper,
       });
       // A pool id (a DNS label) has no '.', so no pool's construct id can equal a puller's.
+      for (const puller of lanes) new PullDaemonSet(this, `pool-${pool.id}.puller-${puller.key}`, { pool, puller, ...sleeper });
+      // Early pools pull the sidecar's image in the window too, on its own puller: behind any pool
+      // image it would hold the sidecar back, and any pool image behind it would wait.
       const sidecarImage = pool.settings.earlyPull ? props.reconciler?.image : undefined;
-      const carrier = sidecarImage === undefined ? undefined : sidecarImageLane(lanes);
-      for (const puller of lanes)
-        new PullDaemonSet(this, `pool-${pool.id}.puller-${puller.key}`, {
+      if (sidecarImage !== undefined && lanes.length > 0)
+        new PullDaemonSet(this, `pool-${pool.id}.puller-${SIDECAR_IMAGE_LANE}`, {
           pool,
-          puller,
+          puller: sidecarImagePuller(),
           ...sleeper,
-          ...(puller === carrier && sidecarImage !== undefined ? { sidecarImage } : {}),
+          sidecarImage,
         });
     }
   }

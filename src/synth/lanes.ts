@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { ImageRef } from '../oci/reference.js';
 import { compareStrings } from '../contract/order.js';
 
-/** One burst puller: its lane number and its images, never empty. */
+/** One burst puller: its lane number and its images, never empty but in {@link SIDECAR_IMAGE_LANE}. */
 export interface PullerLane {
   /** `1`..`L`: the lane's number, the stable part of its DaemonSet's name. */
   readonly key: string;
@@ -88,10 +88,13 @@ function byCount(images: readonly ImageRef[], count: number): PullerLane[] {
   return out.flatMap((l, lane) => (l.length === 0 ? [] : [{ key: String(lane + 1), images: l }]));
 }
 
-/** The lightest lane (of equals, the last), whose puller also pulls the sidecar's image in an early pool. */
-export function sidecarImageLane(lanes: readonly PullerLane[]): PullerLane | undefined {
-  const weigh = lanes.every((l) => l.bytes !== undefined) ? (l: PullerLane) => l.bytes ?? 0 : (l: PullerLane) => l.images.length;
-  let pick: PullerLane | undefined;
-  for (const lane of lanes) if (pick === undefined || weigh(lane) <= weigh(pick)) pick = lane;
-  return pick;
+/**
+ * The lane key of an early pool's extra puller, which pulls only the sidecar's image: `0`, beside
+ * the pool's `1`..`L`, so its DaemonSet and selector names are no longer than theirs.
+ */
+export const SIDECAR_IMAGE_LANE = '0';
+
+/** The early puller of the sidecar's image: a lane of no pool image. */
+export function sidecarImagePuller(): PullerLane {
+  return { key: SIDECAR_IMAGE_LANE, images: [] };
 }

@@ -98,7 +98,7 @@ export interface PullDaemonSetProps {
   readonly reconciler?: ReconcilerProps;
   /** Makes this DaemonSet one of the pool's burst pullers (docs/architecture.md#lanes-burst-pullers). @default - the holder */
   readonly puller?: PullerLane;
-  /** An early puller's extra image (the sidecar's), not one of the pool's. Only with {@link puller}. @default - none */
+  /** The sidecar's image, for the early puller that pulls only it (lane `0`). Only with {@link puller}. @default - none */
   readonly sidecarImage?: string;
   /**
    * The sleeper every image container runs, mounted from a ConfigMap: no init container.
@@ -169,7 +169,8 @@ export class PullDaemonSet extends Construct {
     super(scope, id);
     const { pool, sleeper } = props;
     const role = roleParts(props);
-    if (role.images.length === 0) throw new Error(`pool ${pool.namespace}/${pool.id} has no images${role.lane}`);
+    if (role.images.length === 0 && props.sidecarImage === undefined)
+      throw new Error(`pool ${pool.namespace}/${pool.id} has no images${role.lane}`);
     this.pool = pool;
     this.poolId = pool.id;
 

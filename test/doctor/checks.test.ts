@@ -197,7 +197,8 @@ describe('cluster checks', () => {
         .filter((d) => d.kind === 'DaemonSet');
       expect(poolsOf(rendered).map((p) => [p.id, p.pullers, p.earlyPull])).toEqual([
         ['cpu', 2, false],
-        ['gpu', 2, true],
+        // Two lanes and lane 0, the sidecar's image: three pulls at once before Ready.
+        ['gpu', 3, true],
       ]);
     });
   });

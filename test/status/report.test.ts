@@ -121,6 +121,8 @@ describe('buildReport', () => {
         pod('gpu', 'n1', { image: 'bad:1', reason: 'ErrImagePull' }),
         puller('gpu', 2, 'n1', ['running', { reason: 'ImagePullBackOff', image: 'worse:1' }]),
         puller('gpu', 1, 'n1', ['running', 'pulling', { reason: 'ErrImagePull', image: 'bad:1' }]),
+        // An early pool's lane 0 pulls only the sidecar's image: no lane of the pool's images.
+        puller('gpu', 0, 'n1', []),
         pod('gpu', 'n2'),
         // Another pool's puller on n1 is not gpu's.
         puller('cpu', 1, 'n1', ['pulling']),

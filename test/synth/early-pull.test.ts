@@ -42,7 +42,8 @@ describe('early pullers', () => {
   it('run on the host network with the node resolver, only the pullers', () => {
     const all = daemonSets(early);
     const pullers = all.filter((d) => isPuller(labelsOf(d)));
-    expect(pullers).toHaveLength(3);
+    // Three lanes and the sidecar image's.
+    expect(pullers).toHaveLength(4);
     for (const ds of pullers) {
       expect(ds.spec.template.spec.hostNetwork).toBe(true);
       expect(ds.spec.template.spec.dnsPolicy).toBe('Default');
@@ -72,38 +73,45 @@ describe('early pullers', () => {
     expect(holder(early)).toBeDefined();
   });
 
-  it("one puller, the one with the fewest images (the last of them), also pulls the sidecar's image", () => {
+  it("one more puller, lane 0, pulls only the sidecar's image", () => {
     const pullers = daemonSets(early).filter((d) => isPuller(labelsOf(d)));
     const carriers = pullers.filter((d) => d.spec.template.spec.containers.some((c: Manifest) => c.name === SIDECAR_IMAGE_CONTAINER));
     expect(carriers).toHaveLength(1);
-    const counts = pullers.map((d) => d.spec.template.spec.containers.filter((c: Manifest) => c.name !== SIDECAR_IMAGE_CONTAINER).length);
     const carrier = carriers[0];
-    const index = pullers.indexOf(carrier);
-    // 5 images over 3 lanes: 2, 2, 1 in some order; the carrier holds the fewest, and no later lane as few.
-    expect(counts[index]).toBe(Math.min(...counts));
-    expect(counts.slice(index + 1).every((n: number) => n > (counts[index] as number))).toBe(true);
-    const c = carrier.spec.template.spec.containers.find((x: Manifest) => x.name === SIDECAR_IMAGE_CONTAINER);
-    expect(c).toMatchObject({
+    expect(carrier.metadata.name).toBe('prewarm-gpu-puller-0');
+    expect(labelsOf(carrier)[LABEL_PULLER]).toBe('gpu-0');
+    expect(carrier.spec.template.spec.containers).toHaveLength(1);
+    expect(carrier.spec.template.spec.containers[0]).toMatchObject({
+      name: SIDECAR_IMAGE_CONTAINER,
       image: reconciler.image,
       imagePullPolicy: 'IfNotPresent',
       command: ['/prewarm/busybox', 'sleep', expect.any(String)],
     });
+    // The pool's own pullers are the ones it has without earlyPull: 5 images over 3 lanes.
+    const own = pullers.filter((d) => d !== carrier);
+    expect(own.map((d) => d.metadata.name).sort()).toEqual(
+      daemonSets(late)
+        .filter((d) => isPuller(labelsOf(d)))
+        .map((d) => d.metadata.name)
+        .sort(),
+    );
     // Not without earlyPull, and not without a sidecar (then there are no pullers at all).
     const plain = daemonSets(late).flatMap((d) => d.spec.template.spec.containers as Manifest[]);
     expect(plain.filter((x) => x.name === SIDECAR_IMAGE_CONTAINER)).toEqual([]);
   });
 
-  it('differ from ordinary pullers only in the host network, the resolver, the tolerations and the sidecar image', () => {
+  it("differ from ordinary pullers only in the host network, the resolver and the tolerations, beside the sidecar image's", () => {
     const strip = (ds: Manifest) => {
       const copy = structuredClone(ds);
       delete copy.spec.template.spec.hostNetwork;
       delete copy.spec.template.spec.dnsPolicy;
       delete copy.spec.template.spec.tolerations;
-      copy.spec.template.spec.containers = copy.spec.template.spec.containers.filter((c: Manifest) => c.name !== SIDECAR_IMAGE_CONTAINER);
       return copy;
     };
     const pullers = (out: Manifest[]) => daemonSets(out).filter((d) => isPuller(labelsOf(d)));
-    expect(pullers(early).map(strip)).toEqual(pullers(late).map(strip));
+    const ofPool = (out: Manifest[]) =>
+      pullers(out).filter((d) => !d.spec.template.spec.containers.some((c: Manifest) => c.name === SIDECAR_IMAGE_CONTAINER));
+    expect(ofPool(early).map(strip)).toEqual(pullers(late).map(strip));
     // What stays: no token, no ports, uid 65532, nothing added, a read-only root, the helper's sleep.
     for (const ds of pullers(early)) {
       const spec = ds.spec.template.spec;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseImageRef } from '../../src/oci/reference.js';
-import { pullerLanes, sidecarImageLane, type PullerLane } from '../../src/synth/lanes.js';
+import { pullerLanes, type PullerLane } from '../../src/synth/lanes.js';
 import { pullersChanged } from '../../harness/lanes.js';
 
 const ref = (name: string) => {
@@ -165,25 +165,5 @@ describe('pullerLanes by bytes', () => {
     const partial = new Map(all.slice(1).map((i) => [i.canonical, 100]));
     expect(pullerLanes(all, 3, partial)).toEqual(pullerLanes(all, 3));
     expect(pullerLanes(all, 3, new Map())).toEqual(pullerLanes(all, 3));
-  });
-});
-
-describe('sidecarImageLane', () => {
-  it('is the lane with the fewest bytes when the split was by bytes', () => {
-    const lane = (key: string, n: number, bytes: number): PullerLane => ({
-      key,
-      images: Array.from({ length: n }, (_, i) => ref(`lane-${key}-${i}`)),
-      bytes,
-    });
-    expect(sidecarImageLane([lane('1', 1, 900), lane('2', 3, 100), lane('3', 1, 800)])?.key).toBe('2');
-  });
-  const lane = (key: string, n: number): PullerLane => ({ key, images: Array.from({ length: n }, (_, i) => ref(`lane-${key}-${i}`)) });
-  it('is the lane with the fewest images, the last of several such', () => {
-    expect(sidecarImageLane([lane('1', 2), lane('2', 1), lane('3', 2)])?.key).toBe('2');
-    expect(sidecarImageLane([lane('1', 1), lane('2', 2), lane('3', 1)])?.key).toBe('3');
-    expect(sidecarImageLane([lane('1', 3)])?.key).toBe('1');
-  });
-  it('is undefined without pullers', () => {
-    expect(sidecarImageLane([])).toBeUndefined();
   });
 });

@@ -123,7 +123,8 @@ describe('early-pull admission on a real apiserver', () => {
 
   it('admits the synthesized early pullers and holder', async () => {
     const pullers = output.filter((d) => d.kind === 'DaemonSet' && isPuller(d.spec.template.metadata.labels));
-    expect(pullers).toHaveLength(2);
+    // Two lanes of the pool's images and lane 0, the sidecar's image.
+    expect(pullers).toHaveLength(3);
     for (const [i, ds] of pullers.entries()) {
       expect(ds.spec.template.spec.hostNetwork).toBe(true);
       expect(await create(podOf((d) => d === ds, `puller-${i}`))).toEqual({ code: 201, message: '' });
@@ -135,7 +136,7 @@ describe('early-pull admission on a real apiserver', () => {
 
   it('admits the early pullers that run the sleeper from its ConfigMap, and no other ConfigMap on the host network', async () => {
     const pullers = sleeperOutput.filter((d) => d.kind === 'DaemonSet' && isPuller(d.spec.template.metadata.labels));
-    expect(pullers).toHaveLength(2);
+    expect(pullers).toHaveLength(3);
     for (const [i, ds] of pullers.entries()) {
       const pod = {
         apiVersion: 'v1',
