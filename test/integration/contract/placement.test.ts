@@ -309,7 +309,8 @@ describe('placement on the real DaemonSet controller and scheduler', () => {
     expect(wantPullers['early']).toContain('place-not-ready-noschedule');
     expect(wantPullers['early']).toContain('place-network-unavailable');
     expect(want['early']).not.toContain('place-starting');
-    expect(Object.values(pullers).filter((p) => p.pool === 'early')).toHaveLength(2);
+    // Its two lanes and lane 0, the sidecar's image.
+    expect(Object.values(pullers).filter((p) => p.pool === 'early')).toHaveLength(3);
     // The table must exercise both answers for the shapes the contract is about.
     const backend = pools.find((p) => p.id.startsWith('backend-a'));
     expect(backend && want[backend.id]).toEqual(['place-backend-a', 'place-gated']);
