@@ -187,10 +187,10 @@ const sets = list('sets', args.sets, Object.keys(SETS)).map((s) => SETS[s] as Im
 const profiles = list<ProfileName>('profiles', args.profiles, PROFILE_NAMES);
 const kubelets = list<KubeletKind>('kubelets', args.kubelets, KUBELET_KINDS);
 const configs = args.configs.split(',').map((c) => c.trim());
+/** A lanes configuration: `lanes-<variant>`, its suffixes in any combination, then `-cpu<millis>`. */
+const LANES_CONFIG = /^lanes-(\d+|default|per-image|early)((?:-helper|-baked|-bytes)*)(?:-cpu(\d+))?$/;
 for (const c of configs)
-  if (
-    !/^(raw|raw-serial|floor|lanes-(\d+|default|per-image|early)(-helper|-baked|-bytes)*(-cpu\d+)?|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c)
-  )
+  if (!(LANES_CONFIG.test(c) || /^(raw|raw-serial|floor|kf-(0s|1m|15m)|kruise(-p\d+)?)$/.test(c)))
     throw new Error(`--configs: unknown ${c}`);
 if (configs.includes('lanes-early') && args['cni-delay'] === undefined)
   throw new Error('--configs lanes-early needs --cni-delay: without a network start-up window early pullers start with the rest');
@@ -374,7 +374,7 @@ const pullerDaemonSets = (objs: readonly KubeObject[]) =>
 
 /** The parts of a lanes configuration, `lanes-<variant>[-helper][-baked][-bytes][-cpu<millis>]`, suffixes in any combination. */
 function lanesConfig(config: string): { variant: string; helper: boolean; baked: boolean; bytes: boolean; cpu?: number } {
-  const m = /^lanes-(\d+|default|per-image|early)((?:-helper|-baked|-bytes)*)(?:-cpu(\d+))?$/.exec(config);
+  const m = LANES_CONFIG.exec(config);
   const parts = new Set((m?.[2] ?? '').split('-'));
   return {
     variant: m?.[1] ?? '',
@@ -714,15 +714,12 @@ function summary(): Record<string, unknown> {
       const raw = med(of('raw'));
       const rawSerial = med(of('raw-serial'));
       for (const kubelet of kubelets) {
-        const floor = med(samples.filter((s) => s.config === 'floor' && s.profile === profile && s.kubelet === kubelet));
+        const floorSamples = samples.filter((s) => s.config === 'floor' && s.profile === profile && s.kubelet === kubelet);
+        const floor = med(floorSamples);
         const base = kubelet === 'serial' ? rawSerial : raw;
         const target = base !== undefined && floor !== undefined ? floor + 1.1 * base + 500 : undefined;
         const kf = configs.filter((c) => c.startsWith('kf-')).map((c) => [c, med(of(c, kubelet))] as const);
-        const floorRegReady = median(
-          samples.flatMap((s) =>
-            s.config === 'floor' && s.profile === profile && s.kubelet === kubelet && s.regReadyMs !== undefined ? [s.regReadyMs] : [],
-          ),
-        );
+        const floorRegReady = median(floorSamples.flatMap((s) => (s.regReadyMs === undefined ? [] : [s.regReadyMs])));
         if (Number.isFinite(floorRegReady)) console.log(`ttw ${profile} ${kubelet} floor: registration → Ready ${secs(floorRegReady)} s`);
         const row: Record<string, unknown> = {
           floorMs: floor ?? null,
@@ -731,7 +728,7 @@ function summary(): Record<string, unknown> {
           targetMs: target ?? null,
         };
         const load = [
-          ['floor', cpuNote(samples.filter((s) => s.config === 'floor' && s.profile === profile && s.kubelet === kubelet))],
+          ['floor', cpuNote(floorSamples)],
           ['raw', cpuNote(of('raw'))],
           ['raw serial', cpuNote(of('raw-serial'))],
         ].flatMap(([k, v]) => (v === '' ? [] : [`${k}: ${v}`]));

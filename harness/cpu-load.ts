@@ -34,7 +34,7 @@ export function parseProcStat(text: string, at: number): CpuTick {
  * before `from` and the first at or after `to`; undefined when the ticks do not cover the window.
  */
 export function busyShare(ticks: readonly CpuTick[], from: number, to: number): number | undefined {
-  const a = ticks.filter((t) => t.at <= from).at(-1);
+  const a = ticks.findLast((t) => t.at <= from);
   const b = ticks.find((t) => t.at >= to);
   if (a === undefined || b === undefined || b.total <= a.total) return undefined;
   return (b.busy - a.busy) / (b.total - a.total);

@@ -10,11 +10,6 @@ import { join } from 'node:path';
 import { STATE_DIR } from './cluster/config.js';
 import { API_VERSIONS, type ApiVersion } from '../src/index.js';
 
-/** The apiVersion of our own ImageCache. */
-export const IMAGECACHE_API_VERSION = API_VERSIONS.prewarm;
-/** The apiVersion of kube-fledged's ImageCache. */
-export const KUBEFLEDGED_API_VERSION = API_VERSIONS.kubeFledged;
-
 /** One `cacheSpec[]` entry. */
 export interface CacheEntry {
   readonly pool?: string;
@@ -33,20 +28,20 @@ export type ImageCacheObject = {
 
 /**
  * An ImageCache of `cacheSpec` in `namespace`, with the pool-wide `settings` (lanes, gate, earlyPull,
- * ...) beside it; kube-fledged's dialect with {@link KUBEFLEDGED_API_VERSION}.
+ * ...) beside it; kube-fledged's dialect with `API_VERSIONS.kubeFledged`.
  */
 export function imageCache(
   namespace: string,
   name: string,
   cacheSpec: readonly CacheEntry[],
   settings: Readonly<Record<string, unknown>> = {},
-  apiVersion: ApiVersion = IMAGECACHE_API_VERSION,
+  apiVersion: ApiVersion = API_VERSIONS.prewarm,
 ): ImageCacheObject {
   return { apiVersion, kind: 'ImageCache', metadata: { name, namespace }, spec: { cacheSpec, ...settings } };
 }
 
 /** The text of an ImageCache document up to and including its `spec:` line. */
-export function imageCacheHeader(name: string, namespace?: string, apiVersion: ApiVersion = IMAGECACHE_API_VERSION): string {
+export function imageCacheHeader(name: string, namespace?: string, apiVersion: ApiVersion = API_VERSIONS.prewarm): string {
   const ns = namespace === undefined ? [] : [`  namespace: ${namespace}`];
   return [`apiVersion: ${apiVersion}`, 'kind: ImageCache', 'metadata:', `  name: ${name}`, ...ns, 'spec:', ''].join('\n');
 }

@@ -11,7 +11,8 @@ import { run } from '../../harness/cluster/sh.js';
 import type { Kube, KubeObject } from '../../harness/kube.js';
 import { applyAll, yamlObjects } from '../../harness/manifests.js';
 import { pollUntil, sleep, waitFor } from '../../harness/time.js';
-import { imageCache, KUBEFLEDGED_API_VERSION } from '../../harness/specs.js';
+import { imageCache } from '../../harness/specs.js';
+import { API_VERSIONS } from '../../src/index.js';
 import { BENCH_DIR, log } from './stats.js';
 
 /** kube-fledged's default busybox image; its Jobs run `cp /bin/echo /tmp/bin` from it. */
@@ -47,7 +48,7 @@ export async function installKubeFledged(kube: Kube): Promise<void> {
 
 /** A kubefledged.io/v1alpha2 ImageCache with one cacheSpec entry. */
 export function kfImageCache(name: string, images: readonly string[], nodeSelector: Record<string, string>): KubeObject {
-  return imageCache(KF_NS, name, [{ images, nodeSelector }], {}, KUBEFLEDGED_API_VERSION);
+  return imageCache(KF_NS, name, [{ images, nodeSelector }], {}, API_VERSIONS.kubeFledged);
 }
 
 /** A running model and what its JSON lines said so far. */

@@ -20,7 +20,7 @@ import {
 import { renderPoolsFile, type PoolEntry } from '../contract/pools-file.js';
 import { nodeLabelKey } from '../contract/identity.js';
 import { SERVICE_ACCOUNT } from '../contract/access-names.js';
-import { pullerLanes, SIDECAR_IMAGE_LANE, sidecarImagePuller } from './lanes.js';
+import { pullerLanes, SIDECAR_IMAGE_PULLER } from './lanes.js';
 import { DEFAULT_HELPER_IMAGE, deadlineSecondsOf, PullDaemonSet, refreshes, type ReconcilerProps } from './pull-daemonset.js';
 import { EARLY_PULL_NAMESPACE_POD_SECURITY, NAMESPACE_POD_SECURITY } from './security.js';
 import { EarlyPullAdmission, earlyPullNamespaces } from './early-pull.js';
@@ -122,9 +122,9 @@ export class NamespaceChart extends Chart {
       // image it would hold the sidecar back, and any pool image behind it would wait.
       const sidecarImage = pool.settings.earlyPull ? props.reconciler?.image : undefined;
       if (sidecarImage !== undefined && lanes.length > 0)
-        new PullDaemonSet(this, `pool-${pool.id}.puller-${SIDECAR_IMAGE_LANE}`, {
+        new PullDaemonSet(this, `pool-${pool.id}.puller-${SIDECAR_IMAGE_PULLER.key}`, {
           pool,
-          puller: sidecarImagePuller(),
+          puller: SIDECAR_IMAGE_PULLER,
           ...sleeper,
           sidecarImage,
         });

@@ -95,6 +95,4 @@ function byCount(images: readonly ImageRef[], count: number): PullerLane[] {
 export const SIDECAR_IMAGE_LANE = '0';
 
 /** The early puller of the sidecar's image: a lane of no pool image. */
-export function sidecarImagePuller(): PullerLane {
-  return { key: SIDECAR_IMAGE_LANE, images: [] };
-}
+export const SIDECAR_IMAGE_PULLER: PullerLane = Object.freeze({ key: SIDECAR_IMAGE_LANE, images: [] });
